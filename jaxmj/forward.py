@@ -1,0 +1,121 @@
+"""The simulation recipe: forward, step and rollout, each a pure function of (Model, Data)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+
+from jaxmj import com, integrator, kinematics, mass, passive, rne
+from jaxmj.io import reset_state
+from jaxmj.types import Data, DisableBit, Integrator, Model, Warning
+
+MAXVAL = 1e10  # mjMAXVAL: a state entry beyond this counts as diverged
+
+
+def check_supported(m: Model) -> None:
+  """Raises NotImplementedError naming each feature of `m` the runtime cannot simulate yet.
+
+  Each entry of `m.unsupported` is (feature, disable bits): the feature is active unless
+  one of those bits is set in `opt.disableflags`.
+  """
+  active = [name for name, bits in m.unsupported if not m.opt.disableflags & bits]
+  if m.opt.integrator != Integrator.EULER:
+    active.append(f"integrator {Integrator(m.opt.integrator).name}")
+  if active:
+    raise NotImplementedError(
+      f"model {m.model_name!r} uses features jaxmj cannot simulate yet: {'; '.join(active)}"
+    )
+
+
+def fwd_position(m: Model, d: Data) -> Data:
+  """Position-dependent stages: kinematics, com, inertia and its factorization."""
+  d = kinematics.kinematics(m, d)
+  d = com.com_pos(m, d)
+  d = mass.crb(m, d)
+  return mass.factor_m(m, d)
+
+
+def fwd_velocity(m: Model, d: Data) -> Data:
+  """Velocity-dependent stages: com velocities, passive and bias forces."""
+  d = com.com_vel(m, d)
+  d = passive.passive(m, d)
+  return rne.rne(m, d)
+
+
+def fwd_acceleration(m: Model, d: Data) -> Data:
+  """mj_fwdAcceleration: qfrc_smooth and qacc_smooth (applied, passive, bias, actuator)."""
+  qfrc_smooth = (
+    d.qfrc_passive - d.qfrc_bias + d.qfrc_applied + d.qfrc_actuator
+    + rne.xfrc_accumulate(m, d)
+  )
+  return d.replace(qfrc_smooth=qfrc_smooth, qacc_smooth=mass.solve_m(m, d, qfrc_smooth))
+
+
+def fwd_constraint(m: Model, d: Data) -> Data:
+  """mj_fwdConstraint for a model without active constraints: qacc = qacc_smooth."""
+  return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth))
+
+
+def forward(m: Model, d: Data) -> Data:
+  """mj_forward: every quantity that depends on the state, up to qacc. No integration."""
+  check_supported(m)
+  d = fwd_position(m, d)
+  d = fwd_velocity(m, d)
+  d = fwd_acceleration(m, d)
+  return fwd_constraint(m, d)
+
+
+def _bad(x: jnp.ndarray) -> jnp.ndarray:
+  return jnp.any(~jnp.isfinite(x) | (jnp.abs(x) > MAXVAL))
+
+
+def step(m: Model, d: Data) -> Data:
+  """mj_step: forward, then integrate one timestep.
+
+  A state that is NaN or beyond 1e10 in qpos, qvel or qacc counts in `warning` (BADQPOS,
+  BADQVEL, BADQACC) instead of raising. Unless autoreset is disabled the world is then
+  reset to qpos0 (as MuJoCo does) and its integration is skipped for this step, so a
+  diverged world in a batch never spreads NaN; with autoreset disabled it keeps the
+  diverged values and only the counters tell.
+  """
+  bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
+  d = forward(m, d)
+  bad_acc = _bad(d.qacc)
+  new = integrator.euler(m, d)
+  codes = jnp.array([Warning.BADQPOS, Warning.BADQVEL, Warning.BADQACC])
+  flags = jnp.stack([bad_pos, bad_vel, bad_acc])
+  warning = d.warning.at[codes].add(flags.astype(d.warning.dtype))
+  new = new.replace(warning=warning)
+  if m.opt.disabled(DisableBit.AUTORESET):
+    return new
+  diverged = jnp.any(flags)
+  fresh = reset_state(m, new).replace(warning=warning)
+  return jax.tree.map(lambda a, b: jnp.where(diverged, a, b), fresh, new)
+
+
+def rollout(
+  m: Model,
+  d: Data,
+  ctrl: jnp.ndarray | None = None,
+  *,
+  nstep: int | None = None,
+  fields: Sequence[str] = ("time", "qpos", "qvel", "act"),
+) -> tuple[Data, dict[str, jnp.ndarray]]:
+  """Steps `d` through a control sequence with one `lax.scan`.
+
+  ctrl: (T, nu) controls applied before each step; or None with `nstep=T` (controls held).
+  Returns the final Data and a dict of the named Data fields after each step, each (T, ...).
+  Stacking only `fields` keeps memory at T x state size rather than T x all of Data.
+  """
+  if ctrl is None:
+    if nstep is None:
+      raise ValueError("rollout needs a ctrl sequence or nstep")
+    ctrl = jnp.broadcast_to(d.ctrl, (nstep,) + d.ctrl.shape)
+
+  def body(carry, u):
+    carry = step(m, carry.replace(ctrl=u))
+    return carry, {f: getattr(carry, f) for f in fields}
+
+  return jax.lax.scan(body, d, ctrl)

@@ -1,0 +1,64 @@
+"""Creating and resetting Data: make_data, reset to defaults or to a keyframe."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from jaxmj.types import NWARNING, Data, Model
+
+
+def make_data(m: Model) -> Data:
+  """mj_makeData: Data at the model's defaults (qpos0, zero velocity, mocap at body poses).
+
+  Float fields take the model's float dtype (float64 with jax_enable_x64, else float32).
+  """
+  dt = m.qpos0.dtype
+  z = lambda *shape: jnp.zeros(shape, dt)
+  nb, nv = m.nbody, m.nv
+  mocap = m.body_mocapid >= 0
+  order = m.body_mocapid[mocap].argsort()
+  mocap_bodies = mocap.nonzero()[0][order]
+  return Data(
+    time=jnp.zeros((), dt), qpos=jnp.asarray(m.qpos0), qvel=z(nv), act=z(m.na),
+    qacc_warmstart=z(nv), ctrl=z(m.nu), qfrc_applied=z(nv), xfrc_applied=z(nb, 6),
+    mocap_pos=m.body_pos[mocap_bodies], mocap_quat=m.body_quat[mocap_bodies],
+    userdata=z(m.nuserdata), qacc=z(nv), act_dot=z(m.na),
+    xpos=z(nb, 3), xquat=z(nb, 4), xmat=z(nb, 3, 3), xipos=z(nb, 3), ximat=z(nb, 3, 3),
+    xanchor=z(m.njnt, 3), xaxis=z(m.njnt, 3),
+    geom_xpos=z(m.ngeom, 3), geom_xquat=z(m.ngeom, 4), geom_xmat=z(m.ngeom, 3, 3),
+    site_xpos=z(m.nsite, 3), site_xquat=z(m.nsite, 4), site_xmat=z(m.nsite, 3, 3),
+    subtree_com=z(nb, 3), cinert=z(nb, 10), crb=z(nb, 10), cdof=z(nv, 6), cvel=z(nb, 6),
+    cdof_dot=z(nv, 6), qM=z(nv, nv), qLD=z(nv, nv), qLDiagInv=z(nv),
+    qfrc_bias=z(nv), qfrc_spring=z(nv), qfrc_damper=z(nv), qfrc_passive=z(nv),
+    qfrc_actuator=z(nv), qfrc_smooth=z(nv), qacc_smooth=z(nv), qfrc_constraint=z(nv),
+    qfrc_inverse=z(nv), energy=z(2), warning=jnp.zeros(NWARNING, jnp.int32),
+  )
+
+
+def reset_state(m: Model, d: Data) -> Data:
+  """mj_resetData: `d` back to the model defaults; warning counters are kept."""
+  return make_data(m).replace(warning=d.warning)
+
+
+def reset(m: Model, key: int | str | None = None) -> Data:
+  """Data at the model defaults, or at keyframe `key` (index or name) as mj_resetDataKeyframe.
+
+  The keyframe index is resolved on the host; the values come from the Model's leaves, so
+  this works inside jit and under vmap over models.
+  """
+  d = make_data(m)
+  if key is None:
+    return d
+  if isinstance(key, str):
+    from jaxmj.names import name2id
+
+    name, key = key, name2id(m, "key", key)
+    if key < 0:
+      raise KeyError(f"model {m.model_name!r} has no keyframe named {name!r}")
+  if not 0 <= key < m.nkey:
+    raise IndexError(f"keyframe {key} out of range: model has {m.nkey}")
+  return d.replace(
+    time=m.key_time[key], qpos=m.key_qpos[key], qvel=m.key_qvel[key], act=m.key_act[key],
+    ctrl=m.key_ctrl[key], mocap_pos=m.key_mpos[key].reshape(m.nmocap, 3),
+    mocap_quat=m.key_mquat[key].reshape(m.nmocap, 4),
+  )

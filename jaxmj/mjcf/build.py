@@ -1,0 +1,605 @@
+"""Validated MJCF tree -> Model: bodies in depth-first order, then per-body joints, dofs,
+geoms and sites, inertia, keyframes, names and the derived constants (host side, numpy)."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj.mjcf import frames, inertia, parse, schema, setconst
+from jaxmj.mjcf.errors import MJCFError
+from jaxmj.mjcf.parse import Defaults, Node
+from jaxmj.scan import ancestor_mask, depths
+from jaxmj.types import (
+  JOINT_NV,
+  Cone,
+  DisableBit,
+  EnableBit,
+  GeomType,
+  Integrator,
+  Jacobian,
+  JointType,
+  Model,
+  Option,
+  Solver,
+)
+
+MINVAL = 1e-15
+_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+@dataclasses.dataclass
+class _Body:
+  node: Node | None
+  name: str
+  parent: int
+  pos: np.ndarray
+  quat: np.ndarray
+  mocap: bool = False
+  gravcomp: float = 0.0
+  inertial: Node | None = None
+  joints: list = dataclasses.field(default_factory=list)  # (node, values, is_free)
+  geoms: list = dataclasses.field(default_factory=list)  # (node, values, pos, quat)
+  sites: list = dataclasses.field(default_factory=list)
+
+
+def compile_path(path, assets: dict | None = None) -> Model:
+  """Compiles the MJCF file at `path` into a Model."""
+  return compile_node(parse.parse_path(path, assets), str(path))
+
+
+def compile_string(xml: str | bytes, assets: dict | None = None) -> Model:
+  """Compiles MJCF text into a Model; `assets` maps included file names to contents."""
+  return compile_node(parse.parse_string(xml, assets=assets), "")
+
+
+def _section(root: Node, tag: str) -> tuple[dict, list[Node]]:
+  """Merged attributes of every top-level <tag> (later ones override) and the nodes."""
+  nodes = [c for c in root.children if c.tag == tag]
+  values = {name: default for name, (_, default) in schema.ATTRS[tag].items()}
+  for n in nodes:
+    values.update({k: n.get(k) for k in n.attrs})
+  return values, nodes
+
+
+def compile_node(root: Node, path: str) -> Model:
+  """Compiles a parsed, validated MJCF tree."""
+  compiler, cnodes = _section(root, "compiler")
+  if compiler["coordinate"] == "global":
+    node = next(n for n in cnodes if n.attrs.get("coordinate") == "global")
+    raise node.error("global coordinates are no longer supported by MuJoCo", "coordinate")
+  for n in cnodes:
+    if "settotalmass" in n.attrs:
+      warnings.warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
+                    "MuJoCo and will be removed in a future release", stacklevel=3)
+  defaults = parse.parse_defaults(root)
+  bodies = _walk_bodies(root, defaults, compiler)
+  f = _arrays(bodies, defaults, compiler)
+  _inertia(bodies, f, compiler)
+  f.update(setconst.structure_fields(f))
+  _check_masses(bodies, f)
+  f.update(setconst.mass_constants(f))
+  option = _option(root)
+  size, _ = _section(root, "size")
+  return _model(root, bodies, f, option, size, path)
+
+
+# ---------------------------------------------------------------- body tree
+
+
+def _walk_bodies(root: Node, defaults: Defaults, compiler: dict) -> list[_Body]:
+  world = next((c for c in root.children if c.tag == "worldbody"), None)
+  bodies = [_Body(world, "world", 0, np.zeros(3), _IDENTITY.copy())]
+  for node in [c for c in root.children if c.tag == "worldbody"]:
+    _walk(node, 0, np.zeros(3), _IDENTITY, None, bodies, defaults, compiler)
+  return bodies
+
+
+def _walk(node, body_id, fpos, fquat, childclass, bodies, defaults, compiler) -> None:
+  """Visits children in document order; frames fold their pose into their children."""
+  body = bodies[body_id]
+  for child in node.children:
+    tag = child.tag
+    if tag in ("body", "frame"):
+      defaults.check_class(child, "childclass")
+      vals = {k: child.get(k) for k in child.attrs}
+      pos, quat = frames.compose(fpos, fquat, _vec(vals.get("pos"), 3),
+                                 frames.orientation(vals, compiler, child))
+      cls = child.attrs.get("childclass", childclass)
+      if tag == "frame":
+        _walk(child, body_id, pos, quat, cls, bodies, defaults, compiler)
+        continue
+      new = _Body(child, child.attrs.get("name", ""), body_id, pos, quat,
+                  mocap=bool(vals.get("mocap", False)), gravcomp=vals.get("gravcomp") or 0.0)
+      if new.mocap and body_id != 0:
+        raise child.error("mocap bodies must be children of the world body", "mocap")
+      bodies.append(new)
+      _walk(child, len(bodies) - 1, np.zeros(3), _IDENTITY, cls, bodies, defaults, compiler)
+    elif tag == "inertial":
+      if body.inertial is not None:
+        raise child.error("a body may have only one <inertial>")
+      body.inertial = child
+    elif tag == "freejoint":
+      body.joints.append((child, {"type": "free", "group": child.get("group") or 0}, True))
+    elif tag == "joint":
+      body.joints.append((child, defaults.resolve(child, childclass), False))
+    elif tag in ("geom", "site"):
+      vals = defaults.resolve(child, childclass)
+      if tag == "site" and vals.get("fromto") is not None and vals["type"] == "sphere":
+        raise child.error("fromto is not allowed for sphere sites", "fromto")
+      pos, quat, size = _placement(child, vals, compiler)
+      pos, quat = frames.compose(fpos, fquat, pos, quat)
+      (body.geoms if tag == "geom" else body.sites).append((child, vals, pos, quat, size))
+
+
+def _vec(v, n: int) -> np.ndarray:
+  return np.zeros(n) if v is None else np.asarray(v, float)
+
+
+_SIZES_NEEDED = {"sphere": 1, "capsule": 2, "cylinder": 2, "ellipsoid": 3, "box": 3,
+                 "plane": 0}
+
+
+def _placement(node: Node, vals: dict, compiler: dict):
+  """Pose and 3-vector size of a geom or site, with fromto applied."""
+  # Unset sizes keep the element's schema default (zeros for geoms, 0.005 for sites).
+  size = np.array(schema.ATTRS[node.tag]["size"][1], float)
+  given = np.asarray(vals["size"], float)[:3]
+  size[: len(given)] = given
+  gtype = vals["type"]
+  if gtype in ("hfield", "mesh", "sdf"):
+    raise node.error(f"geom type '{gtype}' is not supported by jaxmj yet", "type")
+  fromto = vals.get("fromto")
+  if fromto is not None:
+    if gtype not in ("capsule", "cylinder", "ellipsoid", "box"):
+      raise node.error(f"fromto is not allowed for type '{gtype}'", "fromto")
+    a, b = np.asarray(fromto[:3]), np.asarray(fromto[3:])
+    if np.linalg.norm(b - a) < MINVAL:
+      raise node.error("fromto has zero length", "fromto")
+    # MuJoCo aligns the geom's z axis with from - to (the sign matters for iquat).
+    pos, quat = (a + b) / 2, frames.quat_z2vec(a - b)
+    size[1 if gtype in ("capsule", "cylinder") else 2] = np.linalg.norm(b - a) / 2
+  else:
+    pos, quat = np.asarray(vals["pos"], float), frames.orientation(vals, compiler, node)
+  need = _SIZES_NEEDED[gtype] - (1 if fromto is not None and gtype in ("capsule", "cylinder")
+                                 else 0)
+  for k in range(need):
+    if size[k] <= 0 and not (fromto is not None and k == 2):
+      raise node.error(f"size {k} must be positive for type '{gtype}'", "size")
+  return pos, quat, size
+
+
+# ---------------------------------------------------------------- arrays
+
+
+def _arrays(bodies: list[_Body], defaults: Defaults, compiler: dict) -> dict:
+  """Primary per-object arrays, named as mjModel fields."""
+  nbody = len(bodies)
+  deg = compiler["angle"] == "degree"
+  f: dict = {"nbody": nbody}
+  f["body_parentid"] = np.array([b.parent for b in bodies], np.int32)
+  f["body_pos"] = np.array([b.pos for b in bodies])
+  f["body_quat"] = np.array([b.quat for b in bodies])
+  mocap_ids = np.cumsum([b.mocap for b in bodies]) - 1
+  f["body_mocapid"] = np.array([m if b.mocap else -1 for b, m in zip(bodies, mocap_ids)],
+                               np.int32)
+  f["body_gravcomp"] = np.array([b.gravcomp for b in bodies])
+
+  jnt, dof = _joints(bodies, deg, compiler)
+  f.update(jnt)
+  f.update(dof)
+  f.update(_attached(bodies, "geom"))
+  f.update(_attached(bodies, "site"))
+  for kind, num in (("jnt", "joints"), ("geom", "geoms"), ("site", "sites")):
+    counts = np.array([len(getattr(b, num)) for b in bodies], np.int32)
+    f[f"body_{kind}num"] = counts
+    f[f"body_{kind}adr"] = np.where(counts > 0, np.cumsum(counts) - counts, -1).astype(np.int32)
+  dofnum = np.zeros(nbody, np.int32)
+  np.add.at(dofnum, f["dof_bodyid"], 1)
+  f["body_dofnum"] = dofnum
+  f["body_dofadr"] = np.where(dofnum > 0, np.cumsum(dofnum) - dofnum, -1).astype(np.int32)
+  return f
+
+
+def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]:
+  j = {k: [] for k in ("jnt_type", "jnt_bodyid", "jnt_qposadr", "jnt_dofadr", "jnt_group",
+                       "jnt_limited", "jnt_actfrclimited", "jnt_actgravcomp", "jnt_solref",
+                       "jnt_solimp", "jnt_pos", "jnt_axis", "jnt_stiffness", "jnt_range",
+                       "jnt_actfrcrange", "jnt_margin", "qpos0", "qpos_spring", "_frictionloss")}
+  d = {k: [] for k in ("dof_bodyid", "dof_jntid", "dof_parentid", "dof_solref", "dof_solimp",
+                       "dof_frictionloss", "dof_armature", "dof_damping")}
+  last_dof = {0: -1}
+  for bid, body in enumerate(bodies):
+    parent_last = last_dof[body.parent]
+    for node, v, is_free in body.joints:
+      jtype = JointType[v["type"].upper()]
+      if jtype == JointType.FREE and body.parent != 0:
+        raise node.error("free joints are only allowed in bodies that are children of the "
+                         "world", "type")
+      if jtype == JointType.FREE and len(body.joints) > 1:
+        raise node.error("a body with a free joint cannot have other joints", "type")
+      jid = len(j["jnt_type"])
+      qadr, dadr = len(j["qpos0"]), len(d["dof_bodyid"])
+      j["jnt_type"].append(jtype)
+      j["jnt_bodyid"].append(bid)
+      j["jnt_qposadr"].append(qadr)
+      j["jnt_dofadr"].append(dadr)
+      j["jnt_group"].append(v.get("group", 0))
+      full = v if not is_free else {**{k: dv for k, (_, dv) in schema.ATTRS["joint"].items()},
+                                    **v}
+      limited, actlimited = _limited(node, full, jtype, compiler)
+      j["jnt_limited"].append(limited)
+      j["jnt_actfrclimited"].append(actlimited)
+      j["jnt_actgravcomp"].append(bool(full["actuatorgravcomp"]))
+      j["jnt_solref"].append(_vec(full["solreflimit"], 2))
+      j["jnt_solimp"].append(_solimp(full["solimplimit"]))
+      j["jnt_pos"].append(_vec(full["pos"], 3) if not is_free else np.zeros(3))
+      axis = _vec(full["axis"], 3)
+      if np.linalg.norm(axis) < MINVAL:
+        raise node.error("joint axis is zero", "axis")
+      j["jnt_axis"].append(axis / np.linalg.norm(axis))
+      if np.any(np.asarray(full["springdamper"]) != 0):
+        raise node.error("springdamper is not supported by jaxmj yet", "springdamper")
+      j["jnt_stiffness"].append(full["stiffness"])
+      rng = _vec(full["range"], 2)
+      if deg and jtype in (JointType.HINGE, JointType.BALL):
+        rng = np.deg2rad(rng)
+      if limited and jtype != JointType.BALL and rng[0] >= rng[1]:
+        raise node.error("range[0] must be smaller than range[1] for a limited joint", "range")
+      j["jnt_range"].append(rng)
+      j["jnt_actfrcrange"].append(_vec(full["actuatorfrcrange"], 2))
+      j["jnt_margin"].append(full["margin"])
+      ref, springref = full["ref"], full["springref"]
+      if deg and jtype == JointType.HINGE:
+        ref, springref = np.deg2rad(ref), np.deg2rad(springref)
+      if jtype == JointType.FREE:
+        q0 = np.concatenate([body.pos, body.quat])
+        qs = q0
+      elif jtype == JointType.BALL:
+        q0 = qs = _IDENTITY
+      else:
+        q0, qs = np.array([ref]), np.array([springref])
+      j["qpos0"].extend(q0)
+      j["qpos_spring"].extend(qs)
+      for _ in range(JOINT_NV[jtype]):
+        d["dof_bodyid"].append(bid)
+        d["dof_jntid"].append(jid)
+        d["dof_parentid"].append(parent_last)
+        parent_last = len(d["dof_bodyid"]) - 1
+        d["dof_solref"].append(_vec(full["solreffriction"], 2))
+        d["dof_solimp"].append(_solimp(full["solimpfriction"]))
+        d["dof_frictionloss"].append(full["frictionloss"])
+        d["dof_armature"].append(full["armature"])
+        d["dof_damping"].append(full["damping"])
+    last_dof[bid] = parent_last
+  del j["_frictionloss"]
+  jf = {k: _stack(k, v) for k, v in j.items()}
+  df = {k: _stack(k, v) for k, v in d.items()}
+  jf["nq"], jf["njnt"], df["nv"] = len(j["qpos0"]), len(j["jnt_type"]), len(d["dof_bodyid"])
+  return jf, df
+
+
+_INT_FIELDS = ("type", "bodyid", "adr", "group", "jntid", "parentid", "contype", "conaffinity",
+               "condim", "priority", "dataid", "matid")
+
+
+def _stack(name: str, values: list) -> np.ndarray:
+  if name.endswith(("limited", "actgravcomp")):
+    return np.array(values, dtype=bool)
+  if name.endswith(_INT_FIELDS):
+    return np.array(values, dtype=np.int32)
+  shapes = {"solref": 2, "solimp": 5, "pos": 3, "axis": 3, "range": 2, "actfrcrange": 2,
+            "quat": 4, "size": 3, "friction": 3, "rgba": 4}
+  for suffix, n in shapes.items():
+    if name.endswith(suffix) and not values:
+      return np.zeros((0, n))
+  return np.array(values, dtype=np.float64)
+
+
+def _limited(node: Node, v: dict, jtype: JointType, compiler: dict) -> tuple[bool, bool]:
+  out = []
+  for attr, rng in (("limited", "range"), ("actuatorfrclimited", "actuatorfrcrange")):
+    val = v[attr]
+    if val == "auto":
+      if not compiler["autolimits"]:
+        rng_given = rng in node.attrs
+        if rng_given:
+          raise node.error(f"'{attr}' must be set explicitly when autolimits is disabled",
+                           attr)
+        out.append(False)
+        continue
+      out.append(bool(np.any(np.asarray(v[rng]) != 0)))
+    else:
+      out.append(val == "true")
+  return out[0], out[1]
+
+
+def _solimp(v) -> np.ndarray:
+  out = np.array(schema.SOLIMP[1], float)
+  v = np.asarray(v, float)
+  out[: min(len(v), 5)] = v[:5]
+  return out
+
+
+def _attached(bodies: list[_Body], kind: str) -> dict:
+  """geom_* or site_* arrays from the bodies' lists."""
+  items = [(bid, it) for bid, b in enumerate(bodies) for it in getattr(b, kind + "s")]
+  p = kind + "_"
+  out = {k: [] for k in ("type", "bodyid", "group", "size", "pos", "quat", "rgba")}
+  if kind == "geom":
+    out.update({k: [] for k in ("contype", "conaffinity", "condim", "priority", "solmix",
+                                "solref", "solimp", "friction", "margin", "gap", "mass_given",
+                                "density")})
+  for bid, (node, v, pos, quat, size) in items:
+    out["type"].append(GeomType[v["type"].upper()])
+    out["bodyid"].append(bid)
+    out["group"].append(v["group"])
+    out["size"].append(size)
+    out["pos"].append(pos)
+    out["quat"].append(quat)
+    out["rgba"].append(_vec(v["rgba"], 4))
+    if kind != "geom":
+      continue
+    for k in ("contype", "conaffinity", "condim", "priority", "solmix", "margin", "gap",
+              "density"):
+      out[k].append(v[k])
+    if v["condim"] not in (1, 3, 4, 6):
+      raise node.error(f"condim must be 1, 3, 4 or 6, got {v['condim']}", "condim")
+    out["solref"].append(_vec(v["solref"], 2))
+    out["solimp"].append(_solimp(v["solimp"]))
+    fr = np.array(schema.ATTRS["geom"]["friction"][1])
+    given = np.asarray(v["friction"], float)[:3]
+    fr[: len(given)] = given
+    out["friction"].append(fr)
+    out["mass_given"].append(np.nan if v["mass"] is None else v["mass"])
+  res = {p + k: _stack(p + k, vals) for k, vals in out.items()}
+  res[p + "rgba"] = res[p + "rgba"].astype(np.float32).reshape(-1, 4)
+  if kind == "geom":
+    res["geom_dataid"] = np.full(len(items), -1, np.int32)
+    res["geom_matid"] = np.full(len(items), -1, np.int32)
+  res["n" + kind] = len(items)
+  return res
+
+
+# ---------------------------------------------------------------- inertia
+
+
+def _geom_masses(f: dict) -> np.ndarray:
+  """Mass of each geom: given, or density times volume."""
+  vol = np.array([inertia.geom_volume(t, s) for t, s in zip(f["geom_type"], f["geom_size"])])
+  return np.where(np.isnan(f["geom_mass_given"]), f["geom_density"] * vol,
+                  f["geom_mass_given"])
+
+
+def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
+  """body_mass, body_ipos, body_iquat, body_inertia from <inertial> or from geoms."""
+  nbody = len(bodies)
+  mass, ipos = np.zeros(nbody), np.zeros((nbody, 3))
+  iquat, inert = np.tile(_IDENTITY, (nbody, 1)), np.zeros((nbody, 3))
+  gmass = _geom_masses(f)
+  lo, hi = compiler["inertiagrouprange"]
+  mode = compiler["inertiafromgeom"]
+  for b in range(1, nbody):
+    node = bodies[b].inertial
+    if node is not None and mode != "true":
+      mass[b], ipos[b], inert[b], iquat[b] = _explicit_inertial(node, compiler)
+      continue
+    if mode == "false":
+      continue
+    adr, num = f["body_geomadr"][b], f["body_geomnum"][b]
+    gs = [g for g in range(adr, adr + num) if lo <= f["geom_group"][g] <= hi
+          and f["geom_type"][g] != GeomType.PLANE]
+    if gs:
+      mass[b], ipos[b], inert[b], iquat[b] = inertia.combine(
+        gmass[gs], f["geom_pos"][gs], f["geom_quat"][gs],
+        [inertia.geom_inertia(f["geom_type"][g], f["geom_size"][g], gmass[g]) for g in gs])
+  for b in range(1, nbody):
+    if compiler["boundmass"] > 0:
+      mass[b] = max(mass[b], compiler["boundmass"])
+    if compiler["boundinertia"] > 0:
+      inert[b] = np.maximum(inert[b], compiler["boundinertia"])
+    if compiler["balanceinertia"]:
+      i0, i1, i2 = inert[b]
+      if i0 + i1 < i2 or i0 + i2 < i1 or i1 + i2 < i0:
+        inert[b] = (i0 + i1 + i2) / 3.0
+  if compiler["settotalmass"] > 0 and mass.sum() > 0:
+    scale = compiler["settotalmass"] / mass.sum()
+    mass, inert = mass * scale, inert * scale
+  for b in range(1, nbody):
+    i0, i1, i2 = inert[b]
+    if i0 + i1 < i2 - 1e-12 or i0 + i2 < i1 - 1e-12 or i1 + i2 < i0 - 1e-12:
+      node = bodies[b].inertial or bodies[b].node
+      raise node.error("inertia must satisfy A + B >= C (use balanceinertia to fix)")
+  f.update(body_mass=mass, body_ipos=ipos, body_iquat=iquat, body_inertia=inert)
+  f["geom_mass"] = gmass
+
+
+def _explicit_inertial(node: Node, compiler: dict):
+  vals = {k: node.get(k) for k in node.attrs}
+  for req in ("pos", "mass"):
+    if vals.get(req) is None:
+      raise node.error(f"missing required attribute '{req}'", req)
+  if vals["mass"] < 0:
+    raise node.error("mass must be non-negative", "mass")
+  full = vals.get("fullinertia")
+  if full is not None:
+    if vals.get("diaginertia") is not None:
+      raise node.error("give either diaginertia or fullinertia, not both", "fullinertia")
+    xx, yy, zz, xy, xz, yz = full
+    mat = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    eigval, quat = inertia.eig3(mat)
+    if np.any(eigval < 0):
+      raise node.error("fullinertia must be positive definite", "fullinertia")
+    orient = frames.orientation(vals, compiler, node)
+    return vals["mass"], np.asarray(vals["pos"]), eigval, frames.quat_mul(orient, quat)
+  diag = vals.get("diaginertia")
+  if diag is None:
+    raise node.error("missing diaginertia or fullinertia", "diaginertia")
+  if np.any(np.asarray(diag) < 0):
+    raise node.error("diaginertia must be non-negative", "diaginertia")
+  return vals["mass"], np.asarray(vals["pos"]), np.asarray(diag, float), frames.orientation(
+    vals, compiler, node)
+
+
+def _check_masses(bodies: list[_Body], f: dict) -> None:
+  """Moving bodies need mass: MuJoCo rejects a jointed subtree that is massless."""
+  for b in range(1, len(bodies)):
+    if f["body_jntnum"][b] and f["body_subtreemass"][b] < MINVAL:
+      raise (bodies[b].node or bodies[0].node).error(
+        "mass and inertia of moving bodies must be larger than 1e-15")
+
+
+# ---------------------------------------------------------------- option, keyframes, model
+
+
+def _option(root: Node) -> dict:
+  opt, nodes = _section(root, "option")
+  disable, enable = 0, 0
+  for n in nodes:
+    for flag in (c for c in n.children if c.tag == "flag"):
+      for name, val in flag.attrs.items():
+        if name in schema.FLAGS_DISABLE:
+          bit = int(DisableBit[name.upper()])
+          disable = disable | bit if val == "disable" else disable & ~bit
+        else:
+          bit = int(EnableBit[name.upper()])
+          enable = enable | bit if val == "enable" else enable & ~bit
+  opt["disableflags"], opt["enableflags"] = disable, enable
+  return opt
+
+
+def _keyframes(root: Node, f: dict, nkey: int) -> tuple[dict, list[str]]:
+  """key_* arrays (unset entries take the model defaults) and the keyframe names."""
+  nq, nv, nmocap = f["nq"], f["nv"], int((f["body_mocapid"] >= 0).sum())
+  mocap = np.flatnonzero(f["body_mocapid"] >= 0)[np.argsort(f["body_mocapid"][
+    f["body_mocapid"] >= 0])]
+  dflt = {"qpos": f["qpos0"], "qvel": np.zeros(nv), "act": np.zeros(0), "ctrl": np.zeros(0),
+          "mpos": f["body_pos"][mocap].ravel(), "mquat": f["body_quat"][mocap].ravel()}
+  nodes = [k for kf in root.children if kf.tag == "keyframe" for k in kf.children]
+  out = {k: [] for k in ("time", "qpos", "qvel", "act", "ctrl", "mpos", "mquat")}
+  for i in range(max(nkey, len(nodes))):
+    node = nodes[i] if i < len(nodes) else None
+    out["time"].append(node.get("time") or 0.0 if node else 0.0)
+    for k, v0 in dflt.items():
+      v = node.get(k) if node is not None else None
+      if v is None:
+        v = v0
+      elif len(v) != len(v0):
+        raise node.error(f"{k} has {len(v)} values, expected {len(v0)}", k)
+      out[k].append(np.asarray(v, float))
+  sizes = {"qpos": nq, "qvel": nv, "act": 0, "ctrl": 0, "mpos": 3 * nmocap,
+           "mquat": 4 * nmocap}
+  res = {"key_time": np.asarray(out["time"], float)}
+  for k, n in sizes.items():
+    res["key_" + k] = np.asarray(out[k], float).reshape(len(out["time"]), n)
+  return res, [n.attrs.get("name", "") for n in nodes] + [""] * (len(out["time"]) - len(nodes))
+
+
+def _candidate_pairs(f: dict) -> int:
+  """Geom pairs that MuJoCo's broadphase filter could let collide (filterparent on)."""
+  n = len(f["geom_type"])
+  if n < 2:
+    return 0
+  g1, g2 = np.triu_indices(n, 1)
+  ct, ca = f["geom_contype"], f["geom_conaffinity"]
+  compatible = ((ct[g1] & ca[g2]) | (ct[g2] & ca[g1])) != 0
+  weld = f["body_weldid"][f["geom_bodyid"]]
+  w1, w2 = weld[g1], weld[g2]
+  pw1 = f["body_weldid"][f["body_parentid"][w1]]
+  pw2 = f["body_weldid"][f["body_parentid"][w2]]
+  parent = (w1 != 0) & (w2 != 0) & ((w1 == pw2) | (w2 == pw1))
+  return int(np.sum(compatible & (w1 != w2) & ~parent))
+
+
+def _names(model_name: str, groups: list[list[str]]) -> tuple[bytes, list[np.ndarray]]:
+  buf = bytearray(model_name.encode() + b"\0")
+  adrs = []
+  for names in groups:
+    a = []
+    for name in names:
+      a.append(len(buf))
+      buf += name.encode() + b"\0"
+    adrs.append(np.array(a, np.int32))
+  return bytes(buf), adrs
+
+
+def _check_unique(bodies: list[_Body], kind: str, items: list) -> None:
+  seen = {}
+  for node, name in items:
+    if not name:
+      continue
+    if name in seen:
+      raise node.error(f"repeated {kind} name '{name}'", "name")
+    seen[name] = node
+
+
+def _model(root, bodies, f, opt, size, path) -> Model:
+  keys, key_names = _keyframes(root, f, size["nkey"])
+  jnodes = [(n, n.attrs.get("name", "")) for b in bodies for n, _, _ in b.joints]
+  gnodes = [(g[0], g[0].attrs.get("name", "")) for b in bodies for g in b.geoms]
+  snodes = [(s[0], s[0].attrs.get("name", "")) for b in bodies for s in b.sites]
+  bnodes = [(b.node, b.name) for b in bodies[1:]]
+  for kind, items in (("body", bnodes), ("joint", jnodes), ("geom", gnodes), ("site", snodes)):
+    _check_unique(bodies, kind, items)
+  model_name = root.attrs.get("model", "MuJoCo Model")
+  names, (nb, nj, ng, ns, nk) = _names(model_name, [
+    [b.name for b in bodies], [n for _, n in jnodes], [n for _, n in gnodes],
+    [n for _, n in snodes], key_names])
+
+  unsupported = []
+  nlim = int(f["jnt_limited"].sum())
+  if nlim:
+    unsupported.append((f"joint limits ({nlim} limited joints; disable with "
+                        "<flag limit='disable'/>)", int(DisableBit.LIMIT | DisableBit.CONSTRAINT)))
+  npair = _candidate_pairs(f)
+  if npair:
+    unsupported.append((f"contacts ({npair} geom pairs can collide; disable with "
+                        "<flag contact='disable'/>)",
+                        int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
+  if np.any(f["dof_frictionloss"] > 0):
+    unsupported.append(("dof friction loss (disable with <flag frictionloss='disable'/>)",
+                        int(DisableBit.FRICTIONLOSS | DisableBit.CONSTRAINT)))
+  if np.any(f["body_gravcomp"] != 0):
+    unsupported.append(("gravity compensation (body gravcomp)", int(DisableBit.GRAVITY)))
+
+  a = lambda x: jnp.asarray(x)
+  option = Option(
+    timestep=a(opt["timestep"]), impratio=a(opt["impratio"]), tolerance=a(opt["tolerance"]),
+    ls_tolerance=a(opt["ls_tolerance"]), noslip_tolerance=a(opt["noslip_tolerance"]),
+    ccd_tolerance=a(opt["ccd_tolerance"]), sleep_tolerance=a(opt["sleep_tolerance"]),
+    gravity=a(opt["gravity"]), wind=a(opt["wind"]), magnetic=a(opt["magnetic"]),
+    density=a(opt["density"]), viscosity=a(opt["viscosity"]), o_margin=a(opt["o_margin"]),
+    o_solref=a(opt["o_solref"]), o_solimp=a(_solimp(opt["o_solimp"])),
+    o_friction=a(opt["o_friction"]),
+    integrator=Integrator[opt["integrator"].upper()], cone=Cone[opt["cone"].upper()],
+    jacobian=Jacobian[opt["jacobian"].upper()], solver=Solver[opt["solver"].upper()],
+    iterations=opt["iterations"], ls_iterations=opt["ls_iterations"],
+    noslip_iterations=opt["noslip_iterations"], ccd_iterations=opt["ccd_iterations"],
+    sdf_iterations=opt["sdf_iterations"], sdf_initpoints=opt["sdf_initpoints"],
+    disableflags=opt["disableflags"], enableflags=opt["enableflags"],
+    disableactuator=int(sum(1 << int(g) for g in opt["actuatorgroupdisable"])),
+  )
+  fields = {fl.name for fl in dataclasses.fields(Model)}
+  static = set(Model._static_names)
+  kw = {}
+  for name in fields:
+    if name in f:
+      kw[name] = f[name] if name in static else a(f[name])
+    elif name in keys:
+      kw[name] = a(keys[name])
+  nmocap = int((f["body_mocapid"] >= 0).sum())
+  kw.update(
+    nu=0, na=0, nmocap=nmocap, nkey=len(keys["key_time"]), nuserdata=size["nuserdata"],
+    opt=option, names=names, name_bodyadr=nb, name_jntadr=nj, name_geomadr=ng,
+    name_siteadr=ns, name_keyadr=nk, body_depth=depths(f["body_parentid"]),
+    dof_depth=depths(f["dof_parentid"]),
+    dof_ancestor=ancestor_mask(f["dof_parentid"]) if f["nv"] else np.zeros((0, 0), bool),
+    unsupported=tuple(unsupported), model_name=model_name, path=path,
+  )
+  missing = fields - set(kw)
+  if missing:
+    raise MJCFError(f"internal: compiler did not produce {sorted(missing)}")
+  return Model(**kw)

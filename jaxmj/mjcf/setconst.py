@@ -1,0 +1,801 @@
+"""Derived model constants, as MuJoCo's compiler and mj_setConst compute them.
+
+Host-side numpy only. Every function takes ``f``, a dict of primary model arrays keyed by
+``mujoco.MjModel`` field names (flat ``nX`` arrays reshaped as MjModel exposes them, e.g.
+``body_pos`` is ``(nbody, 3)``), and returns a dict of new fields with MjModel's names, dtypes
+and shapes. Nothing here needs MjData: the few kinematic quantities required (body frames,
+com-based dof motions, the joint-space inertia at ``qpos0``) are recomputed locally.
+
+Joint types: 0 free, 1 ball, 2 slide, 3 hinge. Geom types: 0 plane, 1 hfield, 2 sphere,
+3 capsule, 4 ellipsoid, 5 cylinder, 6 box, 7 mesh.
+
+Optional inputs, used when present: hfield_size, mesh_vert/vertadr/vertnum and geom_dataid
+(hfield and mesh bounds); actuator_armature/gear/trntype/trnid (armature that joint
+actuators reflect onto their dofs); tendon_armature/adr/num and wrap_type/objid/prm
+(tendon armature, which MuJoCo only allows on fixed tendons and site/pulley paths).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
+PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH = range(8)
+WRAP_JOINT, WRAP_PULLEY, WRAP_SITE = 1, 2, 3
+SAMEFRAME_NONE, SAMEFRAME_BODY, SAMEFRAME_INERTIA = 0, 1, 2
+SAMEFRAME_BODYROT, SAMEFRAME_INERTIAROT = 3, 4
+
+# Frames closer than this are treated as identical (MuJoCo's kFrameEps).
+_FRAME_EPS = 1e-6
+_MJ_EPS = 1e-14
+_MJ_MINVAL = 1e-15
+_MJ_MAXVAL = 1e10
+
+# mjModel.stat as mj_makeModel initialises it; setStat leaves a value alone when the model
+# has nothing to measure it from (no bodies, no dofs, an empty bounding box).
+_STAT_DEFAULTS = dict(meaninertia=1.0, meanmass=1.0, meansize=0.2, extent=2.0)
+
+
+def _i32(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.int32)
+
+
+def _f64(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
+
+
+# ------------------------------------------------------------------------------------- structure
+
+
+def structure_fields(f: dict, simple_off: np.ndarray | None = None) -> dict:
+    """Tree structure, fast-path flags, collision summaries and geom bounds.
+
+    ``simple_off`` (nbody,) bool marks bodies declared ``simple="false"`` in MJCF, an
+    attribute with no mjModel field of its own.
+
+    Returns body_rootid/weldid/treeid/simple/sameframe/subtreemass/bvhadr/bvhnum/contype/
+    conaffinity/margin (nbody,), dof_treeid/simplenum/Madr (nv,), ntree, tree_bodyadr/
+    bodynum/dofadr/dofnum (ntree,), geom_sameframe/rbound (ngeom,), geom_aabb (ngeom, 6),
+    site_sameframe (nsite,).
+    """
+    out = {}
+    out.update(_tree_ids(f))
+    out.update(_trees(f, out["body_weldid"], out["dof_treeid"], out["ntree"]))
+    out.update(_sameframes(f))
+    out["body_simple"] = _body_simple(f, out["body_rootid"], out["body_sameframe"])
+    if simple_off is not None:
+        out["body_simple"][np.asarray(simple_off, bool)] = 0
+    out["dof_simplenum"] = _dof_simplenum(f, out["body_simple"])
+    out["dof_Madr"] = _dof_madr(f)
+    out["body_subtreemass"] = _subtree_sum(f, _f64(f["body_mass"]))
+    out.update(_body_collision(f))
+    out["geom_aabb"] = _geom_aabb(f)
+    out["geom_rbound"] = _geom_rbound(f)
+    return out
+
+
+def _tree_ids(f: dict) -> dict:
+    """body_rootid, body_weldid (nbody,), dof_treeid (nv,), ntree.
+
+    A body starts a new weld when it has joints or is mocap: a mocap body moves on its own
+    even though it has no dofs.
+    """
+    parent = _i32(f["body_parentid"])
+    nbody = len(parent)
+    rootid = np.zeros(nbody, np.int32)
+    weldid = np.zeros(nbody, np.int32)
+    jntnum, mocapid = _i32(f["body_jntnum"]), _i32(f["body_mocapid"])
+    for i in range(1, nbody):
+        p = parent[i]
+        rootid[i] = i if p == 0 else rootid[p]
+        weldid[i] = i if (jntnum[i] > 0 or mocapid[i] >= 0) else weldid[p]
+    # every dof without a parent dof roots a new kinematic tree
+    is_root = _i32(f["dof_parentid"]) == -1
+    dof_treeid = (np.cumsum(is_root) - 1).astype(np.int32)
+    return dict(body_rootid=rootid, body_weldid=weldid, dof_treeid=dof_treeid,
+                ntree=int(is_root.sum()))
+
+
+def _trees(f: dict, weldid: np.ndarray, dof_treeid: np.ndarray, ntree: int) -> dict:
+    """body_treeid (nbody,) and the per-tree body/dof ranges (ntree,).
+
+    Bodies welded to the world (or to a dof-less mocap body) belong to no tree (-1).
+    """
+    dofnum, dofadr = _i32(f["body_dofnum"]), _i32(f["body_dofadr"])
+    body_treeid = np.full(len(weldid), -1, np.int32)
+    for i, w in enumerate(weldid):
+        if dofnum[w]:
+            body_treeid[i] = dof_treeid[dofadr[w]]
+    tree_bodyadr, tree_bodynum = _ranges(body_treeid[1:], ntree, offset=1)
+    tree_dofadr, tree_dofnum = _ranges(dof_treeid, ntree, offset=0)
+    return dict(body_treeid=body_treeid, tree_bodyadr=tree_bodyadr, tree_bodynum=tree_bodynum,
+                tree_dofadr=tree_dofadr, tree_dofnum=tree_dofnum)
+
+
+def _ranges(ids: np.ndarray, n: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """First index (plus offset) and count of each id in 0..n-1; ids of -1 are skipped."""
+    adr = np.zeros(n, np.int32)
+    num = np.zeros(n, np.int32)
+    for k, t in enumerate(ids):
+        if t < 0:
+            continue
+        if num[t] == 0:
+            adr[t] = k + offset
+        num[t] += 1
+    return adr, num
+
+
+def _near(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise |a-b| < eps in every component."""
+    return np.all(np.abs(a - b) < _FRAME_EPS, axis=-1)
+
+
+def _same_quat(q1: np.ndarray, q2: np.ndarray) -> np.ndarray:
+    # q and -q are the same rotation
+    return _near(q1, q2) | _near(q1, -q2)
+
+
+def _frame_class(pos, quat, ipos=None, iquat=None) -> np.ndarray:
+    """mjtSameFrame (n,) of local frames (pos, quat) against their body frame and, when
+    given, their body's inertial frame (ipos, iquat)."""
+    null_rot = _same_quat(quat, np.array([1.0, 0, 0, 0]))
+    null_pos = _near(pos, np.zeros(3))
+    conds = [null_pos & null_rot, null_rot]
+    kinds = [SAMEFRAME_BODY, SAMEFRAME_BODYROT]
+    if ipos is not None:
+        inert_rot = _same_quat(quat, iquat)
+        conds += [_near(pos, ipos) & inert_rot, inert_rot]
+        kinds += [SAMEFRAME_INERTIA, SAMEFRAME_INERTIAROT]
+    return np.select(conds, kinds, SAMEFRAME_NONE).astype(np.uint8)
+
+
+def _sameframes(f: dict) -> dict:
+    """body_sameframe (nbody,), geom_sameframe (ngeom,), site_sameframe (nsite,).
+
+    Kinematics uses these to skip frame compositions; a body's inertial frame is only
+    compared with the body frame.
+    """
+    ipos, iquat = _f64(f["body_ipos"]).reshape(-1, 3), _f64(f["body_iquat"]).reshape(-1, 4)
+    out = dict(body_sameframe=_frame_class(ipos, iquat))
+    for obj in ("geom", "site"):
+        b = _i32(f[f"{obj}_bodyid"])
+        out[f"{obj}_sameframe"] = _frame_class(
+            _f64(f[f"{obj}_pos"]).reshape(-1, 3), _f64(f[f"{obj}_quat"]).reshape(-1, 4),
+            ipos[b], iquat[b])
+    return out
+
+
+def _body_simple(f: dict, rootid: np.ndarray, sameframe: np.ndarray) -> np.ndarray:
+    """body_simple (nbody,): 0 general, 1 diagonal-M fast path, 2 additionally no rotation.
+
+    A simple body is a leaf whose inertial frame is its body frame, attached to the world or
+    to a dof-less child of the world, with joints at its origin along coordinate axes and at
+    most one rotational joint, which must come last.
+    """
+    parent = _i32(f["body_parentid"])
+    dofnum = _i32(f["body_dofnum"])
+    jtype = _i32(f["jnt_type"])
+    jpos = _f64(f["jnt_pos"]).reshape(-1, 3)
+    jaxis = _f64(f["jnt_axis"]).reshape(-1, 3)
+    nbody = len(parent)
+    simple = np.zeros(nbody, np.uint8)
+    simple[0] = sameframe[0] == SAMEFRAME_BODY
+    for i in range(1, nbody):
+        p = parent[i]
+        anchored = rootid[i] == i or (parent[p] == 0 and dofnum[p] == 0)
+        ok = sameframe[i] == SAMEFRAME_BODY and anchored
+        joints = range(int(f["body_jntadr"][i]), int(f["body_jntadr"][i] + f["body_jntnum"][i]))
+        rotfound = False
+        for j in joints:
+            aligned = np.count_nonzero(np.abs(jaxis[j]) > _MJ_EPS) == 1
+            if rotfound or np.any(np.abs(jpos[j]) >= _FRAME_EPS) or (
+                    jtype[j] in (SLIDE, HINGE) and not aligned):
+                ok = False
+            rotfound |= jtype[j] in (BALL, HINGE)
+        if ok:
+            # level 2: sliders only, so M is diagonal with the body mass on it
+            simple[i] = 2 if dofnum[i] and all(jtype[j] == SLIDE for j in joints) else 1
+    simple[_tendon_armature_bodies(f)] = 0
+    # a body with children is never simple (the world excepted)
+    has_child = np.zeros(nbody, bool)
+    has_child[parent[1:]] = True
+    has_child[0] = False
+    simple[has_child] = 0
+    return simple
+
+
+def _armature_tendons(f: dict) -> list[tuple[float, np.ndarray, np.ndarray, np.ndarray]]:
+    """(armature, wrap types, object ids, prms) of each tendon with nonzero armature."""
+    if "tendon_armature" not in f:
+        return []
+    out = []
+    for t, arm in enumerate(_f64(f["tendon_armature"])):
+        if arm == 0:
+            continue
+        w = slice(int(f["tendon_adr"][t]), int(f["tendon_adr"][t] + f["tendon_num"][t]))
+        out.append((arm, _i32(f["wrap_type"])[w], _i32(f["wrap_objid"])[w],
+                    _f64(f["wrap_prm"])[w]))
+    return out
+
+
+def _tendon_armature_bodies(f: dict) -> np.ndarray:
+    """Bodies a tendon with armature attaches to: its inertia couples their dofs."""
+    bodies = []
+    for _, types, ids, _ in _armature_tendons(f):
+        for t, i in zip(types, ids, strict=True):
+            if t == WRAP_JOINT:
+                bodies.append(f["jnt_bodyid"][i])
+            elif t == WRAP_SITE:
+                bodies.append(f["site_bodyid"][i])
+    return np.array(bodies, dtype=np.int64)
+
+
+def _dof_simplenum(f: dict, simple: np.ndarray) -> np.ndarray:
+    """dof_simplenum (nv,): length of the run of simple-body dofs starting at each dof."""
+    dof_body = _i32(f["dof_bodyid"])
+    out = np.zeros(len(dof_body), np.int32)
+    run = 0
+    for i in range(len(dof_body) - 1, -1, -1):
+        run = run + 1 if simple[dof_body[i]] else 0
+        out[i] = run
+    return out
+
+
+def _dof_madr(f: dict) -> np.ndarray:
+    """dof_Madr (nv,): start of each dof's row in the sparse M (row = ancestors + self)."""
+    dof_parent = _i32(f["dof_parentid"])
+    depth = np.zeros(len(dof_parent), np.int32)
+    for i, p in enumerate(dof_parent):
+        depth[i] = 1 + (depth[p] if p >= 0 else 0)
+    return (np.cumsum(depth) - depth).astype(np.int32)
+
+
+def _subtree_sum(f: dict, x: np.ndarray) -> np.ndarray:
+    """Sum of a per-body quantity over each body's subtree (bodies are in topological order)."""
+    parent = _i32(f["body_parentid"])
+    acc = x.copy()
+    for i in range(len(parent) - 1, 0, -1):
+        acc[parent[i]] += acc[i]
+    return acc
+
+
+def _body_collision(f: dict) -> dict:
+    """body_contype/conaffinity (OR over geoms), body_margin (max), body_bvhadr/bvhnum.
+
+    A body's BVH is a median-split binary tree over its colliding geoms, so it has 2n-1
+    nodes for n such geoms; visual-only geoms (contype = conaffinity = 0) are left out.
+    """
+    nbody = len(f["body_parentid"])
+    gbody = _i32(f["geom_bodyid"])
+    ctype, caff = _i32(f["geom_contype"]), _i32(f["geom_conaffinity"])
+    contype = np.zeros(nbody, np.int32)
+    conaff = np.zeros(nbody, np.int32)
+    margin = np.zeros(nbody, np.float64)
+    ncollide = np.zeros(nbody, np.int32)
+    for g, b in enumerate(gbody):
+        contype[b] |= ctype[g]
+        conaff[b] |= caff[g]
+        margin[b] = max(margin[b], f["geom_margin"][g])
+        ncollide[b] += bool(ctype[g] or caff[g])
+    bvhnum = np.where(ncollide > 0, 2 * ncollide - 1, 0).astype(np.int32)
+    start = np.concatenate([[0], np.cumsum(bvhnum)[:-1]])
+    bvhadr = np.where(bvhnum > 0, start, -1).astype(np.int32)
+    return dict(body_contype=contype, body_conaffinity=conaff, body_margin=margin,
+                body_bvhadr=bvhadr, body_bvhnum=bvhnum)
+
+
+def _geom_aamm(f: dict, g: int) -> np.ndarray:
+    """Local-frame bounding box of geom g as (min xyz, max xyz).
+
+    Planes get a huge box whose top face is the plane itself. Hfields and meshes need
+    hfield_size, or mesh_vert/mesh_vertadr/mesh_vertnum, plus geom_dataid in ``f``.
+    """
+    t = int(f["geom_type"][g])
+    s = _f64(f["geom_size"]).reshape(-1, 3)[g]
+    if t == PLANE:
+        return np.array([-_MJ_MAXVAL] * 3 + [_MJ_MAXVAL, _MJ_MAXVAL, 0.0])
+    if t == HFIELD:
+        h = _f64(f["hfield_size"]).reshape(-1, 4)[f["geom_dataid"][g]]
+        return np.array([-h[0], -h[1], -h[3], h[0], h[1], h[2]])
+    if t == MESH:
+        m = f["geom_dataid"][g]
+        adr, num = f["mesh_vertadr"][m], f["mesh_vertnum"][m]
+        vert = _f64(f["mesh_vert"]).reshape(-1, 3)[adr:adr + num]
+        return np.concatenate([vert.min(0), vert.max(0)])
+    hi = {SPHERE: [s[0]] * 3, CAPSULE: [s[0], s[0], s[0] + s[1]],
+          CYLINDER: [s[0], s[0], s[1]]}.get(t, s)
+    hi = np.asarray(hi, np.float64)
+    return np.concatenate([-hi, hi])
+
+
+def _geom_aabb(f: dict) -> np.ndarray:
+    """geom_aabb (ngeom, 6): local-frame bounding box as (center, half-size)."""
+    out = np.zeros((len(f["geom_type"]), 6))
+    for g in range(len(out)):
+        aamm = _geom_aamm(f, g)
+        out[g] = np.concatenate([(aamm[3:] + aamm[:3]) / 2, (aamm[3:] - aamm[:3]) / 2])
+    return out
+
+
+def _geom_rbound(f: dict) -> np.ndarray:
+    """geom_rbound (ngeom,): bounding-sphere radius about the geom frame; 0 for planes.
+
+    A mesh geom's size already holds its box's largest extent per axis (in double
+    precision, unlike mesh_vert), so the mesh radius comes from it.
+    """
+    size = _f64(f["geom_size"]).reshape(-1, 3)
+    out = np.zeros(len(size))
+    for g, (t, s) in enumerate(zip(_i32(f["geom_type"]), size, strict=True)):
+        if t == SPHERE:
+            out[g] = s[0]
+        elif t == CAPSULE:
+            out[g] = s[0] + s[1]
+        elif t == CYLINDER:
+            out[g] = np.sqrt(s[0] * s[0] + s[1] * s[1])
+        elif t == ELLIPSOID:
+            out[g] = max(s[0], s[1], s[2])
+        elif t in (BOX, MESH):
+            out[g] = np.sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
+        elif t == HFIELD:
+            h = _f64(f["hfield_size"]).reshape(-1, 4)[f["geom_dataid"][g]]
+            out[g] = np.sqrt(h[0] * h[0] + h[1] * h[1] + max(h[2] * h[2], h[3] * h[3]))
+    return out
+
+
+# ------------------------------------------------------------------------------- rigid-body math
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    w1, x1, y1, z1 = a
+    w2, x2, y2, z2 = b
+    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+                     w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                     w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+
+def _quat_mat(q: np.ndarray) -> np.ndarray:
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _normalize(q: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(q)
+    # MuJoCo maps a degenerate quaternion to the identity rather than dividing by ~0
+    return q / n if n >= _MJ_MINVAL else np.array([1.0, 0, 0, 0])
+
+
+def _axis_angle_quat(axis: np.ndarray, angle: float) -> np.ndarray:
+    return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
+
+
+def _skew(v: np.ndarray) -> np.ndarray:
+    return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+
+
+# ------------------------------------------------------------------------------------ kinematics
+
+
+def _kinematics(f: dict, qpos: np.ndarray) -> dict:
+    """Global frames at configuration qpos, following mj_kinematics.
+
+    Returns xpos (nbody, 3), xmat (nbody, 3, 3), xipos (nbody, 3), ximat (nbody, 3, 3),
+    xanchor, xaxis (njnt, 3). Hinge and slide joints move relative to qpos0, so at qpos0
+    the bodies sit exactly at their compiled body frames.
+    """
+    nbody = len(f["body_parentid"])
+    parent = _i32(f["body_parentid"])
+    bpos, bquat = _f64(f["body_pos"]).reshape(-1, 3), _f64(f["body_quat"]).reshape(-1, 4)
+    jtype, qadr = _i32(f["jnt_type"]), _i32(f["jnt_qposadr"])
+    jpos, jaxis = _f64(f["jnt_pos"]).reshape(-1, 3), _f64(f["jnt_axis"]).reshape(-1, 3)
+    qpos0 = _f64(f["qpos0"])
+    xpos = np.zeros((nbody, 3))
+    xquat = np.zeros((nbody, 4))
+    xquat[0, 0] = 1
+    xanchor = np.zeros((len(jtype), 3))
+    xaxis = np.zeros((len(jtype), 3))
+    for i in range(1, nbody):
+        p = parent[i]
+        pos = xpos[p] + _quat_mat(xquat[p]) @ bpos[i]
+        quat = _quat_mul(xquat[p], bquat[i])
+        adr = int(f["body_jntadr"][i])
+        for j in range(adr, adr + int(f["body_jntnum"][i])):
+            a = qadr[j]
+            if jtype[j] == FREE:
+                pos = qpos[a:a + 3].copy()
+                quat = _normalize(qpos[a + 3:a + 7])
+                xanchor[j], xaxis[j] = pos, jaxis[j]
+                continue
+            rot = _quat_mat(quat)
+            xanchor[j] = rot @ jpos[j] + pos
+            xaxis[j] = rot @ jaxis[j]
+            if jtype[j] == SLIDE:
+                pos = pos + xaxis[j] * (qpos[a] - qpos0[a])
+                continue
+            if jtype[j] == BALL:
+                local = _normalize(qpos[a:a + 4])
+            else:
+                local = _axis_angle_quat(jaxis[j], qpos[a] - qpos0[a])
+            quat = _quat_mul(quat, local)
+            # rotating about the anchor rather than the body origin shifts the origin
+            pos = xanchor[j] - _quat_mat(quat) @ jpos[j]
+        xpos[i], xquat[i] = pos, _normalize(quat)
+    xmat = np.stack([_quat_mat(q) for q in xquat])
+    ipos, iquat = _f64(f["body_ipos"]).reshape(-1, 3), _f64(f["body_iquat"]).reshape(-1, 4)
+    xipos = xpos + np.einsum("bij,bj->bi", xmat, ipos)
+    ximat = np.einsum("bij,bjk->bik", xmat, np.stack([_quat_mat(q) for q in iquat]))
+    return dict(xpos=xpos, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=xanchor, xaxis=xaxis)
+
+
+def _attached_xpos(kin: dict, bodyid: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Global position of points given in their bodies' frames, (n, 3)."""
+    return kin["xpos"][bodyid] + np.einsum("nij,nj->ni", kin["xmat"][bodyid], pos)
+
+
+def _reference_points(f: dict, kin: dict, rootid: np.ndarray) -> np.ndarray:
+    """Per-body point about which spatial quantities are taken: its tree's subtree com.
+
+    Matches mj_comPos; bodies of one tree share it, which is all that M needs.
+    """
+    mass = _f64(f["body_mass"])
+    total = _subtree_sum(f, mass)
+    moment = _subtree_sum(f, mass[:, None] * kin["xipos"])
+    com = np.where(total[:, None] >= _MJ_MINVAL, moment / np.maximum(total, _MJ_MINVAL)[:, None],
+                   kin["xipos"])
+    return com[rootid]
+
+
+def _cdof(f: dict, kin: dict, ref: np.ndarray) -> np.ndarray:
+    """Dof motion vectors (nv, 6) as [angular, linear velocity of the reference point].
+
+    Ball and free rotations turn about the body's own axes; free translations are global.
+    """
+    jtype, jdof, jbody = _i32(f["jnt_type"]), _i32(f["jnt_dofadr"]), _i32(f["jnt_bodyid"])
+    cdof = np.zeros((len(f["dof_bodyid"]), 6))
+    for j, t in enumerate(jtype):
+        b, d = jbody[j], jdof[j]
+        lever = ref[b] - kin["xanchor"][j]
+        if t == SLIDE:
+            cdof[d, 3:] = kin["xaxis"][j]
+        elif t == HINGE:
+            cdof[d] = np.concatenate([kin["xaxis"][j], np.cross(kin["xaxis"][j], lever)])
+        else:
+            if t == FREE:
+                cdof[d:d + 3, 3:] = np.eye(3)
+                d += 3
+            for k in range(3):
+                axis = kin["xmat"][b][:, k]
+                cdof[d + k] = np.concatenate([axis, np.cross(axis, lever)])
+    return cdof
+
+
+def _spatial_inertia(f: dict, kin: dict, ref: np.ndarray) -> np.ndarray:
+    """Body spatial inertias (nbody, 6, 6) about the reference points, [angular; linear]."""
+    mass = _f64(f["body_mass"])
+    diag = _f64(f["body_inertia"]).reshape(-1, 3)
+    out = np.zeros((len(mass), 6, 6))
+    for b in range(1, len(mass)):
+        r = kin["ximat"][b]
+        x = _skew(kin["xipos"][b] - ref[b])
+        out[b, :3, :3] = r @ np.diag(diag[b]) @ r.T - mass[b] * x @ x
+        out[b, :3, 3:] = mass[b] * x
+        out[b, 3:, :3] = -mass[b] * x
+        out[b, 3:, 3:] = mass[b] * np.eye(3)
+    return out
+
+
+def _dof_armature(f: dict) -> np.ndarray:
+    """Joint armature plus what actuators reflect onto it (armature * gear^2), (nv,)."""
+    arm = _f64(f["dof_armature"]).copy()
+    if "actuator_armature" not in f:
+        return arm
+    jdof, jtype = _i32(f["jnt_dofadr"]), _i32(f["jnt_type"])
+    width = {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}
+    gear = _f64(f["actuator_gear"]).reshape(-1, 6)
+    for k, a in enumerate(_f64(f["actuator_armature"])):
+        # trntype 0 = joint, 1 = joint in parent
+        if a == 0 or f["actuator_trntype"][k] not in (0, 1):
+            continue
+        j = int(np.reshape(f["actuator_trnid"], (-1, 2))[k, 0])
+        arm[jdof[j]:jdof[j] + width[int(jtype[j])]] += a * gear[k, 0] ** 2
+    return arm
+
+
+def _mass_matrix(f: dict, cdof: np.ndarray, inertia: np.ndarray) -> np.ndarray:
+    """Dense joint-space inertia (nv, nv) by the composite-rigid-body algorithm.
+
+    Only dof pairs on one ancestor chain couple; every other entry is zero by structure.
+    """
+    parent = _i32(f["body_parentid"])
+    crb = inertia.copy()
+    for b in range(len(parent) - 1, 0, -1):
+        crb[parent[b]] += crb[b]
+    dof_body, dof_parent = _i32(f["dof_bodyid"]), _i32(f["dof_parentid"])
+    nv = len(dof_body)
+    mass = np.zeros((nv, nv))
+    for i in range(nv):
+        force = crb[dof_body[i]] @ cdof[i]
+        j = i
+        while j >= 0:
+            mass[i, j] = mass[j, i] = cdof[j] @ force
+            j = dof_parent[j]
+    mass[np.diag_indices(nv)] += _dof_armature(f)
+    return mass
+
+
+def _dof_ancestors(f: dict) -> list[np.ndarray]:
+    """Proper ancestors of each dof along dof_parentid, nearest first."""
+    parent = _i32(f["dof_parentid"])
+    out = []
+    for i in range(len(parent)):
+        chain, j = [], parent[i]
+        while j >= 0:
+            chain.append(j)
+            j = parent[j]
+        out.append(np.array(chain, dtype=np.int64))
+    return out
+
+
+def _factor(mass: np.ndarray, ancestors: list[np.ndarray]) -> np.ndarray:
+    """MuJoCo's tree-sparse factorisation M = L' D L, processed from the leaves up.
+
+    Returns a dense (nv, nv) array holding D on the diagonal and L's off-diagonal entries
+    below it (the upper triangle is stale). Pivots under 1e-15 are clamped to 1e-15 as
+    mj_factorM does, so a singular M yields MuJoCo's huge-but-finite inverse weights
+    instead of an error. The arithmetic follows mj_factorI's order (scale by 1/D, then
+    multiply) so that such near-singular cases round the same way as far as possible.
+    """
+    qld = mass.copy()
+    for k in range(len(qld) - 1, -1, -1):
+        qld[k, k] = max(qld[k, k], _MJ_MINVAL)
+        invd = 1 / qld[k, k]
+        anc = ancestors[k]
+        for n, j in enumerate(anc):
+            # row j keeps columns <= j: j itself and its ancestors, the tail of anc
+            cols = anc[n:]
+            qld[j, cols] += (-qld[k, j] * invd) * qld[k, cols]
+        qld[k, anc] *= invd
+    return qld
+
+
+def _solve(qld: np.ndarray, anc: list[np.ndarray], rhs: np.ndarray) -> np.ndarray:
+    """M^-1 rhs for rhs of shape (nv, k), from the factorisation of ``_factor``."""
+    x = rhs.astype(np.float64).copy()
+    for i in range(len(x) - 1, -1, -1):
+        x[anc[i]] -= np.outer(qld[i, anc[i]], x[i])
+    x *= (1 / np.diag(qld))[:, None]
+    for i in range(len(x)):
+        x[i] -= qld[i, anc[i]] @ x[anc[i]]
+    return x
+
+
+# -------------------------------------------------------------------------------- mass constants
+
+
+class _Qpos0:
+    """Everything mj_setConst evaluates at qpos0, computed once per model."""
+
+    def __init__(self, f: dict):
+        # derived fields the caller already has (e.g. mesh rbounds) win over recomputed ones
+        self.f = {**structure_fields(f), **f}
+        self.kin = _kinematics(self.f, _f64(f["qpos0"]))
+        self.ref = _reference_points(self.f, self.kin, self.f["body_rootid"])
+        self.cdof = _cdof(self.f, self.kin, self.ref)
+        # rigid bodies plus dof and actuator armature: what dof_M0 reports
+        inertia = _spatial_inertia(self.f, self.kin, self.ref)
+        self.crb = _mass_matrix(self.f, self.cdof, inertia)
+        self.mass = self.crb + self._tendon_inertia()
+        self.ancestors = _dof_ancestors(self.f)
+        self.qld = _factor(self.mass, self.ancestors)
+
+    def dof_chain(self, body: int) -> list[int]:
+        """Dofs that move the body: those of its nearest moving ancestor and their parents."""
+        f = self.f
+        while body > 0 and f["body_dofnum"][body] == 0:
+            body = f["body_parentid"][body]
+        if body == 0:
+            return []
+        chain, d = [], int(f["body_dofadr"][body] + f["body_dofnum"][body] - 1)
+        while d >= 0:
+            chain.append(d)
+            d = int(f["dof_parentid"][d])
+        return chain
+
+    def point_jacobian(self, body: int, point: np.ndarray) -> np.ndarray:
+        """Jacobian (6, nv) of a global point moving with the body: translation, rotation."""
+        jac = np.zeros((6, len(self.cdof)))
+        arm = point - self.ref[body]
+        for d in self.dof_chain(body):
+            w, v = self.cdof[d, :3], self.cdof[d, 3:]
+            jac[:3, d] = v + np.cross(w, arm)
+            jac[3:, d] = w
+        return jac
+
+    def _tendon_inertia(self) -> np.ndarray:
+        """Sum of armature * J'J over tendons with armature, (nv, nv)."""
+        out = np.zeros_like(self.crb)
+        for arm, types, ids, prms in _armature_tendons(self.f):
+            jac = self._tendon_jacobian(types, ids, prms)
+            out += arm * np.outer(jac, jac)
+        return out
+
+    def _tendon_jacobian(self, types, ids, prms) -> np.ndarray:
+        """Length gradient (nv,) of a fixed tendon or of a site path split by pulleys.
+
+        Each straight site-to-site segment contributes its direction times the relative
+        point velocity, divided by the divisor of the pulley branch it lies in.
+        """
+        f = self.f
+        jac = np.zeros(len(self.cdof))
+        if types[0] == WRAP_JOINT:
+            for j, coef in zip(ids, prms, strict=True):
+                jac[f["jnt_dofadr"][j]] += coef
+            return jac
+        sbody = _i32(f["site_bodyid"])
+        spos = _attached_xpos(self.kin, sbody, _f64(f["site_pos"]).reshape(-1, 3))
+        divisor = 1.0
+        for k in range(len(types) - 1):
+            if types[k] == WRAP_PULLEY:
+                divisor = prms[k]
+                continue
+            if types[k + 1] == WRAP_PULLEY:
+                continue
+            a, b = ids[k], ids[k + 1]
+            seg = spos[b] - spos[a]
+            rel = (self.point_jacobian(sbody[b], spos[b])[:3]
+                   - self.point_jacobian(sbody[a], spos[a])[:3])
+            jac += seg / max(np.linalg.norm(seg), _MJ_MINVAL) @ rel / divisor
+        return jac
+
+
+def mass_constants(f: dict) -> dict:
+    """body_invweight0 (nbody, 2), dof_invweight0, dof_M0, dof_length (nv,).
+
+    invweight0 is the mean diagonal of the inverse inertia seen through a Jacobian at qpos0
+    (translation and rotation averaged separately), used to scale constraint impedances.
+    Derived fields already in ``f`` (e.g. geom_rbound of mesh geoms) take precedence over
+    the ones this module would compute.
+    """
+    s = _Qpos0(f)
+    return dict(body_invweight0=_body_invweight0(s), dof_invweight0=_dof_invweight0(s),
+                dof_M0=np.diag(s.crb).copy(), dof_length=_dof_length(s, _body_sizes(s)))
+
+
+def _inverse_weights(s: _Qpos0, jacs: list[np.ndarray]) -> list[np.ndarray]:
+    """diag(J M^-1 J') for each (k, nv) Jacobian J, all solved in one batch.
+
+    Solving against J' (rather than forming M^-1 first) keeps MuJoCo's rounding, which
+    matters when a clamped pivot makes M^-1 huge.
+    """
+    if not jacs:
+        return []
+    stacked = np.concatenate(jacs)
+    x = _solve(s.qld, s.ancestors, stacked.T)
+    out, row = [], 0
+    for jac in jacs:
+        out.append(np.diag(jac @ x[:, row:row + len(jac)]))
+        row += len(jac)
+    return out
+
+
+def _body_invweight0(s: _Qpos0) -> np.ndarray:
+    f = s.f
+    out = np.zeros((len(f["body_parentid"]), 2))
+    general = []
+    for b in range(1, len(out)):
+        if f["body_weldid"][b] == 0:
+            continue  # welded to the world: immovable
+        if f["body_simple"][b] == 2:
+            # translation-only diagonal body: the weight is just its inverse mass
+            out[b] = 1 / max(_MJ_MINVAL, f["body_mass"][b]), 0
+        else:
+            general.append(b)
+    jacs = [s.point_jacobian(b, s.kin["xipos"][b]) for b in general]
+    for b, a in zip(general, _inverse_weights(s, jacs), strict=True):
+        out[b] = a[:3].mean(), a[3:].mean()
+    return out
+
+
+def _dof_invweight0(s: _Qpos0) -> np.ndarray:
+    f = s.f
+    nv = len(s.cdof)
+    out = np.zeros(nv)
+    general = []
+    for t, d, b in zip(f["jnt_type"], f["jnt_dofadr"], f["jnt_bodyid"], strict=True):
+        if f["body_simple"][b] == 2:
+            out[d] = 1 / max(_MJ_MINVAL, f["body_mass"][b])
+        else:
+            general.append((int(d), {FREE: 6, BALL: 3}.get(int(t), 1)))
+    jacs = [np.eye(nv)[d:d + width] for d, width in general]
+    for (d, width), a in zip(general, _inverse_weights(s, jacs), strict=True):
+        # rotations (and free translations) share one averaged value per group of three
+        for g in range(0, width, 3):
+            out[d + g:d + min(g + 3, width)] = a[g:g + 3].mean()
+    return out
+
+
+def _geom_xpos(s: _Qpos0) -> np.ndarray:
+    f = s.f
+    return _attached_xpos(s.kin, _i32(f["geom_bodyid"]), _f64(f["geom_pos"]).reshape(-1, 3))
+
+
+def _body_sizes(s: _Qpos0) -> np.ndarray:
+    """Approximate length of each body (nbody,), as setStat estimates it.
+
+    The largest of its com-to-joint distances (own joints and its children's) and its geoms'
+    reach from the com, floored at 1e-5; the world's is 0.
+    """
+    f = s.f
+    xipos, xanchor = s.kin["xipos"], s.kin["xanchor"]
+    size = np.zeros(len(f["body_parentid"]))
+    for j, b in enumerate(_i32(f["jnt_bodyid"])):
+        for body in (b, f["body_parentid"][b]):
+            size[body] = max(size[body], np.linalg.norm(xipos[body] - xanchor[j]))
+    size[0] = 0
+    gxpos, rbound = _geom_xpos(s), _f64(f["geom_rbound"])
+    for g, b in enumerate(_i32(f["geom_bodyid"])):
+        if b > 0 and rbound[g] > 0:
+            size[b] = max(size[b], rbound[g] + np.linalg.norm(xipos[b] - gxpos[g]))
+    size[1:] = np.maximum(size[1:], 1e-5)
+    return size
+
+
+def _dof_length(s: _Qpos0, size: np.ndarray) -> np.ndarray:
+    """dof_length (nv,): 1 for translations, the body size for rotations (m per rad)."""
+    f = s.f
+    out = np.ones(len(s.cdof))
+    for t, d, b in zip(f["jnt_type"], f["jnt_dofadr"], f["jnt_bodyid"], strict=True):
+        if t in (BALL, HINGE):
+            out[d:d + (3 if t == BALL else 1)] = size[b]
+        elif t == FREE:
+            out[d + 3:d + 6] = size[b]
+    return out
+
+
+# ------------------------------------------------------------------------------------ statistics
+
+
+def statistics(f: dict) -> dict:
+    """mjModel.stat at qpos0 as keys stat_meaninertia, stat_meanmass, stat_meansize,
+    stat_extent (scalars) and stat_center (3,).
+
+    Values the user overrides in MJCF <statistic> are not known here.
+    """
+    s = _Qpos0(f)
+    size = _body_sizes(s)
+    nbody, nv = len(size), len(s.cdof)
+    stat = dict(_STAT_DEFAULTS)
+    if nbody > 1:
+        stat["meansize"] = float(np.mean(size[1:]))
+        stat["meanmass"] = float(np.mean(_f64(f["body_mass"])[1:]))
+    if nv:
+        stat["meaninertia"] = float(np.mean(np.diag(s.mass)))
+    lo, hi = _bounding_box(s)
+    if hi[0] > lo[0]:
+        stat["extent"] = max(1e-5, float(np.max(hi - lo)))
+    stat["extent"] = max(stat["extent"], 2 * stat["meansize"])
+    out = {f"stat_{k}": np.float64(v) for k, v in stat.items()}
+    out["stat_center"] = (lo + hi) / 2
+    return out
+
+
+def _bounding_box(s: _Qpos0) -> tuple[np.ndarray, np.ndarray]:
+    """Box around body frames and coms, joint anchors, sites and geom bounding spheres.
+
+    Planes, which have no finite bound, count with a tenth of their extent (0.01 if
+    infinite) so that a floor does not dominate the model's size.
+    """
+    f = s.f
+    rbound = _f64(f["geom_rbound"]).copy()
+    size = _f64(f["geom_size"]).reshape(-1, 3)
+    for g, t in enumerate(_i32(f["geom_type"])):
+        if rbound[g] <= 0 and t == PLANE:
+            rbound[g] = 0.1 * max(size[g, 0], size[g, 1]) if size[g, :2].any() else 0.01
+    site_xpos = _attached_xpos(s.kin, _i32(f["site_bodyid"]), _f64(f["site_pos"]).reshape(-1, 3))
+    points = [s.kin["xpos"][1:], s.kin["xipos"][1:], s.kin["xanchor"], site_xpos]
+    gxpos = _geom_xpos(s)
+    lo = np.min(np.concatenate(points + [gxpos - rbound[:, None], np.full((1, 3), 1e10)]), 0)
+    hi = np.max(np.concatenate(points + [gxpos + rbound[:, None], np.full((1, 3), -1e10)]), 0)
+    return lo, hi

@@ -1,0 +1,52 @@
+"""Passive forces: joint springs and dampers (mj_passive, without tendons and fluid)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj import math
+from jaxmj.scan import cached_plan
+from jaxmj.types import Data, DisableBit, JointType, Model
+
+
+@cached_plan
+def _spring_plan(m) -> dict:
+  """Joints grouped by type with their qpos and dof addresses."""
+  groups = {}
+  for t in JointType:
+    jnt = np.flatnonzero(m.jnt_type == t)
+    if len(jnt):
+      groups[t] = {"jnt": jnt, "qadr": m.jnt_qposadr[jnt], "dadr": m.jnt_dofadr[jnt]}
+  return groups
+
+
+def _spring(m: Model, d: Data) -> jnp.ndarray:
+  """(nv,) joint spring forces toward qpos_spring; ball and free rotate back along the arc."""
+  qfrc = jnp.zeros(m.nv, d.qpos.dtype)
+  for jtype, g in _spring_plan(m).items():
+    k = m.jnt_stiffness[g["jnt"]][:, None]
+    qa, da = g["qadr"][:, None], g["dadr"][:, None]
+    if jtype in (JointType.HINGE, JointType.SLIDE):
+      frc = -k * (d.qpos[qa] - m.qpos_spring[qa])
+      qfrc = qfrc.at[da].set(frc)
+      continue
+    if jtype == JointType.FREE:
+      trans = qa + np.arange(3)
+      qfrc = qfrc.at[da + np.arange(3)].set(-k * (d.qpos[trans] - m.qpos_spring[trans]))
+      qa, da = qa + 3, da + 3
+    quat = math.normalize_quat(d.qpos[qa + np.arange(4)])
+    dif = math.quat_sub(quat, m.qpos_spring[qa + np.arange(4)])
+    qfrc = qfrc.at[da + np.arange(3)].set(-k * dif)
+  return qfrc
+
+
+def passive(m: Model, d: Data) -> Data:
+  """mj_passive: qfrc_spring, qfrc_damper and their sum qfrc_passive.
+
+  Reads qpos, qvel. The spring and damper flags disable each part as in MuJoCo.
+  """
+  zero = jnp.zeros(m.nv, d.qvel.dtype)
+  spring = zero if m.opt.disabled(DisableBit.SPRING) else _spring(m, d)
+  damper = zero if m.opt.disabled(DisableBit.DAMPER) else -m.dof_damping * d.qvel
+  return d.replace(qfrc_spring=spring, qfrc_damper=damper, qfrc_passive=spring + damper)
