@@ -9,6 +9,7 @@ grows with the depth of the dof tree, not with nv, and there is no batched LAPAC
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -18,28 +19,45 @@ from jaxmj.types import Data, Model
 
 
 @cached_plan
-def _ld_plan(m) -> list[dict]:
-  """Static index arrays per dof level, deepest first.
+def _ld_plan(m) -> dict:
+  """Static index arrays per dof level (deepest first), padded to one width for lax.scan.
 
-  For each level: `k`, `i` index pairs (dof k, strict ancestor i), and `uk`, `ui`, `uj`
-  triples (dof k, ancestors i >= j) for the rank-one update of the ancestor block.
+  pair_k, pair_i: (dof k, strict ancestor i); upd_k, upd_i, upd_j: (dof k, ancestors
+  i >= j) for the rank-one update of the ancestor block. Padding uses two extra slots of
+  the working matrix: ONE = nv (its diagonal is 1 and is never written) as k, and
+  SINK = nv + 1 (written, never divided by) as i, j, so padded entries are exact zeros.
   """
   anc = np.asarray(m.dof_ancestor) & ~np.eye(m.nv, dtype=bool)
-  plan = []
+  one, sink = m.nv, m.nv + 1
+  pairs, upds = [], []
   for ks in reversed(levels(m.dof_depth, start=1)):
-    k, i, uk, ui, uj = [], [], [], [], []
-    for kk in ks:
-      a = np.flatnonzero(anc[kk])
-      k += [kk] * len(a)
-      i += list(a)
-      for p, ii in enumerate(a):
-        for jj in a[: p + 1]:
-          uk.append(kk)
-          ui.append(ii)
-          uj.append(jj)
-    plan.append({n: np.asarray(v, np.int32) for n, v in
-                 dict(k=k, i=i, uk=uk, ui=ui, uj=uj).items()})
-  return plan
+    pk, pi, uk, ui, uj = [], [], [], [], []
+    for k in ks:
+      a = np.flatnonzero(anc[k])
+      pk += [k] * len(a)
+      pi += list(a)
+      for p, i in enumerate(a):
+        uk += [k] * (p + 1)
+        ui += [i] * (p + 1)
+        uj += list(a[: p + 1])
+    pairs.append((pk, pi))
+    upds.append((uk, ui, uj))
+
+  def pad(rows, fill):
+    width = max((len(r[0]) for r in rows), default=0)
+    return [np.array([list(r[c]) + [fill[c]] * (width - len(r[c])) for r in rows], np.int32)
+            .reshape(len(rows), width) for c in range(len(fill))]
+
+  pair_k, pair_i = pad(pairs, (one, sink))
+  upd_k, upd_i, upd_j = pad(upds, (one, sink, sink))
+  return {"pair_k": pair_k, "pair_i": pair_i, "upd_k": upd_k, "upd_i": upd_i, "upd_j": upd_j}
+
+
+def _padded(mat: jnp.ndarray) -> jnp.ndarray:
+  """mat in an (nv + 2)^2 working matrix with the ONE slot's diagonal set to 1."""
+  nv = mat.shape[0]
+  out = jnp.zeros((nv + 2, nv + 2), mat.dtype).at[:nv, :nv].set(mat)
+  return out.at[nv, nv].set(1.0)
 
 
 def crb(m: Model, d: Data) -> Data:
@@ -48,7 +66,8 @@ def crb(m: Model, d: Data) -> Data:
   Reads cinert, cdof. Writes crb, qM (dense, symmetric).
   """
   subtree = jnp.asarray(body_plan(m)["subtree"], d.cinert.dtype)
-  crb_ = subtree @ d.cinert
+  # The world accumulates nothing in MuJoCo: its row stays its own (zero) cinert.
+  crb_ = (subtree @ d.cinert).at[0].set(d.cinert[0])
   force = math.inert_mul(crb_[m.dof_bodyid], d.cdof)  # (nv, 6): crb of dof's body * cdof
   lower = jnp.where(m.dof_ancestor, force @ d.cdof.T, 0.0)  # [i, j]: j ancestor-or-self
   qm = lower + lower.T - jnp.diag(jnp.diag(lower)) + jnp.diag(m.dof_armature)
@@ -65,30 +84,47 @@ def factor(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   """Tree-sparse L'DL of a matrix with qM's sparsity (e.g. qM + h*diag(damping)).
 
   Returns (ld, diag_inv): ld holds D on the diagonal and L strictly below it (dense
-  storage, nonzero only at ancestor entries); diag_inv = 1 / D.
+  storage, nonzero only at ancestor entries); diag_inv = 1 / D. One lax.scan step per dof
+  level, deepest first; dofs of a level are eliminated together.
   """
-  a = jnp.where(m.dof_ancestor, mat, 0.0)
-  for lvl in _ld_plan(m):
-    if len(lvl["uk"]):
-      uk, ui, uj = lvl["uk"], lvl["ui"], lvl["uj"]
-      a = a.at[ui, uj].add(-a[uk, ui] * a[uk, uj] / a[uk, uk])
-    if len(lvl["k"]):
-      k, i = lvl["k"], lvl["i"]
-      a = a.at[k, i].set(a[k, i] / a[k, k])
-  return a, 1.0 / jnp.diag(a)
+  nv = m.nv
+  plan = _ld_plan(m)
+  a = _padded(jnp.where(m.dof_ancestor, mat, 0.0))
+
+  def level(a, idx):
+    pk, pi, uk, ui, uj = idx
+    a = a.at[ui, uj].add(-a[uk, ui] * a[uk, uj] / a[uk, uk])
+    return a.at[pk, pi].set(a[pk, pi] / a[pk, pk]), None
+
+  if len(plan["pair_k"]):
+    xs = tuple(plan[k] for k in ("pair_k", "pair_i", "upd_k", "upd_i", "upd_j"))
+    a, _ = jax.lax.scan(level, a, xs)
+  ld = a[:nv, :nv]
+  return ld, 1.0 / jnp.diag(ld)
 
 
 def solve_ld(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
   """x -> M^-1 x for M = L' D L given as (qld, diag_inv) (mj_solveLD). x: (nv,)."""
   plan = _ld_plan(m)
-  for lvl in plan:  # L' y = x, deepest dofs first
-    if len(lvl["k"]):
-      x = x.at[lvl["i"]].add(-qld[lvl["k"], lvl["i"]] * x[lvl["k"]])
-  x = x * diag_inv
-  for lvl in reversed(plan):  # L z = y, root dofs first
-    if len(lvl["k"]):
-      x = x.at[lvl["k"]].add(-qld[lvl["k"], lvl["i"]] * x[lvl["i"]])
-  return x
+  if not len(plan["pair_k"]):
+    return x * diag_inv
+  nv = m.nv
+  ld = _padded(qld)
+  x = jnp.zeros(nv + 2, x.dtype).at[:nv].set(x)
+
+  def up(x, idx):  # L' y = x, deepest dofs first
+    k, i = idx
+    return x.at[i].add(-ld[k, i] * x[k]), None
+
+  def down(x, idx):  # L z = y, root dofs first
+    k, i = idx
+    return x.at[k].add(-ld[k, i] * x[i]), None
+
+  idx = (plan["pair_k"], plan["pair_i"])
+  x, _ = jax.lax.scan(up, x, idx)
+  x = x.at[:nv].multiply(diag_inv)
+  x, _ = jax.lax.scan(down, x, idx, reverse=True)
+  return x[:nv]
 
 
 def solve_m(m: Model, d: Data, x: jnp.ndarray) -> jnp.ndarray:

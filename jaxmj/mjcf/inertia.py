@@ -7,7 +7,8 @@ import numpy as np
 from jaxmj.mjcf import frames
 from jaxmj.types import GeomType
 
-_EIG_EPS = 1e-15 * 1000  # mju_eig3's convergence threshold
+_EIG_EPS = 1e-15 * 1000  # mju_eig3's threshold for distinct eigenvalues when sorting
+_EIG_REL = 1e-15  # off-diagonal, relative to the largest diagonal entry, that stops it
 
 
 def geom_volume(gtype: int, size: np.ndarray) -> float:
@@ -56,9 +57,12 @@ def eig3(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
   """Eigenvalues (decreasing) and eigenvector frame quaternion of a symmetric 3x3 matrix.
 
   Jacobi rotations accumulated in a quaternion, then a sort by quarter turns, the procedure
-  of MuJoCo's mju_eig3, so the principal-axis frame (and its sign) is MuJoCo's. Iterating
-  until the off-diagonal vanishes (without the older early stop on the rotation's cosine)
-  matches the pinned MuJoCo to ~1e-8 in the quaternion.
+  of MuJoCo's mju_eig3, so the principal-axis frame (and its sign) is MuJoCo's. The pinned
+  MuJoCo iterates to full precision: the half-angle rotation is formed without the
+  cancellation in sqrt(0.5 - 0.5 cos) (which cannot express angles below ~1e-8), and the
+  iteration stops when the off-diagonal is negligible relative to the diagonal. This agrees
+  with its mju_eig3 to ~1e-14 unless two moments (nearly) coincide, where the frame is
+  ill-determined and depends on the exact rounding of every step.
   """
   quat = np.array([1.0, 0.0, 0.0, 0.0])
   for _ in range(500):
@@ -72,17 +76,17 @@ def eig3(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:
       rk, ck, rotk = 1, 2, 0
     off = d[rk, ck]
-    if abs(off) < _EIG_EPS:
+    if abs(off) <= _EIG_REL * np.abs(eigval).max() or off == 0:
       break
     tau = (d[ck, ck] - d[rk, rk]) / (2 * off)
     t = 1.0 / (tau + np.sqrt(1 + tau * tau)) if tau >= 0 else -1.0 / (-tau + np.sqrt(1 + tau * tau))
     c = 1.0 / np.sqrt(1 + t * t)
     rot = np.zeros(4)
-    s = np.sqrt(0.5 - 0.5 * c)
+    s = abs(t) * c / np.sqrt(2.0 * (1.0 + c))  # sin(angle / 2), from tan(angle) = t
     rot[rotk + 1] = -s if tau >= 0 else s
     if rotk == 1:
       rot[rotk + 1] = -rot[rotk + 1]
-    rot[0] = np.sqrt(1.0 - rot[rotk + 1] ** 2)
+    rot[0] = np.sqrt(0.5 * (1.0 + c))  # cos(angle / 2)
     quat = frames.normalize_quat(frames.quat_mul(quat, frames.normalize_quat(rot)))
   for j in range(3):
     j1 = j % 2

@@ -1,0 +1,66 @@
+"""Model and Data fields carry mjModel / mjData names and shapes."""
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import jaxmj
+from conftest import MODELS
+from mujoco_compare import mujoco
+
+# jaxmj fields that mjModel / mjData do not have, each documented in jaxmj/types.py.
+MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "unsupported", "model_name", "path",
+              "opt", "names"}
+DATA_ONLY = {"qM", "qLD", "qLDiagInv", "warning"}  # dense forms of d.M / d.qLD; counters
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(MODELS, "*.xml"))),
+                         ids=os.path.basename)
+def test_model_fields_match_mjmodel_names_and_shapes(path):
+  m = jaxmj.Model.from_xml_path(path)
+  mj = mujoco.MjModel.from_xml_path(path)
+  for name in type(m)._static_names + type(m)._leaf_names:
+    if name in MODEL_ONLY:
+      continue
+    assert hasattr(mj, name), f"mjModel has no field {name}"
+    ours, ref = getattr(m, name), getattr(mj, name)
+    if isinstance(ours, (int, bytes)):
+      continue
+    assert np.asarray(ours).size == np.asarray(ref).size, name
+    if name.startswith("key_m"):
+      continue  # mjModel stores key_mpos/key_mquat as (nkey, 3*nmocap) too
+    assert np.asarray(ours).shape == np.asarray(ref).shape, name
+
+
+def test_option_fields_match_mjoption():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "humanoid.xml"))
+  mj = mujoco.MjModel.from_xml_path(os.path.join(MODELS, "humanoid.xml"))
+  for name in type(m.opt)._static_names + type(m.opt)._leaf_names:
+    ours, ref = np.asarray(getattr(m.opt, name)), np.asarray(getattr(mj.opt, name))
+    np.testing.assert_allclose(ours, ref, err_msg=name)
+
+
+def test_data_fields_match_mjdata_names_and_shapes():
+  path = os.path.join(MODELS, "humanoid.xml")
+  m = jaxmj.Model.from_xml_path(path)
+  mj = mujoco.MjModel.from_xml_path(path)
+  d, dm = jaxmj.make_data(m), mujoco.MjData(mj)
+  for name in type(d)._leaf_names:
+    if name in DATA_ONLY:
+      continue
+    assert hasattr(dm, name), f"mjData has no field {name}"
+    ref = np.asarray(getattr(dm, name))
+    assert np.asarray(getattr(d, name)).size == ref.size, name
+
+
+def test_model_is_a_pytree_with_static_structure():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "pendulum.xml"))
+  import jax
+
+  leaves = jax.tree.leaves(m)
+  assert all(isinstance(x, jax.Array) for x in leaves)
+  m2 = jax.tree.map(lambda x: x * 1.0, m)
+  assert jax.tree.structure(m2) == jax.tree.structure(m)
+  assert hash(jax.tree.structure(m)) == hash(jax.tree.structure(m.replace(body_mass=m.body_mass)))
