@@ -6,11 +6,11 @@ import os
 import jax
 import numpy as np
 import pytest
+from conftest import MODELS
+from mujoco_compare import full_m, load_both, mujoco, random_state, to_jaxmj
 
 import jaxmj
-from conftest import MODELS
 from jaxmj import com, kinematics, mass, passive, rne
-from mujoco_compare import full_m, load_both, mujoco, random_state, to_jaxmj
 
 TOL = 1e-9
 PATHS = sorted(glob.glob(os.path.join(MODELS, "*.xml")))

@@ -6,10 +6,10 @@ import os
 import jax
 import numpy as np
 import pytest
-
-import jaxmj
 from conftest import MODELS
 from mujoco_compare import load_both, mujoco, random_state, to_jaxmj
+
+import jaxmj
 
 NSTEP = 500
 TOL = 1e-7  # issue #2: 500-step qpos within 1e-7; observed <= 2e-12

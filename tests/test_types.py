@@ -5,10 +5,10 @@ import os
 
 import numpy as np
 import pytest
-
-import jaxmj
 from conftest import MODELS
 from mujoco_compare import mujoco
+
+import jaxmj
 
 # jaxmj fields that mjModel / mjData do not have, each documented in jaxmj/types.py.
 MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "unsupported", "model_name", "path",
