@@ -90,10 +90,12 @@ def quat_integrate(q: jnp.ndarray, omega: jnp.ndarray, dt) -> jnp.ndarray:
   small = sq < 1e-16
   wnorm = jnp.sqrt(jnp.where(small, 1.0, sq))
   half = 0.5 * dt * wnorm
-  # sin(half)/|w|; near zero its Taylor series (dt/2)(1 - half^2/6) keeps gradients finite.
-  half_small = 0.5 * dt * jnp.sqrt(jnp.where(small, sq, 0.0))
-  scale = jnp.where(small, 0.5 * dt * (1.0 - half_small**2 / 6.0), jnp.sin(half) / wnorm)
-  cos = jnp.where(small, 1.0 - half_small**2 / 2.0, jnp.cos(half))
+  # sin(half)/|w| and cos(half); near zero their Taylor series in half^2 = (dt/2)^2 |w|^2,
+  # written with |w|^2 itself: sqrt has an infinite derivative at 0, so going through |w|
+  # would give a NaN gradient at omega = 0 exactly.
+  half_sq = 0.25 * dt * dt * jnp.where(small, sq, 0.0)
+  scale = jnp.where(small, 0.5 * dt * (1.0 - half_sq / 6.0), jnp.sin(half) / wnorm)
+  cos = jnp.where(small, 1.0 - half_sq / 2.0, jnp.cos(half))
   dq = jnp.concatenate([cos, scale * omega], axis=-1)
   return normalize_quat(quat_mul(q, dq))
 
