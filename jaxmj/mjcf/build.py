@@ -28,6 +28,7 @@ from jaxmj.types import (
 )
 
 MINVAL = 1e-15
+_EPS = 1e-14  # mjEPS
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 
 
@@ -38,6 +39,7 @@ class _Body:
   parent: int
   pos: np.ndarray
   quat: np.ndarray
+  written: tuple = ()  # (pos, quat) as written, before enclosing <frame>s are applied
   mocap: bool = False
   gravcomp: float = 0.0
   inertial: Node | None = None
@@ -72,6 +74,9 @@ def compile_node(root: Node, path: str) -> Model:
     node = next(n for n in cnodes if n.attrs.get("coordinate") == "global")
     raise node.error("global coordinates are no longer supported by MuJoCo", "coordinate")
   for n in cnodes:
+    seq = n.attrs.get("eulerseq")
+    if seq is not None and (len(seq) != 3 or any(c not in "xyzXYZ" for c in seq)):
+      raise n.error(f"invalid eulerseq {seq!r}: three of x, y, z, X, Y, Z", "eulerseq")
     if "settotalmass" in n.attrs:
       warnings.warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
                     "MuJoCo and will be removed in a future release", stacklevel=3)
@@ -106,22 +111,20 @@ def _walk(node, body_id, fpos, fquat, childclass, bodies, defaults, compiler) ->
     if tag in ("body", "frame"):
       defaults.check_class(child, "childclass")
       vals = {k: child.get(k) for k in child.attrs}
-      pos, quat = frames.compose(fpos, fquat, _vec(vals.get("pos"), 3),
-                                 frames.orientation(vals, compiler, child))
+      written = (_vec(vals.get("pos"), 3), frames.orientation(vals, compiler, child))
+      pos, quat = frames.compose(fpos, fquat, *written)
       cls = child.attrs.get("childclass", childclass)
       if tag == "frame":
         _walk(child, body_id, pos, quat, cls, bodies, defaults, compiler)
         continue
-      new = _Body(child, child.attrs.get("name", ""), body_id, pos, quat,
+      new = _Body(child, child.attrs.get("name", ""), body_id, pos, quat, written,
                   mocap=bool(vals.get("mocap", False)), gravcomp=vals.get("gravcomp") or 0.0)
       if new.mocap and body_id != 0:
         raise child.error("mocap bodies must be children of the world body", "mocap")
       bodies.append(new)
       _walk(child, len(bodies) - 1, np.zeros(3), _IDENTITY, cls, bodies, defaults, compiler)
     elif tag == "inertial":
-      if body.inertial is not None:
-        raise child.error("a body may have only one <inertial>")
-      body.inertial = child
+      body.inertial = child  # at most one: parse checks schema.UNIQUE
     elif tag == "freejoint":
       body.joints.append((child, {"type": "free", "group": child.get("group") or 0}, True))
     elif tag == "joint":
@@ -156,14 +159,22 @@ def _placement(node: Node, vals: dict, compiler: dict):
   if fromto is not None:
     if gtype not in ("capsule", "cylinder", "ellipsoid", "box"):
       raise node.error(f"fromto is not allowed for type '{gtype}'", "fromto")
+    if np.any(np.asarray(vals["pos"]) != 0):
+      raise node.error("fromto and a nonzero pos cannot both be given", "fromto")
     a, b = np.asarray(fromto[:3]), np.asarray(fromto[3:])
     if np.linalg.norm(b - a) < MINVAL:
       raise node.error("fromto has zero length", "fromto")
     # MuJoCo aligns the geom's z axis with from - to (the sign matters for iquat).
     pos, quat = (a + b) / 2, frames.quat_z2vec(a - b)
-    size[1 if gtype in ("capsule", "cylinder") else 2] = np.linalg.norm(b - a) / 2
+    if gtype in ("capsule", "cylinder"):
+      size[1] = np.linalg.norm(b - a) / 2
+    else:
+      # Boxes and ellipsoids get a square cross-section of half-width size[0].
+      size[1], size[2] = size[0], np.linalg.norm(b - a) / 2
   else:
     pos, quat = np.asarray(vals["pos"], float), frames.orientation(vals, compiler, node)
+  if gtype == "plane" and size[2] <= 0:
+    raise node.error("size 2 (grid spacing) must be positive for type 'plane'", "size")
   need = _SIZES_NEEDED[gtype] - (1 if fromto is not None and gtype in ("capsule", "cylinder")
                                  else 0)
   for k in range(need):
@@ -216,11 +227,15 @@ def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]
     parent_last = last_dof[body.parent]
     for node, v, is_free in body.joints:
       jtype = JointType[v["type"].upper()]
+      attr = "type" if node.tag == "joint" else None  # <freejoint> has no 'type'
       if jtype == JointType.FREE and body.parent != 0:
         raise node.error("free joints are only allowed in bodies that are children of the "
-                         "world", "type")
+                         "world", attr)
       if jtype == JointType.FREE and len(body.joints) > 1:
-        raise node.error("a body with a free joint cannot have other joints", "type")
+        raise node.error("a body with a free joint cannot have other joints", attr)
+      if body.mocap:
+        raise node.error("mocap bodies cannot have joints (they are fixed children of the "
+                         "world)")
       jid = len(j["jnt_type"])
       qadr, dadr = len(j["qpos0"]), len(d["dof_bodyid"])
       j["jnt_type"].append(jtype)
@@ -236,8 +251,9 @@ def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]
       j["jnt_actgravcomp"].append(bool(full["actuatorgravcomp"]))
       j["jnt_solref"].append(_vec(full["solreflimit"], 2))
       j["jnt_solimp"].append(_solimp(full["solimplimit"]))
-      j["jnt_pos"].append(_vec(full["pos"], 3) if not is_free else np.zeros(3))
-      axis = _vec(full["axis"], 3)
+      # MuJoCo ignores the anchor of free joints and the axis of free and ball joints.
+      j["jnt_pos"].append(_vec(full["pos"], 3) if jtype != JointType.FREE else np.zeros(3))
+      axis = _vec(full["axis"], 3) if JOINT_NV[jtype] == 1 else np.array([0.0, 0.0, 1.0])
       if np.linalg.norm(axis) < MINVAL:
         raise node.error("joint axis is zero", "axis")
       j["jnt_axis"].append(axis / np.linalg.norm(axis))
@@ -245,12 +261,18 @@ def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]
         raise node.error("springdamper is not supported by jaxmj yet", "springdamper")
       j["jnt_stiffness"].append(full["stiffness"])
       rng = _vec(full["range"], 2)
-      if deg and jtype in (JointType.HINGE, JointType.BALL):
-        rng = np.deg2rad(rng)
+      if deg and limited and jtype in (JointType.HINGE, JointType.BALL):
+        rng = np.deg2rad(rng)  # MuJoCo converts the range of limited joints only
+      if limited and jtype == JointType.BALL and rng[0] != 0:
+        raise node.error("range[0] must be 0 for a limited ball joint", "range")
       if limited and jtype != JointType.BALL and rng[0] >= rng[1]:
         raise node.error("range[0] must be smaller than range[1] for a limited joint", "range")
+      frcrange = _vec(full["actuatorfrcrange"], 2)
+      if actlimited and frcrange[0] >= frcrange[1]:
+        raise node.error("actuatorfrcrange[0] must be smaller than actuatorfrcrange[1] when "
+                         "actuatorfrclimited", "actuatorfrcrange")
       j["jnt_range"].append(rng)
-      j["jnt_actfrcrange"].append(_vec(full["actuatorfrcrange"], 2))
+      j["jnt_actfrcrange"].append(frcrange)
       j["jnt_margin"].append(full["margin"])
       ref, springref = full["ref"], full["springref"]
       if deg and jtype == JointType.HINGE:
@@ -300,18 +322,21 @@ def _stack(name: str, values: list) -> np.ndarray:
 
 
 def _limited(node: Node, v: dict, jtype: JointType, compiler: dict) -> tuple[bool, bool]:
+  if jtype == JointType.FREE:
+    return False, False  # MuJoCo never limits free joints, whatever is written
   out = []
   for attr, rng in (("limited", "range"), ("actuatorfrclimited", "actuatorfrcrange")):
     val = v[attr]
     if val == "auto":
       if not compiler["autolimits"]:
-        rng_given = rng in node.attrs
-        if rng_given:
-          raise node.error(f"'{attr}' must be set explicitly when autolimits is disabled",
-                           attr)
+        # MuJoCo objects to a nonzero range, whether written here or in a default class.
+        if np.any(np.asarray(v[rng]) != 0):
+          raise node.error(f"'{rng}' is set, so '{attr}' must be set explicitly when "
+                           "autolimits is disabled", attr)
         out.append(False)
         continue
-      out.append(bool(np.any(np.asarray(v[rng]) != 0)))
+      lo, hi = _vec(v[rng], 2)
+      out.append(bool(lo < hi))  # autolimits: limited when the range is a proper interval
     else:
       out.append(val == "true")
   return out[0], out[1]
@@ -346,6 +371,9 @@ def _attached(bodies: list[_Body], kind: str) -> dict:
     for k in ("contype", "conaffinity", "condim", "priority", "solmix", "margin", "gap",
               "density"):
       out[k].append(v[k])
+    for k in ("mass", "density"):
+      if v[k] is not None and v[k] < 0:
+        raise node.error(f"{k} must be non-negative", k)
     if v["condim"] not in (1, 3, 4, 6):
       raise node.error(f"condim must be 1, 3, 4 or 6, got {v['condim']}", "condim")
     out["solref"].append(_vec(v["solref"], 2))
@@ -384,14 +412,20 @@ def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
   mode = compiler["inertiafromgeom"]
   for b in range(1, nbody):
     node = bodies[b].inertial
-    if node is not None and mode != "true":
+    if node is not None:
       mass[b], ipos[b], inert[b], iquat[b] = _explicit_inertial(node, compiler)
-      continue
-    if mode == "false":
+    else:
+      # No <inertial>: MuJoCo 4.0 starts the inertial frame at the body's pose as written
+      # in its parent (or enclosing <frame>), a quirk we copy to match its model.
+      ipos[b], iquat[b] = bodies[b].written
+    if mode == "false" or (mode == "auto" and node is not None):
       continue
     adr, num = f["body_geomadr"][b], f["body_geomnum"][b]
+    # MuJoCo ignores geoms of tiny mass (mjEPS) here, so a massless visual geom next to a
+    # single massive one keeps that geom's frame and unsorted moments. Without any such
+    # geom the values above stand, even with inertiafromgeom="true".
     gs = [g for g in range(adr, adr + num) if lo <= f["geom_group"][g] <= hi
-          and f["geom_type"][g] != GeomType.PLANE]
+          and f["geom_type"][g] != GeomType.PLANE and gmass[g] > _EPS]
     if gs:
       mass[b], ipos[b], inert[b], iquat[b] = inertia.combine(
         gmass[gs], f["geom_pos"][gs], f["geom_quat"][gs],
@@ -428,13 +462,16 @@ def _explicit_inertial(node: Node, compiler: dict):
   if full is not None:
     if vals.get("diaginertia") is not None:
       raise node.error("give either diaginertia or fullinertia, not both", "fullinertia")
+    orient = [k for k in ("quat", "axisangle", "euler", "xyaxes", "zaxis") if k in vals]
+    if orient:
+      raise node.error("fullinertia sets the principal frame: no orientation may be given",
+                       orient[0])
     xx, yy, zz, xy, xz, yz = full
     mat = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
     eigval, quat = inertia.eig3(mat)
     if np.any(eigval < 0):
       raise node.error("fullinertia must be positive definite", "fullinertia")
-    orient = frames.orientation(vals, compiler, node)
-    return vals["mass"], np.asarray(vals["pos"]), eigval, frames.quat_mul(orient, quat)
+    return vals["mass"], np.asarray(vals["pos"]), eigval, quat
   diag = vals.get("diaginertia")
   if diag is None:
     raise node.error("missing diaginertia or fullinertia", "diaginertia")
@@ -445,11 +482,26 @@ def _explicit_inertial(node: Node, compiler: dict):
 
 
 def _check_masses(bodies: list[_Body], f: dict) -> None:
-  """Moving bodies need mass: MuJoCo rejects a jointed subtree that is massless."""
+  """Moving bodies need mass and inertia, and no planes.
+
+  As MuJoCo: a body with joints passes if it, or a body welded to it (a descendant reached
+  without crossing another joint), has mass and all three moments of at least 1e-15.
+  """
+  valid = (f["body_mass"] >= MINVAL) & np.all(f["body_inertia"] >= MINVAL, axis=1)
+  weld_ok = valid.copy()  # some body in b's welded subtree is valid
+  for b in range(len(bodies) - 1, 0, -1):
+    if weld_ok[b] and not bodies[b].joints:
+      weld_ok[bodies[b].parent] = True
   for b in range(1, len(bodies)):
-    if f["body_jntnum"][b] and f["body_subtreemass"][b] < MINVAL:
+    if bodies[b].joints and not weld_ok[b]:
       raise (bodies[b].node or bodies[0].node).error(
         "mass and inertia of moving bodies must be larger than 1e-15")
+  moving = np.zeros(len(bodies), bool)
+  for b in range(1, len(bodies)):
+    moving[b] = moving[bodies[b].parent] or bool(bodies[b].joints)
+    for node, v, *_ in bodies[b].geoms:
+      if moving[b] and v["type"] == "plane":
+        raise node.error("planes are only allowed in static bodies", "type")
 
 
 # ---------------------------------------------------------------- option, keyframes, model
@@ -478,18 +530,31 @@ def _keyframes(root: Node, f: dict, nkey: int) -> tuple[dict, list[str]]:
     f["body_mocapid"] >= 0])]
   dflt = {"qpos": f["qpos0"], "qvel": np.zeros(nv), "act": np.zeros(0), "ctrl": np.zeros(0),
           "mpos": f["body_pos"][mocap].ravel(), "mquat": f["body_quat"][mocap].ravel()}
+  # Quaternions in qpos (ball and free joints), renormalized as MuJoCo does.
+  quats = [a + (3 if t == JointType.FREE else 0) for t, a in zip(f["jnt_type"], f["jnt_qposadr"])
+           if t in (JointType.FREE, JointType.BALL)]
+  group = {"mpos": 3, "mquat": 4}
   nodes = [k for kf in root.children if kf.tag == "keyframe" for k in kf.children]
   out = {k: [] for k in ("time", "qpos", "qvel", "act", "ctrl", "mpos", "mquat")}
   for i in range(max(nkey, len(nodes))):
     node = nodes[i] if i < len(nodes) else None
     out["time"].append(node.get("time") or 0.0 if node else 0.0)
     for k, v0 in dflt.items():
-      v = node.get(k) if node is not None else None
-      if v is None:
-        v = v0
-      elif len(v) != len(v0):
-        raise node.error(f"{k} has {len(v)} values, expected {len(v0)}", k)
-      out[k].append(np.asarray(v, float))
+      v = np.array(v0, float)
+      given = node.get(k) if node is not None else None
+      if given is not None:
+        if len(given) > len(v0):
+          raise node.error(f"{k} has {len(given)} values, expected {len(v0)}", k)
+        # MuJoCo takes a prefix: the leading values (for mocap poses, whole bodies only)
+        # replace the defaults.
+        n = len(given) - len(given) % group.get(k, 1)
+        v[:n] = given[:n]
+      if k == "qpos":
+        for a in quats:
+          v[a:a + 4] = frames.normalize_quat(v[a:a + 4])
+      if k == "mquat":
+        v = np.array([frames.normalize_quat(q) for q in v.reshape(-1, 4)], float).ravel()
+      out[k].append(v)
   sizes = {"qpos": nq, "qvel": nv, "act": 0, "ctrl": 0, "mpos": 3 * nmocap,
            "mquat": 4 * nmocap}
   res = {"key_time": np.asarray(out["time"], float)}
@@ -542,7 +607,11 @@ def _model(root, bodies, f, opt, size, path) -> Model:
   gnodes = [(g[0], g[0].attrs.get("name", "")) for b in bodies for g in b.geoms]
   snodes = [(s[0], s[0].attrs.get("name", "")) for b in bodies for s in b.sites]
   bnodes = [(b.node, b.name) for b in bodies[1:]]
-  for kind, items in (("body", bnodes), ("joint", jnodes), ("geom", gnodes), ("site", snodes)):
+  knodes = [(k, k.attrs.get("name", "")) for kf in root.children if kf.tag == "keyframe"
+            for k in kf.children]
+  bnodes = [(bodies[0].node, "world")] + bnodes  # the world's name is taken
+  for kind, items in (("body", bnodes), ("joint", jnodes), ("geom", gnodes), ("site", snodes),
+                      ("keyframe", knodes)):
     _check_unique(bodies, kind, items)
   model_name = root.attrs.get("model", "MuJoCo Model")
   names, (nb, nj, ng, ns, nk) = _names(model_name, [

@@ -53,7 +53,11 @@ def convert(node: Node, name: str, text: str):
     if typ in (schema.F, schema.I):
       return _numbers(text, typ, 1)[0]
     base, n = typ
-    return _numbers(text, base, n)
+    values = _numbers(text, base, n)
+    cap = schema.MAX_VALUES.get(name) if n < 0 else None
+    if cap is not None and len(values) > cap:
+      raise ValueError(f"expected at most {cap} values, got {len(values)}: {text!r}")
+    return values
   except ValueError as e:
     raise node.error(str(e), attribute=name) from None
 
@@ -162,6 +166,7 @@ def _parse_raw(xml, path, where: Node):
 
 def _validate(node: Node, parent: Node | None) -> None:
   """Checks tags, attributes and values against the schema, recursively."""
+  seen = set()
   for child in list(node.children):
     if child.tag in schema.VISUAL_ONLY:
       warnings.warn(
@@ -180,12 +185,32 @@ def _validate(node: Node, parent: Node | None) -> None:
       if child.tag in schema.ATTRS:
         raise child.error(f"element <{child.tag}> is not allowed inside <{node.tag}>")
       raise child.error(f"unknown element <{child.tag}>")
+    if child.tag in schema.UNIQUE.get(node.tag, ()):
+      if child.tag in seen:
+        raise child.error(f"<{child.tag}> may appear only once in <{node.tag}>")
+      seen.add(child.tag)
     _validate(child, node)
   spec = schema.ATTRS[node.tag]
+  in_default = parent is not None and parent.tag == "default" and node.tag != "default"
   for name, text in node.attrs.items():
-    if name not in spec:
-      raise node.error(f"unknown attribute '{name}'", attribute=name)
+    if name not in spec or (in_default and name in ("name", "class")):
+      where = " in a default class" if name in spec else ""
+      raise node.error(f"unknown attribute '{name}'{where}", attribute=name)
     convert(node, name, text)
+
+
+def overlay(node: Node, name: str, inherited):
+  """Value of attribute `name` written on `node` over the `inherited` one: a vector of any
+  length given with fewer values than inherited replaces only its leading values, as
+  MuJoCo reads e.g. geom size="0.05" over a class's size="0.1 0.2 0.3"."""
+  value = node.get(name)
+  typ = schema.ATTRS[node.tag][name][0]
+  if (isinstance(typ, tuple) and typ[1] < 0 and inherited is not None
+      and len(value) < len(inherited)):
+    out = np.array(inherited, dtype=value.dtype)
+    out[: len(value)] = value
+    return out
+  return value
 
 
 @dataclasses.dataclass
@@ -202,7 +227,7 @@ class Defaults:
     values = {name: default for name, (_, default) in schema.ATTRS[node.tag].items()}
     values.update(self.classes[cls].get(node.tag, {}))
     for name in node.attrs:
-      values[name] = node.get(name)
+      values[name] = overlay(node, name, values[name])
     return values
 
   def check_class(self, node: Node, attribute: str) -> None:
@@ -221,12 +246,18 @@ def parse_defaults(root: Node) -> Defaults:
       if not top:
         raise node.error("nested <default> needs a 'class' attribute", attribute="class")
       name = "main"
-    elif name in classes and not (top and name == "main"):
+    elif top and name != "main":
+      raise node.error("the top-level default class 'main' cannot be renamed", "class")
+    elif name in classes and not top:
       raise node.error(f"repeated default class '{name}'", attribute="class")
-    own = {tag: dict(vals) for tag, vals in inherited.items()}
+    # Another top-level <default> adds to 'main' (classes already made keep their copy).
+    base = classes["main"] if top else inherited
+    own = {tag: dict(vals) for tag, vals in base.items()}
     for child in node.children:
       if child.tag in schema.DEFAULTABLE:
-        own.setdefault(child.tag, {}).update({k: child.get(k) for k in child.attrs})
+        vals = own.setdefault(child.tag, {})
+        for k in child.attrs:
+          vals[k] = overlay(child, k, vals.get(k, schema.ATTRS[child.tag][k][1]))
     classes[name] = own
     for child in node.children:
       if child.tag == "default":

@@ -192,6 +192,10 @@ ATTRS: dict[str, dict[str, tuple]] = {
   },
 }
 
+# Variable-length attributes (count -1 above) that MuJoCo caps: more values is an error.
+MAX_VALUES = {"size": 3, "friction": 3, "solimp": 5, "solimplimit": 5, "solimpfriction": 5,
+              "o_solimp": 5}
+
 # Element -> children it may hold (within the supported subset).
 CHILDREN: dict[str, tuple[str, ...]] = {
   "mujoco": ("include", "compiler", "option", "size", "default", "worldbody", "keyframe"),
@@ -201,6 +205,13 @@ CHILDREN: dict[str, tuple[str, ...]] = {
   "body": ("body", "frame", "inertial", "joint", "freejoint", "geom", "site"),
   "frame": ("body", "frame", "geom", "site"),
   "keyframe": ("key",),
+}
+
+# Children that may appear at most once in their parent.
+UNIQUE: dict[str, tuple[str, ...]] = {
+  "option": ("flag",),
+  "default": ("joint", "geom", "site"),
+  "body": ("inertial",),
 }
 
 # Elements that may appear inside <default> and so take class defaults.

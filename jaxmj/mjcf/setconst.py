@@ -260,7 +260,8 @@ def _subtree_sum(f: dict, x: np.ndarray) -> np.ndarray:
 
 
 def _body_collision(f: dict) -> dict:
-    """body_contype/conaffinity (OR over geoms), body_margin (max), body_bvhadr/bvhnum.
+    """body_contype/conaffinity (OR over geoms), body_margin (max of geom margin + gap),
+    body_bvhadr/bvhnum.
 
     A body's BVH is a median-split binary tree over its colliding geoms, so it has 2n-1
     nodes for n such geoms; visual-only geoms (contype = conaffinity = 0) are left out.
@@ -271,11 +272,12 @@ def _body_collision(f: dict) -> dict:
     contype = np.zeros(nbody, np.int32)
     conaff = np.zeros(nbody, np.int32)
     margin = np.zeros(nbody, np.float64)
+    gap = f.get("geom_gap", np.zeros(len(gbody)))
     ncollide = np.zeros(nbody, np.int32)
     for g, b in enumerate(gbody):
         contype[b] |= ctype[g]
         conaff[b] |= caff[g]
-        margin[b] = max(margin[b], f["geom_margin"][g])
+        margin[b] = max(margin[b], f["geom_margin"][g] + gap[g])
         ncollide[b] += bool(ctype[g] or caff[g])
     bvhnum = np.where(ncollide > 0, 2 * ncollide - 1, 0).astype(np.int32)
     start = np.concatenate([[0], np.cumsum(bvhnum)[:-1]])
