@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
-from jaxmj.types import NWARNING, Data, Model
+from jaxmj.types import NWARNING, Contact, Data, Model
 
 
 def make_data(m: Model) -> Data:
@@ -32,7 +33,27 @@ def make_data(m: Model) -> Data:
     qfrc_bias=z(nv), qfrc_spring=z(nv), qfrc_damper=z(nv), qfrc_passive=z(nv),
     qfrc_actuator=z(nv), qfrc_smooth=z(nv), qacc_smooth=z(nv), qfrc_constraint=z(nv),
     qfrc_inverse=z(nv), energy=z(2), warning=jnp.zeros(NWARNING, jnp.int32),
+    **_constraint_fields(m, dt),
   )
+
+
+def _constraint_fields(m: Model, dt) -> dict:
+  """Contact slots and efc rows, zero-filled, at the model's fixed sizes."""
+  ncon, nefc = 0, 0
+  zi = lambda n: np.zeros(n, np.int32)
+  contact = Contact(
+    dist=jnp.zeros(ncon, dt), pos=jnp.zeros((ncon, 3), dt), frame=jnp.zeros((ncon, 3, 3), dt),
+    includemargin=jnp.zeros(ncon, dt), friction=jnp.zeros((ncon, 5), dt),
+    solref=jnp.zeros((ncon, 2), dt), solreffriction=jnp.zeros((ncon, 2), dt),
+    solimp=jnp.zeros((ncon, 5), dt), active=jnp.zeros(ncon, bool), dim=zi(ncon),
+    geom1=zi(ncon), geom2=zi(ncon), efc_address=zi(ncon))
+  f = lambda: jnp.zeros(nefc, dt)
+  return dict(
+    contact=contact, efc_type=jnp.zeros(nefc, jnp.int32), efc_id=jnp.zeros(nefc, jnp.int32),
+    efc_active=jnp.zeros(nefc, bool), efc_J=jnp.zeros((nefc, m.nv), dt), efc_pos=f(),
+    efc_margin=f(), efc_frictionloss=f(), efc_diagA=f(), efc_D=f(), efc_R=f(),
+    efc_vel=f(), efc_aref=f(), efc_force=f(), efc_state=jnp.zeros(nefc, jnp.int32),
+    solver_niter=jnp.zeros((), jnp.int32))
 
 
 def reset_state(m: Model, d: Data) -> Data:

@@ -130,6 +130,29 @@ class Warning(enum.IntEnum):  # noqa: A001 - MuJoCo's name for the enum
 NWARNING = len(Warning)
 
 
+class ConstraintType(enum.IntEnum):
+  """mjtConstraint: the kind of each efc row."""
+
+  EQUALITY = 0
+  FRICTION_DOF = 1
+  FRICTION_TENDON = 2
+  LIMIT_JOINT = 3
+  LIMIT_TENDON = 4
+  CONTACT_FRICTIONLESS = 5
+  CONTACT_PYRAMIDAL = 6
+  CONTACT_ELLIPTIC = 7
+
+
+class ConstraintState(enum.IntEnum):
+  """mjtConstraintState: the solver's verdict on each efc row."""
+
+  SATISFIED = 0
+  QUADRATIC = 1
+  LINEARNEG = 2
+  LINEARPOS = 3
+  CONE = 4
+
+
 class ObjType(enum.IntEnum):
   """mjtObj, for `name2id` / `id2name`."""
 
@@ -212,6 +235,30 @@ class Option:
   def enabled(self, bit: EnableBit) -> bool:
     """True if `bit` is set in `enableflags`."""
     return bool(self.enableflags & bit)
+
+
+@pytree_dataclass
+class Contact:
+  """mjContact for a fixed number of contact slots `ncon` (static for a model).
+
+  Every candidate geom pair owns a fixed number of slots, whether or not it touches now;
+  `active` says which slots hold a contact (dist < includemargin). Inactive slots carry
+  finite placeholder values and produce no constraint force.
+  """
+
+  dist: jax.Array  # (ncon,)  signed distance, negative in penetration
+  pos: jax.Array  # (ncon, 3)  global frame, midway between the surfaces
+  frame: jax.Array  # (ncon, 3, 3)  rows: normal (from geom1 to geom2), tangent1, tangent2
+  includemargin: jax.Array  # (ncon,)  margin - gap: active when dist < includemargin
+  friction: jax.Array  # (ncon, 5)  tangent1, tangent2, spin, roll1, roll2
+  solref: jax.Array  # (ncon, 2)
+  solreffriction: jax.Array  # (ncon, 2)
+  solimp: jax.Array  # (ncon, 5)
+  active: jax.Array  # (ncon,) bool  jaxmj: the slot holds a contact at this state
+  dim: np.ndarray = static()  # (ncon,) int32  condim
+  geom1: np.ndarray = static()  # (ncon,) int32
+  geom2: np.ndarray = static()  # (ncon,) int32
+  efc_address: np.ndarray = static()  # (ncon,) int32  first efc row of the contact
 
 
 @pytree_dataclass
@@ -336,6 +383,21 @@ class Model:
   site_pos: jax.Array  # (nsite, 3)  in body frame
   site_quat: jax.Array  # (nsite, 4)  in body frame
 
+  # ---- explicit contact pairs and exclusions (<contact>) ----
+  npair: int = static()
+  nexclude: int = static()
+  pair_dim: np.ndarray = static()  # (npair,) int32  condim
+  pair_geom1: np.ndarray = static()  # (npair,) int32
+  pair_geom2: np.ndarray = static()  # (npair,) int32
+  pair_signature: np.ndarray = static()  # (npair,) int32  body1 << 16 + body2
+  exclude_signature: np.ndarray = static()  # (nexclude,) int32  body1 << 16 + body2
+  pair_solref: jax.Array  # (npair, 2)
+  pair_solreffriction: jax.Array  # (npair, 2)
+  pair_solimp: jax.Array  # (npair, 5)
+  pair_margin: jax.Array  # (npair,)
+  pair_gap: jax.Array  # (npair,)
+  pair_friction: jax.Array  # (npair, 5)
+
   # ---- trees ----
   tree_bodyadr: np.ndarray = static()  # (ntree,) int32
   tree_bodynum: np.ndarray = static()  # (ntree,) int32
@@ -445,6 +507,23 @@ class Data:
   qacc_smooth: jax.Array  # (nv,)  acceleration without constraints
   qfrc_constraint: jax.Array  # (nv,)
   qfrc_inverse: jax.Array  # (nv,)
+  # ---- contacts and constraints (fixed sizes ncon, nefc, static for a model) ----
+  contact: Contact
+  efc_type: jax.Array  # (nefc,) int32 ConstraintType
+  efc_id: jax.Array  # (nefc,) int32  id of the dof, joint or contact of the row
+  efc_active: jax.Array  # (nefc,) bool  jaxmj: the row is a constraint at this state
+  efc_J: jax.Array  # (nefc, nv)  constraint Jacobian
+  efc_pos: jax.Array  # (nefc,)  constraint violation
+  efc_margin: jax.Array  # (nefc,)
+  efc_frictionloss: jax.Array  # (nefc,)  friction loss (friction rows), else 0
+  efc_diagA: jax.Array  # (nefc,)  diag(J M^-1 J'), approximated from invweight0 unless diagexact
+  efc_D: jax.Array  # (nefc,)  constraint stiffness 1 / R (0 for inactive rows)
+  efc_R: jax.Array  # (nefc,)  regularizer
+  efc_vel: jax.Array  # (nefc,)  J qvel
+  efc_aref: jax.Array  # (nefc,)  reference acceleration
+  efc_force: jax.Array  # (nefc,)  constraint force in constraint space
+  efc_state: jax.Array  # (nefc,) int32 ConstraintState
+  solver_niter: jax.Array  # () int32  iterations the solver ran
   # ---- diagnostics ----
   energy: jax.Array  # (2,)  potential, kinetic (with the energy flag)
   warning: jax.Array  # (NWARNING,) int32  counts per Warning

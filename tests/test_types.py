@@ -13,7 +13,9 @@ import jaxmj
 # jaxmj fields that mjModel / mjData do not have, each documented in jaxmj/types.py.
 MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "unsupported", "model_name", "path",
               "opt", "names"}
-DATA_ONLY = {"qM", "qLD", "qLDiagInv", "warning"}  # dense forms of d.M / d.qLD; counters
+DATA_ONLY = {"qM", "qLD", "qLDiagInv", "warning", "efc_active"}  # dense d.M / d.qLD; masks
+# mjData sizes these by the constraints present at a state; jaxmj uses fixed sizes.
+PER_STATE = ("efc_", "contact", "solver_niter")
 
 
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(MODELS, "*.xml"))),
@@ -51,8 +53,19 @@ def test_data_fields_match_mjdata_names_and_shapes():
     if name in DATA_ONLY:
       continue
     assert hasattr(dm, name), f"mjData has no field {name}"
+    if name.startswith(PER_STATE):
+      continue
     ref = np.asarray(getattr(dm, name))
     assert np.asarray(getattr(d, name)).size == ref.size, name
+
+
+def test_contact_fields_match_mjcontact_names():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "pendulum.xml"))
+  dm = mujoco.MjData(mujoco.MjModel.from_xml_path(os.path.join(MODELS, "pendulum.xml")))
+  contact = jaxmj.make_data(m).contact
+  for name in type(contact)._static_names + type(contact)._leaf_names:
+    if name != "active":  # jaxmj: fixed slots need a validity mask
+      assert hasattr(dm.contact, name), f"mjContact has no field {name}"
 
 
 def test_model_is_a_pytree_with_static_structure():
