@@ -660,6 +660,13 @@ def _model(root, bodies, f, opt, size, path) -> Model:
     elif name in keys:
       kw[name] = a(keys[name])
   nmocap = int((f["body_mocapid"] >= 0).sum())
+  if "npair" not in kw:  # <contact> not compiled yet: no explicit pairs or exclusions
+    kw.update(npair=0, nexclude=0, pair_dim=np.zeros(0, np.int32),
+              pair_geom1=np.zeros(0, np.int32), pair_geom2=np.zeros(0, np.int32),
+              pair_signature=np.zeros(0, np.int32), exclude_signature=np.zeros(0, np.int32),
+              pair_solref=a(np.zeros((0, 2))), pair_solreffriction=a(np.zeros((0, 2))),
+              pair_solimp=a(np.zeros((0, 5))), pair_margin=a(np.zeros(0)),
+              pair_gap=a(np.zeros(0)), pair_friction=a(np.zeros((0, 5))))
   kw.update(
     nu=0, na=0, nmocap=nmocap, nkey=len(keys["key_time"]), nuserdata=size["nuserdata"],
     opt=option, names=names, name_bodyadr=nb, name_jntadr=nj, name_geomadr=ng,
