@@ -47,21 +47,22 @@ def ancestor_mask(parentid: np.ndarray) -> np.ndarray:
 
 
 def cached_plan(fn):
-  """Caches a host-side plan computed from a model's static fields only.
+  """Caches a host-side plan computed from a model's static fields (and hashable extras).
 
   The cache is keyed by the static bundle (numpy structure, never traced leaves), so a
-  plan is computed once per model structure, whatever the batch or the trace.
+  plan is computed once per model structure, whatever the batch or the trace. Extra
+  arguments (such as option flags, which live in `m.opt`) join the key.
   """
 
   @functools.lru_cache(maxsize=64)
-  def cached(bundle):
+  def cached(bundle, *args):
     view = types.SimpleNamespace(**dict(zip(bundle.owner._static_names, bundle.values)))
     view._static_bundle = bundle  # lets a plan call other plans on the view
-    return fn(view)
+    return fn(view, *args)
 
   @functools.wraps(fn)
-  def wrapper(m):
-    return cached(static_bundle(m))
+  def wrapper(m, *args):
+    return cached(static_bundle(m), *args)
 
   return wrapper
 

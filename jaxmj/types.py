@@ -429,6 +429,9 @@ class Model:
   body_depth: np.ndarray = static()  # (nbody,) int32  tree depth, world = 0
   dof_depth: np.ndarray = static()  # (nv,) int32  depth in the dof tree, root dof = 0
   dof_ancestor: np.ndarray = static()  # (nv, nv) bool  [i, j]: j is i or an ancestor of i
+  dof_hasfrictionloss: np.ndarray = static()  # (nv,) bool  compiled frictionloss > 0: the
+  # dofs that own a friction-loss row (rows are fixed at compile time; edits to the leaf
+  # dof_frictionloss change the force, not which rows exist)
   unsupported: tuple = static()  # ((feature, DisableBit mask that turns it off), ...)
   model_name: str = static()
   path: str = static()  # file the model was read from, "" for a string

@@ -11,7 +11,7 @@ mujoco = __import__("pytest").importorskip("mujoco")
 PREFIXES = ("body_", "jnt_", "dof_", "geom_", "site_", "tree_")
 SIZES = ("nq", "nv", "nbody", "njnt", "ngeom", "nsite", "nmocap", "nkey", "ntree")
 # jaxmj fields with these prefixes that mjModel lacks (documented in types.Model).
-JAXMJ_ONLY = {"body_depth", "dof_depth", "dof_ancestor"}
+JAXMJ_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss"}
 
 
 def load_both(path: str | None = None, xml: str | None = None):

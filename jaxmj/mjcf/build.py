@@ -87,6 +87,7 @@ def compile_node(root: Node, path: str) -> Model:
   f.update(setconst.structure_fields(f))
   _check_masses(bodies, f)
   f.update(setconst.mass_constants(f))
+  f.update(_contact(root, bodies, defaults, f))
   option = _option(root)
   size, _ = _section(root, "size")
   return _model(root, bodies, f, option, size, path)
@@ -314,7 +315,7 @@ def _stack(name: str, values: list) -> np.ndarray:
   if name.endswith(_INT_FIELDS):
     return np.array(values, dtype=np.int32)
   shapes = {"solref": 2, "solimp": 5, "pos": 3, "axis": 3, "range": 2, "actfrcrange": 2,
-            "quat": 4, "size": 3, "friction": 3, "rgba": 4}
+            "quat": 4, "size": 3, "friction": 3, "rgba": 4, "surfacevel": 6}
   for suffix, n in shapes.items():
     if name.endswith(suffix) and not values:
       return np.zeros((0, n))
@@ -342,6 +343,14 @@ def _limited(node: Node, v: dict, jtype: JointType, compiler: dict) -> tuple[boo
   return out[0], out[1]
 
 
+def _padded(v, default) -> np.ndarray:
+  """A vector given with fewer values than `default` keeps the remaining defaults."""
+  out = np.array(default, float)
+  v = np.asarray(v, float)[: len(out)]
+  out[: len(v)] = v
+  return out
+
+
 def _solimp(v) -> np.ndarray:
   out = np.array(schema.SOLIMP[1], float)
   v = np.asarray(v, float)
@@ -356,8 +365,8 @@ def _attached(bodies: list[_Body], kind: str) -> dict:
   out = {k: [] for k in ("type", "bodyid", "group", "size", "pos", "quat", "rgba")}
   if kind == "geom":
     out.update({k: [] for k in ("contype", "conaffinity", "condim", "priority", "solmix",
-                                "solref", "solimp", "friction", "margin", "gap", "mass_given",
-                                "density")})
+                                "solref", "solimp", "friction", "margin", "gap", "adhesion",
+                                "surfacevel", "mass_given", "density")})
   for bid, (node, v, pos, quat, size) in items:
     out["type"].append(GeomType[v["type"].upper()])
     out["bodyid"].append(bid)
@@ -369,8 +378,9 @@ def _attached(bodies: list[_Body], kind: str) -> dict:
     if kind != "geom":
       continue
     for k in ("contype", "conaffinity", "condim", "priority", "solmix", "margin", "gap",
-              "density"):
+              "adhesion", "density"):
       out[k].append(v[k])
+    out["surfacevel"].append(_padded(v["surfacevel"], schema.ATTRS["geom"]["surfacevel"][1]))
     for k in ("mass", "density"):
       if v[k] is not None and v[k] < 0:
         raise node.error(f"{k} must be non-negative", k)
@@ -563,11 +573,79 @@ def _keyframes(root: Node, f: dict, nkey: int) -> tuple[dict, list[str]]:
   return res, [n.attrs.get("name", "") for n in nodes] + [""] * (len(out["time"]) - len(nodes))
 
 
+# ---------------------------------------------------------------- <contact>
+
+
+def _contact(root: Node, bodies: list[_Body], defaults: Defaults, f: dict) -> dict:
+  """pair_* and exclude_* arrays from every <contact> section, as MuJoCo 4.0 stores them.
+
+  A pair takes its parameters from itself and its default class only (never from its geoms).
+  Its geoms are ordered so that geom1's body id is not above geom2's (a pair within one body
+  keeps the written order); signature = body1 << 16 | body2. Excludes store
+  min(body) << 16 | max(body). MuJoCo then stable-sorts both lists by signature.
+  """
+  geom_ids, body_ids = {}, {"world": 0}
+  for gid, (node, *_) in enumerate(g for b in bodies for g in b.geoms):
+    if node.attrs.get("name"):
+      geom_ids[node.attrs["name"]] = gid
+  for bid, b in enumerate(bodies[1:], 1):
+    if b.name:
+      body_ids[b.name] = bid
+  nodes = [n for c in root.children if c.tag == "contact" for n in c.children]
+  pairs, excludes = [], []
+  for kind in ("pair", "exclude"):
+    _check_unique(bodies, kind, [(n, n.attrs.get("name", "")) for n in nodes if n.tag == kind])
+  for node in nodes:
+    if node.tag == "pair":
+      v = defaults.resolve(node, None)
+      g1, g2 = (_lookup(node, a, "geom", geom_ids) for a in ("geom1", "geom2"))
+      if v["condim"] not in (1, 3, 4, 6):
+        raise node.error(f"condim must be 1, 3, 4 or 6, got {v['condim']}", "condim")
+      b1, b2 = int(f["geom_bodyid"][g1]), int(f["geom_bodyid"][g2])
+      if b1 > b2:
+        (g1, b1), (g2, b2) = (g2, b2), (g1, b1)
+      pairs.append({
+        "signature": (b1 << 16) + b2, "dim": v["condim"], "geom1": g1, "geom2": g2,
+        "solref": _vec(v["solref"], 2), "solreffriction": _vec(v["solreffriction"], 2),
+        "solimp": _solimp(v["solimp"]), "margin": v["margin"], "gap": v["gap"],
+        "adhesion": v["adhesion"],
+        "friction": _padded(v["friction"], schema.ATTRS["pair"]["friction"][1])})
+    else:
+      b1, b2 = (_lookup(node, a, "body", body_ids) for a in ("body1", "body2"))
+      excludes.append((min(b1, b2) << 16) + max(b1, b2))
+  pairs.sort(key=lambda p: p["signature"])  # stable, as MuJoCo's
+  excludes.sort()
+  out = {"npair": len(pairs), "nexclude": len(excludes),
+         "exclude_signature": np.array(excludes, np.int32)}
+  for k, (dtype, shape) in {"dim": (np.int32, ()), "geom1": (np.int32, ()),
+                            "geom2": (np.int32, ()), "signature": (np.int32, ()),
+                            "solref": (float, (2,)), "solreffriction": (float, (2,)),
+                            "solimp": (float, (5,)), "margin": (float, ()),
+                            "gap": (float, ()), "adhesion": (float, ()),
+                            "friction": (float, (5,))}.items():
+    out["pair_" + k] = np.array([p[k] for p in pairs], dtype).reshape((len(pairs),) + shape)
+  return out
+
+
+def _lookup(node: Node, attr: str, kind: str, ids: dict) -> int:
+  """Id of the `kind` named by `node`'s attribute `attr`, or an error naming it."""
+  name = node.attrs.get(attr)
+  if name is None:
+    raise node.error(f"missing required attribute '{attr}'", attr)
+  if name not in ids:
+    raise node.error(f"unknown {kind} '{name}'", attr)
+  return ids[name]
+
+
 def _candidate_pairs(f: dict) -> int:
-  """Geom pairs that MuJoCo's broadphase filter could let collide (filterparent on)."""
+  """Geom pairs that can collide: explicit <pair>s, plus the pairs MuJoCo's broadphase filter
+  lets through (filterparent on) whose bodies are not excluded and that no explicit pair
+  already covers (MuJoCo skips those dynamic duplicates)."""
   n = len(f["geom_type"])
+  explicit = {(int(a), int(b)) for a, b in zip(f["pair_geom1"], f["pair_geom2"])}
+  explicit |= {(b, a) for a, b in explicit}
   if n < 2:
-    return 0
+    return f["npair"]
   g1, g2 = np.triu_indices(n, 1)
   ct, ca = f["geom_contype"], f["geom_conaffinity"]
   compatible = ((ct[g1] & ca[g2]) | (ct[g2] & ca[g1])) != 0
@@ -576,7 +654,12 @@ def _candidate_pairs(f: dict) -> int:
   pw1 = f["body_weldid"][f["body_parentid"][w1]]
   pw2 = f["body_weldid"][f["body_parentid"][w2]]
   parent = (w1 != 0) & (w2 != 0) & ((w1 == pw2) | (w2 == pw1))
-  return int(np.sum(compatible & (w1 != w2) & ~parent))
+  b1, b2 = f["geom_bodyid"][g1], f["geom_bodyid"][g2]
+  sig = (np.minimum(b1, b2) << 16) + np.maximum(b1, b2)
+  excluded = np.isin(sig, f["exclude_signature"])
+  dynamic = compatible & (w1 != w2) & ~parent & ~excluded
+  return f["npair"] + sum((int(a), int(b)) not in explicit for a, b in zip(g1[dynamic],
+                                                                          g2[dynamic]))
 
 
 def _names(model_name: str, groups: list[list[str]]) -> tuple[bytes, list[np.ndarray]]:
@@ -628,6 +711,12 @@ def _model(root, bodies, f, opt, size, path) -> Model:
     unsupported.append((f"contacts ({npair} geom pairs can collide; disable with "
                         "<flag contact='disable'/>)",
                         int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
+  if np.any(f["geom_adhesion"] != 0) or np.any(f["pair_adhesion"] != 0):
+    unsupported.append(("contact adhesion (geom or pair adhesion)",
+                        int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
+  if np.any(f["geom_surfacevel"] != 0):
+    unsupported.append(("geom surface velocity (surfacevel)",
+                        int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
   if np.any(f["dof_frictionloss"] > 0):
     unsupported.append(("dof friction loss (disable with <flag frictionloss='disable'/>)",
                         int(DisableBit.FRICTIONLOSS | DisableBit.CONSTRAINT)))
@@ -673,6 +762,7 @@ def _model(root, bodies, f, opt, size, path) -> Model:
     name_siteadr=ns, name_keyadr=nk, body_depth=depths(f["body_parentid"]),
     dof_depth=depths(f["dof_parentid"]),
     dof_ancestor=ancestor_mask(f["dof_parentid"]) if f["nv"] else np.zeros((0, 0), bool),
+    dof_hasfrictionloss=np.asarray(f["dof_frictionloss"]) > 0,
     unsupported=tuple(unsupported), model_name=model_name, path=path,
   )
   missing = fields - set(kw)
