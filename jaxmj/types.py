@@ -242,14 +242,15 @@ class Contact:
   """mjContact for a fixed number of contact slots `ncon` (static for a model).
 
   Every candidate geom pair owns a fixed number of slots, whether or not it touches now;
-  `active` says which slots hold a contact (dist < includemargin). Inactive slots carry
+  `active` says which slots have constraint rows (dist < includemargin; MuJoCo 4.0 also
+  lists contacts out to margin + gap without rows). Inactive slots carry
   finite placeholder values and produce no constraint force.
   """
 
   dist: jax.Array  # (ncon,)  signed distance, negative in penetration
   pos: jax.Array  # (ncon, 3)  global frame, midway between the surfaces
   frame: jax.Array  # (ncon, 3, 3)  rows: normal (from geom1 to geom2), tangent1, tangent2
-  includemargin: jax.Array  # (ncon,)  margin - gap: active when dist < includemargin
+  includemargin: jax.Array  # (ncon,)  the pair's margin: rows when dist < includemargin
   friction: jax.Array  # (ncon, 5)  tangent1, tangent2, spin, roll1, roll2
   solref: jax.Array  # (ncon, 2)
   solreffriction: jax.Array  # (ncon, 2)

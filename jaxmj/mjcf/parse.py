@@ -54,7 +54,7 @@ def convert(node: Node, name: str, text: str):
       return _numbers(text, typ, 1)[0]
     base, n = typ
     values = _numbers(text, base, n)
-    cap = schema.MAX_VALUES.get(name) if n < 0 else None
+    cap = schema.max_values(node.tag, name) if n < 0 else None
     if cap is not None and len(values) > cap:
       raise ValueError(f"expected at most {cap} values, got {len(values)}: {text!r}")
     return values
@@ -193,7 +193,8 @@ def _validate(node: Node, parent: Node | None) -> None:
   spec = schema.ATTRS[node.tag]
   in_default = parent is not None and parent.tag == "default" and node.tag != "default"
   for name, text in node.attrs.items():
-    if name not in spec or (in_default and name in ("name", "class")):
+    if name not in spec or (in_default and (name in ("name", "class")
+                                            or name in schema.NOT_IN_DEFAULT.get(node.tag, ()))):
       where = " in a default class" if name in spec else ""
       raise node.error(f"unknown attribute '{name}'{where}", attribute=name)
     convert(node, name, text)

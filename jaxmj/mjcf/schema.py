@@ -164,6 +164,8 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "solimp": SOLIMP,
     "margin": (F, 0.0),
     "gap": (F, 0.0),
+    "adhesion": (F, 0.0),
+    "surfacevel": (fv(-1), (0.0,) * 6),
     "fromto": (fv(6), None),
     "pos": (fv(3), (0.0, 0.0, 0.0)),
     **ORIENT,
@@ -179,6 +181,24 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "pos": (fv(3), (0.0, 0.0, 0.0)),
     **ORIENT,
   },
+  "contact": {},
+  # Explicit geom pairs: their parameters come from the pair (or its class), never from the
+  # two geoms (MuJoCo 4.0 stores these defaults when nothing is given).
+  "pair": {
+    "name": (S, None),
+    "class": (S, None),
+    "geom1": (S, None),
+    "geom2": (S, None),
+    "condim": (I, 3),
+    "friction": (fv(-1), (1.0, 1.0, 0.005, 0.0001, 0.0001)),
+    "solref": SOLREF,
+    "solreffriction": (fv(2), (0.0, 0.0)),
+    "solimp": SOLIMP,
+    "margin": (F, 0.0),
+    "gap": (F, 0.0),
+    "adhesion": (F, 0.0),
+  },
+  "exclude": {"name": (S, None), "body1": (S, None), "body2": (S, None)},
   "keyframe": {},
   "key": {
     "name": (S, None),
@@ -193,29 +213,40 @@ ATTRS: dict[str, dict[str, tuple]] = {
 }
 
 # Variable-length attributes (count -1 above) that MuJoCo caps: more values is an error.
+# Keyed by attribute name, or by (element, attribute) where an element differs.
 MAX_VALUES = {"size": 3, "friction": 3, "solimp": 5, "solimplimit": 5, "solimpfriction": 5,
-              "o_solimp": 5}
+              "o_solimp": 5, "surfacevel": 6, ("pair", "friction"): 5}
+
+
+def max_values(tag: str, name: str) -> int | None:
+  return MAX_VALUES.get((tag, name), MAX_VALUES.get(name))
+
 
 # Element -> children it may hold (within the supported subset).
 CHILDREN: dict[str, tuple[str, ...]] = {
-  "mujoco": ("include", "compiler", "option", "size", "default", "worldbody", "keyframe"),
+  "mujoco": ("include", "compiler", "option", "size", "default", "worldbody", "contact",
+             "keyframe"),
   "option": ("flag",),
-  "default": ("default", "joint", "geom", "site"),
+  "default": ("default", "joint", "geom", "site", "pair"),
   "worldbody": ("body", "frame", "geom", "site"),
   "body": ("body", "frame", "inertial", "joint", "freejoint", "geom", "site"),
   "frame": ("body", "frame", "geom", "site"),
+  "contact": ("pair", "exclude"),
   "keyframe": ("key",),
 }
 
 # Children that may appear at most once in their parent.
 UNIQUE: dict[str, tuple[str, ...]] = {
   "option": ("flag",),
-  "default": ("joint", "geom", "site"),
+  "default": ("joint", "geom", "site", "pair"),
   "body": ("inertial",),
 }
 
 # Elements that may appear inside <default> and so take class defaults.
-DEFAULTABLE = ("joint", "geom", "site")
+DEFAULTABLE = ("joint", "geom", "site", "pair")
+
+# Attributes an element may not take inside <default>, besides name and class.
+NOT_IN_DEFAULT = {"pair": ("geom1", "geom2")}
 
 # MuJoCo elements that are valid MJCF but not supported by jaxmj yet: the error says so.
 UNSUPPORTED = {
@@ -227,8 +258,7 @@ UNSUPPORTED = {
   "position": "actuators", "velocity": "actuators", "intvelocity": "actuators",
   "damper": "actuators", "cylinder": "actuators", "muscle": "actuators",
   "adhesion": "actuators",
-  "sensor": "sensors", "equality": "equality constraints", "contact": "contact pairs/excludes",
-  "pair": "contact pairs", "exclude": "contact excludes",
+  "sensor": "sensors", "equality": "equality constraints",
   "custom": "custom numeric/text/tuple data", "extension": "plugins", "plugin": "plugins",
   "deformable": "deformable objects (flex)", "flex": "flex objects", "flexcomp": "flex objects",
   "composite": "composite objects", "replicate": "replicate", "attach": "model attachment",

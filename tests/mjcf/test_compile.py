@@ -1,7 +1,8 @@
 """The MJCF compiler against MuJoCo: every model field jaxmj produces matches mjModel's.
 
 Each case compiles the same MJCF with jaxmj and with the pinned mujoco and compares all
-body_/jnt_/dof_/geom_/site_/tree_ fields, qpos0 and qpos_spring (tests/mujoco_compare.py).
+body_/jnt_/dof_/geom_/site_/tree_ fields, qpos0 and qpos_spring (tests/mujoco_compare.py),
+and the <contact> fields (test_contact_pairs.contact_differences).
 """
 
 import pytest
@@ -15,6 +16,7 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 from conftest import MODELS  # noqa: E402
 from mujoco_compare import load_both, model_differences  # noqa: E402
+from test_contact_pairs import contact_differences  # noqa: E402
 
 import jaxmj  # noqa: E402
 
@@ -28,8 +30,9 @@ RELATIVE = ("body_invweight0", "dof_invweight0", "dof_M0")
 
 
 def differences(m, mj, atol=1e-10) -> list[str]:
-  """model_differences, with the RELATIVE fields compared relative to their size."""
-  out = []
+  """model_differences, with the RELATIVE fields compared relative to their size, and the
+  <contact> fields (npair, nexclude, pair_*, exclude_signature) compared exactly."""
+  out = contact_differences(m, mj)
   for diff in model_differences(m, mj, atol):
     name = diff.split(":")[0]
     if name in RELATIVE:

@@ -97,7 +97,8 @@ CASES = {
   "sensor": (wrap(tail="<sensor/>"), 6, "sensor", None, ["not supported", "sensors"]),
   "asset": (wrap(tail="<asset/>"), 6, "asset", None, ["not supported", "assets"]),
   "equality": (wrap(tail="<equality/>"), 6, "equality", None, ["not supported", "equality"]),
-  "contact": (wrap(tail="<contact/>"), 6, "contact", None, ["not supported", "contact"]),
+  "deformable": (wrap(tail="<deformable/>"), 6, "deformable", None,
+                 ["not supported", "deformable"]),
   "default_for_unsupported": (wrap(head="<default><motor/></default>"), 2, "motor", None,
                               ["not supported", "actuators"]),
   "mesh_geom": (wrap('<geom type="mesh"/>'), 4, "geom", "type", ["'mesh' is not supported"]),
@@ -191,6 +192,67 @@ CASES = {
   "springdamper": (wrap(f'<body><joint springdamper="1 1"/>{GEOM}</body>'), 4, "joint",
                    "springdamper", ["not supported"]),
 }
+
+
+# <contact>: references to missing geoms and bodies name the attribute that holds them.
+# (A pair without geom1 or geom2 is the one case MuJoCo 4.0 compiles: it silently binds the
+# empty name to some unnamed geom. jaxmj requires both, as MuJoCo's documentation does.)
+PAIRED = '<geom name="floor" size=".1"/><body name="b"><joint/><geom name="g" size=".1"/></body>'
+for _name, (_contact, _element, _attribute, _phrases) in {
+  "pair_unknown_geom1": ('<pair geom1="nope" geom2="g"/>', "pair", "geom1",
+                         ["unknown geom 'nope'"]),
+  "pair_unknown_geom2": ('<pair geom1="g" geom2="nope"/>', "pair", "geom2",
+                         ["unknown geom 'nope'"]),
+  "pair_missing_geom1": ('<pair geom2="g"/>', "pair", "geom1",
+                         ["missing required attribute 'geom1'"]),
+  "pair_missing_geom2": ('<pair geom1="g"/>', "pair", "geom2",
+                         ["missing required attribute 'geom2'"]),
+  "pair_body_name_for_geom": ('<pair geom1="b" geom2="g"/>', "pair", "geom1",
+                              ["unknown geom 'b'"]),
+  "pair_bad_condim": ('<pair geom1="floor" geom2="g" condim="2"/>', "pair", "condim",
+                      ["condim must be 1, 3, 4 or 6"]),
+  "pair_too_much_friction": ('<pair geom1="floor" geom2="g" friction="1 2 3 4 5 6"/>', "pair",
+                             "friction", ["at most 5 values"]),
+  "pair_unknown_class": ('<pair class="nope" geom1="floor" geom2="g"/>', "pair", "class",
+                         ["unknown default class 'nope'"]),
+  "pair_repeated_name": ('<pair name="p" geom1="floor" geom2="g"/><pair name="p" '
+                         'geom1="g" geom2="floor"/>', "pair", "name", ["repeated pair name 'p'"]),
+  "pair_unknown_attribute": ('<pair geom1="floor" geom2="g" priority="1"/>', "pair",
+                             "priority", ["unknown attribute"]),
+  "exclude_unknown_body1": ('<exclude body1="nope" body2="b"/>', "exclude", "body1",
+                            ["unknown body 'nope'"]),
+  "exclude_unknown_body2": ('<exclude body1="b" body2="nope"/>', "exclude", "body2",
+                            ["unknown body 'nope'"]),
+  "exclude_missing_body1": ('<exclude body2="b"/>', "exclude", "body1",
+                            ["missing required attribute 'body1'"]),
+  "exclude_geom_name_for_body": ('<exclude body1="world" body2="g"/>', "exclude", "body2",
+                                 ["unknown body 'g'"]),
+  "exclude_repeated_name": ('<exclude name="e" body1="world" body2="b"/><exclude name="e" '
+                            'body1="b" body2="b"/>', "exclude", "name",
+                            ["repeated exclude name 'e'"]),
+  "exclude_class": ('<exclude class="main" body1="world" body2="b"/>', "exclude", "class",
+                    ["unknown attribute"]),
+  "geom_in_contact": ('<geom size=".1"/>', "geom", None, ["not allowed inside <contact>"]),
+}.items():
+  CASES[_name] = (wrap(PAIRED, tail=f"<contact>{_contact}</contact>"), 6, _element, _attribute,
+                  _phrases)
+for _name, (_head, _element, _attribute, _phrases) in {
+  "pair_geom1_in_default": ('<default><pair geom1="g"/></default>', "pair", "geom1",
+                            ["in a default class"]),
+  "pair_name_in_default": ('<default><pair name="p"/></default>', "pair", "name",
+                           ["in a default class"]),
+  "two_pairs_in_default": ('<default><pair/><pair/></default>', "pair", None,
+                           ["only once in <default>"]),
+  "exclude_in_default": ('<default><exclude/></default>', "exclude", None,
+                         ["not allowed inside <default>"]),
+  "contact_in_default": ('<default><contact/></default>', "contact", None,
+                         ["not allowed inside <default>"]),
+  "geom_too_much_surfacevel": ('<default><geom surfacevel="1 2 3 4 5 6 7"/></default>', "geom",
+                               "surfacevel", ["at most 6 values"]),
+}.items():
+  CASES[_name] = (wrap(PAIRED, head=_head), 2, _element, _attribute, _phrases)
+CASES["pair_in_worldbody"] = (wrap('<pair geom1="floor" geom2="floor"/>' + PAIRED), 4, "pair",
+                              None, ["not allowed inside <worldbody>"])
 
 
 _I = '<inertial pos="0 0 0" mass="{}" diaginertia="{}"/>'.format
@@ -364,6 +426,10 @@ VALID = """<mujoco model="fuzz">
     </body>
     <body name="target" mocap="true" pos="1 0 1"><geom type="sphere" size=".05"/></body>
   </worldbody>
+  <contact>
+    <pair name="feet" geom1="floor" geom2="torso" condim="4" friction=".8 .7" margin=".01"/>
+    <exclude name="arm" body1="upper" body2="torso"/>
+  </contact>
   <keyframe><key name="home" qpos="0 0 1 1 0 0 0 10 0"/></keyframe>
 </mujoco>"""
 
