@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from jaxmj import com, integrator, kinematics, mass, passive, rne
+from jaxmj import com, constraint, integrator, kinematics, mass, passive, rne, solver
+from jaxmj.collision import driver
 from jaxmj.io import reset_state
 from jaxmj.types import Data, DisableBit, Integrator, Model, Warning
 
@@ -30,18 +31,21 @@ def check_supported(m: Model) -> None:
 
 
 def fwd_position(m: Model, d: Data) -> Data:
-  """Position-dependent stages: kinematics, com, inertia and its factorization."""
+  """Position-dependent stages: kinematics, com, inertia and its factorization, collision."""
   d = kinematics.kinematics(m, d)
   d = com.com_pos(m, d)
   d = mass.crb(m, d)
-  return mass.factor_m(m, d)
+  d = mass.factor_m(m, d)
+  return driver.collision(m, d)
 
 
 def fwd_velocity(m: Model, d: Data) -> Data:
-  """Velocity-dependent stages: com velocities, passive and bias forces."""
+  """Velocity-dependent stages: com velocities, passive and bias forces, constraint rows
+  (their reference accelerations need qvel, as in mj_referenceConstraint)."""
   d = com.com_vel(m, d)
   d = passive.passive(m, d)
-  return rne.rne(m, d)
+  d = rne.rne(m, d)
+  return constraint.make_constraint(m, d) if d.efc_J.shape[0] else d
 
 
 def fwd_acceleration(m: Model, d: Data) -> Data:
@@ -54,8 +58,10 @@ def fwd_acceleration(m: Model, d: Data) -> Data:
 
 
 def fwd_constraint(m: Model, d: Data) -> Data:
-  """mj_fwdConstraint for a model without active constraints: qacc = qacc_smooth."""
-  return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth))
+  """mj_fwdConstraint: qacc from the constraint solver, or qacc_smooth without rows."""
+  if d.efc_J.shape[0] == 0:
+    return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth))
+  return solver.solve(m, d)
 
 
 def forward(m: Model, d: Data) -> Data:

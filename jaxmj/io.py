@@ -38,21 +38,25 @@ def make_data(m: Model) -> Data:
 
 
 def _constraint_fields(m: Model, dt) -> dict:
-  """Contact slots and efc rows, zero-filled, at the model's fixed sizes."""
-  ncon, nefc = 0, 0
-  zi = lambda n: np.zeros(n, np.int32)
+  """Contact slots and efc rows at the model's fixed sizes (collision plan, efc layout)."""
+  from jaxmj.collision.driver import collision_plan
+  from jaxmj.constraint import efc_layout
+
+  plan = collision_plan(m)
+  layout = efc_layout(m, plan["dim"])
+  ncon, nefc = plan["ncon"], layout.nefc
+  z = lambda *shape: jnp.zeros(shape, dt)
   contact = Contact(
-    dist=jnp.zeros(ncon, dt), pos=jnp.zeros((ncon, 3), dt), frame=jnp.zeros((ncon, 3, 3), dt),
-    includemargin=jnp.zeros(ncon, dt), friction=jnp.zeros((ncon, 5), dt),
-    solref=jnp.zeros((ncon, 2), dt), solreffriction=jnp.zeros((ncon, 2), dt),
-    solimp=jnp.zeros((ncon, 5), dt), active=jnp.zeros(ncon, bool), dim=zi(ncon),
-    geom1=zi(ncon), geom2=zi(ncon), efc_address=zi(ncon))
-  f = lambda: jnp.zeros(nefc, dt)
+    dist=z(ncon), pos=z(ncon, 3), frame=z(ncon, 3, 3), includemargin=z(ncon),
+    friction=z(ncon, 5), solref=z(ncon, 2), solreffriction=z(ncon, 2), solimp=z(ncon, 5),
+    active=jnp.zeros(ncon, bool), dim=plan["dim"], geom1=plan["geom1"],
+    geom2=plan["geom2"], efc_address=np.asarray(layout.contact_efc_address, np.int32))
   return dict(
-    contact=contact, efc_type=jnp.zeros(nefc, jnp.int32), efc_id=jnp.zeros(nefc, jnp.int32),
-    efc_active=jnp.zeros(nefc, bool), efc_J=jnp.zeros((nefc, m.nv), dt), efc_pos=f(),
-    efc_margin=f(), efc_frictionloss=f(), efc_diagA=f(), efc_D=f(), efc_R=f(),
-    efc_vel=f(), efc_aref=f(), efc_force=f(), efc_state=jnp.zeros(nefc, jnp.int32),
+    contact=contact, efc_type=jnp.asarray(layout.efc_type, jnp.int32),
+    efc_id=jnp.asarray(layout.efc_id, jnp.int32), efc_active=jnp.zeros(nefc, bool),
+    efc_J=z(nefc, m.nv), efc_pos=z(nefc), efc_margin=z(nefc), efc_frictionloss=z(nefc),
+    efc_diagA=z(nefc), efc_D=z(nefc), efc_R=z(nefc), efc_vel=z(nefc), efc_aref=z(nefc),
+    efc_force=z(nefc), efc_state=jnp.zeros(nefc, jnp.int32),
     solver_niter=jnp.zeros((), jnp.int32))
 
 

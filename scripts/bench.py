@@ -1,65 +1,81 @@
-"""Benchmark jaxmj against MJX (MuJoCo's own JAX implementation) in one process.
+"""Benchmark jaxmj against MJX (MuJoCo's own JAX implementation) in one run.
 
-Both engines load the same MJCF file and run on JAX's default backend (CPU or GPU);
-each model/engine pair is measured as follows:
+Both engines load the same MJCF file and run on JAX's default backend (CPU or GPU).
+Each (model, engine) pair is measured in its own fresh Python process, so compile times
+do not depend on which engine ran first, and one engine failing or hanging cannot stop
+the rest. What is measured:
 
-  compile s      wall time of `jax.jit(f).lower(m, d).compile()` (tracing + XLA compile),
-                 where f is the batched rollout `vmap(scan(step, T))` at the first batch
-                 size (`compile s @B`), and where f is one `step` at batch 1 (`step compile s`).
-  batch-1 ms     median wall time of one call of the compiled `step` on a single world,
-                 `block_until_ready` included, after a warm-up call.
-  steps/s @B     world-steps per second of the compiled rollout: B worlds times T steps
-                 divided by the median wall time of a rollout call (after a warm-up call).
-                 Every world starts from the model's initial state with a small random
-                 qvel perturbation (std 0.01), so worlds differ; controls are zero.
+  compile s @B    wall time of `jax.jit(rollout).lower(m, d).compile()` (tracing + XLA
+                  compile) for the batched rollout `vmap(scan(step, T))` at the first batch
+                  size B; the JSON has it for every batch size.
+  step compile s  the same for one `step` on a single world.
+  batch-1 ms      median wall time of one call of the compiled `step` on a single world,
+                  `block_until_ready` included, after a warm-up call.
+  steps/s @B      world-steps per second of the compiled rollout: B worlds times T steps
+                  divided by the median wall time of 3 rollout calls (after a warm-up call);
+                  `*` marks a median of fewer calls, when the measurement stalled (below).
+                  Every world starts from the model's initial state with a small random
+                  qvel perturbation (std 0.01), so worlds differ; controls are zero.
 
-The `jaxmj/mjx` row divides jaxmj's number by MJX's in every column, so for the time
-columns (compile, batch-1) a ratio < 1 means jaxmj is faster, and for the throughput
-columns (steps/s) a ratio > 1 means jaxmj is faster.
+The `jaxmj/mjx` row divides jaxmj's number by MJX's in every column: for the time columns
+(compile, batch-1) a ratio < 1 means jaxmj is faster; for the throughput columns (steps/s)
+a ratio > 1 means jaxmj is faster.
 
 Notes:
   * MJX is mujoco-mjx's pure-JAX implementation (`impl="jax"`, passed explicitly so that a
     GPU does not switch it to Warp). mujoco-mjx 3.17 runs models compiled by mujoco 4.0
-    as-is, with one workaround: `put_model` refuses models with geom type pairs it has no
-    collision function for (e.g. ellipsoid-box) even when contacts are disabled, so for
+    as-is, with one workaround: `put_model` refuses geom type pairs it has no collision
+    function for (e.g. ellipsoid-box) even when contacts are disabled, so for
     contact-disabled models the script zeroes geom_contype/geom_conaffinity on the MjModel
     first. With contacts disabled MJX allocates no contacts either way, so this changes
-    neither the dynamics nor the work done. If MJX cannot be imported or fails on a model,
-    the output says why.
+    neither the dynamics nor the work done. If MJX cannot be imported, the output says
+    "MJX: unavailable (<reason>)" and jaxmj is still measured.
   * `--no-contact` makes both engines load the same patched copy of each file, with
     `<option><flag contact="disable"/></option>` added. The copy is written next to the
     original (so relative includes and asset paths resolve as before) and deleted after.
-  * XLA_FLAGS gets `--xla_cpu_enable_concurrency_optimized_scheduler=false` (appended
-    before jax is imported): without it, batched dense Cholesky (cho_factor under vmap) on
-    XLA:CPU has been seen to deadlock at batch 1024. It applies to both engines equally.
+  * Hangs on XLA:CPU. jaxlib 0.10.x runs batched LAPACK calls (potrf/trsm under vmap, e.g.
+    MJX's dense Cholesky) by queueing batch chunks on XLA's intra-op thread pool and
+    blocking until they finish; when as many such calls run at once as the pool has
+    threads (the pool has one per core, so 2 on a 2-core machine), every thread waits and
+    nothing runs. MJX at batch 1024 hits this on small machines; jaxlib >= 0.11.1 builds
+    without that path. XLA_FLAGS gets `--xla_cpu_enable_concurrency_optimized_scheduler=false`
+    (appended before jax is imported; it applies to both engines equally), which makes the
+    hang rarer but does not rule it out, so a measurement that reports nothing for
+    `--stall-timeout` seconds is killed and shown as stalled.
 
 Usage:
   python scripts/bench.py [MODELS...] [--batches 64 1024] [--steps 100]
-      [--engines jaxmj mjx] [--x64] [--no-contact] [--json PATH]
+      [--engines jaxmj mjx] [--x64] [--no-contact] [--json PATH] [--stall-timeout S]
 """
 
 import os
 
 _XLA_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
-os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_XLA_FLAG}".strip()
+if _XLA_FLAG not in os.environ.get("XLA_FLAGS", ""):
+  os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_XLA_FLAG}".strip()
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import importlib.metadata  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
+import queue  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 import xml.etree.ElementTree as ET  # noqa: E402
 
-import jax  # noqa: E402
+import jax  # noqa: E402  (the parent process never initializes a backend)
 
 DEFAULT_MODELS = ["models/pendulum.xml", "models/humanoid.xml"]
 QVEL_NOISE = 0.01
 LATENCY_MIN_CALLS = 20
 LATENCY_MIN_SECONDS = 1.0
 ROLLOUT_REPEATS = 3
+RECORD = "BENCH_RECORD "  # prefix of the result lines a child prints on stdout
 
 
 # ---------------------------------------------------------------------------- engines
@@ -111,7 +127,8 @@ def engine_version(name):
 
 
 def _reason(e):
-  return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+  message = str(e).strip()
+  return f"{type(e).__name__}: {message.splitlines()[0]}" if message else type(e).__name__
 
 
 # ---------------------------------------------------------------------------- models
@@ -155,8 +172,8 @@ def perturbed_batch(d, batch, key):
 def compile_fn(fn, *args):
   """(seconds, executable) for tracing and compiling `fn` at `args`.
 
-  JAX's in-memory caches are cleared first, so no earlier trace or compilation (of this
-  engine or the other) is reused; the persistent compilation cache is off (see `main`).
+  JAX's in-memory caches are cleared first, so no earlier trace or compilation is reused;
+  the persistent compilation cache is off (see `child`).
   """
   jax.clear_caches()
   t0 = time.perf_counter()
@@ -189,29 +206,113 @@ def make_rollout(step, steps):
   return jax.vmap(rollout, in_axes=(None, 0))
 
 
-def measure(load, path, batches, steps):
-  """All numbers for one engine on one model (see module docstring)."""
-  m, d, step = load(path)
-  step_compile_s, step_exe = compile_fn(step, m, d)
-  result = {
-    "step_compile_s": step_compile_s,
-    "batch1_ms": 1e3 * latency(step_exe, m, d),
-    "rollout": {},
-  }
-  rollout = make_rollout(step, steps)
-  for batch in batches:
-    d0 = perturbed_batch(d, batch, jax.random.PRNGKey(batch))
-    compile_s, exe = compile_fn(rollout, m, d0)
-    wall_time(exe, m, d0)
-    seconds = statistics.median(wall_time(exe, m, d0) for _ in range(ROLLOUT_REPEATS))
-    result["rollout"][str(batch)] = {"compile_s": compile_s, "steps_per_s": batch * steps / seconds}
-  return result
-
-
 def warm_up_jax():
   """Pays JAX's one-time backend and lowering setup before any engine is timed."""
   f = jax.vmap(lambda x: jax.lax.scan(lambda c, _: (c + 1.0, None), x, None, length=2)[0])
   jax.block_until_ready(jax.jit(f)(jax.numpy.zeros(2)))
+
+
+# ---------------------------------------------------------------------------- child process
+
+
+def emit(**record):
+  print(RECORD + json.dumps(record), flush=True)
+
+
+def child(engine, path, batches, steps, x64):
+  """Measures one engine on one model, emitting one record per finished measurement."""
+  try:
+    version = engine_version(engine)
+  except Exception as e:  # noqa: BLE001 - any import failure makes the engine unavailable
+    emit(unavailable=_reason(e))
+    return
+  jax.config.update("jax_enable_x64", x64)
+  jax.config.update("jax_enable_compilation_cache", False)
+  emit(
+    env={
+      "backend": jax.default_backend(),
+      "devices": [str(dev) for dev in jax.devices()],
+      "jax": jax.__version__,
+      "x64": x64,
+      "XLA_FLAGS": os.environ["XLA_FLAGS"],
+      engine: version,
+    }
+  )
+  try:
+    warm_up_jax()
+    m, d, step = ENGINES[engine](path)
+    seconds, step_exe = compile_fn(step, m, d)
+    emit(step_compile_s=seconds)
+    emit(batch1_ms=1e3 * latency(step_exe, m, d))
+    rollout = make_rollout(step, steps)
+    for batch in batches:
+      d0 = perturbed_batch(d, batch, jax.random.PRNGKey(batch))
+      seconds, exe = compile_fn(rollout, m, d0)
+      emit(batch=batch, compile_s=seconds)
+      wall_time(exe, m, d0)
+      for _ in range(ROLLOUT_REPEATS):
+        emit(batch=batch, call_s=wall_time(exe, m, d0))
+  except Exception as e:  # noqa: BLE001 - report the failure, keep benchmarking
+    emit(error=_reason(e))
+
+
+# ---------------------------------------------------------------------------- parent process
+
+
+def child_records(args, engine, path):
+  """Runs `child` in a fresh process and yields its records as they arrive.
+
+  Ends with an `error` record if the child reports nothing for `args.stall_timeout`
+  seconds (it is then killed) or exits abnormally.
+  """
+  cmd = [sys.executable, os.path.abspath(__file__), path, "--child", engine]
+  cmd += ["--steps", str(args.steps), "--batches", *map(str, args.batches)]
+  if args.x64:
+    cmd.append("--x64")
+  proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+  lines = queue.Queue()
+
+  def pump():
+    for line in proc.stdout:
+      lines.put(line)
+    lines.put(None)
+
+  threading.Thread(target=pump, daemon=True).start()
+  while True:
+    try:
+      line = lines.get(timeout=args.stall_timeout)
+    except queue.Empty:
+      proc.kill()
+      proc.wait()
+      yield {"error": f"stalled: nothing reported for {args.stall_timeout:.0f} s, killed"}
+      return
+    if line is None:
+      break
+    if line.startswith(RECORD):
+      yield json.loads(line[len(RECORD) :])
+  if proc.wait():
+    yield {"error": f"child process exited with code {proc.returncode}"}
+
+
+def measure(args, engine, path):
+  """One engine on one model: a dict of whatever measurements finished (see docstring).
+
+  If the child stalls partway through the timed rollout calls, steps/s comes from the
+  calls that finished (`partial` in `format_table`).
+  """
+  result = {"rollout": {}}
+  for record in child_records(args, engine, path):
+    if "batch" not in record:
+      result.update(record)
+      continue
+    batch = record["batch"]
+    entry = result["rollout"].setdefault(str(batch), {"call_s": []})
+    if "compile_s" in record:
+      entry["compile_s"] = record["compile_s"]
+    else:
+      entry["call_s"].append(record["call_s"])
+      entry["steps_per_s"] = batch * args.steps / statistics.median(entry["call_s"])
+  return result
 
 
 # ---------------------------------------------------------------------------- report
@@ -224,59 +325,57 @@ def columns(batches):
 
 
 def row_values(result, batches):
-  """Numeric cells of one result, in `columns` order after model and engine."""
+  """Numeric cells of one result in `columns` order after model and engine (None: missing)."""
   rollout = result["rollout"]
   return [
-    rollout[str(batches[0])]["compile_s"],
-    result["step_compile_s"],
-    result["batch1_ms"],
-  ] + [rollout[str(b)]["steps_per_s"] for b in batches]
+    rollout.get(str(batches[0]), {}).get("compile_s"),
+    result.get("step_compile_s"),
+    result.get("batch1_ms"),
+  ] + [rollout.get(str(b), {}).get("steps_per_s") for b in batches]
 
 
 def ratio_rows(results, batches):
-  """jaxmj/mjx cell ratios for every model where both engines ran."""
-  by_key = {(r["model"], r["engine"]): r for r in results if "error" not in r}
+  """jaxmj/mjx cell ratios (None where either is missing) for models both engines ran."""
+  by_key = {(r["model"], r["engine"]): r for r in results}
   ratios = []
   for model in dict.fromkeys(r["model"] for r in results):
     ours, theirs = by_key.get((model, "jaxmj")), by_key.get((model, "mjx"))
     if ours and theirs:
       pairs = zip(row_values(ours, batches), row_values(theirs, batches), strict=True)
-      ratios.append({"model": model, "ratios": [a / b for a, b in pairs]})
+      cells = [a / b if a is not None and b else None for a, b in pairs]
+      ratios.append({"model": model, "ratios": cells})
   return ratios
+
+
+def _cell(value, fmt):
+  return "-" if value is None else fmt(value)
+
+
+def partial(result, batch):
+  """Whether steps/s at `batch` comes from fewer timed calls than ROLLOUT_REPEATS."""
+  return 0 < len(result["rollout"].get(str(batch), {}).get("call_s", [])) < ROLLOUT_REPEATS
 
 
 def format_table(results, ratios, batches):
   """Aligned text table: each model's engine rows, then its ratio row; failures below."""
+  number = lambda v: f"{v:.3g}" if v < 1e3 else f"{v:,.0f}"
   ratio_by_model = {x["model"]: x["ratios"] for x in ratios}
   rows, failures = [columns(batches)], []
   for model in dict.fromkeys(r["model"] for r in results):
     for r in (r for r in results if r["model"] == model):
+      cells = [_cell(v, number) for v in row_values(r, batches)]
+      cells[3:] = [c + "*" * partial(r, b) for c, b in zip(cells[3:], batches, strict=True)]
+      rows.append([model, r["engine"], *cells])
       if "error" in r:
-        failures.append(f"{r['engine']} on {model}: failed ({r['error']})")
-      else:
-        cells = [f"{v:.3g}" if v < 1e3 else f"{v:,.0f}" for v in row_values(r, batches)]
-        rows.append([model, r["engine"], *cells])
+        failures.append(f"{r['engine']} on {model}: {r['error']}")
     if model in ratio_by_model:
-      rows.append([model, "jaxmj/mjx", *(f"{v:.2f}x" for v in ratio_by_model[model])])
+      cells = (_cell(v, lambda v: f"{v:.2f}x") for v in ratio_by_model[model])
+      rows.append([model, "jaxmj/mjx", *cells])
+  if any(partial(r, b) for r in results for b in batches):
+    failures.append(f"* from fewer than {ROLLOUT_REPEATS} timed calls (the measurement stalled)")
   widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
   lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
   return "\n".join(lines + failures)
-
-
-def environment(engines):
-  env = {
-    "backend": jax.default_backend(),
-    "devices": [str(dev) for dev in jax.devices()],
-    "jax": jax.__version__,
-    "x64": bool(jax.config.jax_enable_x64),
-    "XLA_FLAGS": os.environ["XLA_FLAGS"],
-  }
-  for name in engines:
-    try:
-      env[name] = engine_version(name)
-    except Exception as e:  # noqa: BLE001 - any import failure makes the engine unavailable
-      env[name] = f"unavailable ({_reason(e)})"
-  return env
 
 
 # ---------------------------------------------------------------------------- main
@@ -295,52 +394,60 @@ def parse_args():
     help="load contact-disabled copies of the models (both engines)",
   )
   p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+  p.add_argument(
+    "--stall-timeout",
+    type=float,
+    default=120.0,
+    help="kill a measurement that reports nothing for this many seconds (default 120)",
+  )
+  p.add_argument("--child", choices=list(ENGINES), help=argparse.SUPPRESS)
   return p.parse_args()
 
 
 def main():
   args = parse_args()
-  jax.config.update("jax_enable_x64", args.x64)
-  jax.config.update("jax_enable_compilation_cache", False)
+  if args.child:
+    child(args.child, args.models[0], args.batches, args.steps, args.x64)
+    return
   start = time.perf_counter()
-  env = environment(args.engines)
-  for key, value in env.items():
-    print(f"{key}: {value}")
   print(
-    f"(the XLA:CPU scheduler flag works around a batched-Cholesky deadlock; it applies "
-    f"to both engines)\nrollout T={args.steps}, batches={args.batches}, "
-    f"no_contact={args.no_contact}\n",
+    f"jax {jax.__version__}, XLA_FLAGS={os.environ['XLA_FLAGS']} (works around a batched-LAPACK "
+    f"hang on XLA:CPU, for both engines)\nrollout T={args.steps}, batches={args.batches}, "
+    f"no_contact={args.no_contact}, x64={args.x64}\n",
     flush=True,
   )
-  warm_up_jax()
-
-  available = [e for e in args.engines if not env[e].startswith("unavailable")]
-  results = []
+  env, unavailable, results = {}, {}, []
   for path in args.models:
     model = os.path.splitext(os.path.basename(path))[0]
     with model_file(path, args.no_contact) as file:
-      for engine in available:
+      for engine in (e for e in args.engines if e not in unavailable):
         print(f"measuring {engine} on {path} ...", flush=True)
-        try:
-          result = measure(ENGINES[engine], file, args.batches, args.steps)
-        except Exception as e:  # noqa: BLE001 - report the failure, keep benchmarking
-          result = {"error": _reason(e)}
+        result = measure(args, engine, file)
+        if "unavailable" in result:
+          unavailable[engine] = result["unavailable"]
+          continue
+        env.update(result.pop("env", {}))
         results.append({"model": model, "path": path, "engine": engine, **result})
 
   ratios = ratio_rows(results, args.batches)
   print()
+  for key, value in env.items():
+    print(f"{key}: {value}")
+  for engine, reason in unavailable.items():
+    print(f"{'MJX' if engine == 'mjx' else engine}: unavailable ({reason})")
+  print()
   print(format_table(results, ratios, args.batches))
-  for name in args.engines:
-    if name not in available:
-      print(f"{'MJX' if name == 'mjx' else name}: {env[name]}")
-  print(
-    f"\nratio row = jaxmj / mjx: compile and batch-1 < 1 means jaxmj faster; "
-    f"steps/s > 1 means jaxmj faster.\ntotal time {time.perf_counter() - start:.0f} s"
-  )
+  if ratios:
+    print(
+      "\nratio row = jaxmj / mjx: compile and batch-1 < 1 means jaxmj faster; "
+      "steps/s > 1 means jaxmj faster."
+    )
+  print(f"\ntotal time {time.perf_counter() - start:.0f} s")
   if args.json:
     report = {
       "env": env,
-      "config": vars(args),
+      "unavailable": unavailable,
+      "config": {k: v for k, v in vars(args).items() if k != "child"},
       "columns": columns(args.batches),
       "results": results,
       "ratios": ratios,

@@ -122,8 +122,11 @@ def test_disabled_gravity_spring_damper_flags():
 
 
 def test_forward_names_unsupported_features():
-  xml = """<mujoco><worldbody><geom type="plane" size="1 1 1"/><body pos="0 0 1"><freejoint/>
-    <geom size=".1"/></body></worldbody></mujoco>"""
+  xml = """<mujoco><worldbody><body pos="0 0 1" gravcomp="1"><freejoint/><geom size=".1"/>
+    </body></worldbody></mujoco>"""
   m = jaxmj.Model.from_xml_string(xml)
-  with pytest.raises(NotImplementedError, match="contacts"):
+  with pytest.raises(NotImplementedError, match="gravcomp"):
     jaxmj.forward(m, jaxmj.make_data(m))
+  # The disable bit named with the feature turns it off.
+  m = m.replace(opt=m.opt.replace(disableflags=int(jaxmj.DisableBit.GRAVITY)))
+  jaxmj.forward(m, jaxmj.make_data(m))

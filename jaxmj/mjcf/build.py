@@ -637,31 +637,6 @@ def _lookup(node: Node, attr: str, kind: str, ids: dict) -> int:
   return ids[name]
 
 
-def _candidate_pairs(f: dict) -> int:
-  """Geom pairs that can collide: explicit <pair>s, plus the pairs MuJoCo's broadphase filter
-  lets through (filterparent on) whose bodies are not excluded and that no explicit pair
-  already covers (MuJoCo skips those dynamic duplicates)."""
-  n = len(f["geom_type"])
-  explicit = {(int(a), int(b)) for a, b in zip(f["pair_geom1"], f["pair_geom2"])}
-  explicit |= {(b, a) for a, b in explicit}
-  if n < 2:
-    return f["npair"]
-  g1, g2 = np.triu_indices(n, 1)
-  ct, ca = f["geom_contype"], f["geom_conaffinity"]
-  compatible = ((ct[g1] & ca[g2]) | (ct[g2] & ca[g1])) != 0
-  weld = f["body_weldid"][f["geom_bodyid"]]
-  w1, w2 = weld[g1], weld[g2]
-  pw1 = f["body_weldid"][f["body_parentid"][w1]]
-  pw2 = f["body_weldid"][f["body_parentid"][w2]]
-  parent = (w1 != 0) & (w2 != 0) & ((w1 == pw2) | (w2 == pw1))
-  b1, b2 = f["geom_bodyid"][g1], f["geom_bodyid"][g2]
-  sig = (np.minimum(b1, b2) << 16) + np.maximum(b1, b2)
-  excluded = np.isin(sig, f["exclude_signature"])
-  dynamic = compatible & (w1 != w2) & ~parent & ~excluded
-  return f["npair"] + sum((int(a), int(b)) not in explicit for a, b in zip(g1[dynamic],
-                                                                          g2[dynamic]))
-
-
 def _names(model_name: str, groups: list[list[str]]) -> tuple[bytes, list[np.ndarray]]:
   buf = bytearray(model_name.encode() + b"\0")
   adrs = []
@@ -702,24 +677,12 @@ def _model(root, bodies, f, opt, size, path) -> Model:
     [n for _, n in snodes], key_names])
 
   unsupported = []
-  nlim = int(f["jnt_limited"].sum())
-  if nlim:
-    unsupported.append((f"joint limits ({nlim} limited joints; disable with "
-                        "<flag limit='disable'/>)", int(DisableBit.LIMIT | DisableBit.CONSTRAINT)))
-  npair = _candidate_pairs(f)
-  if npair:
-    unsupported.append((f"contacts ({npair} geom pairs can collide; disable with "
-                        "<flag contact='disable'/>)",
-                        int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
   if np.any(f["geom_adhesion"] != 0) or np.any(f["pair_adhesion"] != 0):
     unsupported.append(("contact adhesion (geom or pair adhesion)",
                         int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
   if np.any(f["geom_surfacevel"] != 0):
     unsupported.append(("geom surface velocity (surfacevel)",
                         int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
-  if np.any(f["dof_frictionloss"] > 0):
-    unsupported.append(("dof friction loss (disable with <flag frictionloss='disable'/>)",
-                        int(DisableBit.FRICTIONLOSS | DisableBit.CONSTRAINT)))
   if np.any(f["body_gravcomp"] != 0):
     unsupported.append(("gravity compensation (body gravcomp)", int(DisableBit.GRAVITY)))
 

@@ -15,7 +15,6 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 from mujoco_compare import model_differences  # noqa: E402
@@ -192,7 +191,10 @@ def test_zero_adhesion_and_surfacevel_are_supported():
   ('<exclude body1="p" body2="q"/>', False),  # their only candidate pair is excluded
   ('<exclude body1="p" body2="q"/><pair geom1="gp" geom2="gq"/>', True),  # pairs still count
 ])
-def test_unsupported_contacts_count_excludes_and_pairs(contact, expect_contacts):
+def test_candidate_pairs_follow_excludes_and_pairs(contact, expect_contacts):
+  """The collision driver's static pair plan admits a pair exactly when MuJoCo collides it."""
+  from jaxmj.collision.driver import collision_plan
+
   xml = ('<mujoco><worldbody><body name="p"><freejoint/><geom name="gp" size=".1"/></body>'
          '<body name="q" pos="0 0 .15"><freejoint/><geom name="gq" size=".1"/></body>'
          f"</worldbody><contact>{contact}</contact></mujoco>")
@@ -200,10 +202,4 @@ def test_unsupported_contacts_count_excludes_and_pairs(contact, expect_contacts)
   d = mujoco.MjData(mj)
   mujoco.mj_forward(mj, d)
   assert (d.ncon > 0) == expect_contacts
-  has = any(name.startswith("contacts") for name, _ in m.unsupported)
-  assert has == expect_contacts
-  if expect_contacts:
-    with warnings.catch_warnings():
-      warnings.simplefilter("ignore")
-      with pytest.raises(NotImplementedError, match="contacts"):
-        jaxmj.forward(m, jaxmj.make_data(m))
+  assert (collision_plan(m)["ncon"] > 0) == expect_contacts

@@ -1,0 +1,1 @@
+"""Collision detection: primitive colliders, convex colliders and the driver."""
