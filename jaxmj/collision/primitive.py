@@ -1,0 +1,867 @@
+"""Native colliders for primitive geom pairs (engine_collision_primitive.c, _box.c).
+
+Each collider handles ONE geom pair (the driver vmaps it) and has a fixed number of contact
+slots, MuJoCo's maximum for the pair:
+
+    fn(g1: GeomFrame, g2: GeomFrame, margin) -> (dist (n,), pos (n, 3), frame (n, 3, 3))
+
+geom1 has the smaller type, as in mj_collideGeoms. `margin` is the distance MuJoCo hands its
+collider (in MuJoCo 4.0: the sum of the two geom margins plus the sum of their gaps, or a
+pair's margin + gap). `frame` rows are [normal, tangent1, tangent2], the normal pointing
+from geom1 to geom2, completed by `make_frame` as mju_makeFrame completes mjContact.frame.
+`dist` is negative in penetration. A slot holds a contact where MuJoCo's collider reports
+one (dist <= margin, give or take the boundary); other slots have dist = NO_CONTACT, so the
+driver keeps the contacts with dist < margin.
+
+The algorithms are MuJoCo 4.0's, checked against mujoco 4.0.0 to round-off (1e-14), branches
+and degenerate cases included; every branch is evaluated and selected with `where`, and
+MuJoCo's sequential searches run as short `lax.scan`s. Two differ from older MuJoCo
+sources: capsule-capsule with (nearly) parallel axes, and box-box, which 4.0 rewrote
+(separating axes with a face preference, then incident-face clipping or one edge contact).
+Divisions, norms and square roots are guarded so that gradients stay finite in touching,
+coincident and parallel configurations, through the branches not selected too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj.types import GeomType
+
+MINVAL = 1e-15  # mjMINVAL
+NO_CONTACT = 1e10  # distance reported in unused slots
+# capsule-capsule: axes count as parallel below this sin^2 of their angle (MuJoCo 4.0, double);
+# in float32 the determinant's round-off alone is ~1e-7 of its scale, so 1e-5 is used there
+PARALLEL_SIN2 = 1e-8
+PARALLEL_SIN2_F32 = 1e-5
+_BIG = 1e30  # stands in for the +-inf of a C division by zero in min/compare chains
+
+
+class GeomFrame(NamedTuple):
+  """A geom's global frame and size, as mjGETINFO reads them."""
+
+  pos: jax.Array  # (3,)  geom_xpos
+  mat: jax.Array  # (3, 3)  geom_xmat, columns are the geom's local axes
+  size: jax.Array  # (3,)  geom_size
+
+
+Collision = tuple[jax.Array, jax.Array, jax.Array]
+
+
+# ------------------------------------------------------------------------------------------
+# small vector helpers, written out elementwise in MuJoCo's order of operations (mju_dot3,
+# mju_mulMatVec3, ...): the same round-off as MuJoCo, and no reduced-precision matmuls.
+
+
+def _dot(a, b):
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _mv(mat, v):
+  """mju_mulMatVec3: mat @ v."""
+  return mat[:, 0] * v[0] + mat[:, 1] * v[1] + mat[:, 2] * v[2]
+
+
+def _mtv(mat, v):
+  """mju_mulMatTVec3: mat.T @ v."""
+  return mat[0] * v[0] + mat[1] * v[1] + mat[2] * v[2]
+
+
+def _cross(a, b):
+  return jnp.stack(
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+  )
+
+
+def _sqrt(x):
+  """sqrt with a zero gradient at 0 instead of inf (x >= 0)."""
+  pos = x > 0
+  return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
+def _div(a, b, fallback=0.0):
+  """a / b, or `fallback` where b == 0 (gradient-safe)."""
+  zero = b == 0
+  return jnp.where(zero, fallback, a / jnp.where(zero, 1.0, b))
+
+
+def _recip(b, fallback=_BIG):
+  """1 / b as MuJoCo writes it (`x * (1/b)`), `fallback` where b == 0."""
+  return _div(1.0, b, fallback)
+
+
+def _normalize(v):
+  """mju_normalize3: (v / |v|, |v|); (1, 0, 0) where |v| < mjMINVAL."""
+  norm = _sqrt(_dot(v, v))
+  small = norm < MINVAL
+  inv = 1.0 / jnp.where(small, 1.0, norm)
+  unit = jnp.where(small, jnp.array([1.0, 0.0, 0.0], dtype=v.dtype), v * inv)
+  return unit, norm
+
+
+def make_frame(normal, tangent=None):
+  """mju_makeFrame: rows [normal, tangent1, tangent2] from a normal and optional tangent.
+
+  Without a usable tangent (|t|^2 < 0.25) the tangent starts as y = (0, 1, 0), or z where
+  the normal is within 60 degrees of y; it is then made orthogonal to the normal.
+  """
+  n, _ = _normalize(normal)
+  if tangent is None:
+    tangent = jnp.zeros_like(n)
+  undefined = _dot(tangent, tangent) < 0.25
+  default = jnp.where(
+    (n[1] < 0.5) & (n[1] > -0.5),
+    jnp.array([0.0, 1.0, 0.0], dtype=n.dtype),
+    jnp.array([0.0, 0.0, 1.0], dtype=n.dtype),
+  )
+  t = jnp.where(undefined, default, tangent)
+  t = t - n * _dot(n, t)
+  t, _ = _normalize(t)
+  return jnp.stack([n, t, _cross(n, t)])
+
+
+def _first(valid, k: int):
+  """(k, N) one-hot rows selecting the first k True entries of `valid` in order, and whether
+  each row selects anything. `_take(sel, x)` gathers them."""
+  rank = jnp.cumsum(valid.astype(jnp.int32)) - 1
+  sel = valid[None, :] & (rank[None, :] == jnp.arange(k)[:, None])
+  return sel.astype(jnp.result_type(float)), jnp.any(sel, axis=1)
+
+
+def _take(sel, x):
+  """Rows of x picked by a one-hot selection from `_first`: exact and differentiable (an
+  elementwise product and sum, not a matmul, whose precision may be reduced on GPUs)."""
+  sel = sel.astype(x.dtype).reshape(sel.shape + (1,) * (x.ndim - 1))
+  return jnp.sum(sel * x[None], axis=1)
+
+
+def _pack(valid, dist, pos, frame) -> Collision:
+  """Stacks per-slot results, putting NO_CONTACT where a slot holds no contact."""
+  valid = jnp.asarray(valid)
+  dist = jnp.where(valid, dist, NO_CONTACT)
+  return dist, pos, frame
+
+
+# ------------------------------------------------------------------------------------------
+# raw pairwise tests (MuJoCo's mjraw_* helpers); each returns (valid, dist, pos, normal)
+
+
+def _raw_plane_sphere(n, plane_pos, sphere_pos, radius, margin):
+  cdist = _dot(sphere_pos - plane_pos, n)
+  valid = ~(cdist > margin + radius)
+  dist = cdist - radius
+  pos = sphere_pos + n * (-dist / 2 - radius)
+  return valid, dist, pos, n
+
+
+def _raw_sphere_sphere(pos1, mat1, r1, pos2, mat2, r2, margin):
+  dif = pos1 - pos2
+  cdist_sqr = _dot(dif, dif)
+  min_dist = margin + r1 + r2
+  valid = ~(cdist_sqr > min_dist * min_dist)
+  dist = _sqrt(cdist_sqr) - r1 - r2
+  normal, length = _normalize(pos2 - pos1)
+  # coincident centres: normal = cross product of the z axes, else (1, 0, 0)
+  alt, _ = _normalize(_cross(mat1[:, 2], mat2[:, 2]))
+  normal = jnp.where(length < MINVAL, alt, normal)
+  pos = pos1 + normal * (r1 + dist / 2)
+  return valid, dist, pos, normal
+
+
+def _raw_sphere_box(pos1, r1, pos2, mat2, size2, margin):
+  center = _mtv(mat2, pos1 - pos2)
+  clamped = jnp.where(size2 > 0, jnp.clip(center, -size2, size2), center)
+  tmp, dist = _normalize(clamped - center)
+  valid = ~(dist - r1 > margin)
+
+  # sphere centre inside the box: push out through the nearest face (first minimum)
+  faces = jnp.stack([-size2, size2], axis=-1).reshape(-1)  # -s0, s0, -s1, s1, -s2, s2
+  gaps = jnp.abs(faces - jnp.repeat(center, 2))
+  k = jnp.argmin(gaps)
+  closest = gaps[k]
+  nearest = jnp.zeros(3, center.dtype).at[k // 2].set(jnp.where(k % 2 == 1, -1.0, 1.0))
+  pos_in = center + nearest * ((r1 - closest) / 2)
+
+  deepest = center + tmp * r1
+  pos_out = clamped * 0.5 + deepest * 0.5
+
+  inside = dist <= MINVAL
+  pos = _mv(mat2, jnp.where(inside, pos_in, pos_out)) + pos2
+  normal = _mv(mat2, jnp.where(inside, nearest, tmp))
+  d = jnp.where(inside, -closest, dist) - r1
+  return valid, d, pos, normal
+
+
+# ------------------------------------------------------------------------------------------
+# plane colliders
+
+
+def plane_sphere(plane: GeomFrame, sphere: GeomFrame, margin) -> Collision:
+  n = plane.mat[:, 2]
+  valid, dist, pos, normal = _raw_plane_sphere(n, plane.pos, sphere.pos, sphere.size[0], margin)
+  return _pack(valid[None], dist[None], pos[None], make_frame(normal)[None])
+
+
+def plane_capsule(plane: GeomFrame, cap: GeomFrame, margin) -> Collision:
+  """Two sphere tests at the segment ends; tangent1 follows the capsule axis."""
+  n = plane.mat[:, 2]
+  axis = cap.mat[:, 2]
+  segment = axis * cap.size[1]
+  out = []
+  for end in (cap.pos + segment, cap.pos - segment):
+    out.append(_raw_plane_sphere(n, plane.pos, end, cap.size[0], margin))
+  valid, dist, pos, _ = (jnp.stack(x) for x in zip(*out))
+  frame = make_frame(n, axis)
+  return _pack(valid, dist, pos, jnp.stack([frame, frame]))
+
+
+def plane_ellipsoid(plane: GeomFrame, ell: GeomFrame, margin) -> Collision:
+  """mjc_PlaneConvex for an ellipsoid: its support point along -normal."""
+  n = plane.mat[:, 2]
+  size = ell.size
+  local = _mtv(ell.mat, -n) * size
+  norm2 = _dot(local, local)
+  small = norm2 < MINVAL * MINVAL
+  inv = 1.0 / _sqrt(jnp.where(small, 1.0, norm2))
+  supp = jnp.where(small, ell.mat[:, 0] * size[0], _mv(ell.mat, local * inv * size)) + ell.pos
+  dist = _dot(n, supp - plane.pos)
+  valid = ~(dist > margin)
+  pos = supp + n * (-0.5 * dist)
+  return _pack(valid[None], dist[None], pos[None], make_frame(n)[None])
+
+
+def plane_cylinder(plane: GeomFrame, cyl: GeomFrame, margin) -> Collision:
+  """Deepest rim point, the opposite cap's rim point and two more points on the near cap."""
+  n = plane.mat[:, 2]
+  axis = cyl.mat[:, 2]
+  radius, height = cyl.size[0], cyl.size[1]
+
+  # make the axis point towards the plane
+  prjaxis = _dot(n, axis)
+  flip = prjaxis > 0
+  axis = jnp.where(flip, -axis, axis)
+  prjaxis = jnp.where(flip, -prjaxis, prjaxis)
+
+  dist0 = _dot(cyl.pos - plane.pos, n)
+
+  # rim direction closest to the plane (the disk's x axis when the disk is parallel)
+  vec = axis * prjaxis - n
+  len_sqr = _dot(vec, vec)
+  general = len_sqr >= MINVAL * MINVAL
+  scl = radius / _sqrt(jnp.where(general, len_sqr, 1.0))
+  vec = jnp.where(general, vec * scl, cyl.mat[:, 0] * radius)
+  prjvec = _dot(vec, n)
+
+  axis = axis * height
+  prjaxis = prjaxis * height
+
+  d1 = dist0 + prjaxis + prjvec
+  d2 = dist0 - prjaxis + prjvec
+  d3 = dist0 + prjaxis - prjvec * 0.5
+  v1 = d1 <= margin
+  p1 = cyl.pos + vec + axis + n * (-d1 * 0.5)
+  p2 = cyl.pos + vec - axis + n * (-d2 * 0.5)
+  side, _ = _normalize(_cross(vec, axis))
+  side = side * (radius * np.sqrt(3.0) / 2)
+  pa = cyl.pos + side + axis - vec * 0.5 + n * (-d3 * 0.5)
+  pb = cyl.pos - side + axis - vec * 0.5 + n * (-d3 * 0.5)
+
+  valid = jnp.stack([v1, v1 & (d2 <= margin), v1 & (d3 <= margin), v1 & (d3 <= margin)])
+  dist = jnp.stack([d1, d2, d3, d3])
+  frame = make_frame(n)
+  return _pack(valid, dist, jnp.stack([p1, p2, pa, pb]), jnp.broadcast_to(frame, (4, 3, 3)))
+
+
+def plane_box(plane: GeomFrame, box: GeomFrame, margin) -> Collision:
+  """The first four corners (in MuJoCo's corner order) below the plane and within margin."""
+  n = plane.mat[:, 2]
+  dist = _dot(box.pos - plane.pos, n)
+  signs = np.array(
+    [[(1 if i & 1 else -1), (1 if i & 2 else -1), (1 if i & 4 else -1)] for i in range(8)],
+    dtype=float,
+  )
+  corners = jax.vmap(lambda s: _mv(box.mat, s * box.size))(jnp.asarray(signs, box.size.dtype))
+  ldist = jax.vmap(lambda c: _dot(n, c))(corners)
+  ok = ~((dist + ldist > margin) | (ldist > 0))
+  sel, valid = _first(ok, 4)
+  d = dist + _take(sel, ldist)
+  pos = _take(sel, corners) + box.pos + n[None] * (-d[:, None] / 2)
+  frame = make_frame(n)
+  return _pack(valid, d, pos, jnp.broadcast_to(frame, (4, 3, 3)))
+
+
+# ------------------------------------------------------------------------------------------
+# sphere and capsule colliders
+
+
+def sphere_sphere(s1: GeomFrame, s2: GeomFrame, margin) -> Collision:
+  valid, dist, pos, normal = _raw_sphere_sphere(
+    s1.pos, s1.mat, s1.size[0], s2.pos, s2.mat, s2.size[0], margin
+  )
+  return _pack(valid[None], dist[None], pos[None], make_frame(normal)[None])
+
+
+def sphere_capsule(sphere: GeomFrame, cap: GeomFrame, margin) -> Collision:
+  axis = cap.mat[:, 2]
+  length = cap.size[1]
+  x = jnp.clip(_dot(axis, sphere.pos - cap.pos), -length, length)
+  point = axis * x + cap.pos
+  valid, dist, pos, normal = _raw_sphere_sphere(
+    sphere.pos, sphere.mat, sphere.size[0], point, cap.mat, cap.size[0], margin
+  )
+  return _pack(valid[None], dist[None], pos[None], make_frame(normal)[None])
+
+
+def sphere_cylinder(sphere: GeomFrame, cyl: GeomFrame, margin) -> Collision:
+  """Side (sphere-sphere), cap (plane-sphere) or rim corner (sphere-point) contact."""
+  radius, height = cyl.size[0], cyl.size[1]
+  r1 = sphere.size[0]
+  axis = cyl.mat[:, 2]
+  vec = sphere.pos - cyl.pos
+  x = _dot(axis, vec)
+  a_proj = axis * x
+  p_proj = vec - a_proj
+  p_proj_sqr = _dot(p_proj, p_proj)
+
+  side = jnp.abs(x) < height
+  cap = p_proj_sqr < radius * radius
+  both = side & cap  # sphere centre inside the cylinder: keep the shallower exit
+  dist_cap = height - jnp.abs(x)
+  dist_radius = radius - _sqrt(p_proj_sqr)
+  cap_wins = dist_cap < dist_radius
+  side = side & ~(both & cap_wins)
+  cap = cap & ~(both & ~cap_wins)
+
+  # side: sphere against the axis point; corner: against the nearest rim point (radius 0)
+  top = x > 0
+  rim = p_proj * _div(radius, _sqrt(p_proj_sqr))
+  corner = axis * jnp.where(top, height, -height) + rim + cyl.pos
+  vs, ds, ps, ns = _raw_sphere_sphere(
+    sphere.pos,
+    sphere.mat,
+    r1,
+    jnp.where(side, a_proj + cyl.pos, corner),
+    cyl.mat,
+    jnp.where(side, radius, 0.0),
+    margin,
+  )
+  # cap: plane through the nearer cap, normal flipped to point from sphere to cylinder
+  cap_n = jnp.where(top, axis, -axis)
+  cap_pos = cyl.pos + axis * jnp.where(top, height, -height)
+  vc, dc, pc, nc = _raw_plane_sphere(cap_n, cap_pos, sphere.pos, r1, margin)
+
+  use_cap = ~side & cap
+  valid = jnp.where(use_cap, vc, vs)
+  dist = jnp.where(use_cap, dc, ds)
+  pos = jnp.where(use_cap, pc, ps)
+  normal = jnp.where(use_cap, -nc, ns)
+  return _pack(valid[None], dist[None], pos[None], make_frame(normal)[None])
+
+
+def capsule_capsule(c1: GeomFrame, c2: GeomFrame, margin) -> Collision:
+  """Closest segment points; two contacts, at the ends of the overlap, for parallel axes.
+
+  MuJoCo 4.0 treats the axes as parallel when sin^2 of their angle is below 1e-8 (measured
+  against mujoco 4.0.0; older sources used |det| < mjMINVAL and four end-point tests; see
+  PARALLEL_SIN2_F32 for float32). Each
+  end of segment 1 is projected on segment 2; where that projection is clamped, the clamped
+  point is projected back on segment 1. Both pairs are sphere-tested on their own.
+  """
+  pos1, mat1, size1 = c1.pos, c1.mat, c1.size
+  pos2, mat2, size2 = c2.pos, c2.mat, c2.size
+  axis1 = mat1[:, 2] * size1[1]
+  axis2 = mat2[:, 2] * size2[1]
+  dif = pos1 - pos2
+  ma = _dot(axis1, axis1)
+  mb = -_dot(axis1, axis2)
+  mc = _dot(axis2, axis2)
+  u = -_dot(axis1, dif)
+  v = _dot(axis2, dif)
+  det = ma * mc - mb * mb
+  tol = PARALLEL_SIN2 if jnp.finfo(det.dtype).bits >= 64 else PARALLEL_SIN2_F32
+  parallel = (det < tol * ma * mc) | (ma == 0) | (mc == 0)
+
+  def sphere_test(x1, x2):
+    return _raw_sphere_sphere(
+      axis1 * x1 + pos1, mat1, size1[0], axis2 * x2 + pos2, mat2, size2[0], margin
+    )
+
+  # general configuration
+  sdet = jnp.where(parallel, 1.0, det)
+  x1 = (mc * u - mb * v) / sdet
+  x2 = (ma * v - mb * u) / sdet
+  hi1, lo1 = x1 > 1, x1 < -1
+  x2 = jnp.where(hi1, _div(v - mb, mc), jnp.where(lo1, _div(v + mb, mc), x2))
+  x1 = jnp.clip(x1, -1.0, 1.0)
+  hi2, lo2 = x2 > 1, x2 < -1
+  x1 = jnp.where(
+    hi2, jnp.clip(_div(u - mb, ma), -1, 1), jnp.where(lo2, jnp.clip(_div(u + mb, ma), -1, 1), x1)
+  )
+  x2 = jnp.clip(x2, -1.0, 1.0)
+
+  # parallel axes: each end of segment 1, projected on segment 2 (and back where clamped)
+  ends = jnp.array([1.0, -1.0], pos1.dtype)
+  px2 = _div(v - mb * ends, mc)
+  clamped = (px2 > 1) | (px2 < -1)
+  px2 = jnp.clip(px2, -1.0, 1.0)
+  px1 = jnp.where(clamped, jnp.clip(_div(u - mb * px2, ma), -1.0, 1.0), ends)
+
+  # slot 0: the general contact or the first parallel one; slot 1: the second parallel one
+  x1s = jnp.where(parallel, px1, jnp.stack([x1, x1]))
+  x2s = jnp.where(parallel, px2, jnp.stack([x2, x2]))
+  valid, dist, pos, normal = jax.vmap(sphere_test)(x1s, x2s)
+  valid = valid & (parallel | jnp.array([True, False]))
+  return _pack(valid, dist, pos, jax.vmap(make_frame)(normal))
+
+
+# ------------------------------------------------------------------------------------------
+# sphere-box and capsule-box (engine_collision_box.c)
+
+
+def sphere_box(sphere: GeomFrame, box: GeomFrame, margin) -> Collision:
+  valid, dist, pos, normal = _raw_sphere_box(
+    sphere.pos, sphere.size[0], box.pos, box.mat, box.size, margin
+  )
+  return _pack(valid[None], dist[None], pos[None], make_frame(normal)[None])
+
+
+# the 12 box edges in mjraw_CapsuleBox's loop order: axis j, corner i (bit j clear), and the
+# sign pattern of the edge centre (0 along the edge)
+_EDGE_AXIS = np.array([j for j in range(3) for i in range(8) if not i & (1 << j)])
+_EDGE_CORNER = np.array([i for j in range(3) for i in range(8) if not i & (1 << j)])
+_EDGE_SIGN = np.array(
+  [
+    [0.0 if k == j else (1.0 if i & (1 << k) else -1.0) for k in range(3)]
+    for j in range(3)
+    for i in range(8)
+    if not i & (1 << j)
+  ]
+)
+
+
+def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
+  """Closest point of the segment to the box, then a second point along the segment.
+
+  Follows mjraw_CapsuleBox: the closest feature of the box (a face via a clamped end point,
+  or one of the 12 edges) is found with MuJoCo's sequential comparisons, its kind decides
+  where a second sphere test goes; both points are tested with sphere-box.
+  """
+  size1, mat2, size2, pos2 = cap.size, box.mat, box.size, box.pos
+  halflength = size1[1]
+  pos = _mtv(mat2, cap.pos - pos2)  # capsule centre in the box frame
+  axis = _mtv(mat2, cap.mat[:, 2])
+  halfaxis = axis * halflength
+  i32 = lambda x: jnp.asarray(x, jnp.int32)
+  axisdir = i32(halfaxis[0] > 0) + 2 * i32(halfaxis[1] > 0) + 4 * i32(halfaxis[2] > 0)
+
+  bestdistmax = margin + 2 * (size1[0] + halflength + size2[0] + size2[1] + size2[2])
+
+  # end points whose clamping to the box changes at most one coordinate: a face
+  ends = pos[None, :] + halfaxis[None, :] * jnp.array([[-1.0], [1.0]], pos.dtype)
+  below, above = ends < -size2, ends > size2
+  out = below | above
+  nout = jnp.sum(out.astype(jnp.int32), axis=1)
+  lastout = jnp.where(out[:, 2], 2, jnp.where(out[:, 1], 1, jnp.where(out[:, 0], 0, -1)))
+  gap = jnp.where(below, -size2, jnp.where(above, size2, ends)) - ends
+  fdist = gap[:, 0] * gap[:, 0] + gap[:, 1] * gap[:, 1] + gap[:, 2] * gap[:, 2]
+
+  # the 12 edges (centre tmp3, direction along axis j): closest points to the segment
+  j = jnp.asarray(_EDGE_AXIS)
+  tmp3 = size2[None, :] * jnp.asarray(_EDGE_SIGN, pos.dtype)
+  dif = tmp3 - pos[None, :]
+  sj = size2[j]
+  mc = size1[1] * size1[1]
+  ma = sj * sj
+  mb = -sj * halfaxis[j]
+  u = -sj * jnp.take_along_axis(dif, j[:, None], axis=1)[:, 0]
+  v = dif[:, 0] * halfaxis[0] + dif[:, 1] * halfaxis[1] + dif[:, 2] * halfaxis[2]
+  det = ma * mc - mb * mb
+  ok = ~(jnp.abs(det) < MINVAL)
+  idet = _recip(jnp.where(ok, det, 0.0), 0.0)
+  x1 = (mc * u - mb * v) * idet
+  x2 = (ma * v - mb * u) * idet
+  hi, lo = x1 > 1, x1 < -1
+  s1 = jnp.where(hi, 2, jnp.where(lo, 0, 1))
+  x2 = jnp.where(hi, (v - mb) * _recip(mc, 0.0), jnp.where(lo, (v + mb) * _recip(mc, 0.0), x2))
+  x1 = jnp.where(hi, 1.0, jnp.where(lo, -1.0, x1))
+  hi, lo = x2 > 1, x2 < -1
+  s2 = jnp.where(hi, 2, jnp.where(lo, 0, 1))
+  ima = _recip(ma, 0.0)
+  x1b = jnp.where(hi, (u - mb) * ima, (u + mb) * ima)
+  s1b = jnp.where(x1b > 1, 2, jnp.where(x1b < -1, 0, s1))  # s1 kept if x1b is inside
+  clamp2 = hi | lo
+  x1 = jnp.where(clamp2, jnp.clip(x1b, -1.0, 1.0), x1)
+  s1 = jnp.where(clamp2, s1b, s1)
+  x2 = jnp.where(hi, 1.0, jnp.where(lo, -1.0, x2))
+  d = dif - halfaxis[None, :] * x2[:, None]
+  d = d + jax.nn.one_hot(j, 3, dtype=d.dtype) * (sj * x1)[:, None]
+  edist = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
+  ecode = s1 * 3 + s2
+
+  # MuJoCo's sequential search over the 2 end points, then the 12 edges: a candidate replaces
+  # the best so far if its squared distance is smaller (for edges, smaller by MINVAL)
+  f32 = lambda x: jnp.asarray(x, pos.dtype)
+  eok = jnp.concatenate([nout <= 1, ok])
+  edst = jnp.concatenate([fdist, edist])
+  slack = jnp.concatenate([jnp.zeros(2, pos.dtype), jnp.full(12, MINVAL, pos.dtype)])
+  eseg = jnp.concatenate([f32([-1.0, 1.0]), x2])
+  ebox = jnp.concatenate([jnp.zeros(2, pos.dtype), x1])
+  etype = jnp.concatenate([i32([-3, -1]), i32(ecode)])
+  eface = jnp.concatenate([i32(lastout), i32(jnp.full(12, -1))])
+  ecorner = jnp.concatenate([i32([0, 0]), i32(_EDGE_CORNER + (1 << _EDGE_AXIS) * (ecode // 6))])
+  eedge = i32(np.concatenate([[0, 0], _EDGE_AXIS]))
+
+  def step(best, cand):
+    upd = cand[0] & (cand[1] < best[0] - cand[2])
+    return tuple(jnp.where(upd, c, b) for b, c in zip(best, cand[1:2] + cand[3:])), None
+
+  init = (bestdistmax, f32(0.0), f32(0.0), i32(-4), i32(-1), i32(0), i32(0))
+  best, _ = jax.lax.scan(step, init, (eok, edst, slack, eseg, ebox, etype, eface, ecorner, eedge))
+  _, bestsegmentpos, bestboxpos, cltype, clface, clcorner, cledge = best
+
+  absh = jnp.abs(halfaxis)
+  span = lambda a, scale=2.0: _div(scale * size2[a], absh[a], _BIG)  # C: x / 0 = inf
+  bsp = bestsegmentpos
+
+  # (a) closest to a corner of the box
+  c1 = jnp.bitwise_xor(axisdir, clcorner)
+  skip_a = (c1 == 0) | (c1 == 7)
+  flip = (c1 == 3) | (c1 == 5) | (c1 == 6)
+  mul = jnp.where(flip, -1.0, 1.0)
+  de = jnp.where(flip, 1 + bsp, 1 - bsp)
+  dp = jnp.where(flip, 1 - bsp, 1 + bsp)
+  c1f = jnp.where(flip, 7 - c1, c1)
+  ax = jnp.where(c1f == 1, 0, jnp.where(c1f == 2, 1, 2))
+  ax1, ax2 = (ax + 1) % 3, (ax + 2) % 3
+  along_edge = axis[ax] * axis[ax] > 0.5
+  sp_a = jnp.where(
+    along_edge,
+    jnp.minimum(de, span(ax)) * mul,
+    jnp.minimum(jnp.minimum(dp, span(ax1)), span(ax2)) * -mul,
+  )
+
+  # (b) closest to the middle of an edge
+  c1 = jnp.bitwise_and(jnp.bitwise_xor(axisdir, clcorner), 7 - jnp.left_shift(1, cledge))
+  skip_b = ~((c1 == 1) | (c1 == 2) | (c1 == 4))
+  ax = cledge
+  ax1, ax2 = (ax + 1) % 3, (ax + 2) % 3
+  ax1 = jnp.where(jnp.abs(axis[ax1]) > jnp.abs(axis[ax2]), ax2, ax1)
+  ax2 = 3 - ax - ax1
+  bit = jnp.bitwise_and(jnp.right_shift(c1, ax2), 1) == 1
+  mul = jnp.where(bit, 1.0, -1.0)
+  sp_b = jnp.minimum(jnp.where(bit, 1 - bsp, 1 + bsp), span(ax2))
+  same = (jnp.bitwise_and(jnp.right_shift(axisdir, ax), 1) == 1) == bit
+  e2 = jnp.where(same, 1 - bestboxpos, 1 + bestboxpos)
+  sp_b = jnp.minimum(sp_b, _div(size2[ax] * e2, absh[ax], _BIG)) * mul
+
+  # (c) an end point is closest to a face
+  skip_c = clface == -1
+  mul = jnp.where(cltype == -3, 1.0, -1.0)
+  sp_c = jnp.asarray(2.0, halfaxis.dtype)
+  p = pos - halfaxis * mul
+  for i in range(3):
+    other = clface != i
+    for bound in (size2[i], -size2[i]):
+      e1 = _div(bound - p[i], halfaxis[i], -1.0) * mul
+      upd = other & (halfaxis[i] != 0) & (e1 > 0) & (e1 < sp_c)
+      sp_c = jnp.where(upd, e1, sp_c)
+  sp_c = sp_c * mul
+
+  corner = (cltype >= 0) & (cltype // 3 != 1)
+  edge = (cltype >= 0) & (cltype // 3 == 1)
+  secondpos = jnp.where(
+    corner,
+    jnp.where(skip_a, -4.0, sp_a),
+    jnp.where(edge, jnp.where(skip_b, -4.0, sp_b), jnp.where(skip_c, -4.0, sp_c)),
+  )
+  found = cltype != -4
+
+  def sphere(t):
+    center = _mv(mat2, pos + halfaxis * t) + pos2
+    valid, dist, p, normal = _raw_sphere_box(center, size1[0], pos2, mat2, size2, margin)
+    return valid, dist, p, make_frame(normal)
+
+  valid, dist, p, frames = jax.vmap(sphere)(jnp.stack([bsp, secondpos + bsp]))
+  valid = valid & jnp.stack([found, found & (secondpos > -3)])
+  return _pack(valid, dist, p, frames)
+
+
+# ------------------------------------------------------------------------------------------
+# box-box (mjc_BoxBox as of MuJoCo 4.0: separating axes with a face preference, then the
+# incident face clipped against the reference face, or one edge-edge contact)
+
+BOXBOX_SEPEPS = 1e-6  # slack on the separation tests, times the summed half-sizes
+BOXBOX_PAREPS = 1e-7  # sin^2 of the edge angle below which an edge-cross axis is skipped
+BOXBOX_SGNEPS = 1e-5  # axis component below which the supporting edge is ambiguous
+BOXBOX_DUPEPS = 1e-10  # squared relative radius for merging clipped vertices
+BOXBOX_EDGEBIAS = 1e-6  # relative handicap of edge axes on near-ties with a face axis
+BOXBOX_MAXVERT = 8  # a 4-gon clipped by 4 half-planes has at most 8 vertices
+_MAXVAL = 1e10  # mjMAXVAL
+
+
+def _mm(a, b):
+  """a @ b for 3x3, summed in index order."""
+  return a[:, 0:1] * b[0:1, :] + a[:, 1:2] * b[1:2, :] + a[:, 2:3] * b[2:3, :]
+
+
+def _onehot(k, dtype):
+  return (jnp.arange(3) == k).astype(dtype)
+
+
+# the 9 edge-cross axes in MuJoCo's order: edge i of box 1 (others i1, i2) x edge j of box 2
+_CROSS_I = np.repeat(np.arange(3), 3)
+_CROSS_J = np.tile(np.arange(3), 3)
+
+
+def _box_sat(b1: GeomFrame, b2: GeomFrame, margin):
+  """Stage 1: the axis of least separation (code 0-2 box-1 face, 3-5 box-2 face, 6 + 3i + j
+  edge i of box 1 x edge j of box 2), with faces preferred on near-ties."""
+  pos1, mat1, size1 = b1.pos, b1.mat, b1.size
+  pos2, mat2, size2 = b2.pos, b2.mat, b2.size
+  dt = pos1.dtype
+  pos21 = _mtv(mat1, pos2 - pos1)  # box 2 centre in box 1's frame
+  pos12 = _mtv(mat2, pos1 - pos2)
+  rot = _mm(mat1.T, mat2)  # columns: box 2 axes in box 1's frame
+  rotabs = jnp.abs(rot)
+  septol = margin + BOXBOX_SEPEPS * (jnp.sum(size1) + jnp.sum(size2))
+
+  # face axes: box 1's, then box 2's; the first largest separation wins
+  sep1 = jnp.abs(pos21) - size1 - _mv(rotabs, size2)
+  sep2 = jnp.abs(pos12) - size2 - _mtv(rotabs, size1)
+  seps = jnp.concatenate([sep1, sep2])
+  separated = jnp.any(seps > septol)
+  code_face = jnp.argmax(seps).astype(jnp.int32)
+  sep_face = jnp.max(seps)
+
+  # edge-cross axes e_i x (box 2 axis j) in box 1's frame (component i is zero)
+  i, j = _CROSS_I, _CROSS_J
+  i1, i2, j1, j2 = (i + 1) % 3, (i + 2) % 3, (j + 1) % 3, (j + 2) % 3
+  ax1, ax2 = -rot[i2, j], rot[i1, j]
+  norm2 = ax1 * ax1 + ax2 * ax2
+  ok = ~(norm2 < BOXBOX_PAREPS)  # nearly parallel edges: left to the face axes
+  inv = 1.0 / _sqrt(jnp.where(ok, norm2, 1.0))
+  ax1, ax2 = ax1 * inv, ax2 * inv
+  radius1 = size1[i1] * jnp.abs(ax1) + size1[i2] * jnp.abs(ax2)
+  a21 = ax1 * rot[i1, j1] + ax2 * rot[i2, j1]
+  a22 = ax1 * rot[i1, j2] + ax2 * rot[i2, j2]
+  radius2 = size2[j1] * jnp.abs(a21) + size2[j2] * jnp.abs(a22)
+  sep = jnp.abs(ax1 * pos21[i1] + ax2 * pos21[i2]) - radius1 - radius2
+  separated = separated | jnp.any(ok & (sep > septol))
+  beat = ok & (sep > sep_face)
+  biased = sep - BOXBOX_EDGEBIAS * jnp.abs(sep)
+
+  def step(best, cand):
+    upd = cand[0] & (cand[1] > best[0])
+    return (jnp.where(upd, cand[2], best[0]), jnp.where(upd, cand[3], best[1])), None
+
+  cands = (beat, biased, sep, jnp.arange(6, 15, dtype=jnp.int32))
+  (sep_best, code), _ = jax.lax.scan(step, (sep_face, code_face), cands)
+
+  # an edge axis within ~8 degrees of the best face axis gives way to the face unless it is
+  # clearly (5% of the face depth) better
+  edge_i = jnp.clip(code - 6, 0, 8) // 3
+  edge_j = jnp.clip(code - 6, 0, 8) % 3
+  ei1, ei2 = (edge_i + 1) % 3, (edge_i + 2) % 3
+  axis = _onehot(ei1, dt) * -rot[ei2, edge_j] + _onehot(ei2, dt) * rot[ei1, edge_j]
+  axis, _ = _normalize(axis)
+  f = jnp.clip(code_face - 3, 0, 2)
+  face_dot = jnp.where(
+    code_face < 3, jnp.abs(axis[jnp.clip(code_face, 0, 2)]), jnp.abs(_dot(axis, rot[:, f]))
+  )
+  to_face = (
+    (code >= 6) & (face_dot > 0.99) & (sep_best < sep_face + 0.05 * jnp.abs(sep_face) + MINVAL)
+  )
+  code = jnp.where(to_face, code_face, code)
+  return {
+    "pos21": pos21,
+    "pos12": pos12,
+    "rot": rot,
+    "code": code,
+    "separated": separated,
+    "septol": septol,
+    "axis": axis,
+    "edge_i": edge_i,
+    "edge_j": edge_j,
+  }
+
+
+def _box_edge(b1: GeomFrame, b2: GeomFrame, sat):
+  """Stage 2, edge axis: one contact midway between the closest points of the two
+  supporting edges (both candidate edges tried where the choice is ambiguous)."""
+  size1, size2 = b1.size, b2.size
+  rot, pos21, axis = sat["rot"], sat["pos21"], sat["axis"]
+  ei, ej = sat["edge_i"], sat["edge_j"]
+  dt = pos21.dtype
+  i1, i2 = (ei + 1) % 3, (ei + 2) % 3
+  j1, j2 = (ej + 1) % 3, (ej + 2) % 3
+  axis = jnp.where(_dot(axis, pos21) < 0, -axis, axis)  # from box 1 towards box 2
+  a2 = _mtv(rot, axis)  # the axis in box 2's frame
+  amb1 = jnp.where(
+    jnp.abs(axis[i1]) < BOXBOX_SGNEPS, i1, jnp.where(jnp.abs(axis[i2]) < BOXBOX_SGNEPS, i2, -1)
+  )
+  amb2 = jnp.where(
+    jnp.abs(a2[j1]) < BOXBOX_SGNEPS, j1, jnp.where(jnp.abs(a2[j2]) < BOXBOX_SGNEPS, j2, -1)
+  )
+  d2 = rot[:, ej]
+  b = d2[ei]
+  denom = 1.0 - b * b
+  lim1, lim2 = size1[ei], size2[ej]
+
+  # supporting edge corners, then the variants with the ambiguous sign flipped: (v1, v2) in
+  # MuJoCo's loop order (0, 0), (0, 1), (1, 0), (1, 1)
+  c1 = _onehot(i1, dt) * jnp.where(axis[i1] >= 0, size1[i1], -size1[i1]) + _onehot(
+    i2, dt
+  ) * jnp.where(axis[i2] >= 0, size1[i2], -size1[i2])
+  cc = _onehot(j1, dt) * jnp.where(a2[j1] >= 0, -size2[j1], size2[j1]) + _onehot(
+    j2, dt
+  ) * jnp.where(a2[j2] >= 0, -size2[j2], size2[j2])
+  v1 = jnp.array([0.0, 0.0, 1.0, 1.0], dt)[:, None]
+  v2 = jnp.array([0.0, 1.0, 0.0, 1.0], dt)[:, None]
+  c1 = c1[None, :] * (1.0 - 2.0 * v1 * _onehot(amb1, dt)[None, :])
+  cc = cc[None, :] * (1.0 - 2.0 * v2 * _onehot(amb2, dt)[None, :])
+  tried = jnp.array([True, True, False, False]) | (amb1 >= 0)
+  tried = tried & (jnp.array([True, False, True, False]) | (amb2 >= 0))
+
+  c2 = jax.vmap(lambda x: _mv(rot, x))(cc) + pos21
+  e = c2 - c1
+  d1e = e[:, ei]
+  d2e = e[:, 0] * d2[0] + e[:, 1] * d2[1] + e[:, 2] * d2[2]
+  s = jnp.where(denom >= MINVAL, _div(d1e - b * d2e, denom), 0.0)
+  s = jnp.clip(s, -lim1, lim1)
+  t = jnp.clip(b * s - d2e, -lim2, lim2)
+  s = jnp.clip(d1e + b * t, -lim1, lim1)
+  p1 = jnp.where(jnp.arange(3)[None, :] == ei, s[:, None], c1)
+  p2 = c2 + d2[None, :] * t[:, None]
+  g = p2 - p1
+  gap2 = g[:, 0] * g[:, 0] + g[:, 1] * g[:, 1] + g[:, 2] * g[:, 2]
+  # the first closest pair among the variants tried
+  pick = jax.nn.one_hot(jnp.argmin(jnp.where(tried, gap2, _MAXVAL)), 4, dtype=dt)
+  w1, w2 = jnp.sum(pick[:, None] * p1, axis=0), jnp.sum(pick[:, None] * p2, axis=0)
+
+  dist = _dot(w2 - w1, axis)
+  valid = ~(dist > sat["septol"])
+  pos = _mv(b1.mat, 0.5 * (w1 + w2)) + b1.pos
+  normal = _mv(b1.mat, axis)
+  n = BOXBOX_MAXVERT
+  slots = jnp.arange(n) == 0
+  return (slots & valid, jnp.where(slots, dist, _MAXVAL), jnp.broadcast_to(pos, (n, 3)), normal)
+
+
+def _clip(poly, n, coord: int, sign: float, limit):
+  """Sutherland-Hodgman: clip the first n vertices of poly (8, 3) to sign * v[coord] <= limit
+  (z rides along as an attribute); returns the new polygon and count (at most 8)."""
+  m = BOXBOX_MAXVERT
+  k = jnp.arange(m)
+  live = k < n
+  d = sign * poly[:, coord] - limit
+  all_inside = jnp.all(~live | (d <= 0))
+  k1 = jnp.where(k + 1 == n, 0, k + 1)
+  q = poly[k1]
+  dq = d[k1]
+  cross = ((d < 0) & (dq > 0)) | ((d > 0) & (dq < 0))
+  t = _div(d, d - dq)
+  hit = poly + t[:, None] * (q - poly)
+  cand = jnp.stack([poly, hit], axis=1).reshape(2 * m, 3)  # p0, x0, p1, x1, ...
+  ok = jnp.stack([live & (d <= 0), live & cross], axis=1).reshape(2 * m)
+  sel, _ = _first(ok, m)
+  out = _take(sel, cand)
+  count = jnp.minimum(jnp.sum(ok.astype(jnp.int32)), m)
+  return jnp.where(all_inside, poly, out), jnp.where(all_inside, n, count)
+
+
+def _box_face(b1: GeomFrame, b2: GeomFrame, sat, margin):
+  """Stage 2, face axis: the incident face clipped against the reference face's sides;
+  clipped vertices within the margin, merged when nearly coincident, become contacts."""
+  dt = b1.pos.dtype
+  code = jnp.clip(sat["code"], 0, 5)
+  ref1 = code < 3
+  a = jnp.where(ref1, code, code - 3)
+  sizeref = jnp.where(ref1, b1.size, b2.size)
+  sizeinc = jnp.where(ref1, b2.size, b1.size)
+  posref = jnp.where(ref1, b1.pos, b2.pos)
+  matref = jnp.where(ref1, b1.mat, b2.mat)
+  posoi = jnp.where(ref1, sat["pos21"], sat["pos12"])  # incident centre, reference frame
+  rinc = jnp.where(ref1, sat["rot"], sat["rot"].T)  # columns: incident axes
+
+  sgn = jnp.where(posoi[a] >= 0, 1.0, -1.0)
+  binc = jnp.argmax(jnp.abs(rinc[a]))  # incident face: most opposed to the reference normal
+  tinc = jnp.where(sgn * rinc[a, binc] > 0, -1.0, 1.0)
+  ax, ay = (a + 1) % 3, (a + 2) % 3
+  bu, bv = (binc + 1) % 3, (binc + 2) % 3
+  coords = jnp.stack([ax, ay, a])
+  cx = posoi[coords] + tinc * sizeinc[binc] * rinc[coords, binc]
+  du = sizeinc[bu] * rinc[coords, bu]
+  dv = sizeinc[bv] * rinc[coords, bv]
+  scale = jnp.stack([jnp.ones_like(sgn), jnp.ones_like(sgn), sgn])
+  cx = cx.at[2].set(sgn * cx[2] - sizeref[a])
+  du = du * scale
+  dv = dv * scale
+
+  su = jnp.array([1.0, -1.0, -1.0, 1.0], dt)
+  sv = jnp.array([1.0, 1.0, -1.0, -1.0], dt)
+  quad = cx + su[:, None] * du + sv[:, None] * dv
+  poly = jnp.concatenate([quad, jnp.zeros((BOXBOX_MAXVERT - 4, 3), dt)])
+  n = jnp.asarray(4, jnp.int32)
+  poly, n = _clip(poly, n, 0, 1.0, sizeref[ax])
+  poly, n = _clip(poly, n, 0, -1.0, sizeref[ax])
+  poly, n = _clip(poly, n, 1, 1.0, sizeref[ay])
+  poly, n = _clip(poly, n, 1, -1.0, sizeref[ay])
+
+  # accept vertices within the margin, skipping those within dupe radius of an accepted one
+  dupe2 = BOXBOX_DUPEPS * (sizeref[ax] * sizeref[ax] + sizeref[ay] * sizeref[ay])
+  live = (jnp.arange(BOXBOX_MAXVERT) < n) & ~(poly[:, 2] > margin)
+  dxy = poly[:, None, :2] - poly[None, :, :2]
+  close = dxy[..., 0] * dxy[..., 0] + dxy[..., 1] * dxy[..., 1] < dupe2
+
+  def accept(acc, k):
+    take = live[k] & ~jnp.any(acc & close[k])
+    return acc | (jnp.arange(BOXBOX_MAXVERT) == k) & take, None
+
+  accepted, _ = jax.lax.scan(accept, jnp.zeros(BOXBOX_MAXVERT, bool), jnp.arange(BOXBOX_MAXVERT))
+
+  normal = jnp.where(ref1, sgn, -sgn) * matref[:, a]
+  local = jax.vmap(
+    lambda v: (
+      _onehot(ax, dt) * v[0]
+      + _onehot(ay, dt) * v[1]
+      + _onehot(a, dt) * (sgn * (sizeref[a] + 0.5 * v[2]))
+    )
+  )(poly)
+  pos = jax.vmap(lambda x: _mv(matref, x) + posref)(local)
+  return accepted, poly[:, 2], pos, normal
+
+
+def box_box(b1: GeomFrame, b2: GeomFrame, margin) -> Collision:
+  """mjc_BoxBox (MuJoCo 4.0): up to 8 face contacts or 1 edge-edge contact."""
+  sat = _box_sat(b1, b2, margin)
+  ev, ed, ep, en = _box_edge(b1, b2, sat)
+  fv, fd, fp, fn = _box_face(b1, b2, sat, margin)
+  is_edge = sat["code"] >= 6
+  valid = jnp.where(is_edge, ev, fv) & ~sat["separated"] & (sat["code"] >= 0)
+  dist = jnp.where(is_edge, ed, fd)
+  pos = jnp.where(is_edge, ep, fp)
+  frame = make_frame(jnp.where(is_edge, en, fn))
+  return _pack(valid, dist, pos, jnp.broadcast_to(frame, (BOXBOX_MAXVERT, 3, 3)))
+
+
+# ------------------------------------------------------------------------------------------
+
+COLLIDERS: dict[tuple[GeomType, GeomType], tuple[Callable[..., Collision], int]] = {
+  (GeomType.PLANE, GeomType.SPHERE): (plane_sphere, 1),
+  (GeomType.PLANE, GeomType.CAPSULE): (plane_capsule, 2),
+  (GeomType.PLANE, GeomType.ELLIPSOID): (plane_ellipsoid, 1),
+  (GeomType.PLANE, GeomType.CYLINDER): (plane_cylinder, 4),
+  (GeomType.PLANE, GeomType.BOX): (plane_box, 4),
+  (GeomType.SPHERE, GeomType.SPHERE): (sphere_sphere, 1),
+  (GeomType.SPHERE, GeomType.CAPSULE): (sphere_capsule, 1),
+  (GeomType.SPHERE, GeomType.CYLINDER): (sphere_cylinder, 1),
+  (GeomType.SPHERE, GeomType.BOX): (sphere_box, 1),
+  (GeomType.CAPSULE, GeomType.CAPSULE): (capsule_capsule, 2),
+  (GeomType.CAPSULE, GeomType.BOX): (capsule_box, 2),
+  (GeomType.BOX, GeomType.BOX): (box_box, 8),
+}
