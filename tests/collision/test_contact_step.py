@@ -5,10 +5,10 @@ import os
 import jax
 import numpy as np
 import pytest
-
-import jaxmj
 from conftest import MODELS
 from mujoco_compare import load_both, mujoco
+
+import jaxmj
 
 LIMITS_XML = """<mujoco><option timestep="0.005"><flag contact="disable"/></option><worldbody>
   <body><joint name="hinge" axis="0 1 0" range="-30 30" frictionloss=".5" damping=".1"/>
