@@ -1,6 +1,5 @@
 """Trajectories of jaxmj.step / rollout equal mj_step's (float64)."""
 
-import glob
 import os
 
 import jax
@@ -15,8 +14,13 @@ NSTEP = 500
 TOL = 1e-7  # issue #2: 500-step qpos within 1e-7; observed <= 2e-12
 
 
-@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(MODELS, "*.xml"))),
-                         ids=os.path.basename)
+# Smooth dynamics (no constraint rows). Random states would sink the contact models deep
+# into the floor; tests/collision/test_contact_step.py covers those from their own poses.
+SMOOTH = ("pendulum", "double_pendulum", "cartpole", "arm", "free_body", "humanoid", "chain")
+
+
+@pytest.mark.parametrize("path", [os.path.join(MODELS, f"{n}.xml") for n in SMOOTH],
+                         ids=SMOOTH)
 def test_500_step_rollout_matches_mj_step(path):
   m, mj = load_both(path)
   dm = random_state(m, mj, 1)

@@ -11,8 +11,8 @@ from mujoco_compare import mujoco
 import jaxmj
 
 # jaxmj fields that mjModel / mjData do not have, each documented in jaxmj/types.py.
-MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss", "unsupported", "model_name", "path",
-              "opt", "names"}
+MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss", "unsupported",
+              "model_name", "path", "opt", "names"}
 DATA_ONLY = {"qM", "qLD", "qLDiagInv", "warning", "efc_active"}  # dense d.M / d.qLD; masks
 # mjData sizes these by the constraints present at a state; jaxmj uses fixed sizes.
 PER_STATE = ("efc_", "contact", "solver_niter")

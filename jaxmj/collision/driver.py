@@ -19,16 +19,17 @@ from jaxmj import math
 from jaxmj.scan import cached_plan
 from jaxmj.types import Data, DisableBit, EnableBit, GeomType, Model
 
+CONVEX = "convex"  # group key of every pair handled by the GJK/EPA collider
+
 
 def _colliders() -> dict:
-  """(type1, type2) -> (collider, slots): MuJoCo's native primitive colliders.
+  """(type1, type2) -> (collider, slots) for MuJoCo's native primitive colliders, and
+  (type1, type2) -> CONVEX for the pairs MuJoCo sends to its convex collider."""
+  from jaxmj.collision import convex, primitive
 
-  Pairs MuJoCo sends to its convex collider (ellipsoid and cylinder pairs other than with
-  planes and spheres, meshes) raise NotImplementedError until the GJK/EPA path lands.
-  """
-  from jaxmj.collision import primitive
-
-  return primitive.COLLIDERS
+  table = {k: CONVEX for k in convex.CONVEX_PAIRS}
+  table.update(primitive.COLLIDERS)
+  return table
 
 
 def _signature(b1, b2):
@@ -88,15 +89,17 @@ def _plan(m, disable: int) -> dict:
       if key != (GeomType.PLANE, GeomType.PLANE):  # MuJoCo never collides two planes
         missing.add(key)
       continue
-    groups.setdefault(key, []).append((a, b, p))
+    groups.setdefault(CONVEX if table[key] == CONVEX else key, []).append((a, b, p))
   if missing:
     names = ", ".join(f"{a.name.lower()}-{b.name.lower()}" for a, b in sorted(missing))
     raise NotImplementedError(f"jaxmj has no collider for geom pairs {names} yet")
   out, start = [], 0
   dim, geom1, geom2 = [], [], []
-  for key in sorted(groups):
+  # All convex pairs form one group: the GJK/EPA collider takes the geom types as traced
+  # values, so it is compiled once however many pair types use it.
+  for key in sorted(groups, key=str):
     rows = np.array(groups[key], np.int32).reshape(-1, 3)
-    slots = table[key][1]
+    slots = 1 if key == CONVEX else table[key][1]
     g1, g2, p = rows[:, 0], rows[:, 1], rows[:, 2]
     condim = _condim(m, g1, g2, p)
     out.append({"types": key, "g1": g1, "g2": g2, "pair": p, "slots": slots, "start": start})
@@ -176,21 +179,32 @@ def collision(m: Model, d: Data) -> Data:
   Reads geom_xpos, geom_xmat. Colliders look as far as margin + gap (where MuJoCo 4.0
   reports a contact); a slot is active, and gets constraint rows, when dist < margin.
   """
+  from jaxmj.collision.convex import collide_convex
   from jaxmj.collision.primitive import GeomFrame
 
   plan = collision_plan(m)
   if not plan["groups"]:
     return d
   table = _colliders()
+  iterations = m.opt.ccd_iterations
   parts = {k: [] for k in ("dist", "pos", "frame", "includemargin", "friction", "solref",
                            "solreffriction", "solimp")}
   for group in plan["groups"]:
-    fn, slots = table[group["types"]]
     g1, g2 = group["g1"], group["g2"]
+    if group["types"] == CONVEX:
+      slots = 1
+      types = (m.geom_type[g1], m.geom_type[g2])
+
+      def fn(a, b, margin, t1, t2):
+        one = collide_convex(t1, t2, a, b, margin, m.opt.ccd_tolerance,
+                             iterations=iterations)
+        return tuple(x[None] for x in one)
+    else:
+      (fn, slots), types = table[group["types"]], ()
     params = contact_params(m, g1, g2, group["pair"])
     frames = [GeomFrame(pos=d.geom_xpos[g], mat=d.geom_xmat[g], size=m.geom_size[g])
               for g in (g1, g2)]
-    dist, pos, fr = jax.vmap(fn)(*frames, params["margin"] + params["gap"])
+    dist, pos, fr = jax.vmap(fn)(*frames, params["margin"] + params["gap"], *types)
     rep = functools.partial(jnp.repeat, repeats=slots, axis=0)
     parts["dist"].append(dist.reshape(-1))
     parts["pos"].append(pos.reshape(-1, 3))

@@ -68,7 +68,7 @@ def test_gradient_through_contacts_is_finite():
   d = jaxmj.make_data(m)
 
   def loss(qvel):
-    final, _ = jaxmj.rollout(m, d.replace(qvel=qvel), nstep=60)
+    final, _ = jaxmj.rollout(m, d.replace(qvel=qvel), nstep=30)
     return final.qpos.sum()
 
   g = jax.jit(jax.grad(loss))(d.qvel)
