@@ -96,14 +96,19 @@ def parse_path(path: str, assets: dict | None = None) -> Node:
   return _parse(xml, path, os.path.dirname(os.path.abspath(path)), assets or {}, (path,))
 
 
-def _parse(xml, file, base, assets, stack) -> Node:
+def _xml_root(xml, file: str):
+  """lxml root element of XML text; syntax errors name the file and line."""
   if isinstance(xml, str):
     xml = xml.encode()
   parser = etree.XMLParser(remove_comments=True, remove_pis=True, resolve_entities=False)
   try:
-    root = etree.fromstring(xml, parser)
+    return etree.fromstring(xml, parser)
   except etree.XMLSyntaxError as e:
     raise MJCFError(f"XML syntax error: {e.msg}", file=file, line=e.lineno) from None
+
+
+def _parse(xml, file, base, assets, stack) -> Node:
+  root = _xml_root(xml, file)
   if root.tag != "mujoco":
     raise MJCFError(f"root element must be <mujoco>, found <{root.tag}>", file=file,
                     line=root.sourceline, element=str(root.tag))
@@ -152,13 +157,7 @@ def _include(el, file, base, assets, stack) -> list[Node]:
 
 
 def _parse_raw(xml, path, where: Node):
-  if isinstance(xml, str):
-    xml = xml.encode()
-  parser = etree.XMLParser(remove_comments=True, remove_pis=True, resolve_entities=False)
-  try:
-    root = etree.fromstring(xml, parser)
-  except etree.XMLSyntaxError as e:
-    raise MJCFError(f"XML syntax error: {e.msg}", file=path, line=e.lineno) from None
+  root = _xml_root(xml, path)
   if root.tag != "mujoco":
     raise where.error(f"included file {path!r} must have root <mujoco>", "file")
   return root

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxmj.mjcf import frames
+
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH = range(8)
 WRAP_JOINT, WRAP_PULLEY, WRAP_SITE = 1, 2, 3
@@ -347,32 +349,6 @@ def _geom_rbound(f: dict) -> np.ndarray:
 # ------------------------------------------------------------------------------- rigid-body math
 
 
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    w1, x1, y1, z1 = a
-    w2, x2, y2, z2 = b
-    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
-                     w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-                     w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
-
-
-def _quat_mat(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def _normalize(q: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(q)
-    # MuJoCo maps a degenerate quaternion to the identity rather than dividing by ~0
-    return q / n if n >= _MJ_MINVAL else np.array([1.0, 0, 0, 0])
-
-
-def _axis_angle_quat(axis: np.ndarray, angle: float) -> np.ndarray:
-    return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
-
-
 def _skew(v: np.ndarray) -> np.ndarray:
     return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
 
@@ -400,34 +376,34 @@ def _kinematics(f: dict, qpos: np.ndarray) -> dict:
     xaxis = np.zeros((len(jtype), 3))
     for i in range(1, nbody):
         p = parent[i]
-        pos = xpos[p] + _quat_mat(xquat[p]) @ bpos[i]
-        quat = _quat_mul(xquat[p], bquat[i])
+        pos = xpos[p] + frames.quat_to_mat(xquat[p]) @ bpos[i]
+        quat = frames.quat_mul(xquat[p], bquat[i])
         adr = int(f["body_jntadr"][i])
         for j in range(adr, adr + int(f["body_jntnum"][i])):
             a = qadr[j]
             if jtype[j] == FREE:
                 pos = qpos[a:a + 3].copy()
-                quat = _normalize(qpos[a + 3:a + 7])
+                quat = frames.normalize_quat(qpos[a + 3:a + 7])
                 xanchor[j], xaxis[j] = pos, jaxis[j]
                 continue
-            rot = _quat_mat(quat)
+            rot = frames.quat_to_mat(quat)
             xanchor[j] = rot @ jpos[j] + pos
             xaxis[j] = rot @ jaxis[j]
             if jtype[j] == SLIDE:
                 pos = pos + xaxis[j] * (qpos[a] - qpos0[a])
                 continue
             if jtype[j] == BALL:
-                local = _normalize(qpos[a:a + 4])
+                local = frames.normalize_quat(qpos[a:a + 4])
             else:
-                local = _axis_angle_quat(jaxis[j], qpos[a] - qpos0[a])
-            quat = _quat_mul(quat, local)
+                local = frames.axis_angle(jaxis[j], qpos[a] - qpos0[a])
+            quat = frames.quat_mul(quat, local)
             # rotating about the anchor rather than the body origin shifts the origin
-            pos = xanchor[j] - _quat_mat(quat) @ jpos[j]
-        xpos[i], xquat[i] = pos, _normalize(quat)
-    xmat = np.stack([_quat_mat(q) for q in xquat])
+            pos = xanchor[j] - frames.quat_to_mat(quat) @ jpos[j]
+        xpos[i], xquat[i] = pos, frames.normalize_quat(quat)
+    xmat = np.stack([frames.quat_to_mat(q) for q in xquat])
     ipos, iquat = _f64(f["body_ipos"]).reshape(-1, 3), _f64(f["body_iquat"]).reshape(-1, 4)
     xipos = xpos + np.einsum("bij,bj->bi", xmat, ipos)
-    ximat = np.einsum("bij,bjk->bik", xmat, np.stack([_quat_mat(q) for q in iquat]))
+    ximat = np.einsum("bij,bjk->bik", xmat, np.stack([frames.quat_to_mat(q) for q in iquat]))
     return dict(xpos=xpos, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=xanchor, xaxis=xaxis)
 
 
