@@ -5,21 +5,68 @@
     d = jax.jit(jaxmj.step)(m, d)
 """
 
-from jaxmj.forward import forward, fwd_acceleration, fwd_position, fwd_velocity, rollout, step
+from jaxmj.actuation import fwd_actuation
+from jaxmj.bind import bind
+from jaxmj.energy import energy_pos, energy_vel
+from jaxmj.forward import (
+  forward,
+  fwd_acceleration,
+  fwd_position,
+  fwd_velocity,
+  rollout,
+  step,
+  step1,
+  step2,
+)
+from jaxmj.inverse import inverse
 from jaxmj.io import make_data, reset
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.names import id2name, name2id
+from jaxmj.ray import multi_ray, ray
+from jaxmj.rne import rne_post_constraint
+from jaxmj.sensor import sensor_acc, sensor_pos, sensor_vel
+from jaxmj.state import (
+  State,
+  copy_state,
+  extract_state,
+  get_state,
+  reset_where,
+  set_state,
+  state_size,
+)
+from jaxmj.support import (
+  contact_force,
+  contact_forces,
+  differentiate_pos,
+  full_m,
+  integrate_pos,
+  jac,
+  jac_body,
+  jac_body_com,
+  jac_dot,
+  jac_geom,
+  jac_site,
+  jac_subtree_com,
+  local2global,
+  mul_m,
+  normalize_quat,
+  object_acceleration,
+  object_velocity,
+  solve_m,
+)
 from jaxmj.types import (
   Cone,
   Data,
   DisableBit,
   EnableBit,
+  EqType,
   GeomType,
   Integrator,
   JointType,
   Model,
   ObjType,
   Option,
+  SensorType,
   Solver,
   Warning,
 )
@@ -29,5 +76,19 @@ __version__ = "0.1.0"
 __all__ = [
   "Cone", "Data", "DisableBit", "EnableBit", "GeomType", "Integrator", "JointType", "MJCFError",
   "Model", "ObjType", "Option", "Solver", "Warning", "forward", "fwd_acceleration",
-  "fwd_position", "fwd_velocity", "id2name", "make_data", "name2id", "reset", "rollout", "step",
+  "fwd_actuation", "fwd_position", "fwd_velocity", "id2name", "make_data", "name2id", "reset",
+  "rollout", "step",
+  # state
+  "State", "copy_state", "extract_state", "get_state", "reset_where", "set_state",
+  "state_size",
+  # utilities (engine_support)
+  "bind", "contact_force", "contact_forces", "differentiate_pos", "energy_pos", "energy_vel",
+  "full_m", "integrate_pos", "jac", "jac_body", "jac_body_com", "jac_dot", "jac_geom",
+  "jac_site", "jac_subtree_com", "local2global", "mul_m", "normalize_quat",
+  "object_acceleration", "object_velocity", "solve_m",
+  # equality, integrators, inverse dynamics
+  "EqType", "inverse", "step1", "step2",
+  # sensors and rays
+  "SensorType", "multi_ray", "ray", "rne_post_constraint", "sensor_acc", "sensor_pos",
+  "sensor_vel",
 ]

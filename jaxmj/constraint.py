@@ -4,8 +4,11 @@ MuJoCo builds only the rows that are violated now, so its `nefc` changes from st
 Here the rows are fixed by a static layout (`efc_layout`) and `efc_active` says which hold a
 constraint at this state; an inactive row has D = 0 (no force) and finite J, pos, R, aref.
 
-Row order follows MuJoCo: equality rows (none yet: their block comes first and is empty),
-friction-loss rows, joint-limit rows, contact rows.
+Row order follows MuJoCo: equality rows (jaxmj/equality.py: every equality owns rows,
+active per Data.eq_active), friction-loss rows (dofs, then tendons), limit rows (joints,
+then tendons: jaxmj/tendon.py friction_rows / limit_rows, built like the dof and joint rows
+from ten_J, tendon_invweight0 and the static tendon_hasfrictionloss / tendon_limited),
+contact rows.
 
 * Friction loss: one row per dof whose frictionloss is > 0 in the *compiled* model. The
   frictionloss value itself is a leaf (differentiable, batchable), but whether a dof has a
@@ -36,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
+from jaxmj import equality, math, tendon
 from jaxmj.scan import body_plan, cached_plan
 from jaxmj.types import (
   Cone,
@@ -90,6 +93,8 @@ class EfcLayout:
   con_j: np.ndarray  # (nc,) index of the row within its contact
   con_pyramid: np.ndarray  # (nc,) bool
   con_elliptic: np.ndarray  # (nc,) bool (condim > 1, elliptic cone)
+  friction_ten: np.ndarray  # tendon of each tendon friction-loss row (after the dof rows)
+  limit_ten: np.ndarray  # tendon of each tendon limit row (after the joint rows)
 
   @property
   def contact0(self) -> int:
@@ -137,7 +142,12 @@ def _build_layout(m, fric, dims, off, cone) -> EfcLayout:
     plan = _limit_plan(m)
     jnt, ball = plan["jnt"], plan["ball"]
   contacts_on = not off(DisableBit.CONTACT) and m.nv > 0
-  ne, nf, nl = 0, len(fric), len(jnt)  # equality rows: none yet
+  ne = 0 if off(DisableBit.EQUALITY) else equality.eq_plan(m)["ne"]
+  ften = (np.zeros(0, np.int32) if off(DisableBit.FRICTIONLOSS) or not m.ntendon
+          else np.flatnonzero(m.tendon_hasfrictionloss).astype(np.int32))
+  lten = (np.zeros(0, np.int32) if off(DisableBit.LIMIT) or not m.ntendon
+          else np.flatnonzero(m.tendon_limited).astype(np.int32))
+  nf, nl = len(fric) + len(ften), len(jnt) + len(lten)
   c0 = ne + nf + nl
   adr = np.full(len(dims), -1, np.int32)
   rows = {k: [] for k in ("slot", "k", "edge", "sign", "first", "j", "pyr", "ell", "type")}
@@ -162,16 +172,21 @@ def _build_layout(m, fric, dims, off, cone) -> EfcLayout:
   nc = len(rows["slot"])
   i32 = lambda x: np.asarray(x, np.int32).reshape(-1)
   efc_type = np.concatenate([
-    np.full(nf, ConstraintType.FRICTION_DOF), np.full(nl, ConstraintType.LIMIT_JOINT),
+    np.full(ne, ConstraintType.EQUALITY), np.full(len(fric), ConstraintType.FRICTION_DOF),
+    np.full(len(ften), ConstraintType.FRICTION_TENDON),
+    np.full(len(jnt), ConstraintType.LIMIT_JOINT),
+    np.full(len(lten), ConstraintType.LIMIT_TENDON),
     np.asarray(rows["type"], np.int64).reshape(-1)]).astype(np.int32)
-  efc_id = np.concatenate([fric, jnt, i32(rows["slot"])]).astype(np.int32)
+  eq_id = equality.eq_plan(m)["row_eq"] if ne else np.zeros(0, np.int32)
+  efc_id = np.concatenate([eq_id, fric, ften, jnt, lten, i32(rows["slot"])]).astype(np.int32)
   return EfcLayout(
     nefc=ne + nf + nl + nc, ne=ne, nf=nf, nl=nl, nc=nc, efc_type=efc_type, efc_id=efc_id,
     friction_dof=fric, limit_jnt=jnt, limit_ball=np.asarray(ball, bool),
     contact_efc_address=adr, con_slot=i32(rows["slot"]), con_k=i32(rows["k"]),
     con_edge=i32(rows["edge"]), con_sign=np.asarray(rows["sign"], np.float64),
     con_first=i32(rows["first"]), con_j=i32(rows["j"]),
-    con_pyramid=np.asarray(rows["pyr"], bool), con_elliptic=np.asarray(rows["ell"], bool))
+    con_pyramid=np.asarray(rows["pyr"], bool), con_elliptic=np.asarray(rows["ell"], bool),
+    friction_ten=ften, limit_ten=lten)
 
 
 # ---------------------------------------------------------------- rows per constraint kind
@@ -182,7 +197,7 @@ def _rows(n, nv, dt, **kw) -> dict:
   z = lambda *s: jnp.zeros((n,) + s, dt)
   out = dict(J=z(nv), pos=z(), margin=z(), frictionloss=z(), diag=z(), solref=z(2),
              solreffriction=z(2), solimp=z(5), imp_pos=z(), imp_margin=z(),
-             active=jnp.zeros(n, bool), kzero=np.zeros(n, bool),
+             active=jnp.zeros(n, bool), bias=z(), kzero=np.zeros(n, bool),
              elliptic_friction=np.zeros(n, bool))
   out.update(kw)
   return out
@@ -193,10 +208,10 @@ def _friction_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
   dof = lay.friction_dof
   dt = d.qpos.dtype
   return _rows(
-    lay.nf, m.nv, dt, J=jnp.asarray(np.eye(m.nv)[dof], dt),
+    len(dof), m.nv, dt, J=jnp.asarray(np.eye(m.nv)[dof], dt),
     frictionloss=m.dof_frictionloss[dof], diag=m.dof_invweight0[dof],
-    solref=m.dof_solref[dof], solimp=m.dof_solimp[dof], active=jnp.ones(lay.nf, bool),
-    kzero=np.ones(lay.nf, bool))
+    solref=m.dof_solref[dof], solimp=m.dof_solimp[dof], active=jnp.ones(len(dof), bool),
+    kzero=np.ones(len(dof), bool))
 
 
 def ball_angle_axis(quat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -220,7 +235,7 @@ def ball_angle_axis(quat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
 def _limit_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
   """mj_instantiateLimit (joints): distance to the nearer limit, J = -side on the dof."""
   dt = d.qpos.dtype
-  n = lay.nl
+  n = len(lay.limit_jnt)
   lin_rows, ball_rows = np.flatnonzero(~lay.limit_ball), np.flatnonzero(lay.limit_ball)
   lin, ball = lay.limit_jnt[lin_rows], lay.limit_jnt[ball_rows]
   dist = jnp.zeros(n, dt)
@@ -362,8 +377,15 @@ def make_constraint(m: Model, d: Data) -> Data:
   """
   lay = efc_layout(m, d.contact.dim)
   dt = d.qpos.dtype
-  # Equality rows will come first (lay.ne, none yet), as in MuJoCo.
-  blocks = [_friction_rows(m, d, lay), _limit_rows(m, d, lay), _contact_rows(m, d, lay)]
+  ften, lten = lay.friction_ten, lay.limit_ten  # tendon rows follow the dof / joint rows
+  blocks = [_friction_rows(m, d, lay),
+            _rows(len(ften), m.nv, dt, **tendon.friction_rows(m, d, ften)),
+            _limit_rows(m, d, lay),
+            _rows(len(lten), m.nv, dt, **tendon.limit_rows(m, d, lten)),
+            _contact_rows(m, d, lay)]
+  if lay.ne:  # equality rows come first, as in MuJoCo
+    eq = equality.equality_rows(m, d)
+    blocks.insert(0, _rows(lay.ne, m.nv, dt, **eq))
   r = {k: (np.concatenate if isinstance(v, np.ndarray) else jnp.concatenate)(
          [b[k] for b in blocks]) for k, v in blocks[0].items()}
   J = r["J"].reshape(lay.nefc, m.nv)
@@ -387,7 +409,7 @@ def make_constraint(m: Model, d: Data) -> Data:
                 -ref[:, 1] / jnp.maximum(MINVAL, dmax))
 
   vel = J @ d.qvel
-  aref = -B * vel - K * imp * (r["pos"] - r["margin"])
+  aref = -B * vel - K * imp * (r["pos"] - r["margin"]) - r["bias"]  # bias: Jdot v
   active = r["active"]
   force, state = d.efc_force, d.efc_state
   if force.shape != (lay.nefc,):

@@ -7,10 +7,24 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from jaxmj import com, constraint, integrator, kinematics, mass, passive, rne, solver
+from jaxmj import (
+  actuation,
+  camlight,
+  com,
+  constraint,
+  energy,
+  integrator,
+  kinematics,
+  mass,
+  passive,
+  rne,
+  sensor,
+  solver,
+  tendon,
+)
 from jaxmj.collision import driver
 from jaxmj.io import reset_state
-from jaxmj.types import Data, DisableBit, Integrator, Model, Warning
+from jaxmj.types import Data, DisableBit, EnableBit, Integrator, Model, Warning
 
 MAXVAL = 1e10  # mjMAXVAL: a state entry beyond this counts as diverged
 
@@ -22,8 +36,10 @@ def check_supported(m: Model) -> None:
   one of those bits is set in `opt.disableflags`.
   """
   active = [name for name, bits in m.unsupported if not m.opt.disableflags & bits]
-  if m.opt.integrator != Integrator.EULER:
-    active.append(f"integrator {Integrator(m.opt.integrator).name}")
+  implicit = (Integrator.IMPLICIT, Integrator.IMPLICITFAST)
+  if m.opt.integrator in implicit and len(integrator.standalone_free_bodies(m)):
+    active.append("free bodies without jointed children under the implicit / implicitfast "
+                  "integrators (MuJoCo 4.0's gyroscopic midpoint rule)")
   if active:
     raise NotImplementedError(
       f"model {m.model_name!r} uses features jaxmj cannot simulate yet: {'; '.join(active)}"
@@ -34,15 +50,20 @@ def fwd_position(m: Model, d: Data) -> Data:
   """Position-dependent stages: kinematics, com, inertia and its factorization, collision."""
   d = kinematics.kinematics(m, d)
   d = com.com_pos(m, d)
+  d = camlight.camlight(m, d)
+  d = tendon.tendon(m, d)
   d = mass.crb(m, d)
   d = mass.factor_m(m, d)
-  return driver.collision(m, d)
+  d = driver.collision(m, d)
+  return actuation.transmission(m, d)
 
 
 def fwd_velocity(m: Model, d: Data) -> Data:
   """Velocity-dependent stages: com velocities, passive and bias forces, constraint rows
   (their reference accelerations need qvel, as in mj_referenceConstraint)."""
   d = com.com_vel(m, d)
+  d = tendon.velocity(m, d)
+  d = actuation.velocity(m, d)
   d = passive.passive(m, d)
   d = rne.rne(m, d)
   return constraint.make_constraint(m, d) if d.efc_J.shape[0] else d
@@ -66,11 +87,15 @@ def fwd_constraint(m: Model, d: Data) -> Data:
 
 def forward(m: Model, d: Data) -> Data:
   """mj_forward: every quantity that depends on the state, up to qacc. No integration."""
-  check_supported(m)
-  d = fwd_position(m, d)
-  d = fwd_velocity(m, d)
+  return _acceleration_stages(m, step1(m, d))
+
+
+def _acceleration_stages(m: Model, d: Data) -> Data:
+  """The stages after step1: actuation, smooth acceleration, constraints, their sensors."""
+  d = actuation.fwd_actuation(m, d)
   d = fwd_acceleration(m, d)
-  return fwd_constraint(m, d)
+  d = fwd_constraint(m, d)
+  return sensor.sensor_acc(m, d)
 
 
 def _bad(x: jnp.ndarray) -> jnp.ndarray:
@@ -88,8 +113,23 @@ def step(m: Model, d: Data) -> Data:
   """
   bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
   d = forward(m, d)
+  if m.opt.integrator == Integrator.RK4:
+    new = integrator.rk4(m, d, forward)
+  else:
+    new = _integrate(m, d)
+  return _checked(m, d, new, bad_pos, bad_vel)
+
+
+def _integrate(m: Model, d: Data) -> Data:
+  """mj_Euler or mj_implicit after a forward pass (RK4 needs forward: see step)."""
+  if m.opt.integrator in (Integrator.IMPLICIT, Integrator.IMPLICITFAST):
+    return integrator.implicit(m, d)
+  return integrator.euler(m, d)
+
+
+def _checked(m: Model, d: Data, new: Data, bad_pos, bad_vel) -> Data:
+  """Counts bad qpos / qvel / qacc in `warning` and resets a diverged world (see step)."""
   bad_acc = _bad(d.qacc)
-  new = integrator.euler(m, d)
   codes = jnp.array([Warning.BADQPOS, Warning.BADQVEL, Warning.BADQACC])
   flags = jnp.stack([bad_pos, bad_vel, bad_acc])
   warning = d.warning.at[codes].add(flags.astype(d.warning.dtype))
@@ -99,6 +139,30 @@ def step(m: Model, d: Data) -> Data:
   diverged = jnp.any(flags)
   fresh = reset_state(m, new).replace(warning=warning)
   return jax.tree.map(lambda a, b: jnp.where(diverged, a, b), fresh, new)
+
+
+def step1(m: Model, d: Data) -> Data:
+  """mj_step1: the position and velocity stages of a step (with their sensors and energy),
+  so a controller can read them and set ctrl before step2. Integrates nothing."""
+  check_supported(m)
+  d = fwd_position(m, d)
+  d = sensor.sensor_pos(m, d)
+  d = fwd_velocity(m, d)
+  d = sensor.sensor_vel(m, d)
+  if m.opt.enabled(EnableBit.ENERGY):
+    d = energy.energy(m, d)
+  return d
+
+
+def step2(m: Model, d: Data) -> Data:
+  """mj_step2: actuation, acceleration, constraint solve and acceleration sensors on a Data
+  that went through step1, then integration. As in MuJoCo, RK4 cannot be split (its later
+  stages rerun forward), so step2 integrates RK4 models with Euler. Bad states count in
+  `warning` and reset the world as in step.
+  """
+  bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
+  d = _acceleration_stages(m, d)
+  return _checked(m, d, _integrate(m, d), bad_pos, bad_vel)
 
 
 def rollout(

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import mass, math
+from jaxmj import actuation, mass, math
 from jaxmj.scan import cached_plan
 from jaxmj.types import Data, DisableBit, JointType, Model
 
 
 @cached_plan
-def _pos_plan(m) -> dict:
+def qpos_plan(m) -> dict:
   """qpos/qvel addresses per joint type: linear coordinates and quaternion blocks."""
   lin_q, lin_v, quat_q, quat_v = [], [], [], []
   for j, t in enumerate(m.jnt_type):
@@ -35,7 +36,7 @@ def _pos_plan(m) -> dict:
 
 def integrate_pos(m: Model, qpos: jnp.ndarray, qvel: jnp.ndarray, dt) -> jnp.ndarray:
   """mj_integratePos: qpos advanced by qvel over dt; quaternions rotate in the local frame."""
-  plan = _pos_plan(m)
+  plan = qpos_plan(m)
   if len(plan["lin_q"]):
     qpos = qpos.at[plan["lin_q"]].add(dt * qvel[plan["lin_v"]])
   if len(plan["quat_q"]):
@@ -44,11 +45,13 @@ def integrate_pos(m: Model, qpos: jnp.ndarray, qvel: jnp.ndarray, dt) -> jnp.nda
   return qpos
 
 
-def advance(m: Model, d: Data, qacc: jnp.ndarray) -> Data:
-  """mj_advance: qvel, qpos and time one step ahead with acceleration qacc."""
+def advance(m: Model, d: Data, qacc: jnp.ndarray, act_dot: jnp.ndarray | None = None) -> Data:
+  """mj_advance: act, qvel, qpos and time one step ahead with acceleration qacc and
+  activation derivative act_dot (default d.act_dot; see actuation.next_act)."""
   h = m.opt.timestep
   qvel = d.qvel + h * qacc
   return d.replace(
+    act=actuation.next_act(m, d, act_dot),
     qvel=qvel,
     qpos=integrate_pos(m, d.qpos, qvel, h),
     time=d.time + h,
@@ -68,3 +71,128 @@ def euler(m: Model, d: Data) -> Data:
     ld, diag_inv = mass.factor(m, d.qM + jnp.diag(h * m.dof_damping))
     qacc = mass.solve_ld(m, ld, diag_inv, d.qM @ d.qacc)
   return advance(m, d, qacc)
+
+
+# ------------------------------------------------------------------ RK4 and implicit
+
+RK4_A = ((0.5,), (0.0, 0.5), (0.0, 0.0, 1.0))  # Butcher tableau of mj_RungeKutta(N = 4)
+RK4_B = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
+RK4_C = (0.5, 0.5, 1.0)
+
+
+def rk4(m: Model, d: Data, forward) -> Data:
+  """mj_RungeKutta (N = 4): RK4 on (qpos, qvel, act), positions on the joint manifold.
+
+  Ball and free rotations use MuJoCo 4.0's Munthe-Kaas form (stage velocities through
+  dexp^-1, _dexpinv), 4th order on orientations too.
+
+  `d` holds a completed forward pass (stage 1); `forward` recomputes the later stages.
+  Stage i sits at qpos = integrate(qpos0, h sum_j a_ij v_j), qvel = qvel0 + h sum_j a_ij a_j;
+  the step combines the four stages with weights B. Writes qpos, qvel, act, time.
+  """
+  h = m.opt.timestep
+  d0 = d
+  vel, acc, actdot = [d.qvel], [d.qacc], [d.act_dot]
+  for a, c in zip(RK4_A, RK4_C):
+    dv = sum(w * v for w, v in zip(a, vel))
+    da = sum(w * x for w, x in zip(a, acc))
+    dact = sum(w * x for w, x in zip(a, actdot))
+    d = forward(m, d.replace(qpos=integrate_pos(m, d0.qpos, dv, h), qvel=d0.qvel + h * da,
+                             act=d0.act + h * dact, time=d0.time + c * h))
+    vel.append(_dexpinv(m, h * dv, d.qvel))
+    acc.append(d.qacc)
+    actdot.append(d.act_dot)
+  v = sum(w * x for w, x in zip(RK4_B, vel))
+  a = sum(w * x for w, x in zip(RK4_B, acc))
+  ad = sum(w * x for w, x in zip(RK4_B, actdot))
+  return d.replace(
+    qpos=integrate_pos(m, d0.qpos, v, h), qvel=d0.qvel + h * a,
+    act=actuation.next_act(m, d0, ad), time=d0.time + h, qacc_warmstart=d.qacc)
+
+
+def _dexpinv(m: Model, theta: jnp.ndarray, qvel: jnp.ndarray) -> jnp.ndarray:
+  """Munthe-Kaas stage velocity: on ball / free rotations the local angular velocity w seen
+  from the stage's offset theta = h sum_j a_ij k_j (an so(3) vector) is mapped back to the
+  algebra, k = w + [theta, w] / 2 + [theta, [theta, w]] / 12; linear dofs are unchanged."""
+  idx = qpos_plan(m)["quat_v"]
+  if not len(idx):
+    return qvel
+  th, w = theta[idx], qvel[idx]
+  c1 = jnp.cross(th, w)
+  k = w + 0.5 * c1 + jnp.cross(th, c1) / 12.0
+  return qvel.at[idx].set(k)
+
+
+def smooth_vel_derivative(m: Model, d: Data, bias: bool) -> jnp.ndarray:
+  """mjd_smooth_vel: (nv, nv) derivative of the smooth forces w.r.t. qvel, in M's sparsity.
+
+  d/dv of qfrc_passive (damping, fluid) + qfrc_actuator, minus qfrc_bias (RNE Coriolis and
+  centrifugal terms) when `bias`; by forward-mode differentiation of those stages, so it is
+  the exact derivative MuJoCo writes analytically. Entries outside the tree sparsity of M
+  (dofs neither ancestor nor descendant of each other) are dropped, as MuJoCo does.
+  """
+  from jaxmj import com, passive, rne, tendon
+
+  def smooth(qvel):
+    dv = tendon.velocity(m, com.com_vel(m, d.replace(qvel=qvel)))
+    dv = passive.passive(m, actuation.velocity(m, dv))
+    frc = dv.qfrc_passive
+    if m.nu:
+      frc = frc + actuation.fwd_actuation(m, dv).qfrc_actuator
+    if bias:
+      frc = frc - rne.rne(m, dv).qfrc_bias
+    return frc
+
+  deriv = jax.jacfwd(smooth)(d.qvel)
+  anc = np.asarray(m.dof_ancestor, bool)
+  return jnp.where(anc | anc.T, deriv, 0.0)
+
+
+def _lu_solve(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+  """a^-1 b by LU without pivoting (a = M - h D is close to SPD M), as plain jnp ops."""
+  n = a.shape[0]
+
+  def eliminate(k, ab):
+    piv = ab[k, k]
+    factor = jnp.where(jnp.arange(n) > k, ab[:, k] / piv, 0.0)
+    return ab - factor[:, None] * ab[k][None, :]
+
+  ab = jax.lax.fori_loop(0, n, eliminate, jnp.concatenate([a, b[:, None]], axis=1))
+  u, y = ab[:, :n], ab[:, n]
+
+  def back(i, x):
+    k = n - 1 - i
+    return x.at[k].set((y[k] - u[k] @ x) / u[k, k])
+
+  return jax.lax.fori_loop(0, n, back, jnp.zeros_like(b))
+
+
+def implicit(m: Model, d: Data) -> Data:
+  """mj_implicit: implicit-in-velocity Euler.
+
+  qacc = (M - h D)^-1 (qfrc_smooth + qfrc_constraint), D = smooth_vel_derivative: with the
+  RNE derivative and an LU solve (implicit), or without it, symmetrized, through the
+  tree-sparse L'DL (implicitfast). Then mj_advance. Reads qM, qfrc_smooth, qfrc_constraint.
+  """
+  from jaxmj.types import Integrator
+
+  if m.nv == 0:
+    return advance(m, d, d.qacc)
+  fast = m.opt.integrator == Integrator.IMPLICITFAST
+  deriv = smooth_vel_derivative(m, d, bias=not fast)
+  force = d.qfrc_smooth + d.qfrc_constraint
+  if fast:
+    ld, diag_inv = mass.factor(m, d.qM - m.opt.timestep * 0.5 * (deriv + deriv.T))
+    qacc = mass.solve_ld(m, ld, diag_inv, force)
+  else:
+    qacc = _lu_solve(d.qM - m.opt.timestep * deriv, force)
+  return advance(m, d, qacc)
+
+
+def standalone_free_bodies(m: Model) -> np.ndarray:
+  """Bodies with a free joint and no jointed descendants (MuJoCo 4.0 integrates their
+  rotation with its own midpoint rule under implicit / implicitfast)."""
+  free = np.flatnonzero(np.asarray(m.jnt_type) == JointType.FREE)
+  anc = np.asarray(m.dof_ancestor, bool)
+  alone = [j for j in free if anc[:, m.jnt_dofadr[j]].sum() == 6]
+  return np.asarray(m.jnt_bodyid[alone], np.int32)

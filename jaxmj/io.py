@@ -24,15 +24,24 @@ def make_data(m: Model) -> Data:
     qacc_warmstart=z(nv), ctrl=z(m.nu), qfrc_applied=z(nv), xfrc_applied=z(nb, 6),
     mocap_pos=m.body_pos[mocap_bodies], mocap_quat=m.body_quat[mocap_bodies],
     userdata=z(m.nuserdata), qacc=z(nv), act_dot=z(m.na),
+    eq_active=jnp.asarray(m.eq_active0, bool), qfrc_gravcomp=z(nv), qfrc_fluid=z(nv),
     xpos=z(nb, 3), xquat=z(nb, 4), xmat=z(nb, 3, 3), xipos=z(nb, 3), ximat=z(nb, 3, 3),
     xanchor=z(m.njnt, 3), xaxis=z(m.njnt, 3),
     geom_xpos=z(m.ngeom, 3), geom_xquat=z(m.ngeom, 4), geom_xmat=z(m.ngeom, 3, 3),
     site_xpos=z(m.nsite, 3), site_xquat=z(m.nsite, 4), site_xmat=z(m.nsite, 3, 3),
+    cam_xpos=z(m.ncam, 3), cam_xmat=z(m.ncam, 3, 3), light_xpos=z(m.nlight, 3),
+    light_xdir=z(m.nlight, 3),
     subtree_com=z(nb, 3), cinert=z(nb, 10), crb=z(nb, 10), cdof=z(nv, 6), cvel=z(nb, 6),
-    cdof_dot=z(nv, 6), qM=z(nv, nv), qLD=z(nv, nv), qLDiagInv=z(nv),
+    cdof_dot=z(nv, 6), actuator_length=z(m.nu), actuator_moment=z(m.nu, nv),
+    actuator_velocity=z(m.nu), actuator_force=z(m.nu),
+    ten_wrapadr=jnp.zeros(m.ntendon, jnp.int32), ten_wrapnum=jnp.zeros(m.ntendon, jnp.int32),
+    ten_J=z(m.ntendon, nv), ten_length=z(m.ntendon), ten_velocity=z(m.ntendon),
+    wrap_obj=jnp.zeros((m.nwrap, 2), jnp.int32), wrap_xpos=z(m.nwrap, 6),
+    qM=z(nv, nv), qLD=z(nv, nv), qLDiagInv=z(nv),
     qfrc_bias=z(nv), qfrc_spring=z(nv), qfrc_damper=z(nv), qfrc_passive=z(nv),
     qfrc_actuator=z(nv), qfrc_smooth=z(nv), qacc_smooth=z(nv), qfrc_constraint=z(nv),
     qfrc_inverse=z(nv), energy=z(2), warning=jnp.zeros(NWARNING, jnp.int32),
+    sensordata=z(m.nsensordata), cacc=z(nb, 6), cfrc_int=z(nb, 6), cfrc_ext=z(nb, 6),
     **_constraint_fields(m, dt),
   )
 
@@ -57,7 +66,8 @@ def _constraint_fields(m: Model, dt) -> dict:
     efc_J=z(nefc, m.nv), efc_pos=z(nefc), efc_margin=z(nefc), efc_frictionloss=z(nefc),
     efc_diagA=z(nefc), efc_D=z(nefc), efc_R=z(nefc), efc_vel=z(nefc), efc_aref=z(nefc),
     efc_force=z(nefc), efc_state=jnp.zeros(nefc, jnp.int32),
-    solver_niter=jnp.zeros((), jnp.int32))
+    solver_niter=jnp.zeros((), jnp.int32), solver_improvement=jnp.zeros((), dt),
+    solver_gradient=jnp.zeros((), dt))
 
 
 def reset_state(m: Model, d: Data) -> Data:

@@ -5,14 +5,20 @@ from __future__ import annotations
 from jaxmj.scan import cached_plan
 from jaxmj.types import Model, ObjType
 
-# ObjType -> the Model field holding name addresses for that type.
+# ObjType -> the Model field holding name addresses for that type (mjModel's names). A type
+# whose field the Model does not have yet is reported as not in jaxmj.
 _ADR_FIELD = {
-  ObjType.BODY: "name_bodyadr",
-  ObjType.XBODY: "name_bodyadr",
-  ObjType.JOINT: "name_jntadr",
-  ObjType.GEOM: "name_geomadr",
-  ObjType.SITE: "name_siteadr",
-  ObjType.KEY: "name_keyadr",
+  ObjType.BODY: "name_bodyadr", ObjType.XBODY: "name_bodyadr", ObjType.JOINT: "name_jntadr",
+  ObjType.GEOM: "name_geomadr", ObjType.SITE: "name_siteadr", ObjType.CAMERA: "name_camadr",
+  ObjType.LIGHT: "name_lightadr", ObjType.FLEX: "name_flexadr", ObjType.MESH: "name_meshadr",
+  ObjType.SKIN: "name_skinadr", ObjType.HFIELD: "name_hfieldadr",
+  ObjType.TEXTURE: "name_texadr", ObjType.MATERIAL: "name_matadr",
+  ObjType.PAIR: "name_pairadr", ObjType.EXCLUDE: "name_excludeadr",
+  ObjType.EQUALITY: "name_eqadr", ObjType.TENDON: "name_tendonadr",
+  ObjType.ACTUATOR: "name_actuatoradr", ObjType.SENSOR: "name_sensoradr",
+  ObjType.NUMERIC: "name_numericadr", ObjType.TEXT: "name_textadr",
+  ObjType.TUPLE: "name_tupleadr", ObjType.KEY: "name_keyadr",
+  ObjType.PLUGIN: "name_pluginadr",
 }
 _ALIASES = {"jnt": ObjType.JOINT, "keyframe": ObjType.KEY}
 
@@ -30,10 +36,11 @@ def obj_type(objtype: ObjType | int | str) -> ObjType:
   return ObjType(objtype)
 
 
-def _check(objtype: ObjType) -> str:
-  if objtype not in _ADR_FIELD:
+def _check(m: Model, objtype: ObjType) -> str:
+  field = _ADR_FIELD.get(objtype)
+  if field is None or not hasattr(m, field):
     raise NotImplementedError(f"names of {objtype.name.lower()} objects are not in jaxmj yet")
-  return _ADR_FIELD[objtype]
+  return field
 
 
 @cached_plan
@@ -41,7 +48,7 @@ def _tables(m) -> dict:
   """name -> id dictionaries per address field, decoded once per model structure."""
   buf = m.names
   out = {}
-  for field in set(_ADR_FIELD.values()):
+  for field in {f for f in _ADR_FIELD.values() if hasattr(m, f)}:
     table = {}
     for i, adr in enumerate(getattr(m, field)):
       name = buf[adr : buf.index(b"\0", adr)].decode()
@@ -53,12 +60,12 @@ def _tables(m) -> dict:
 
 def name2id(m: Model, objtype: ObjType | int | str, name: str) -> int:
   """Id of the object of type `objtype` named `name`, or -1 if there is none."""
-  return _tables(m)[_check(obj_type(objtype))].get(name, -1)
+  return _tables(m)[_check(m, obj_type(objtype))].get(name, -1)
 
 
 def id2name(m: Model, objtype: ObjType | int | str, i: int) -> str | None:
   """Name of object `i` of type `objtype`, or None if it is unnamed."""
-  adrs = getattr(m, _check(obj_type(objtype)))
+  adrs = getattr(m, _check(m, obj_type(objtype)))
   if not 0 <= i < len(adrs):
     raise IndexError(f"{obj_type(objtype).name.lower()} id {i} out of range ({len(adrs)})")
   adr = adrs[i]

@@ -1,11 +1,11 @@
-"""Passive forces: joint springs and dampers (mj_passive, without tendons and fluid)."""
+"""Passive forces: joint and tendon springs and dampers, gravcomp, fluid (mj_passive)."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
+from jaxmj import fluid, math, tendon
 from jaxmj.scan import cached_plan
 from jaxmj.types import Data, DisableBit, JointType, Model
 
@@ -42,11 +42,20 @@ def _spring(m: Model, d: Data) -> jnp.ndarray:
 
 
 def passive(m: Model, d: Data) -> Data:
-  """mj_passive: qfrc_spring, qfrc_damper and their sum qfrc_passive.
+  """mj_passive: qfrc_spring, qfrc_damper, qfrc_gravcomp, qfrc_fluid and qfrc_passive.
 
-  Reads qpos, qvel. The spring and damper flags disable each part as in MuJoCo.
+  Reads qpos, qvel (and ten_length, ten_velocity, ten_J for tendons; xipos, cvel for
+  gravcomp and fluid). The spring and damper flags disable each part as in MuJoCo.
   """
   zero = jnp.zeros(m.nv, d.qvel.dtype)
   spring = zero if m.opt.disabled(DisableBit.SPRING) else _spring(m, d)
   damper = zero if m.opt.disabled(DisableBit.DAMPER) else -m.dof_damping * d.qvel
-  return d.replace(qfrc_spring=spring, qfrc_damper=damper, qfrc_passive=spring + damper)
+  ten_spring, ten_damper = tendon.passive(m, d)
+  spring, damper = spring + ten_spring, damper + ten_damper
+  gravcomp, fluid_frc = fluid.gravcomp(m, d), fluid.fluid(m, d)
+  # Gravity compensation of joints with actuatorgravcomp goes to qfrc_actuator instead.
+  to_passive = np.asarray(~m.jnt_actgravcomp[m.dof_jntid], bool)
+  return d.replace(qfrc_spring=spring, qfrc_damper=damper, qfrc_gravcomp=gravcomp,
+                   qfrc_fluid=fluid_frc,
+                   qfrc_passive=spring + damper + jnp.where(to_passive, gravcomp, 0.0)
+                   + fluid_frc)

@@ -1,10 +1,14 @@
-"""Constraint solvers: MuJoCo's Newton and CG (primal) and PGS (dual), fixed iteration counts.
+"""Constraint solvers: MuJoCo's Newton and CG (primal) and PGS (dual), bounded iteration counts.
 
 Every solver follows MuJoCo's engine_solver.c step by step (cost per row type, exact Newton
-line search, warm start, termination tests), but runs a FIXED number of `lax.fori_loop`
-iterations (never a while_loop): once MuJoCo's loop would have stopped (improvement or gradient
-below `opt.tolerance`, or a line search returning alpha = 0), the remaining iterations leave the
+line search, warm start, termination tests) with static bounds on its loops (`opt.iterations`,
+`opt.ls_iterations`): once MuJoCo's loop would have stopped (improvement or gradient below
+`opt.tolerance`, or a line search returning alpha = 0), the remaining iterations leave the
 carry unchanged, so the result is MuJoCo's and `solver_niter` counts the iterations MuJoCo runs.
+Loops whose values are not differentiated (the line search always; the solver iterations with
+implicit gradients, the default) stop there instead, as a while_loop bounded by the same
+count: same result, and a converged Newton solve costs its few iterations rather than
+`opt.iterations` (under vmap, those of the slowest world in the batch).
 Newton reproduces MuJoCo 4.0 iterate for iterate (up to roundoff; when MuJoCo's last line search
 cannot resolve a cost decrease below the roundoff of the cost, the two may stop one iteration
 apart). MuJoCo 4.0's CG directions and PGS sweeps are not the published ones this module
@@ -56,6 +60,8 @@ class SolverResult(NamedTuple):
   efc_state: jax.Array  # (nefc,) int32 ConstraintState
   qfrc_constraint: jax.Array  # (nv,)  efc_J' efc_force
   solver_niter: jax.Array  # () int32
+  solver_improvement: jax.Array  # ()  scaled cost decrease of the last iteration
+  solver_gradient: jax.Array  # ()  scaled gradient norm after the last iteration (0 for PGS)
 
 
 # ------------------------------------------------------------------ small dense linear algebra
@@ -347,6 +353,20 @@ def _evaluate(p: _Problem, pr: _Prep, alpha: jax.Array) -> jax.Array:
 _ONE, _BRACKET, _DONE = 0, 1, 2
 
 
+def _loop(n: int, body: Callable, init, done: Callable, early_exit: bool):
+  """`fori_loop(0, n, body, init)` for a body that leaves the carry unchanged once
+  `done(carry)`; with `early_exit` the same result from a while_loop that stops there (not
+  reverse-differentiable, so only for loops whose values are not differentiated)."""
+  if not early_exit:
+    return jax.lax.fori_loop(0, n, body, init)
+
+  def step(kc):
+    k, c = kc
+    return k + 1, body(k, c)
+
+  return jax.lax.while_loop(lambda kc: (kc[0] < n) & ~done(kc[1]), step, (0, init))[1]
+
+
 def _linesearch(p: _Problem, pr: _Prep, snorm, gtol, ls_iterations: int) -> jax.Array:
   """CGsearch: MuJoCo's exact Newton-bracketing line search; returns alpha (0: no step).
 
@@ -426,7 +446,8 @@ def _linesearch(p: _Problem, pr: _Prep, snorm, gtol, ls_iterations: int) -> jax.
 
   st0 = norm((jnp.where(small | conv, _DONE, _ONE), p1, p1, p1, p1, 2, False,
               jnp.where(small, 0.0, p1[0])))
-  phase, p1, p2, _, _, _, _, res = jax.lax.fori_loop(0, lsmax, step, st0)
+  # the search's values are never differentiated (see _differentiable_alpha): stop early
+  phase, p1, p2, _, _, _, _, res = _loop(lsmax, step, st0, lambda st: st[0] == _DONE, True)
   return jnp.where(phase == _ONE, p1[0], jnp.where(phase == _BRACKET, final_choice(p1, p2), res))
 
 
@@ -450,7 +471,7 @@ def _differentiable_alpha(p: _Problem, pr: _Prep, snorm, gtol, ls_iterations: in
 
 
 def _primal(p: _Problem, qacc0, newton: bool, iterations: int, ls_iterations: int, tolerance,
-            ls_tolerance, scale, solve_m: Callable) -> SolverResult:
+            ls_tolerance, scale, solve_m: Callable, early_exit: bool) -> SolverResult:
   """mj_solCGNewton from qacc0 (already warm-started).
 
   MuJoCo runs update(qacc0), then per iteration: line search, move, update, count, test. Here
@@ -481,7 +502,8 @@ def _primal(p: _Problem, qacc0, newton: bool, iterations: int, ls_iterations: in
   carry0 = dict(qacc=qacc0, ma=p.M @ qacc0, jar=p.J @ qacc0 - p.aref, search=jnp.zeros(nv),
                 cost=z, grad=jnp.zeros(nv), mgrad=jnp.zeros(nv),
                 force=jnp.zeros_like(p.aref), state=jnp.zeros(p.aref.shape, jnp.int32),
-                done=jnp.array(False), moved=jnp.array(False), niter=jnp.array(0, jnp.int32))
+                done=jnp.array(False), moved=jnp.array(False), niter=jnp.array(0, jnp.int32),
+                improvement=z, gradient=z)
 
   def body(k, c):
     u, gauss, grad, mgrad = update(c["qacc"], c["ma"], c["jar"])
@@ -506,11 +528,15 @@ def _primal(p: _Problem, qacc0, newton: bool, iterations: int, ls_iterations: in
     step = jnp.where(move, alpha, 0.0)
     return dict(qacc=c["qacc"] + step * search, ma=c["ma"] + step * mv, jar=c["jar"] + step * jv,
                 search=search, cost=cost, grad=grad, mgrad=mgrad, force=u.force, state=u.state,
-                done=done | (alpha == 0), moved=move, niter=niter)
+                done=done | (alpha == 0), moved=move, niter=niter,
+                # MuJoCo's statistics of an iteration are those of the update after its move
+                improvement=jnp.where(c["moved"], improvement, c["improvement"]),
+                gradient=jnp.where(c["moved"], gradient, c["gradient"]))
 
-  c = jax.lax.fori_loop(0, iterations + 1, body, carry0)
+  c = _loop(iterations + 1, body, carry0, lambda c: c["done"], early_exit)
   return SolverResult(qacc=c["qacc"], efc_force=c["force"], efc_state=c["state"],
-                      qfrc_constraint=p.J.T @ c["force"], solver_niter=c["niter"])
+                      qfrc_constraint=p.J.T @ c["force"], solver_niter=c["niter"],
+                      solver_improvement=c["improvement"], solver_gradient=c["gradient"])
 
 
 # ------------------------------------------------------------------ dual: PGS
@@ -566,7 +592,7 @@ def _dual_state(p: _Problem, force, floss) -> jax.Array:
   return jnp.where(p.active, st, _SAT).astype(jnp.int32)
 
 
-def _pgs(p: _Problem, force0, ar, b, iterations: int, tolerance, scale):
+def _pgs(p: _Problem, force0, ar, b, iterations: int, tolerance, scale, early_exit: bool):
   """mj_solPGS: projected Gauss-Seidel on the dual, sweeping rows (and cones) in row order.
 
   ar = J M^-1 J' + diag(R) and b = J qacc_smooth - aref (efc_AR, efc_b). Returns (force,
@@ -649,19 +675,22 @@ def _pgs(p: _Problem, force0, ar, b, iterations: int, tolerance, scale):
     return (f, improvement - change), None
 
   def sweep(_, c):
-    f, done, niter = c
+    f, done, niter, last = c
     (fn, improvement), _ = jax.lax.scan(block, (f, jnp.zeros((), f.dtype)),
                                         (jnp.asarray(kinds), jnp.asarray(ids)))
     f = jnp.where(done, f, fn)
     niter = niter + jnp.where(done, 0, 1).astype(niter.dtype)
+    last = jnp.where(done, last, improvement * scale)
     done = done | (improvement * scale < tolerance)
-    return f, done, niter
+    return f, done, niter, last
 
-  force, _, niter = jax.lax.fori_loop(0, iterations, sweep,
-                                      (force0, jnp.array(False), jnp.array(0, jnp.int32)))
+  zero = jnp.zeros((), force0.dtype)
+  force, _, niter, improvement = _loop(
+    iterations, sweep, (force0, jnp.array(False), jnp.array(0, jnp.int32), zero),
+    lambda c: c[1], early_exit)
   force = jnp.where(p.active, force, 0.0)
   qfrc_c = p.J.T @ force
-  return force, qfrc_c, _dual_state(p, force, floss), niter
+  return force, qfrc_c, _dual_state(p, force, floss), niter, improvement
 
 
 # ------------------------------------------------------------------ entry points
@@ -721,7 +750,8 @@ def solve_arrays(
     z = jnp.zeros((0,), dt)
     return SolverResult(qacc=qacc_smooth, efc_force=z, efc_state=jnp.zeros(0, jnp.int32),
                         qfrc_constraint=jnp.zeros_like(qacc_smooth),
-                        solver_niter=jnp.array(0, jnp.int32))
+                        solver_niter=jnp.array(0, jnp.int32),
+                        solver_improvement=jnp.zeros((), dt), solver_gradient=jnp.zeros((), dt))
   if solve_m is None:
     solve_m = lambda x: spd_solve(qM, x)[0]  # noqa: E731
   if meaninertia is None:
@@ -747,9 +777,12 @@ def solve_arrays(
       force0 = jnp.where(f @ b + 0.5 * f @ (ar @ f) > 0, 0.0, f)
     else:
       force0 = jnp.zeros(nefc, dt)
-    force, qfrc_c, state, niter = _pgs(ps, force0, ar, b, iterations, tolerance, scale)
+    force, qfrc_c, state, niter, improvement = _pgs(ps, force0, ar, b, iterations, tolerance,
+                                                    scale, early_exit=implicit_grad)
     res = SolverResult(qacc=ps.qacc_smooth + solve_m_loop(qfrc_c), efc_force=force,
-                       efc_state=state, qfrc_constraint=qfrc_c, solver_niter=niter)
+                       efc_state=state, qfrc_constraint=qfrc_c, solver_niter=niter,
+                       solver_improvement=improvement,
+                       solver_gradient=jnp.zeros((), improvement.dtype))
   else:
     if warmstart:  # the better of qacc_warmstart and qacc_smooth (one batched cost evaluation)
       jars = jnp.stack([ps.J @ qacc_w, ps.J @ ps.qacc_smooth]) - ps.aref
@@ -760,7 +793,7 @@ def solve_arrays(
     else:
       qacc0 = ps.qacc_smooth
     res = _primal(ps, qacc0, solver == Solver.NEWTON, iterations, ls_iterations, tolerance,
-                  ls_tolerance, scale, solve_m_loop)
+                  ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad)
   return _implicit(p, res) if implicit_grad else res
 
 
@@ -802,7 +835,9 @@ def solve(m: Model, d: Data, *, implicit_grad: bool = True) -> Data:
     return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth),
                      efc_force=jnp.zeros_like(d.efc_force),
                      efc_state=jnp.zeros_like(d.efc_state),
-                     solver_niter=jnp.zeros_like(d.solver_niter))
+                     solver_niter=jnp.zeros_like(d.solver_niter),
+                     solver_improvement=jnp.zeros_like(d.solver_improvement),
+                     solver_gradient=jnp.zeros_like(d.solver_gradient))
   cones, fric, mu = None, None, None
   con = d.contact
   if m.opt.cone == Cone.ELLIPTIC and len(con.dim):
@@ -822,4 +857,6 @@ def solve(m: Model, d: Data, *, implicit_grad: bool = True) -> Data:
   )
   return d.replace(qacc=res.qacc, efc_force=res.efc_force,
                    efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,
-                   solver_niter=res.solver_niter.astype(d.solver_niter.dtype))
+                   solver_niter=res.solver_niter.astype(d.solver_niter.dtype),
+                   solver_improvement=jax.lax.stop_gradient(res.solver_improvement),
+                   solver_gradient=jax.lax.stop_gradient(res.solver_gradient))

@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from jaxmj.pytree import pytree_dataclass, static
+from jaxmj.visual import Statistic, Visual
 
 
 class JointType(enum.IntEnum):
@@ -143,6 +144,22 @@ class ConstraintType(enum.IntEnum):
   CONTACT_ELLIPTIC = 7
 
 
+class EqType(enum.IntEnum):
+  """mjtEq: equality constraint types (jaxmj compiles CONNECT, WELD, JOINT, TENDON)."""
+
+  CONNECT = 0
+  WELD = 1
+  JOINT = 2
+  TENDON = 3
+  FLEX = 4
+  FLEXVERT = 5
+  FLEXSTRAIN = 6
+  DISTANCE = 7
+
+
+NEQDATA = 12  # mjNEQDATA: width of Model.eq_data
+
+
 class ConstraintState(enum.IntEnum):
   """mjtConstraintState: the solver's verdict on each efc row."""
 
@@ -182,6 +199,120 @@ class ObjType(enum.IntEnum):
   TUPLE = 23
   KEY = 24
   PLUGIN = 25
+
+
+class SensorType(enum.IntEnum):
+  """mjtSensor."""
+
+  TOUCH = 0
+  ACCELEROMETER = 1
+  VELOCIMETER = 2
+  GYRO = 3
+  FORCE = 4
+  TORQUE = 5
+  MAGNETOMETER = 6
+  RANGEFINDER = 7
+  CAMPROJECTION = 8
+  JOINTPOS = 9
+  JOINTVEL = 10
+  TENDONPOS = 11
+  TENDONVEL = 12
+  ACTUATORPOS = 13
+  ACTUATORVEL = 14
+  ACTUATORFRC = 15
+  JOINTACTFRC = 16
+  TENDONACTFRC = 17
+  BALLQUAT = 18
+  BALLANGVEL = 19
+  JOINTLIMITPOS = 20
+  JOINTLIMITVEL = 21
+  JOINTLIMITFRC = 22
+  TENDONLIMITPOS = 23
+  TENDONLIMITVEL = 24
+  TENDONLIMITFRC = 25
+  FRAMEPOS = 26
+  FRAMEQUAT = 27
+  FRAMEXAXIS = 28
+  FRAMEYAXIS = 29
+  FRAMEZAXIS = 30
+  FRAMELINVEL = 31
+  FRAMEANGVEL = 32
+  FRAMELINACC = 33
+  FRAMEANGACC = 34
+  SUBTREECOM = 35
+  SUBTREELINVEL = 36
+  SUBTREEANGMOM = 37
+  INSIDESITE = 38
+  GEOMDIST = 39
+  GEOMNORMAL = 40
+  GEOMFROMTO = 41
+  CONTACT = 42
+  E_POTENTIAL = 43
+  E_KINETIC = 44
+  CLOCK = 45
+  TACTILE = 46
+  PLUGIN = 47
+  USER = 48
+
+
+class Stage(enum.IntEnum):
+  """mjtStage: the pipeline stage a sensor needs (`sensor_needstage`)."""
+
+  NONE = 0
+  POS = 1
+  VEL = 2
+  ACC = 3
+
+
+class TrnType(enum.IntEnum):
+  """mjtTrn: actuator transmission types."""
+
+  JOINT = 0
+  JOINTINPARENT = 1
+  SLIDERCRANK = 2
+  TENDON = 3
+  SITE = 4
+  BODY = 5
+
+
+class DynType(enum.IntEnum):
+  """mjtDyn: actuator activation dynamics."""
+
+  NONE = 0
+  INTEGRATOR = 1
+  FILTER = 2
+  FILTEREXACT = 3
+  MUSCLE = 4
+  USER = 5
+
+
+class GainType(enum.IntEnum):
+  """mjtGain: actuator gain types."""
+
+  FIXED = 0
+  AFFINE = 1
+  MUSCLE = 2
+  USER = 3
+
+
+class BiasType(enum.IntEnum):
+  """mjtBias: actuator bias types."""
+
+  NONE = 0
+  AFFINE = 1
+  MUSCLE = 2
+  USER = 3
+
+
+class WrapType(enum.IntEnum):
+  """mjtWrap: the kind of each object on a tendon path (Model.wrap_type)."""
+
+  NONE = 0
+  JOINT = 1  # fixed tendon term: coef * qpos
+  PULLEY = 2  # starts a branch whose length is divided by the divisor
+  SITE = 3
+  SPHERE = 4
+  CYLINDER = 5
 
 
 class SameFrame(enum.IntEnum):
@@ -380,9 +511,93 @@ class Model:
   site_group: np.ndarray = static()  # (nsite,) int32
   site_sameframe: np.ndarray = static()  # (nsite,) uint8 SameFrame
   site_rgba: np.ndarray = static()  # (nsite, 4) float32  visual only
+  site_matid: np.ndarray = static()  # (nsite,) int32  material id, -1 if none (visual only)
   site_size: jax.Array  # (nsite, 3)
   site_pos: jax.Array  # (nsite, 3)  in body frame
   site_quat: jax.Array  # (nsite, 4)  in body frame
+
+  # ---- cameras and lights (<camera>, <light>; mjcf/camlight.py, run in jaxmj/camlight.py) ----
+  # Visual only. Modes are mjtCamLight: 0 fixed, 1 track, 2 trackcom, 3 targetbody,
+  # 4 targetbodycom. Poses in the owning body's frame.
+  ncam: int = static()
+  nuser_cam: int = static()  # columns of cam_user
+  cam_mode: np.ndarray = static()  # (ncam,) int32 mjtCamLight
+  cam_bodyid: np.ndarray = static()  # (ncam,) int32
+  cam_targetbodyid: np.ndarray = static()  # (ncam,) int32  -1 if none
+  cam_projection: np.ndarray = static()  # (ncam,) int32  0 perspective, 1 orthographic
+  cam_fovy: np.ndarray = static()  # (ncam,)  vertical field of view, degrees
+  cam_ipd: np.ndarray = static()  # (ncam,)  inter-pupillary distance
+  cam_resolution: np.ndarray = static()  # (ncam, 2) int32  pixels
+  cam_output: np.ndarray = static()  # (ncam,) int32  mjtCamOutBit bits
+  cam_sensorsize: np.ndarray = static()  # (ncam, 2) float32  sensor size, length units
+  cam_intrinsic: np.ndarray = static()  # (ncam, 4) float32  focal x, y; principal x, y
+  cam_user: np.ndarray = static()  # (ncam, nuser_cam)  (jaxmj/mjcf/user.py)
+  name_camadr: np.ndarray = static()  # (ncam,) int32  address in `names`
+  cam_pos: jax.Array  # (ncam, 3)  in body frame
+  cam_quat: jax.Array  # (ncam, 4)  in body frame
+  cam_poscom0: jax.Array  # (ncam, 3)  global offset from the body's subtree com at qpos0
+  cam_pos0: jax.Array  # (ncam, 3)  global offset from the body origin at qpos0
+  cam_mat0: jax.Array  # (ncam, 9)  global orientation at qpos0
+  nlight: int = static()
+  light_mode: np.ndarray = static()  # (nlight,) int32 mjtCamLight
+  light_bodyid: np.ndarray = static()  # (nlight,) int32
+  light_targetbodyid: np.ndarray = static()  # (nlight,) int32  -1 if none
+  light_type: np.ndarray = static()  # (nlight,) int32  0 spot, 1 directional, 2 point, 3 image
+  light_texid: np.ndarray = static()  # (nlight,) int32  texture of image lights, -1 if none
+  light_castshadow: np.ndarray = static()  # (nlight,) bool
+  light_active: np.ndarray = static()  # (nlight,) bool
+  light_bulbradius: np.ndarray = static()  # (nlight,) float32
+  light_softness: np.ndarray = static()  # (nlight,) float32  shadow softness
+  light_intensity: np.ndarray = static()  # (nlight,) float32  candela (0: unset)
+  light_range: np.ndarray = static()  # (nlight,) float32
+  light_attenuation: np.ndarray = static()  # (nlight, 3) float32  constant, linear, quadratic
+  light_cutoff: np.ndarray = static()  # (nlight,) float32  spot cutoff, degrees
+  light_exponent: np.ndarray = static()  # (nlight,) float32  spot exponent
+  light_ambient: np.ndarray = static()  # (nlight, 3) float32
+  light_diffuse: np.ndarray = static()  # (nlight, 3) float32
+  light_specular: np.ndarray = static()  # (nlight, 3) float32
+  name_lightadr: np.ndarray = static()  # (nlight,) int32  address in `names`
+  light_pos: jax.Array  # (nlight, 3)  in body frame
+  light_dir: jax.Array  # (nlight, 3)  unit, in body frame
+  light_poscom0: jax.Array  # (nlight, 3)  global offset from the body's subtree com at qpos0
+  light_pos0: jax.Array  # (nlight, 3)  global offset from the body origin at qpos0
+  light_dir0: jax.Array  # (nlight, 3)  global direction at qpos0
+
+  # ---- user data (`user` attributes, <size nuser_*>; mjcf/user.py; never read by physics) ----
+  nuser_body: int = static()
+  nuser_jnt: int = static()
+  nuser_geom: int = static()
+  nuser_site: int = static()
+  body_user: np.ndarray = static()  # (nbody, nuser_body)
+  jnt_user: np.ndarray = static()  # (njnt, nuser_jnt)
+  geom_user: np.ndarray = static()  # (ngeom, nuser_geom)
+  site_user: np.ndarray = static()  # (nsite, nuser_site)
+
+  # ---- renderer settings and model scales (jaxmj/visual.py; static, no physics effect) ----
+  vis: Visual = static()  # mjModel.vis (<visual>)
+  stat: Statistic = static()  # mjModel.stat (computed at qpos0, <statistic> overrides)
+
+  # ---- custom user data (<custom>; mjcf/custom.py; never read by physics) ----
+  nnumeric: int = static()
+  nnumericdata: int = static()
+  numeric_adr: np.ndarray = static()  # (nnumeric,) int32  first entry in numeric_data
+  numeric_size: np.ndarray = static()  # (nnumeric,) int32
+  numeric_data: np.ndarray = static()  # (nnumericdata,)
+  name_numericadr: np.ndarray = static()  # (nnumeric,) int32  address in `names`
+  ntext: int = static()
+  ntextdata: int = static()
+  text_adr: np.ndarray = static()  # (ntext,) int32  first byte in text_data
+  text_size: np.ndarray = static()  # (ntext,) int32  bytes, terminating NUL included
+  text_data: bytes = static()  # (ntextdata,) NUL-terminated strings
+  name_textadr: np.ndarray = static()  # (ntext,) int32  address in `names`
+  ntuple: int = static()
+  ntupledata: int = static()
+  tuple_adr: np.ndarray = static()  # (ntuple,) int32  first element in tuple_obj*
+  tuple_size: np.ndarray = static()  # (ntuple,) int32
+  tuple_objtype: np.ndarray = static()  # (ntupledata,) int32 ObjType
+  tuple_objid: np.ndarray = static()  # (ntupledata,) int32
+  tuple_objprm: np.ndarray = static()  # (ntupledata,)
+  name_tupleadr: np.ndarray = static()  # (ntuple,) int32  address in `names`
 
   # ---- explicit contact pairs and exclusions (<contact>) ----
   npair: int = static()
@@ -399,11 +614,187 @@ class Model:
   pair_gap: jax.Array  # (npair,)
   pair_friction: jax.Array  # (npair, 5)
 
+  # ---- equality constraints (<equality>) ----
+  neq: int = static()
+  eq_type: np.ndarray = static()  # (neq,) int32 EqType
+  eq_obj1id: np.ndarray = static()  # (neq,) int32  body, site, joint or tendon id
+  eq_obj2id: np.ndarray = static()  # (neq,) int32  0 (world) or -1 (none) when omitted
+  eq_objtype: np.ndarray = static()  # (neq,) int32 ObjType of the two objects
+  eq_active0: np.ndarray = static()  # (neq,) bool  initial Data.eq_active
+  name_eqadr: np.ndarray = static()  # (neq,) int32  address in `names`
+  eq_solref: jax.Array  # (neq, 2)
+  eq_solimp: jax.Array  # (neq, 5)
+  eq_data: jax.Array  # (neq, NEQDATA)  connect: anchor1(3), anchor2(3) in the body frames;
+  # weld: anchor(3) in body2's frame, relpos(3) and relquat(4) of body2 in body1's frame,
+  # torquescale, 1 if relpose came from qpos0; joint/tendon: polycoef(5)
+
+  # ---- sensors (<sensor>; computed in jaxmj/sensor.py) ----
+  nsensor: int = static()
+  nsensordata: int = static()  # total width of sensordata
+  nuser_sensor: int = static()  # columns of sensor_user
+  sensor_type: np.ndarray = static()  # (nsensor,) int32 SensorType
+  sensor_datatype: np.ndarray = static()  # (nsensor,) int32 mjtDataType: real, positive,
+  # axis, quaternion (decides how cutoff clamps)
+  sensor_needstage: np.ndarray = static()  # (nsensor,) int32 Stage
+  sensor_objtype: np.ndarray = static()  # (nsensor,) int32 ObjType of the sensed object
+  sensor_objid: np.ndarray = static()  # (nsensor,) int32  -1 if none
+  sensor_reftype: np.ndarray = static()  # (nsensor,) int32 ObjType of the reference object
+  sensor_refid: np.ndarray = static()  # (nsensor,) int32  -1 if none
+  sensor_intprm: np.ndarray = static()  # (nsensor, 3) int32  type-specific: rangefinder and
+  # contact data bits, contact reduce and num, insidesite enclosed
+  sensor_dim: np.ndarray = static()  # (nsensor,) int32  width in sensordata
+  sensor_adr: np.ndarray = static()  # (nsensor,) int32  address in sensordata
+  sensor_history: np.ndarray = static()  # (nsensor, 2) int32  nsample, interp
+  sensor_historyadr: np.ndarray = static()  # (nsensor,) int32  -1 without history
+  name_sensoradr: np.ndarray = static()  # (nsensor,) int32  address in `names`
+  sensor_cutoff: jax.Array  # (nsensor,)  clamp on |value| when > 0 (real, positive types)
+  sensor_noise: jax.Array  # (nsensor,)  noise std: metadata, never applied (as MuJoCo)
+  sensor_delay: jax.Array  # (nsensor,)  s
+  sensor_interval: jax.Array  # (nsensor, 2)  period, phase
+  sensor_user: jax.Array  # (nsensor, nuser_sensor)
+
+  # ---- actuators (<actuator>; compiled in mjcf/actuator.py, run in jaxmj/actuation.py) ----
+  actuator_trntype: np.ndarray = static()  # (nu,) int32 TrnType
+  actuator_dyntype: np.ndarray = static()  # (nu,) int32 DynType
+  actuator_gaintype: np.ndarray = static()  # (nu,) int32 GainType
+  actuator_biastype: np.ndarray = static()  # (nu,) int32 BiasType
+  actuator_trnid: np.ndarray = static()  # (nu, 2) int32  target id; refsite/slidersite or -1
+  actuator_actadr: np.ndarray = static()  # (nu,) int32  first act entry, -1 if stateless
+  actuator_actnum: np.ndarray = static()  # (nu,) int32  act entries (0 or 1)
+  actuator_group: np.ndarray = static()  # (nu,) int32  for opt.disableactuator
+  actuator_ctrllimited: np.ndarray = static()  # (nu,) bool
+  actuator_forcelimited: np.ndarray = static()  # (nu,) bool
+  actuator_actlimited: np.ndarray = static()  # (nu,) bool
+  actuator_actearly: np.ndarray = static()  # (nu,) bool  force from next-step act
+  actuator_ctrladr: np.ndarray = static()  # (nu,) int32  first ctrl entry (= id here)
+  actuator_ctrlnum: np.ndarray = static()  # (nu,) int32  ctrl entries (1 here)
+  actuator_outadr: np.ndarray = static()  # (nu,) int32  first force output (= id here)
+  actuator_outnum: np.ndarray = static()  # (nu,) int32  force outputs (1 here)
+  actuator_ctrlspec: np.ndarray = static()  # (nu,) int32  declared input: 1 pos, 2 vel,
+  # 32 pressure, 0 a plain command
+  actuator_history: np.ndarray = static()  # (nu, 2) int32  nsample, interp (0 here)
+  actuator_historyadr: np.ndarray = static()  # (nu,) int32  -1 (no ctrl history)
+  actuator_plugin: np.ndarray = static()  # (nu,) int32  -1 (no plugins)
+  actuator_dynprm: jax.Array  # (nu, 10)  dynamics parameters (filter tau, muscle tau)
+  actuator_gainprm: jax.Array  # (nu, 10)  gain parameters
+  actuator_biasprm: jax.Array  # (nu, 10)  bias parameters
+  actuator_ctrlrange: jax.Array  # (nu, 2)
+  actuator_forcerange: jax.Array  # (nu, 2)
+  actuator_actrange: jax.Array  # (nu, 2)
+  actuator_gear: jax.Array  # (nu, 6)  length scale; 3D axes for ball/free/site targets
+  actuator_cranklength: jax.Array  # (nu,)  slider-crank rod length
+  actuator_acc0: jax.Array  # (nu,)  |M^-1 moment| at qpos0 (muscle force scale)
+  actuator_length0: jax.Array  # (nu,)  actuator length at qpos0
+  actuator_lengthrange: jax.Array  # (nu, 2)  feasible length range (muscles)
+  actuator_delay: jax.Array  # (nu,)  control delay, s (0 here)
+  actuator_damping: jax.Array  # (nu,)  damping reflected on the target (gear^2 scaled)
+  actuator_dampingpoly: jax.Array  # (nu, 2)  quadratic and cubic damping coefficients
+  actuator_armature: jax.Array  # (nu,)  rotor inertia reflected on the target
+
+  # ---- tendons (<tendon>; compiled in mjcf/tendon.py, run in jaxmj/tendon.py) ----
+  ntendon: int = static()
+  nwrap: int = static()  # objects on all tendon paths
+  tendon_adr: np.ndarray = static()  # (ntendon,) int32  first wrap object of the path
+  tendon_num: np.ndarray = static()  # (ntendon,) int32  wrap objects on the path
+  tendon_type: np.ndarray = static()  # (ntendon,) int32  0 fixed, 1 spatial
+  tendon_group: np.ndarray = static()  # (ntendon,) int32
+  tendon_limited: np.ndarray = static()  # (ntendon,) bool  length limits are constraints
+  tendon_actfrclimited: np.ndarray = static()  # (ntendon,) bool
+  tendon_treenum: np.ndarray = static()  # (ntendon,) int32  kinematic trees it touches
+  tendon_treeid: np.ndarray = static()  # (ntendon, 2) int32  first two of them, -1 if none
+  tendon_rgba: np.ndarray = static()  # (ntendon, 4) float32  visual only
+  wrap_type: np.ndarray = static()  # (nwrap,) int32 WrapType
+  wrap_objid: np.ndarray = static()  # (nwrap,) int32  joint, site or geom id (-1 pulley)
+  tendon_range: jax.Array  # (ntendon, 2)  length limits
+  tendon_actfrcrange: jax.Array  # (ntendon, 2)  actuator force clamp
+  tendon_solref_lim: jax.Array  # (ntendon, 2)
+  tendon_solimp_lim: jax.Array  # (ntendon, 5)
+  tendon_solref_fri: jax.Array  # (ntendon, 2)
+  tendon_solimp_fri: jax.Array  # (ntendon, 5)
+  tendon_margin: jax.Array  # (ntendon,)  limit activation margin
+  tendon_stiffness: jax.Array  # (ntendon,)  linear spring coefficient
+  tendon_stiffnesspoly: jax.Array  # (ntendon, 2)  quadratic and cubic spring coefficients
+  tendon_damping: jax.Array  # (ntendon,)  linear damping coefficient
+  tendon_dampingpoly: jax.Array  # (ntendon, 2)  quadratic and cubic damping coefficients
+  tendon_armature: jax.Array  # (ntendon,)  inertia of length changes
+  tendon_frictionloss: jax.Array  # (ntendon,)
+  tendon_springyield: jax.Array  # (ntendon,)  plastic yield threshold (0: elastic only)
+  tendon_lengthspring: jax.Array  # (ntendon, 2)  spring rest length range (deadband)
+  tendon_length0: jax.Array  # (ntendon,)  length at qpos0
+  tendon_invweight0: jax.Array  # (ntendon,)  J M^-1 J' at qpos0
+  tendon_width: jax.Array  # (ntendon,)  visual radius
+  wrap_prm: jax.Array  # (nwrap,)  joint coef, pulley divisor, geom side site id (-1 none)
+
   # ---- trees ----
   tree_bodyadr: np.ndarray = static()  # (ntree,) int32
   tree_bodynum: np.ndarray = static()  # (ntree,) int32
   tree_dofadr: np.ndarray = static()  # (ntree,) int32
   tree_dofnum: np.ndarray = static()  # (ntree,) int32
+
+  # ---- meshes and heightfields (<asset>; compiled by mjcf/asset.py) ----
+  # A mesh's vertices are in its own frame: centred at its centre of mass (or surface
+  # centroid for inertia="shell") with the principal axes of inertia as axes; a mesh geom's
+  # pos/quat already include mesh_pos/mesh_quat, so geom frame = mesh frame.
+  nmesh: int = static()
+  nmeshvert: int = static()
+  nmeshface: int = static()
+  nmeshgraph: int = static()
+  mesh_vertadr: np.ndarray = static()  # (nmesh,) int32  first row in mesh_vert
+  mesh_vertnum: np.ndarray = static()  # (nmesh,) int32
+  mesh_faceadr: np.ndarray = static()  # (nmesh,) int32  first row in mesh_face
+  mesh_facenum: np.ndarray = static()  # (nmesh,) int32
+  mesh_graphadr: np.ndarray = static()  # (nmesh,) int32  start in mesh_graph, -1: no hull
+  mesh_vert: np.ndarray = static()  # (nmeshvert, 3) float32  vertices, mesh frame
+  mesh_face: np.ndarray = static()  # (nmeshface, 3) int32  vertex ids (within the mesh),
+  # counter-clockwise seen from outside; the hull's triangles when no faces were given
+  mesh_graph: np.ndarray = static()  # (nmeshgraph,) int32  convex hull per mesh, MuJoCo's
+  # layout: numvert, numface, vert_edgeadr(numvert), vert_globalid(numvert),
+  # edge_localid(numvert + 3 numface; neighbours then -1 per vertex), face_globalid(3 numface).
+  # Same hull and triangles (same order) as MuJoCo; the numbering of hull vertices (order of
+  # vert_globalid) may differ, and so may the order within a neighbour list where qhull
+  # triangulated a polygon (see mjcf/mesh.py)
+  mesh_pos: np.ndarray = static()  # (nmesh, 3)  mesh frame in the asset's frame (after
+  # refpos/refquat/scale)
+  mesh_quat: np.ndarray = static()  # (nmesh, 4)
+  mesh_scale: np.ndarray = static()  # (nmesh, 3)
+  name_meshadr: np.ndarray = static()  # (nmesh,) int32  address in `names`
+  nhfield: int = static()
+  nhfielddata: int = static()
+  hfield_nrow: np.ndarray = static()  # (nhfield,) int32  rows (along y)
+  hfield_ncol: np.ndarray = static()  # (nhfield,) int32  columns (along x)
+  hfield_adr: np.ndarray = static()  # (nhfield,) int32  first entry in hfield_data
+  name_hfieldadr: np.ndarray = static()  # (nhfield,) int32  address in `names`
+  hfield_size: jax.Array  # (nhfield, 4)  radius x, radius y, elevation z, base depth
+  hfield_data: jax.Array  # (nhfielddata,) float32  elevation in [0, 1], row-major, row 0
+  # at y = -size[1] (bottom row first); height above the geom frame = data * size[2]
+  # Textures and materials: visual only, kept for renderers (compiled by mjcf/texture.py).
+  ntex: int = static()
+  ntexdata: int = static()
+  tex_type: np.ndarray = static()  # (ntex,) int32  0: 2d, 1: cube, 2: skybox
+  tex_colorspace: np.ndarray = static()  # (ntex,) int32  0: auto, 1: linear, 2: sRGB
+  tex_height: np.ndarray = static()  # (ntex,) int32  rows (6 faces stacked for cube/skybox)
+  tex_width: np.ndarray = static()  # (ntex,) int32
+  tex_nchannel: np.ndarray = static()  # (ntex,) int32  3 (RGB) or 4 (RGBA)
+  tex_adr: np.ndarray = static()  # (ntex,) int32  first byte in tex_data
+  tex_data: np.ndarray = static()  # (ntexdata,) uint8  pixels, row-major, channels last
+  name_texadr: np.ndarray = static()  # (ntex,) int32  address in `names`
+  nmat: int = static()
+  mat_texid: np.ndarray = static()  # (nmat, 10) int32  texture per mjtTextureRole, -1 none
+  mat_texuniform: np.ndarray = static()  # (nmat,) bool  repeat per unit length, not per face
+  mat_texrepeat: np.ndarray = static()  # (nmat, 2) float32
+  mat_emission: np.ndarray = static()  # (nmat,) float32
+  mat_specular: np.ndarray = static()  # (nmat,) float32
+  mat_shininess: np.ndarray = static()  # (nmat,) float32
+  mat_reflectance: np.ndarray = static()  # (nmat,) float32
+  mat_metallic: np.ndarray = static()  # (nmat,) float32  -1: unset
+  mat_roughness: np.ndarray = static()  # (nmat,) float32  -1: unset
+  mat_rgba: np.ndarray = static()  # (nmat, 4) float32
+  name_matadr: np.ndarray = static()  # (nmat,) int32  address in `names`
+  mesh_hullnum: np.ndarray = static()  # (nmesh,) int32  jaxmj: convex hull vertex count
+  mesh_hullvert: jax.Array  # (nmesh, nhullmax, 3)  jaxmj: each mesh's convex hull vertices
+  # (mesh frame = geom frame, MuJoCo's float32 values) in ascending mesh_vert index order,
+  # padded to the largest hull count by repeating the first hull vertex (harmless for
+  # support functions); nhullmax = 0 if nmesh = 0
 
   # ---- generalized coordinates ----
   qpos0: jax.Array  # (nq,)  reference configuration
@@ -424,7 +815,9 @@ class Model:
   name_jntadr: np.ndarray = static()  # (njnt,) int32
   name_geomadr: np.ndarray = static()  # (ngeom,) int32
   name_siteadr: np.ndarray = static()  # (nsite,) int32
+  name_tendonadr: np.ndarray = static()  # (ntendon,) int32
   name_keyadr: np.ndarray = static()  # (nkey,) int32
+  name_actuatoradr: np.ndarray = static()  # (nu,) int32
 
   # ---- jaxmj additions ----
   body_depth: np.ndarray = static()  # (nbody,) int32  tree depth, world = 0
@@ -433,6 +826,13 @@ class Model:
   dof_hasfrictionloss: np.ndarray = static()  # (nv,) bool  compiled frictionloss > 0: the
   # dofs that own a friction-loss row (rows are fixed at compile time; edits to the leaf
   # dof_frictionloss change the force, not which rows exist)
+  tendon_hasfrictionloss: np.ndarray = static()  # (ntendon,) bool  compiled frictionloss
+  # > 0: the tendons that own a friction-loss row (as dof_hasfrictionloss)
+  wrap_sideid: np.ndarray = static()  # (nwrap,) int32  side site of a geom wrap, else -1
+  geom_hfieldwindow: np.ndarray = static()  # (ngeom, 2) int32  jaxmj: (columns, rows)
+  # of heightfield cells the geom's bounding box can span on any heightfield, from the
+  # compiled geom_rbound and hfield_size: it sizes the heightfield contact slots, so a geom
+  # grown or a heightfield shrunk at run time past these values misses cells
   unsupported: tuple = static()  # ((feature, DisableBit mask that turns it off), ...)
   model_name: str = static()
   path: str = static()  # file the model was read from, "" for a string
@@ -451,6 +851,14 @@ class Model:
 
     return compile_string(xml, assets=assets)
 
+  @classmethod
+  def from_mjcf(cls, root) -> Model:
+    """Compiles a `jaxmj.mjcf` object model (with its attached models) without writing XML;
+    the same Model as compiling `root.to_xml_string()` with `root.get_assets()`."""
+    from jaxmj.mjcf import write
+
+    return write.compile_model(root.root)
+
 
 @pytree_dataclass
 class Data:
@@ -465,6 +873,7 @@ class Data:
   qpos: jax.Array  # (nq,)
   qvel: jax.Array  # (nv,)
   act: jax.Array  # (na,)
+  eq_active: jax.Array  # (neq,) bool  equality constraints switched on (from eq_active0)
   qacc_warmstart: jax.Array  # (nv,)
   # ---- controls and applied forces ----
   ctrl: jax.Array  # (nu,)
@@ -490,6 +899,10 @@ class Data:
   site_xpos: jax.Array  # (nsite, 3)
   site_xquat: jax.Array  # (nsite, 4)
   site_xmat: jax.Array  # (nsite, 3, 3)
+  cam_xpos: jax.Array  # (ncam, 3)  camera position (jaxmj/camlight.py)
+  cam_xmat: jax.Array  # (ncam, 3, 3)  camera orientation: looks along -z, y up
+  light_xpos: jax.Array  # (nlight, 3)
+  light_xdir: jax.Array  # (nlight, 3)  unit direction the light shines along
   # ---- com-based quantities (com frame) ----
   subtree_com: jax.Array  # (nbody, 3)  global frame
   cinert: jax.Array  # (nbody, 10)  I(xx,yy,zz,xy,xz,yz), mass*offset(3), mass
@@ -497,6 +910,19 @@ class Data:
   cdof: jax.Array  # (nv, 6)  motion axis of each dof
   cvel: jax.Array  # (nbody, 6)  body velocity
   cdof_dot: jax.Array  # (nv, 6)  time derivative of cdof
+  # ---- tendons (jaxmj/tendon.py; ten_J dense where MuJoCo's may be sparse) ----
+  ten_wrapadr: jax.Array  # (ntendon,) int32  first wrap_obj / wrap_xpos entry of the path
+  ten_wrapnum: jax.Array  # (ntendon,) int32  path points (depends on which wraps touch)
+  ten_J: jax.Array  # (ntendon, nv)  d length / d qpos, per dof (fwd_position)
+  ten_length: jax.Array  # (ntendon,)  (fwd_position)
+  ten_velocity: jax.Array  # (ntendon,)  ten_J @ qvel (fwd_velocity)
+  wrap_obj: jax.Array  # (nwrap, 2) int32  per path point: -2 pulley, -1 site, else geom id
+  wrap_xpos: jax.Array  # (nwrap, 6)  path points, global frame, 3 per entry (for drawing)
+  # ---- actuators (jaxmj/actuation.py; moment dense where MuJoCo's is sparse) ----
+  actuator_length: jax.Array  # (nu,)  transmission length (fwd_position)
+  actuator_moment: jax.Array  # (nu, nv)  d length / d qpos, per dof (fwd_position)
+  actuator_velocity: jax.Array  # (nu,)  moment @ qvel (fwd_velocity)
+  actuator_force: jax.Array  # (nu,)  scalar force after clamping (fwd_actuation)
   # ---- mass matrix ----
   qM: jax.Array  # (nv, nv)  joint-space inertia, armature included (dense mj_fullM)
   qLD: jax.Array  # (nv, nv)  M = L' D L: D on the diagonal, L strictly below it
@@ -505,7 +931,9 @@ class Data:
   qfrc_bias: jax.Array  # (nv,)  Coriolis, centrifugal and gravitational forces
   qfrc_spring: jax.Array  # (nv,)
   qfrc_damper: jax.Array  # (nv,)
-  qfrc_passive: jax.Array  # (nv,)
+  qfrc_passive: jax.Array  # (nv,)  spring + damper + gravcomp + fluid (+ tendon terms)
+  qfrc_gravcomp: jax.Array  # (nv,)  gravity compensation of bodies with gravcomp
+  qfrc_fluid: jax.Array  # (nv,)  fluid forces (inertia-box or ellipsoid model)
   qfrc_actuator: jax.Array  # (nv,)
   qfrc_smooth: jax.Array  # (nv,)  all forces but constraints
   qacc_smooth: jax.Array  # (nv,)  acceleration without constraints
@@ -528,6 +956,14 @@ class Data:
   efc_force: jax.Array  # (nefc,)  constraint force in constraint space
   efc_state: jax.Array  # (nefc,) int32 ConstraintState
   solver_niter: jax.Array  # () int32  iterations the solver ran
+  solver_improvement: jax.Array  # ()  jaxmj: mjData.solver[niter-1].improvement, the scaled
+  # cost decrease of the solver's last iteration
+  solver_gradient: jax.Array  # ()  jaxmj: mjData.solver[niter-1].gradient (0 for PGS)
+  # ---- sensors and mj_rnePostConstraint (com frame, [angular, linear]) ----
+  sensordata: jax.Array  # (nsensordata,)  every sensor's output at sensor_adr
+  cacc: jax.Array  # (nbody, 6)  body acceleration (gravity as an upward world acceleration)
+  cfrc_int: jax.Array  # (nbody, 6)  interaction force from the parent body
+  cfrc_ext: jax.Array  # (nbody, 6)  external force: xfrc_applied and contacts
   # ---- diagnostics ----
   energy: jax.Array  # (2,)  potential, kinetic (with the energy flag)
   warning: jax.Array  # (NWARNING,) int32  counts per Warning

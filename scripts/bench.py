@@ -46,6 +46,7 @@ Notes:
 Usage:
   python scripts/bench.py [MODELS...] [--batches 64 1024] [--steps 100]
       [--engines jaxmj mjx] [--x64] [--no-contact] [--json PATH] [--stall-timeout S]
+  python scripts/bench.py [MODELS...] --compile   (MJCF compile time, scripts/compile_bench.py)
 """
 
 import os
@@ -70,7 +71,10 @@ import xml.etree.ElementTree as ET  # noqa: E402
 
 import jax  # noqa: E402  (the parent process never initializes a backend)
 
-DEFAULT_MODELS = ["models/pendulum.xml", "models/humanoid.xml"]
+# the contact models (humanoid_floor, quadruped, box_pile) run with contacts and limits on;
+# `--batches 1 1024` gives steps/s on a single world and on 1024
+DEFAULT_MODELS = ["models/pendulum.xml", "models/humanoid.xml", "models/humanoid_floor.xml",
+                  "models/quadruped.xml", "models/box_pile.xml"]
 QVEL_NOISE = 0.01
 LATENCY_MIN_CALLS = 20
 LATENCY_MIN_SECONDS = 1.0
@@ -400,12 +404,22 @@ def parse_args():
     default=120.0,
     help="kill a measurement that reports nothing for this many seconds (default 120)",
   )
+  p.add_argument(
+    "--compile",
+    action="store_true",
+    help="measure MJCF compile time only (jaxmj vs mujoco, plus a generated 100-body chain)",
+  )
   p.add_argument("--child", choices=list(ENGINES), help=argparse.SUPPRESS)
   return p.parse_args()
 
 
 def main():
   args = parse_args()
+  if args.compile:
+    import compile_bench
+
+    print(compile_bench.format_table(compile_bench.measure(args.models)))
+    return
   if args.child:
     child(args.child, args.models[0], args.batches, args.steps, args.x64)
     return

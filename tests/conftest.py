@@ -24,3 +24,11 @@ def pytest_collection_modifyitems(config, items):
   for item in items:
     if "slow" in item.keywords:
       item.add_marker(skip)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _free_compiled_programs():
+  """Drops jax's compiled programs after each test module: a worker runs hundreds of
+  modules, and keeping every executable alive grows its memory without bound."""
+  yield
+  jax.clear_caches()

@@ -327,7 +327,7 @@ def test_divergence_without_autoreset_keeps_bad_state(case):
 def test_one_diverged_world_does_not_spread_in_a_batch():
   m = load("double_pendulum")
   rng = np.random.default_rng(7)
-  worlds = [perturbed_state(m, rng) for _ in range(16)]
+  worlds = [perturbed_state(m, rng) for _ in range(64)]
   bad = 5
   worlds[bad] = worlds[bad].replace(qpos=worlds[bad].qpos.at[1].set(jnp.nan))
   batch = run(_vstep, m, stack(worlds), 5)
@@ -339,6 +339,8 @@ def test_one_diverged_world_does_not_spread_in_a_batch():
     np.testing.assert_allclose(batch.qvel[i], alone.qvel, rtol=1e-12, atol=1e-12)
     assert not np.any(np.asarray(batch.warning[i]))
   assert np.asarray(batch.warning[bad])[jaxmj.Warning.BADQPOS] == 1
+  reset_then_stepped = run(_step, m, jaxmj.make_data(m), 4)
+  np.testing.assert_allclose(batch.qpos[bad], reset_then_stepped.qpos, rtol=1e-12, atol=1e-12)
   assert np.all(np.isfinite(np.asarray(batch.qpos))) and np.all(np.isfinite(batch.qvel))
 
 

@@ -164,6 +164,13 @@ def test_newton_matches_mujoco(case):
   assert_close(res.qfrc_constraint, d.qfrc_constraint, rtol, "qfrc_constraint")
   np.testing.assert_array_equal(res.efc_state[:n], d.efc_state)
   assert abs(int(res.solver_niter) - int(d.solver_niter[0])) <= (0 if case == "pyramidal" else 1)
+  if case == "pyramidal":  # the last iteration's statistics (mjSolverStat)
+    last = int(d.solver_niter[0]) - 1
+    # Iterates agree to 1e-10 but MuJoCo's last improvement is 6e-4 (relative) larger than
+    # scale * (cost before - cost after) computed from them; the cause is not identified yet.
+    np.testing.assert_allclose(res.solver_improvement, d.solver.improvement[last], rtol=2e-3)
+    np.testing.assert_allclose(res.solver_gradient, d.solver.gradient[last], rtol=1e-4,
+                               atol=1e-12)
   # inactive rows are absent
   np.testing.assert_array_equal(res.efc_force[n:], 0.0)
   np.testing.assert_array_equal(res.efc_state[n:], ConstraintState.SATISFIED)

@@ -12,8 +12,11 @@ import jaxmj
 
 # jaxmj fields that mjModel / mjData do not have, each documented in jaxmj/types.py.
 MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss", "unsupported",
-              "model_name", "path", "opt", "names"}
-DATA_ONLY = {"qM", "qLD", "qLDiagInv", "warning", "efc_active"}  # dense d.M / d.qLD; masks
+              "model_name", "path", "opt", "names", "mesh_hullnum", "mesh_hullvert",
+              "geom_hfieldwindow", "tendon_hasfrictionloss", "wrap_sideid"}
+# dense d.M / d.qLD; masks; the last iteration's entry of mjData.solver (mjSolverStat)
+DATA_ONLY = {"qM", "qLD", "qLDiagInv", "warning", "efc_active", "solver_improvement",
+             "solver_gradient"}
 # mjData sizes these by the constraints present at a state; jaxmj uses fixed sizes.
 PER_STATE = ("efc_", "contact", "solver_niter")
 

@@ -16,19 +16,27 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
+from jaxmj.collision import broadphase
+from jaxmj.collision.primitive import NO_CONTACT
 from jaxmj.scan import cached_plan
 from jaxmj.types import Data, DisableBit, EnableBit, GeomType, Model
 
 CONVEX = "convex"  # group key of every pair handled by the GJK/EPA collider
+HFIELD = "hfield"  # group key of every heightfield pair (prisms through GJK/EPA)
+# pairs MuJoCo's collision table leaves empty: never collide
+_NEVER = {(GeomType.PLANE, GeomType.PLANE), (GeomType.PLANE, GeomType.HFIELD),
+          (GeomType.HFIELD, GeomType.HFIELD)}
 
 
 def _colliders() -> dict:
   """(type1, type2) -> (collider, slots) for MuJoCo's native primitive colliders, and
   (type1, type2) -> CONVEX for the pairs MuJoCo sends to its convex collider."""
-  from jaxmj.collision import convex, primitive
+  from jaxmj.collision import convex, hfield, mesh, primitive
 
-  table = {k: CONVEX for k in convex.CONVEX_PAIRS}
+  table = {k: CONVEX for k in (*convex.CONVEX_PAIRS, *mesh.CONVEX_MESH_PAIRS)}
   table.update(primitive.COLLIDERS)
+  table.update(mesh.COLLIDERS)
+  table.update({(GeomType.HFIELD, t): HFIELD for t in hfield.GEOM_TYPES})
   return table
 
 
@@ -77,6 +85,8 @@ def _plan(m, disable: int) -> dict:
     sig = _signature(m.geom_bodyid[dyn1], m.geom_bodyid[dyn2])
     dynamic = [(int(a), int(b), -1) for a, b, s in zip(dyn1, dyn2, sig) if int(s) not in taken]
     pairs = explicit + dynamic
+  from jaxmj.collision import hfield
+
   table = _colliders() if pairs else {}
   groups: dict[tuple, list] = {}
   missing = set()
@@ -86,10 +96,10 @@ def _plan(m, disable: int) -> dict:
       a, b, ta, tb = b, a, tb, ta
     key = (GeomType(ta), GeomType(tb))
     if key not in table:
-      if key != (GeomType.PLANE, GeomType.PLANE):  # MuJoCo never collides two planes
+      if key not in _NEVER:
         missing.add(key)
       continue
-    groups.setdefault(CONVEX if table[key] == CONVEX else key, []).append((a, b, p))
+    groups.setdefault(table[key] if isinstance(table[key], str) else key, []).append((a, b, p))
   if missing:
     names = ", ".join(f"{a.name.lower()}-{b.name.lower()}" for a, b in sorted(missing))
     raise NotImplementedError(f"jaxmj has no collider for geom pairs {names} yet")
@@ -99,8 +109,8 @@ def _plan(m, disable: int) -> dict:
   # values, so it is compiled once however many pair types use it.
   for key in sorted(groups, key=str):
     rows = np.array(groups[key], np.int32).reshape(-1, 3)
-    slots = 1 if key == CONVEX else table[key][1]
     g1, g2, p = rows[:, 0], rows[:, 1], rows[:, 2]
+    slots = 1 if key == CONVEX else hfield.slots(m, g2) if key == HFIELD else table[key][1]
     condim = _condim(m, g1, g2, p)
     out.append({"types": key, "g1": g1, "g2": g2, "pair": p, "slots": slots, "start": start})
     start += len(rows) * slots
@@ -179,7 +189,9 @@ def collision(m: Model, d: Data) -> Data:
   Reads geom_xpos, geom_xmat. Colliders look as far as margin + gap (where MuJoCo 4.0
   reports a contact); a slot is active, and gets constraint rows, when dist < margin.
   """
+  from jaxmj.collision import hfield
   from jaxmj.collision.convex import collide_convex
+  from jaxmj.collision.mesh import pair_arguments
   from jaxmj.collision.primitive import GeomFrame
 
   plan = collision_plan(m)
@@ -195,16 +207,22 @@ def collision(m: Model, d: Data) -> Data:
       slots = 1
       types = (m.geom_type[g1], m.geom_type[g2])
 
-      def fn(a, b, margin, t1, t2):
+      def fn(a, b, margin, t1, t2, verts1=None, verts2=None):
         one = collide_convex(t1, t2, a, b, margin, m.opt.ccd_tolerance,
-                             iterations=iterations)
+                             iterations=iterations, verts1=verts1, verts2=verts2)
         return tuple(x[None] for x in one)
+    elif group["types"] == HFIELD:
+      slots = group["slots"]
+      fn, types = hfield.collider(m, g1, g2, m.opt.ccd_tolerance, iterations)
     else:
       (fn, slots), types = table[group["types"]], ()
     params = contact_params(m, g1, g2, group["pair"])
     frames = [GeomFrame(pos=d.geom_xpos[g], mat=d.geom_xmat[g], size=m.geom_size[g])
               for g in (g1, g2)]
-    dist, pos, fr = jax.vmap(fn)(*frames, params["margin"] + params["gap"], *types)
+    extra = pair_arguments(m, group["types"], g1, g2)
+    dist, pos, fr = jax.vmap(fn)(*frames, params["margin"] + params["gap"], *types, *extra)
+    far = broadphase.out_of_reach(m, d, g1, g2, params["margin"] + params["gap"])
+    dist = jnp.where(far.reshape((-1,) + (1,) * (dist.ndim - 1)), NO_CONTACT, dist)
     rep = functools.partial(jnp.repeat, repeats=slots, axis=0)
     parts["dist"].append(dist.reshape(-1))
     parts["pos"].append(pos.reshape(-1, 3))

@@ -9,7 +9,23 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.mjcf import frames, inertia, parse, schema, setconst
+from jaxmj.mjcf import (
+  actuator,
+  asset,
+  camlight,
+  custom,
+  equality,
+  frames,
+  hfieldgrid,
+  inertia,
+  parse,
+  schema,
+  sensor,
+  setconst,
+  tendon,
+  user,
+  visual,
+)
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.mjcf.parse import Defaults, Node
 from jaxmj.scan import ancestor_mask, depths
@@ -46,16 +62,17 @@ class _Body:
   joints: list = dataclasses.field(default_factory=list)  # (node, values, is_free)
   geoms: list = dataclasses.field(default_factory=list)  # (node, values, pos, quat)
   sites: list = dataclasses.field(default_factory=list)
+  camlights: list = dataclasses.field(default_factory=list)  # (node, values, pos, quat)
 
 
 def compile_path(path, assets: dict | None = None) -> Model:
   """Compiles the MJCF file at `path` into a Model."""
-  return compile_node(parse.parse_path(path, assets), str(path))
+  return compile_node(parse.parse_path(path, assets), str(path), assets)
 
 
 def compile_string(xml: str | bytes, assets: dict | None = None) -> Model:
   """Compiles MJCF text into a Model; `assets` maps included file names to contents."""
-  return compile_node(parse.parse_string(xml, assets=assets), "")
+  return compile_node(parse.parse_string(xml, assets=assets), "", assets)
 
 
 def _section(root: Node, tag: str) -> tuple[dict, list[Node]]:
@@ -67,8 +84,8 @@ def _section(root: Node, tag: str) -> tuple[dict, list[Node]]:
   return values, nodes
 
 
-def compile_node(root: Node, path: str) -> Model:
-  """Compiles a parsed, validated MJCF tree."""
+def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
+  """Compiles a parsed, validated MJCF tree; `assets` maps file names to contents."""
   compiler, cnodes = _section(root, "compiler")
   if compiler["coordinate"] == "global":
     node = next(n for n in cnodes if n.attrs.get("coordinate") == "global")
@@ -77,20 +94,39 @@ def compile_node(root: Node, path: str) -> Model:
     seq = n.attrs.get("eulerseq")
     if seq is not None and (len(seq) != 3 or any(c not in "xyzXYZ" for c in seq)):
       raise n.error(f"invalid eulerseq {seq!r}: three of x, y, z, X, Y, Z", "eulerseq")
+    for name, what in schema.COMPILER_UNSUPPORTED.items():
+      if n.get(name):
+        raise n.error(f"{what} is not supported by jaxmj yet", name)
     if "settotalmass" in n.attrs:
       warnings.warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
                     "MuJoCo and will be removed in a future release", stacklevel=3)
   defaults = parse.parse_defaults(root)
   bodies = _walk_bodies(root, defaults, compiler)
+  asset_fields = asset.compile_assets(root, defaults, compiler, bodies, path, assets)
   f = _arrays(bodies, defaults, compiler)
+  f.update(asset_fields)
   _inertia(bodies, f, compiler)
+  f.update(tendon.compile_tendons(root, bodies, defaults, compiler))
   f.update(setconst.structure_fields(f))
   _check_masses(bodies, f)
+  f.update(actuator.compile_actuators(root, bodies, f, compiler))
   f.update(setconst.mass_constants(f))
+  f.update(tendon.tendon_constants(f))
+  f.update(actuator.actuator_constants(f, root))
   f.update(_contact(root, bodies, defaults, f))
+  f.update(equality.compile_equality(root, bodies, defaults, f))
+  equality.check_fluidshape(bodies)
+  f.update(sensor.compile_sensors(root, bodies, f))
+  f.update(camlight.compile_camlights(root, bodies, f))
+  f.update(vis=visual.compile_visual(root), stat=visual.compile_statistic(root, f))
+  f.update(custom.compile_custom(root))
+  f.update(asset.finalize(f))
+  f.update(hfieldgrid.window_fields(f))
   option = _option(root)
-  size, _ = _section(root, "size")
-  return _model(root, bodies, f, option, size, path)
+  size, size_nodes = _section(root, "size")
+  f.update(user.compile_user(bodies, size, size_nodes))
+  tuple_elements = f.pop("_tuple_elements")
+  return custom.resolve(_model(root, bodies, f, option, size, path), tuple_elements)
 
 
 # ---------------------------------------------------------------- body tree
@@ -130,6 +166,9 @@ def _walk(node, body_id, fpos, fquat, childclass, bodies, defaults, compiler) ->
       body.joints.append((child, {"type": "free", "group": child.get("group") or 0}, True))
     elif tag == "joint":
       body.joints.append((child, defaults.resolve(child, childclass), False))
+    elif tag in ("camera", "light"):
+      body.camlights.append(camlight.placed(child, defaults.resolve(child, childclass),
+                                            compiler, fpos, fquat))
     elif tag in ("geom", "site"):
       vals = defaults.resolve(child, childclass)
       if tag == "site" and vals.get("fromto") is not None and vals["type"] == "sphere":
@@ -154,8 +193,8 @@ def _placement(node: Node, vals: dict, compiler: dict):
   given = np.asarray(vals["size"], float)[:3]
   size[: len(given)] = given
   gtype = vals["type"]
-  if gtype in ("hfield", "mesh", "sdf"):
-    raise node.error(f"geom type '{gtype}' is not supported by jaxmj yet", "type")
+  if gtype in ("hfield", "mesh", "sdf") or vals.get("mesh") is not None:
+    return asset.raw_placement(node, vals, compiler)  # sized by its asset
   fromto = vals.get("fromto")
   if fromto is not None:
     if gtype not in ("capsule", "cylinder", "ellipsoid", "box"):
@@ -407,7 +446,8 @@ def _attached(bodies: list[_Body], kind: str) -> dict:
 
 def _geom_masses(f: dict) -> np.ndarray:
   """Mass of each geom: given, or density times volume."""
-  vol = np.array([inertia.geom_volume(t, s) for t, s in zip(f["geom_type"], f["geom_size"])])
+  vol = asset.volumes(f, np.array([inertia.geom_volume(t, s)
+                                   for t, s in zip(f["geom_type"], f["geom_size"])]))
   return np.where(np.isnan(f["geom_mass_given"]), f["geom_density"] * vol,
                   f["geom_mass_given"])
 
@@ -439,7 +479,7 @@ def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
     if gs:
       mass[b], ipos[b], inert[b], iquat[b] = inertia.combine(
         gmass[gs], f["geom_pos"][gs], f["geom_quat"][gs],
-        [inertia.geom_inertia(f["geom_type"][g], f["geom_size"][g], gmass[g]) for g in gs])
+        [inertia.geom_inertia(*asset.inertia_shape(f, g), gmass[g]) for g in gs])
   for b in range(1, nbody):
     if compiler["boundmass"] > 0:
       mass[b] = max(mass[b], compiler["boundmass"])
@@ -538,7 +578,8 @@ def _keyframes(root: Node, f: dict, nkey: int) -> tuple[dict, list[str]]:
   nq, nv, nmocap = f["nq"], f["nv"], int((f["body_mocapid"] >= 0).sum())
   mocap = np.flatnonzero(f["body_mocapid"] >= 0)[np.argsort(f["body_mocapid"][
     f["body_mocapid"] >= 0])]
-  dflt = {"qpos": f["qpos0"], "qvel": np.zeros(nv), "act": np.zeros(0), "ctrl": np.zeros(0),
+  dflt = {"qpos": f["qpos0"], "qvel": np.zeros(nv), "act": np.zeros(f.get("na", 0)),
+          "ctrl": np.zeros(f.get("nu", 0)),
           "mpos": f["body_pos"][mocap].ravel(), "mquat": f["body_quat"][mocap].ravel()}
   # Quaternions in qpos (ball and free joints), renormalized as MuJoCo does.
   quats = [a + (3 if t == JointType.FREE else 0) for t, a in zip(f["jnt_type"], f["jnt_qposadr"])
@@ -565,7 +606,8 @@ def _keyframes(root: Node, f: dict, nkey: int) -> tuple[dict, list[str]]:
       if k == "mquat":
         v = np.array([frames.normalize_quat(q) for q in v.reshape(-1, 4)], float).ravel()
       out[k].append(v)
-  sizes = {"qpos": nq, "qvel": nv, "act": 0, "ctrl": 0, "mpos": 3 * nmocap,
+  sizes = {"qpos": nq, "qvel": nv, "act": f.get("na", 0), "ctrl": f.get("nu", 0),
+           "mpos": 3 * nmocap,
            "mquat": 4 * nmocap}
   res = {"key_time": np.asarray(out["time"], float)}
   for k, n in sizes.items():
@@ -672,9 +714,18 @@ def _model(root, bodies, f, opt, size, path) -> Model:
                       ("keyframe", knodes)):
     _check_unique(bodies, kind, items)
   model_name = root.attrs.get("model", "MuJoCo Model")
-  names, (nb, nj, ng, ns, nk) = _names(model_name, [
-    [b.name for b in bodies], [n for _, n in jnodes], [n for _, n in gnodes],
-    [n for _, n in snodes], key_names])
+  # one group per object type, in MuJoCo's order of the names buffer
+  groups = {
+    "body": [b.name for b in bodies], "jnt": [n for _, n in jnodes],
+    "geom": [n for _, n in gnodes], "site": [n for _, n in snodes],
+    **dict(zip(("cam", "light"), camlight.names(bodies))),
+    **dict(zip(("mesh", "hfield", "tex", "mat"), asset.name_groups(f))),
+    "eq": f.pop("eq_names"), "tendon": f.pop("tendon_names"),
+    "actuator": list(f.get("actuator_names", ())), "sensor": sensor.names(f),
+    **dict(zip(("numeric", "text", "tuple"), custom.names(f))), "key": key_names,
+  }
+  names, adrs = _names(model_name, list(groups.values()))
+  f.update({f"name_{kind}adr": adr for kind, adr in zip(groups, adrs)})
 
   unsupported = []
   if np.any(f["geom_adhesion"] != 0) or np.any(f["pair_adhesion"] != 0):
@@ -683,8 +734,9 @@ def _model(root, bodies, f, opt, size, path) -> Model:
   if np.any(f["geom_surfacevel"] != 0):
     unsupported.append(("geom surface velocity (surfacevel)",
                         int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
-  if np.any(f["body_gravcomp"] != 0):
-    unsupported.append(("gravity compensation (body gravcomp)", int(DisableBit.GRAVITY)))
+  unsupported += sensor.unsupported(f)
+  unsupported += actuator.unsupported(f)
+  unsupported += tendon.unsupported(f)
 
   a = lambda x: jnp.asarray(x)
   option = Option(
@@ -720,9 +772,9 @@ def _model(root, bodies, f, opt, size, path) -> Model:
               pair_solimp=a(np.zeros((0, 5))), pair_margin=a(np.zeros(0)),
               pair_gap=a(np.zeros(0)), pair_friction=a(np.zeros((0, 5))))
   kw.update(
-    nu=0, na=0, nmocap=nmocap, nkey=len(keys["key_time"]), nuserdata=size["nuserdata"],
-    opt=option, names=names, name_bodyadr=nb, name_jntadr=nj, name_geomadr=ng,
-    name_siteadr=ns, name_keyadr=nk, body_depth=depths(f["body_parentid"]),
+    nu=f.get("nu", 0), na=f.get("na", 0), nmocap=nmocap, nkey=len(keys["key_time"]),
+    nuserdata=size["nuserdata"],
+    opt=option, names=names, body_depth=depths(f["body_parentid"]),
     dof_depth=depths(f["dof_parentid"]),
     dof_ancestor=ancestor_mask(f["dof_parentid"]) if f["nv"] else np.zeros((0, 0), bool),
     dof_hasfrictionloss=np.asarray(f["dof_frictionloss"]) > 0,

@@ -53,7 +53,8 @@ def geom_inertia(gtype: int, size: np.ndarray, mass: float) -> np.ndarray:
   return np.zeros(3)
 
 
-def eig3(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def eig3(mat: np.ndarray, stop_rel: float = _EIG_REL, sort_abs: float = _EIG_EPS,
+         sort_rel: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
   """Eigenvalues (decreasing) and eigenvector frame quaternion of a symmetric 3x3 matrix.
 
   Jacobi rotations accumulated in a quaternion, then a sort by quarter turns, the procedure
@@ -63,6 +64,10 @@ def eig3(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
   iteration stops when the off-diagonal is negligible relative to the diagonal. This agrees
   with its mju_eig3 to ~1e-14 unless two moments (nearly) coincide, where the frame is
   ill-determined and depends on the exact rounding of every step.
+
+  stop_rel: the iteration stops once the largest off-diagonal entry is at most stop_rel times
+  the largest diagonal one. Two moments are swapped when they differ by more than sort_abs +
+  sort_rel * (largest moment). (MuJoCo's mesh compiler uses 1e-7 for both relative values.)
   """
   quat = np.array([1.0, 0.0, 0.0, 0.0])
   for _ in range(500):
@@ -76,7 +81,7 @@ def eig3(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:
       rk, ck, rotk = 1, 2, 0
     off = d[rk, ck]
-    if abs(off) <= _EIG_REL * np.abs(eigval).max() or off == 0:
+    if abs(off) <= stop_rel * np.abs(eigval).max() or off == 0:
       break
     tau = (d[ck, ck] - d[rk, rk]) / (2 * off)
     t = 1.0 / (tau + np.sqrt(1 + tau * tau)) if tau >= 0 else -1.0 / (-tau + np.sqrt(1 + tau * tau))
@@ -88,9 +93,10 @@ def eig3(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
       rot[rotk + 1] = -rot[rotk + 1]
     rot[0] = np.sqrt(0.5 * (1.0 + c))  # cos(angle / 2)
     quat = frames.normalize_quat(frames.quat_mul(quat, frames.normalize_quat(rot)))
+  gap = sort_abs + sort_rel * np.abs(eigval).max()
   for j in range(3):
     j1 = j % 2
-    if eigval[j1] + _EIG_EPS < eigval[j1 + 1]:
+    if eigval[j1] + gap < eigval[j1 + 1]:
       eigval[[j1, j1 + 1]] = eigval[[j1 + 1, j1]]
       turn = np.zeros(4)
       turn[0] = turn[(j1 + 2) % 3 + 1] = np.sqrt(0.5)

@@ -27,7 +27,8 @@ class Node:
   line: int
 
   def error(self, msg: str, attribute: str | None = None) -> MJCFError:
-    return MJCFError(msg, file=self.file, line=self.line, element=self.tag, attribute=attribute)
+    element = self.tag.rpartition("/")[2]  # a scoped tag (schema.SCOPED) as written
+    return MJCFError(msg, file=self.file, line=self.line, element=element, attribute=attribute)
 
   def get(self, name: str):
     """Typed value of attribute `name` as written, or None if absent."""
@@ -109,6 +110,10 @@ def _xml_root(xml, file: str):
 
 def _parse(xml, file, base, assets, stack) -> Node:
   root = _xml_root(xml, file)
+  if root.tag == "robot":
+    raise MJCFError("URDF files (root <robot>) are not supported by jaxmj yet; convert to "
+                    "MJCF first (e.g. compile with mujoco and mj_saveLastXML)", file=file,
+                    line=root.sourceline, element="robot")
   if root.tag != "mujoco":
     raise MJCFError(f"root element must be <mujoco>, found <{root.tag}>", file=file,
                     line=root.sourceline, element=str(root.tag))
@@ -117,8 +122,11 @@ def _parse(xml, file, base, assets, stack) -> Node:
   return node
 
 
-def _convert(el, file, base, assets, stack) -> Node:
-  """lxml element -> Node, replacing each <include> by the included file's children."""
+def _convert(el, file, base, assets, stack, parent: str = "") -> Node:
+  """lxml element -> Node, replacing each <include> by the included file's children.
+
+  A tag whose meaning depends on its parent (schema.SCOPED) gets its scoped schema key."""
+  tag = schema.SCOPED.get((parent, str(el.tag)), str(el.tag))
   children = []
   for child in el:
     if not isinstance(child.tag, str):
@@ -126,8 +134,8 @@ def _convert(el, file, base, assets, stack) -> Node:
     if child.tag == "include":
       children.extend(_include(child, file, base, assets, stack))
     else:
-      children.append(_convert(child, file, base, assets, stack))
-  return Node(str(el.tag), dict(el.attrib), children, file, el.sourceline or 0)
+      children.append(_convert(child, file, base, assets, stack, tag))
+  return Node(tag, dict(el.attrib), children, file, el.sourceline or 0)
 
 
 def _include(el, file, base, assets, stack) -> list[Node]:

@@ -46,6 +46,29 @@ FLAGS_ENABLE = (
   "override", "energy", "fwdinv", "invdiscrete", "sleep", "diagexact", "ipc", "speculative",
 )
 
+TENDON = {
+  "group": (I, 0),
+  "limited": (LIMITED, "auto"),
+  "actuatorfrclimited": (LIMITED, "auto"),
+  "range": (fv(2), (0.0, 0.0)),
+  "actuatorfrcrange": (fv(2), (0.0, 0.0)),
+  "solreflimit": SOLREF,
+  "solimplimit": SOLIMP,
+  "solreffriction": SOLREF,
+  "solimpfriction": SOLIMP,
+  "frictionloss": (F, 0.0),
+  "springlength": (fv(-1), None),  # one value v means (v, v); unset: (-1, -1), computed
+  "width": (F, 0.003),
+  "material": (S, None),
+  "margin": (F, 0.0),
+  "stiffness": (fv(-1), (0.0, 0.0, 0.0)),
+  "springyield": (F, 0.0),
+  "damping": (fv(-1), (0.0, 0.0, 0.0)),
+  "armature": (F, 0.0),
+  "rgba": (fv(4), (0.5, 0.5, 0.5, 1.0)),
+  "user": (fv(-1), None),
+}
+
 ATTRS: dict[str, dict[str, tuple]] = {
   "mujoco": {"model": (S, "MuJoCo Model")},
   "include": {"file": (S, None)},
@@ -199,6 +222,16 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "adhesion": (F, 0.0),
   },
   "exclude": {"name": (S, None), "body1": (S, None), "body2": (S, None)},
+  # <tendon> is the section element; inside <default> it carries these tendon defaults.
+  "tendon": TENDON,
+  "spatial": {"name": (S, None), "class": (S, None), **TENDON},
+  "fixed": {"name": (S, None), "class": (S, None),
+            **{k: v for k, v in TENDON.items() if k not in ("width", "material", "rgba")}},
+  # Tendon path elements, scoped (SCOPED) apart from the body elements of the same name.
+  "spatial/site": {"site": (S, None)},
+  "spatial/geom": {"geom": (S, None), "sidesite": (S, None)},
+  "pulley": {"divisor": (F, None)},
+  "fixed/joint": {"joint": (S, None), "coef": (F, None)},
   "keyframe": {},
   "key": {
     "name": (S, None),
@@ -212,10 +245,85 @@ ATTRS: dict[str, dict[str, tuple]] = {
   },
 }
 
+# ---- sensors (compiled by jaxmj/mjcf/sensor.py) ----
+_SENSOR_COMMON = {
+  "name": (S, None),
+  "noise": (F, 0.0),
+  "cutoff": (F, 0.0),
+  "nsample": (I, 0),
+  "interp": (kw("zoh", "linear", "cubic"), "zoh"),
+  "interval": (fv(-1), (0.0, 0.0)),
+  "delay": (F, 0.0),
+  "user": (fv(-1), ()),
+}
+_FRAME_OBJ = kw("body", "xbody", "geom", "site", "camera")
+_SENSOR_OBJECTS = {
+  "site": ("touch", "accelerometer", "velocimeter", "gyro", "force", "torque", "magnetometer"),
+  "joint": ("jointpos", "jointvel", "jointactuatorfrc", "ballquat", "ballangvel",
+            "jointlimitpos", "jointlimitvel", "jointlimitfrc"),
+  "tendon": ("tendonpos", "tendonvel", "tendonactuatorfrc", "tendonlimitpos",
+             "tendonlimitvel", "tendonlimitfrc"),
+  "actuator": ("actuatorpos", "actuatorvel", "actuatorfrc"),
+  "body": ("subtreecom", "subtreelinvel", "subtreeangmom"),
+}
+_FRAME_SENSORS = ("framepos", "framequat", "framexaxis", "frameyaxis", "framezaxis",
+                  "framelinvel", "frameangvel", "framelinacc", "frameangacc")
+SENSORS = (
+  tuple(t for tags in _SENSOR_OBJECTS.values() for t in tags) + _FRAME_SENSORS
+  + ("rangefinder", "camprojection", "insidesite", "distance", "normal", "fromto", "contact",
+     "e_potential", "e_kinetic", "clock")
+)
+for _attr, _tags in _SENSOR_OBJECTS.items():
+  for _tag in _tags:
+    ATTRS[_tag] = {**_SENSOR_COMMON, _attr: (S, None)}
+for _tag in _FRAME_SENSORS:
+  ATTRS[_tag] = {**_SENSOR_COMMON, "objtype": (_FRAME_OBJ, None), "objname": (S, None),
+                 "reftype": (_FRAME_OBJ, None), "refname": (S, None)}
+ATTRS["rangefinder"] = {**_SENSOR_COMMON, "site": (S, None), "camera": (S, None),
+                        "data": (S, "dist")}
+ATTRS["camprojection"] = {**_SENSOR_COMMON, "site": (S, None), "camera": (S, None)}
+ATTRS["insidesite"] = {**_SENSOR_COMMON, "objtype": (_FRAME_OBJ, None), "objname": (S, None),
+                       "site": (S, None), "enclosed": (B, False)}
+for _tag in ("distance", "normal", "fromto"):
+  ATTRS[_tag] = {**_SENSOR_COMMON, **{k: (S, None) for k in ("geom1", "geom2", "body1",
+                                                                 "body2")}}
+for _tag in ("e_potential", "e_kinetic", "clock"):
+  ATTRS[_tag] = dict(_SENSOR_COMMON)
+ATTRS["sensor"] = {}
+# <contact> is both the top-level pair/exclude section (no attributes: the sensor compiler
+# rejects any written there) and the contact sensor, whose attributes these are.
+ATTRS["contact"] = {
+  **_SENSOR_COMMON,
+  **{k: (S, None) for k in ("geom1", "geom2", "body1", "body2", "subtree1", "subtree2",
+                            "site")},
+  "num": (I, 1), "data": (S, "found"),
+  "reduce": (kw("none", "mindist", "maxforce", "netforce"), "none"),
+}
+
+# ---- equality constraints (compiled by jaxmj/mjcf/equality.py) ----
+# <equality> in <default> sets the attributes common to every type. Its children <joint>
+# and <tendon> are scoped tags (SCOPED) so they do not clash with the body joint / tendons.
+_EQ_COMMON = {"name": (S, None), "class": (S, None), "active": (B, True), "solref": SOLREF,
+              "solimp": SOLIMP}
+ATTRS["equality"] = {k: _EQ_COMMON[k] for k in ("active", "solref", "solimp")}
+ATTRS["connect"] = {**_EQ_COMMON, "body1": (S, None), "body2": (S, None),
+                    "anchor": (fv(3), None), "site1": (S, None), "site2": (S, None)}
+ATTRS["weld"] = {**ATTRS["connect"], "relpose": (fv(7), (0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0)),
+                 "torquescale": (F, 1.0)}
+ATTRS["equality/joint"] = {**_EQ_COMMON, "joint1": (S, None), "joint2": (S, None),
+                           "polycoef": (fv(5), (0.0, 1.0, 0.0, 0.0, 0.0))}
+ATTRS["equality/tendon"] = {**_EQ_COMMON, "tendon1": (S, None), "tendon2": (S, None),
+                            "polycoef": (fv(5), (0.0, 1.0, 0.0, 0.0, 0.0))}
+# Geom fluid attributes: only fluidshape="none" (the inertia-box model) is supported; the
+# compiler rejects "ellipsoid" by name (jaxmj/mjcf/equality.check_fluidshape).
+ATTRS["geom"].update(fluidshape=(kw("none", "ellipsoid"), "none"),
+                     fluidcoef=(fv(5), (0.5, 0.25, 1.5, 1.0, 1.0)))
+
 # Variable-length attributes (count -1 above) that MuJoCo caps: more values is an error.
 # Keyed by attribute name, or by (element, attribute) where an element differs.
 MAX_VALUES = {"size": 3, "friction": 3, "solimp": 5, "solimplimit": 5, "solimpfriction": 5,
-              "o_solimp": 5, "surfacevel": 6, ("pair", "friction"): 5}
+              "o_solimp": 5, "surfacevel": 6, ("pair", "friction"): 5,
+              "interval": 2, "springlength": 2, "stiffness": 3, "damping": 3}
 
 
 def max_values(tag: str, name: str) -> int | None:
@@ -225,25 +333,35 @@ def max_values(tag: str, name: str) -> int | None:
 # Element -> children it may hold (within the supported subset).
 CHILDREN: dict[str, tuple[str, ...]] = {
   "mujoco": ("include", "compiler", "option", "size", "default", "worldbody", "contact",
-             "keyframe"),
+             "keyframe", "sensor", "tendon"),
+  "sensor": SENSORS,
   "option": ("flag",),
-  "default": ("default", "joint", "geom", "site", "pair"),
+  "default": ("default", "joint", "geom", "site", "pair", "tendon"),
   "worldbody": ("body", "frame", "geom", "site"),
   "body": ("body", "frame", "inertial", "joint", "freejoint", "geom", "site"),
   "frame": ("body", "frame", "geom", "site"),
   "contact": ("pair", "exclude"),
   "keyframe": ("key",),
+  "tendon": ("spatial", "fixed"),
+  "spatial": ("spatial/site", "spatial/geom", "pulley"),
+  "fixed": ("fixed/joint",),
 }
+
+# (parent tag, tag) -> scoped tag, for elements whose meaning depends on their parent; the
+# parser stores the scoped tag (errors still name the element as written).
+SCOPED: dict[tuple[str, str], str] = {}
+SCOPED.update({("spatial", "site"): "spatial/site", ("spatial", "geom"): "spatial/geom",
+               ("fixed", "joint"): "fixed/joint"})  # tendon paths
 
 # Children that may appear at most once in their parent.
 UNIQUE: dict[str, tuple[str, ...]] = {
   "option": ("flag",),
-  "default": ("joint", "geom", "site", "pair"),
+  "default": ("joint", "geom", "site", "pair", "tendon"),
   "body": ("inertial",),
 }
 
 # Elements that may appear inside <default> and so take class defaults.
-DEFAULTABLE = ("joint", "geom", "site", "pair")
+DEFAULTABLE = ("joint", "geom", "site", "pair", "tendon")
 
 # Attributes an element may not take inside <default>, besides name and class.
 NOT_IN_DEFAULT = {"pair": ("geom1", "geom2")}
@@ -253,12 +371,7 @@ UNSUPPORTED = {
   "asset": "assets (meshes, heightfields, textures, materials)",
   "mesh": "meshes", "hfield": "heightfields", "texture": "textures", "material": "materials",
   "skin": "skins", "model": "model assets",
-  "tendon": "tendons", "spatial": "spatial tendons", "fixed": "fixed tendons",
-  "actuator": "actuators", "general": "actuators", "motor": "actuators",
-  "position": "actuators", "velocity": "actuators", "intvelocity": "actuators",
-  "damper": "actuators", "cylinder": "actuators", "muscle": "actuators",
-  "adhesion": "actuators",
-  "sensor": "sensors", "equality": "equality constraints",
+  "tactile": "tactile sensors", "user": "user sensors",
   "custom": "custom numeric/text/tuple data", "extension": "plugins", "plugin": "plugins",
   "deformable": "deformable objects (flex)", "flex": "flex objects", "flexcomp": "flex objects",
   "composite": "composite objects", "replicate": "replicate", "attach": "model attachment",
@@ -267,3 +380,209 @@ UNSUPPORTED = {
 
 # Visual-only elements: no effect on physics; skipped with a warning until kept in Model.
 VISUAL_ONLY = ("camera", "light", "visual")
+
+# ---- equality constraints: where they may appear ----
+SCOPED.update({("equality", t): f"equality/{t}"
+               for t in ("joint", "tendon", "flex", "flexvert", "flexstrain")})
+CHILDREN["mujoco"] += ("equality",)
+CHILDREN["equality"] = ("connect", "weld", "equality/joint", "equality/tendon")
+CHILDREN["default"] += ("equality",)
+UNIQUE["default"] += ("equality",)
+DEFAULTABLE += ("equality",)
+UNSUPPORTED.update({f"equality/{t}": f"<equality><{t}> (flex equality constraints)"
+                    for t in ("flex", "flexvert", "flexstrain")})
+
+# ---- actuators (compiled by jaxmj/mjcf/actuator.py) ----
+# Defaults here are MuJoCo's values for <general>; actuator.py applies each shortcut's own
+# expansion and the default-class cascade, so only the attribute names and types matter
+# for the shortcuts.
+_ACT_TARGETS = ("joint", "jointinparent", "tendon", "cranksite", "slidersite", "site",
+                "refsite", "body")
+_ACT_COMMON = {
+  "name": (S, None), "class": (S, None), "group": (I, 0),
+  "ctrllimited": (LIMITED, "auto"), "forcelimited": (LIMITED, "auto"),
+  "ctrlrange": (fv(2), (0.0, 0.0)), "forcerange": (fv(2), (0.0, 0.0)),
+  "lengthrange": (fv(2), (0.0, 0.0)), "gear": (fv(-1), (1.0, 0.0, 0.0, 0.0, 0.0, 0.0)),
+  "cranklength": (F, 0.0), "user": (fv(-1), ()), "damping": (fv(-1), (0.0, 0.0, 0.0)),
+  "armature": (F, 0.0), "delay": (F, 0.0), "nsample": (I, 0),
+  "interp": (kw("zoh", "linear", "cubic"), "zoh"),
+  **{t: (S, None) for t in _ACT_TARGETS},
+}
+_ACT_STATE = {"actlimited": (LIMITED, "auto"), "actrange": (fv(2), (0.0, 0.0))}
+ACTUATORS = ("general", "motor", "position", "velocity", "intvelocity", "damper", "cylinder",
+             "muscle", "adhesion")
+ATTRS["general"] = {
+  **_ACT_COMMON, **_ACT_STATE, "actdim": (I, -1), "actearly": (B, False),
+  "dyntype": (kw("none", "integrator", "filter", "filterexact", "muscle", "user", "pid",
+                 "dcmotor"), "none"),
+  "gaintype": (kw("fixed", "affine", "muscle", "user", "dcmotor", "pid", "so3"), "fixed"),
+  "biastype": (kw("none", "affine", "muscle", "user", "dcmotor", "so3"), "none"),
+  "dynprm": (fv(-1), (1.0,) + (0.0,) * 9), "gainprm": (fv(-1), (1.0,) + (0.0,) * 9),
+  "biasprm": (fv(-1), (0.0,) * 10), "inheritrange": (F, 0.0), "input": (S, None),
+  "velrange": (fv(2), (0.0, 0.0)), "ffrange": (fv(2), (0.0, 0.0)),
+}
+ATTRS["motor"] = dict(_ACT_COMMON)
+ATTRS["position"] = {**_ACT_COMMON, "kp": (F, 1.0), "kv": (F, 0.0), "dampratio": (F, 0.0),
+                     "timeconst": (F, 0.0), "inheritrange": (F, 0.0)}
+ATTRS["velocity"] = {**_ACT_COMMON, "kv": (F, 1.0)}
+ATTRS["intvelocity"] = {**_ACT_COMMON, **_ACT_STATE, "kp": (F, 1.0), "kv": (F, 0.0),
+                        "dampratio": (F, 0.0), "inheritrange": (F, 0.0)}
+ATTRS["damper"] = {**_ACT_COMMON, "kv": (F, 1.0)}
+ATTRS["cylinder"] = {**_ACT_COMMON, "timeconst": (F, 1.0), "area": (F, 1.0),
+                     "diameter": (F, None), "bias": (fv(3), (0.0, 0.0, 0.0))}
+ATTRS["muscle"] = {**_ACT_COMMON, "timeconst": (fv(2), (0.01, 0.04)), "tausmooth": (F, 0.0),
+                   "range": (fv(2), (0.75, 1.05)), "force": (F, -1.0), "scale": (F, 200.0),
+                   "lmin": (F, 0.5), "lmax": (F, 1.6), "vmax": (F, 1.5), "fpmax": (F, 1.3),
+                   "fvmax": (F, 1.2)}
+ATTRS["adhesion"] = {k: _ACT_COMMON[k] for k in ("name", "class", "group", "forcelimited",
+                                                 "ctrlrange", "forcerange", "user", "body",
+                                                 "delay", "nsample", "interp")}
+ATTRS["adhesion"]["gain"] = (F, 1.0)
+ATTRS["actuator"] = {}
+# <compiler><lengthrange>: how the compiler finds muscle length ranges.
+ATTRS["lengthrange"] = {
+  "mode": (kw("none", "muscle", "muscleuser", "all"), "muscle"),
+  "useexisting": (B, True), "uselimit": (B, False), "accel": (F, 20.0), "maxforce": (F, 0.0),
+  "timeconst": (F, 1.0), "timestep": (F, 0.01), "inttotal": (F, 10.0), "interval": (F, 2.0),
+  "tolrange": (F, 0.05),
+}
+CHILDREN["mujoco"] += ("actuator",)
+CHILDREN["actuator"] = ACTUATORS
+CHILDREN["default"] += ACTUATORS
+CHILDREN["compiler"] = CHILDREN.get("compiler", ()) + ("lengthrange",)
+UNIQUE["compiler"] = UNIQUE.get("compiler", ()) + ("lengthrange",)
+MAX_VALUES.update({"gear": 6, "dynprm": 10, "gainprm": 10, "biasprm": 10})
+NOT_IN_DEFAULT["muscle"] = ("tausmooth",)  # MuJoCo's schema: not in a default class
+UNSUPPORTED.update({t: f"<{t}> actuators" for t in ("pid", "dcmotor", "orientation")})
+
+# ---- assets: meshes and heightfields (compiled by jaxmj/mjcf/asset.py) ----
+ATTRS["compiler"].update({
+  "meshdir": (S, None), "texturedir": (S, None), "assetdir": (S, None),
+  "strippath": (B, False), "fitaabb": (B, False),
+})
+ATTRS["geom"].update({"mesh": (S, None), "hfield": (S, None), "fitscale": (F, 1.0)})
+ATTRS["asset"] = {}
+ATTRS["mesh"] = {
+  "name": (S, None), "class": (S, None), "content_type": (S, None), "file": (S, None),
+  "scale": (fv(3), (1.0, 1.0, 1.0)),
+  "inertia": (kw("convex", "exact", "legacy", "shell"), "legacy"),
+  "smoothnormal": (B, False), "maxhullvert": (I, -1),
+  "vertex": (fv(-1), None), "normal": (fv(-1), None), "texcoord": (fv(-1), None),
+  "face": (iv(-1), None), "refpos": (fv(3), (0.0, 0.0, 0.0)),
+  "refquat": (fv(4), (1.0, 0.0, 0.0, 0.0)), "builtin": (S, None), "params": (fv(-1), None),
+  "material": (S, None),
+}
+ATTRS["hfield"] = {
+  "name": (S, None), "content_type": (S, None), "file": (S, None), "nrow": (I, 0),
+  "ncol": (I, 0), "elevation": (fv(-1), None), "size": (fv(4), None),
+}
+# Textures and materials (jaxmj/mjcf/texture.py): kept for renderers, no physics effect.
+ATTRS["geom"]["material"] = (S, None)
+ATTRS["site"]["material"] = (S, None)
+ATTRS["texture"] = {
+  "name": (S, None), "type": (kw("2d", "cube", "skybox"), "cube"),
+  "colorspace": (kw("auto", "linear", "sRGB"), "auto"), "content_type": (S, None),
+  "file": (S, None), "gridsize": (iv(2), (1, 1)), "gridlayout": (S, "............"),
+  **{"file" + f: (S, None) for f in ("right", "left", "up", "down", "front", "back")},
+  "builtin": (kw("none", "gradient", "checker", "flat"), "none"),
+  "rgb1": (fv(3), (0.8, 0.8, 0.8)), "rgb2": (fv(3), (0.5, 0.5, 0.5)),
+  "mark": (kw("none", "edge", "cross", "random"), "none"), "markrgb": (fv(3), (0.0, 0.0, 0.0)),
+  "random": (F, 0.01), "width": (I, 0), "height": (I, 0), "hflip": (B, False),
+  "vflip": (B, False), "nchannel": (I, 3),
+}
+ATTRS["material"] = {
+  "name": (S, None), "class": (S, None), "texture": (S, None), "texrepeat": (fv(2), (1.0, 1.0)),
+  "texuniform": (B, False), "emission": (F, 0.0), "specular": (F, 0.5), "shininess": (F, 0.5),
+  "reflectance": (F, 0.0), "metallic": (F, -1.0), "roughness": (F, -1.0),
+  "rgba": (fv(4), (1.0, 1.0, 1.0, 1.0)),
+}
+ATTRS["layer"] = {"texture": (S, None), "role": (kw(*("user", "rgb", "occlusion", "roughness",
+                                                        "metallic", "normal", "opacity",
+                                                        "emissive", "rgba", "orm")), "rgb")}
+CHILDREN["material"] = ("layer",)
+CHILDREN["mujoco"] += ("asset",)
+CHILDREN["asset"] = ("mesh", "hfield", "texture", "material")
+CHILDREN["default"] += ("mesh", "material")
+UNIQUE["default"] += ("mesh", "material")
+DEFAULTABLE += ("mesh", "material")
+NOT_IN_DEFAULT["mesh"] = ("file", "content_type", "vertex", "normal", "texcoord", "face")
+for _tag in ("asset", "mesh", "hfield", "texture", "material"):
+  UNSUPPORTED.pop(_tag, None)
+
+# ---- cameras and lights (compiled by jaxmj/mjcf/camlight.py; visual only) ----
+_CAMLIGHT_MODE = kw("fixed", "track", "trackcom", "targetbody", "targetbodycom")
+ATTRS["camera"] = {
+  "name": (S, None), "class": (S, None), "mode": (_CAMLIGHT_MODE, "fixed"), "target": (S, None),
+  "pos": (fv(3), (0.0, 0.0, 0.0)), **ORIENT,
+  "projection": (kw("perspective", "orthographic"), "perspective"), "fovy": (F, None),
+  "ipd": (F, 0.068), "resolution": (iv(2), (1, 1)), "output": (S, "rgb"),
+  "focal": (fv(2), (0.0, 0.0)), "focalpixel": (fv(2), (0.0, 0.0)),
+  "principal": (fv(2), (0.0, 0.0)), "principalpixel": (fv(2), (0.0, 0.0)),
+  "sensorsize": (fv(2), (0.0, 0.0)), "user": (fv(-1), ()),
+}
+ATTRS["light"] = {
+  "name": (S, None), "class": (S, None), "mode": (_CAMLIGHT_MODE, "fixed"), "target": (S, None),
+  "directional": (B, False), "type": (kw("spot", "directional", "point", "image"), "spot"),
+  "castshadow": (B, True), "active": (B, True), "pos": (fv(3), (0.0, 0.0, 0.0)),
+  "dir": (fv(3), (0.0, 0.0, -1.0)), "bulbradius": (F, 0.02), "softness": (F, 0.2),
+  "intensity": (F, 0.0), "range": (F, 10.0), "attenuation": (fv(3), (1.0, 0.0, 0.0)),
+  "cutoff": (F, 45.0), "exponent": (F, 10.0), "ambient": (fv(3), (0.0, 0.0, 0.0)),
+  "diffuse": (fv(3), (0.7, 0.7, 0.7)), "specular": (fv(3), (0.3, 0.3, 0.3)),
+  "texture": (S, None),
+}
+for _tag in ("worldbody", "body", "frame"):
+  CHILDREN[_tag] += ("camera", "light")
+CHILDREN["default"] += ("camera", "light")
+UNIQUE["default"] += ("camera", "light")
+DEFAULTABLE += ("camera", "light")
+VISUAL_ONLY = ()  # every visual-only element is now compiled and kept in the Model
+
+# ---- <visual> and <statistic> (compiled by jaxmj/mjcf/visual.py; no physics effect) ----
+from jaxmj import visual as _visual  # noqa: E402 - the visual spec is shared with the Model
+
+ATTRS["visual"] = {}
+CHILDREN["mujoco"] += ("visual", "statistic")
+CHILDREN["visual"] = tuple(f"visual/{s}" for s in _visual.SPEC)
+UNIQUE["visual"] = CHILDREN["visual"]
+_VIS_KIND = {"int": I, "bool": B, "float": F}
+for _sec, _spec in _visual.SPEC.items():
+  SCOPED[("visual", _sec)] = f"visual/{_sec}"
+  ATTRS[f"visual/{_sec}"] = {
+    k: ((fv(kind), dv) if isinstance(kind, int) else
+        (_VIS_KIND[kind], bool(dv) if kind == "bool" else dv))
+    for k, (kind, dv) in _spec.items()}
+ATTRS["statistic"] = {"meaninertia": (F, None), "meanmass": (F, None), "meansize": (F, None),
+                      "extent": (F, None), "center": (fv(3), None)}
+UNSUPPORTED.pop("statistic", None)
+
+# ---- <custom> numeric, text and tuple data (compiled by jaxmj/mjcf/custom.py) ----
+ATTRS["custom"] = {}
+ATTRS["numeric"] = {"name": (S, None), "size": (I, -1), "data": (fv(-1), None)}
+ATTRS["text"] = {"name": (S, None), "data": (S, None)}
+ATTRS["tuple"] = {"name": (S, None)}
+ATTRS["tuple/element"] = {
+  "objtype": (kw("body", "xbody", "joint", "dof", "geom", "site", "camera", "light", "flex",
+                 "mesh", "skin", "hfield", "texture", "material", "pair", "exclude",
+                 "equality", "tendon", "actuator", "sensor", "numeric", "text", "tuple", "key",
+                 "plugin"), None),
+  "objname": (S, None), "prm": (F, 0.0)}
+SCOPED[("tuple", "element")] = "tuple/element"
+CHILDREN["mujoco"] += ("custom",)
+CHILDREN["custom"] = ("numeric", "text", "tuple")
+CHILDREN["tuple"] = ("tuple/element",)
+for _tag in ("custom", "numeric", "text", "tuple"):
+  UNSUPPORTED.pop(_tag, None)
+
+# ---- more <compiler> options (checked in jaxmj/mjcf/build.py's compile_node) ----
+ATTRS["compiler"].update({"fusestatic": (B, False), "discardvisual": (B, False),
+                          "alignfree": (B, False), "usethread": (B, True)})
+# Options jaxmj accepts only at their default: value -> what the error names.
+COMPILER_UNSUPPORTED = {"fusestatic": "fusing static bodies (compiler fusestatic)",
+                        "discardvisual": "discarding visual geoms (compiler discardvisual)",
+                        "alignfree": "aligning free bodies to their inertia (compiler alignfree)"}
+
+# ---- user data sizes and `user` attributes (compiled by jaxmj/mjcf/user.py) ----
+ATTRS["size"].update({f"nuser_{k}": (I, -1) for k in ("body", "jnt", "geom", "site", "cam",
+                                                      "tendon", "actuator", "sensor")})
+for _tag in ("body", "joint", "geom", "site"):
+  ATTRS[_tag]["user"] = (fv(-1), None)

@@ -17,6 +17,8 @@ actuators reflect onto their dofs); tendon_armature/adr/num and wrap_type/objid/
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from jaxmj.mjcf import frames
@@ -404,7 +406,8 @@ def _kinematics(f: dict, qpos: np.ndarray) -> dict:
     ipos, iquat = _f64(f["body_ipos"]).reshape(-1, 3), _f64(f["body_iquat"]).reshape(-1, 4)
     xipos = xpos + np.einsum("bij,bj->bi", xmat, ipos)
     ximat = np.einsum("bij,bjk->bik", xmat, np.stack([frames.quat_to_mat(q) for q in iquat]))
-    return dict(xpos=xpos, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=xanchor, xaxis=xaxis)
+    return dict(xpos=xpos, xquat=xquat, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=xanchor,
+                xaxis=xaxis)
 
 
 def _attached_xpos(kin: dict, bodyid: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -495,10 +498,10 @@ def _mass_matrix(f: dict, cdof: np.ndarray, inertia: np.ndarray) -> np.ndarray:
     mass = np.zeros((nv, nv))
     for i in range(nv):
         force = crb[dof_body[i]] @ cdof[i]
-        j = i
-        while j >= 0:
-            mass[i, j] = mass[j, i] = cdof[j] @ force
-            j = dof_parent[j]
+        chain = [i]
+        while dof_parent[chain[-1]] >= 0:
+            chain.append(dof_parent[chain[-1]])
+        mass[i, chain] = mass[chain, i] = cdof[chain] @ force
     mass[np.diag_indices(nv)] += _dof_armature(f)
     return mass
 
@@ -530,10 +533,10 @@ def _factor(mass: np.ndarray, ancestors: list[np.ndarray]) -> np.ndarray:
         qld[k, k] = max(qld[k, k], _MJ_MINVAL)
         invd = 1 / qld[k, k]
         anc = ancestors[k]
-        for n, j in enumerate(anc):
-            # row j keeps columns <= j: j itself and its ancestors, the tail of anc
-            cols = anc[n:]
-            qld[j, cols] += (-qld[k, j] * invd) * qld[k, cols]
+        # Rank-1 update of the ancestors' block, entry by entry as mj_factorI rounds it
+        # (row j needs only columns <= j; the rest lands in the stale upper triangle).
+        row = qld[k, anc]
+        qld[np.ix_(anc, anc)] += (-row * invd)[:, None] * row[None, :]
         qld[k, anc] *= invd
     return qld
 
@@ -566,7 +569,11 @@ class _Qpos0:
         self.crb = _mass_matrix(self.f, self.cdof, inertia)
         self.mass = self.crb + self._tendon_inertia()
         self.ancestors = _dof_ancestors(self.f)
-        self.qld = _factor(self.mass, self.ancestors)
+
+    @functools.cached_property
+    def qld(self) -> np.ndarray:
+        """LDL' factor of the mass matrix, made on first use (statistics need none)."""
+        return _factor(self.mass, self.ancestors)
 
     def dof_chain(self, body: int) -> list[int]:
         """Dofs that move the body: those of its nearest moving ancestor and their parents."""
@@ -584,11 +591,11 @@ class _Qpos0:
     def point_jacobian(self, body: int, point: np.ndarray) -> np.ndarray:
         """Jacobian (6, nv) of a global point moving with the body: translation, rotation."""
         jac = np.zeros((6, len(self.cdof)))
-        arm = point - self.ref[body]
-        for d in self.dof_chain(body):
-            w, v = self.cdof[d, :3], self.cdof[d, 3:]
-            jac[:3, d] = v + np.cross(w, arm)
-            jac[3:, d] = w
+        chain = self.dof_chain(body)
+        if chain:
+            w, v = self.cdof[chain, :3], self.cdof[chain, 3:]
+            jac[:3, chain] = (v + np.cross(w, point - self.ref[body])).T
+            jac[3:, chain] = w.T
         return jac
 
     def _tendon_inertia(self) -> np.ndarray:

@@ -63,6 +63,9 @@ def test_limits_and_frictionloss_match_mj_step():
   _compare(m, mj, dm, 400, 1e-8)
 
 
+# tests/test_contact_grad.py checks contact gradients against finite differences in the
+# default suite; this longer one runs with --runslow.
+@pytest.mark.slow
 def test_gradient_through_contacts_is_finite():
   m, _ = load_both(os.path.join(MODELS, "primitives_drop.xml"))
   d = jaxmj.make_data(m)

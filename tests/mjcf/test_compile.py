@@ -27,6 +27,9 @@ import jaxmj  # noqa: E402
 # that size 1e-10 absolute is below double precision of the factorization, so they are
 # held to 1e-10 relative instead.
 RELATIVE = ("body_invweight0", "dof_invweight0", "dof_M0")
+# Offsets from the subtree com at qpos0 inherit the ~1e-9 xipos differences of bodies with
+# float32-rounded orientations (mjx convex.xml); the com itself is not a compared field.
+LOOSE = {"cam_poscom0": 1e-8, "light_poscom0": 1e-8}
 
 
 def differences(m, mj, atol=1e-10) -> list[str]:
@@ -35,6 +38,9 @@ def differences(m, mj, atol=1e-10) -> list[str]:
   out = contact_differences(m, mj)
   for diff in model_differences(m, mj, atol):
     name = diff.split(":")[0]
+    if name in LOOSE and np.allclose(getattr(m, name), getattr(mj, name), rtol=0,
+                                     atol=LOOSE[name]):
+      continue
     if name in RELATIVE:
       ours, ref = np.asarray(getattr(m, name)), np.asarray(getattr(mj, name))
       if ours.shape == ref.shape and np.all(
@@ -494,43 +500,7 @@ BUNDLED = sorted(os.path.relpath(p, MJ_DIR) for folder in ("mjx/test_data", "tes
 
 # Files using features jaxmj does not compile yet: the text the MJCFError must contain.
 EXPECTED_UNSUPPORTED = {
-  "mjx/test_data/actuator/arm21.xml": "tendons",
-  "mjx/test_data/actuator/general_dyntype.xml": "actuators",
-  "mjx/test_data/actuator/tendon_force_clamp.xml": "tendons",
-  "mjx/test_data/barkour_v0/assets/barkour_v0_mjx.xml": "meshdir",
-  "mjx/test_data/convex.xml": "assets",
-  "mjx/test_data/humanoid/01_humanoids.xml": "custom",
-  "mjx/test_data/humanoid/02_humanoids.xml": "custom",
-  "mjx/test_data/humanoid/03_humanoids.xml": "custom",
-  "mjx/test_data/humanoid/04_humanoids.xml": "custom",
-  "mjx/test_data/humanoid/05_humanoids.xml": "custom",
-  "mjx/test_data/humanoid/06_humanoids.xml": "custom",
-  "mjx/test_data/humanoid/07_humanoids.xml": "custom",
-  "mjx/test_data/humanoid/08_humanoids.xml": "custom",
-  "mjx/test_data/humanoid/09_humanoids.xml": "custom",
-  "mjx/test_data/humanoid/10_humanoids.xml": "custom",
-  "mjx/test_data/humanoid/humanoid.xml": "<statistic>",
-  "mjx/test_data/pendula.xml": "tendons",
-  "mjx/test_data/quadratic_frictionloss.xml": "assets",
-  "mjx/test_data/ray.xml": "assets",
-  "mjx/test_data/sensor/model.xml": "assets",
-  "mjx/test_data/sensor/sensor.xml": "assets",
-  "mjx/test_data/shadow_hand/right_hand.xml": "meshdir",
-  "mjx/test_data/shadow_hand/scene_right.xml": "meshdir",
-  "mjx/test_data/tendon/armature.xml": "tendons",
-  "mjx/test_data/tendon/fixed.xml": "tendons",
-  "mjx/test_data/tendon/fixed_site.xml": "tendons",
-  "mjx/test_data/tendon/fixed_site_wrap.xml": "tendons",
-  "mjx/test_data/tendon/pulley_fixed_site_wrap.xml": "tendons",
-  "mjx/test_data/tendon/pulley_site.xml": "tendons",
-  "mjx/test_data/tendon/pulley_site_wrap.xml": "tendons",
-  "mjx/test_data/tendon/pulley_wrap.xml": "tendons",
-  "mjx/test_data/tendon/site.xml": "tendons",
-  "mjx/test_data/tendon/site_wrap.xml": "tendons",
-  "mjx/test_data/tendon/tendon.xml": "tendons",
-  "mjx/test_data/tendon/wrap_sidesite.xml": "tendons",
-  "testdata/model.xml": "assets",
-  "testdata/msh.xml": "assets",
+  "testdata/model.xml": "wrap around geoms",
 }
 
 
@@ -576,15 +546,16 @@ def _supported_subset(path: str):
 
   def prune(el):
     for child in list(el):
-      drop = (not isinstance(child.tag, str) or child.tag not in schema.ATTRS
+      tag = schema.SCOPED.get((el.tag, child.tag), child.tag)  # e.g. spatial/site
+      drop = (not isinstance(child.tag, str) or tag not in schema.ATTRS
               or (child.tag == "geom" and (child.get("type") in ("mesh", "hfield", "sdf")
                                            or (child.get("mesh") and not child.get("type")))))
       if drop:
         el.remove(child)
         continue
       for name in list(child.attrib):
-        if name not in schema.ATTRS[child.tag] or (child.tag == "key" and name in ("ctrl",
-                                                                                   "act")):
+        if name not in schema.ATTRS[tag] or (child.tag == "key" and name in ("ctrl",
+                                                                             "act")):
           del child.attrib[name]
       prune(child)
 

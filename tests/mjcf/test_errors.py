@@ -92,18 +92,26 @@ CASES = {
                     ["repeated site name 's'"]),
   "repeated_key": (wrap(tail='<keyframe><key name="k"/><key name="k"/></keyframe>'), 6, "key",
                    "name", ["repeated keyframe name 'k'"]),
-  "tendon": (wrap(tail="<tendon/>"), 6, "tendon", None, ["not supported", "tendons"]),
-  "actuator": (wrap(tail="<actuator/>"), 6, "actuator", None, ["not supported", "actuators"]),
-  "sensor": (wrap(tail="<sensor/>"), 6, "sensor", None, ["not supported", "sensors"]),
-  "asset": (wrap(tail="<asset/>"), 6, "asset", None, ["not supported", "assets"]),
-  "equality": (wrap(tail="<equality/>"), 6, "equality", None, ["not supported", "equality"]),
+  "tendon": (wrap(body='<body><joint name="j"/><geom size=".1"/></body>',
+                  tail='<tendon><fixed user="1"><joint joint="j" coef="1"/></fixed></tendon>'),
+             6, "fixed", "user", ["not supported", "tendon user data"]),
+  "pid_actuator": (wrap(tail='<actuator><pid joint="j"/></actuator>'), 6, "pid", None,
+                   ["not supported", "<pid> actuators"]),
+  "sensor": (wrap(tail='<sensor><user dim="1"/></sensor>'), 6, "user", None,
+             ["not supported", "user sensors"]),
+  "skin": (wrap(tail="<asset><skin/></asset>"), 6, "skin", None, ["not supported", "skins"]),
+  "equality": (wrap(tail='<equality><flex flex="f"/></equality>'), 6, "flex", None,
+               ["not supported", "flex equality"]),
   "deformable": (wrap(tail="<deformable/>"), 6, "deformable", None,
                  ["not supported", "deformable"]),
-  "default_for_unsupported": (wrap(head="<default><motor/></default>"), 2, "motor", None,
-                              ["not supported", "actuators"]),
-  "mesh_geom": (wrap('<geom type="mesh"/>'), 4, "geom", "type", ["'mesh' is not supported"]),
-  "hfield_geom": (wrap('<geom type="hfield"/>'), 4, "geom", "type",
-                  ["'hfield' is not supported"]),
+  "default_for_unsupported": (wrap(head="<default><pid/></default>"), 2, "pid", None,
+                              ["not supported", "<pid> actuators"]),
+  "mesh_geom": (wrap('<geom type="mesh"/>'), 4, "geom", "mesh", ["must have a valid mesh"]),
+  "hfield_geom": (wrap('<geom type="hfield"/>'), 4, "geom", "hfield",
+                  ["must have a valid hfield"]),
+  "unknown_mesh": (wrap('<geom type="mesh" mesh="m"/>'), 4, "geom", "mesh",
+                   ["unknown mesh 'm'"]),
+  "sdf_geom": (wrap('<geom type="sdf"/>'), 4, "geom", "type", ["'sdf' is not supported"]),
   "keyframe_qpos_too_long": (wrap(f"<body><joint/>{GEOM}</body>",
                                   tail='<keyframe><key qpos="1 2"/></keyframe>'), 6, "key",
                              "qpos", ["qpos has 2 values, expected 1"]),
@@ -385,15 +393,14 @@ def test_missing_keyframe_name():
     jaxmj.reset(m, 3)
 
 
-def test_camera_warns_and_compiles(tmp_path):
+def test_cameras_lights_and_visual_compile_without_warnings(tmp_path):
   xml = wrap(f'<body><joint/>{GEOM}<camera name="c" pos="0 0 1"/></body>'
              '<light pos="0 0 3"/>', head='<visual><global fovy="40"/></visual>')
-  with pytest.warns(UserWarning) as record:
-    m, path = compile_file(tmp_path, xml)
-  messages = " ".join(str(r.message) for r in record)
-  assert "<camera>" in messages and "<light>" in messages and "<visual>" in messages
-  assert f"{path}:4" in messages
-  assert m.nbody == 2 and m.ngeom == 1
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    m, _ = compile_file(tmp_path, xml)
+  assert (m.nbody, m.ngeom, m.ncam, m.nlight) == (2, 1, 1, 1)
+  assert m.vis.global_["fovy"] == 40.0
 
 
 # ---------------------------------------------------------------- fuzzing

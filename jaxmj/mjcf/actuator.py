@@ -1,0 +1,624 @@
+"""<actuator> -> actuator_* arrays, as MuJoCo 4.0's compiler builds them (host side, numpy).
+
+Every shortcut (motor, position, velocity, intvelocity, damper, cylinder, muscle, adhesion)
+is expanded into <general>'s dyntype/gaintype/biastype and their parameters. Default classes
+hold one actuator spec per class, as MuJoCo's do: a shortcut inside <default> rewrites that
+spec. An element starts from its class's spec; a shortcut whose class spec was last written
+by a different shortcut starts from pristine dynamics, gain and bias (only the common
+attributes such as ctrlrange or gear carry over), which is what MuJoCo 4.0 does.
+
+After the mass constants, `actuator_constants` evaluates the transmissions at qpos0 for
+actuator_length0 and actuator_acc0, turns position servos' dampratio into kv, and finds
+muscle length ranges (compiler <lengthrange>: useexisting, uselimit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxmj.mjcf import frames, schema, setconst
+from jaxmj.mjcf.errors import MJCFError
+from jaxmj.mjcf.parse import Node, overlay
+from jaxmj.types import BiasType, DisableBit, DynType, GainType, JointType, TrnType
+
+_MINVAL = 1e-15
+_PRISTINE = {k: v for k, (_, v) in schema.ATTRS["general"].items()}
+# What a shortcut resets when its class spec was last written by another shortcut.
+_SHORTCUT_OWNED = ("dyntype", "dynprm", "gaintype", "gainprm", "biastype", "biasprm",
+                   "inheritrange", "input")
+_TARGETS = {"joint": TrnType.JOINT, "jointinparent": TrnType.JOINTINPARENT,
+            "tendon": TrnType.TENDON, "cranksite": TrnType.SLIDERCRANK, "site": TrnType.SITE,
+            "body": TrnType.BODY}
+_INPUT = {"pos": 1, "vel": 2, "pressure": 32}
+_MUSCLE_DEFAULTS = (0.75, 1.05, -1.0, 200.0, 0.5, 1.6, 1.5, 1.3, 1.2)
+
+
+def _vec10(*leading) -> np.ndarray:
+  out = np.zeros(10)
+  out[: len(leading)] = leading
+  return out
+
+
+# ---------------------------------------------------------------- specs and shortcuts
+
+
+def _written(node: Node, name: str, fallback):
+  v = node.get(name)
+  return fallback if v is None else v
+
+
+def _servo(node: Node, s: dict, integrated: bool) -> None:
+  """position / intvelocity: gain kp, bias (0, -kp, -kv or dampratio)."""
+  kp = _written(node, "kp", s["gainprm"][0])
+  kv, ratio = node.get("kv"), node.get("dampratio")
+  for name, v in (("kv", kv), ("dampratio", ratio), ("timeconst", node.get("timeconst"))):
+    if v is not None and v < 0:
+      raise node.error(f"{name} cannot be negative", name)
+  if kv is not None and ratio is not None:
+    raise node.error("kv and dampratio cannot both be defined", "kv")
+  b2 = -kv if kv is not None else ratio if ratio is not None else s["biasprm"][2]
+  s.update(gaintype="fixed", biastype="affine", gainprm=_vec10(kp), biasprm=_vec10(0, -kp, b2))
+  if integrated:
+    s.update(dyntype="integrator", dynprm=_vec10(1.0), input="vel")
+  else:
+    tc = node.get("timeconst")
+    if tc is not None:
+      s.update(dyntype="filterexact" if tc > 0 else "none", dynprm=_vec10(tc))
+    elif s["dyntype"] != "filterexact":
+      s.update(dyntype="none", dynprm=_vec10(1.0))
+    s["input"] = "pos"
+  s["inheritrange"] = _written(node, "inheritrange", s["inheritrange"])
+  rng = "actrange" if integrated else "ctrlrange"
+  if s["inheritrange"] > 0 and np.any(np.asarray(s[rng]) != 0):
+    raise node.error(f"{rng} and inheritrange cannot both be defined", "inheritrange")
+
+
+def _velocity(node: Node, s: dict) -> None:
+  kv = _written(node, "kv", s["gainprm"][0])
+  s.update(gaintype="fixed", biastype="affine", dyntype="none", dynprm=_vec10(1.0),
+           gainprm=_vec10(kv), biasprm=_vec10(0, 0, -kv), input="vel")
+
+
+def _damper(node: Node, s: dict) -> None:
+  kv = _written(node, "kv", -s["gainprm"][2] if s["gaintype"] == "affine" else 0.0)
+  if kv < 0:
+    raise node.error("damping coefficient cannot be negative", "kv")
+  s.update(gaintype="affine", biastype="none", dyntype="none", dynprm=_vec10(1.0),
+           gainprm=_vec10(0, 0, -kv), biasprm=_vec10(), ctrllimited="true", input=None)
+
+
+def _cylinder(node: Node, s: dict) -> None:
+  tc = _written(node, "timeconst", s["dynprm"][0])
+  bias = _written(node, "bias", s["biasprm"][:3])
+  area = _written(node, "area", s["gainprm"][0])
+  if node.get("diameter") is not None:
+    area = np.pi / 4 * node.get("diameter") ** 2
+  s.update(gaintype="fixed", biastype="affine", dyntype="filter", dynprm=_vec10(tc),
+           gainprm=_vec10(area), biasprm=_vec10(*bias), input="pressure")
+
+
+def _muscle(node: Node, s: dict) -> None:
+  keep = s["gaintype"] == "muscle"
+  prm = np.array(s["gainprm"][:9] if keep else _MUSCLE_DEFAULTS, float)
+  for k, name in enumerate(("range", "force", "scale", "lmin", "lmax", "vmax", "fpmax",
+                            "fvmax")):
+    v = node.get(name)
+    if v is None:
+      continue
+    if name == "range":
+      prm[0:2] = v
+    else:
+      prm[k + 1] = v
+  tc = np.array(s["dynprm"][:2] if s["dyntype"] == "muscle" else (0.01, 0.04), float)
+  tc = _written(node, "timeconst", tc)
+  tausmooth = _written(node, "tausmooth", s["dynprm"][2])
+  if tausmooth < 0:
+    raise node.error("muscle tausmooth cannot be negative", "tausmooth")
+  s.update(gaintype="muscle", biastype="muscle", dyntype="muscle",
+           dynprm=_vec10(tc[0], tc[1], tausmooth), gainprm=_vec10(*prm),
+           biasprm=_vec10(*prm), input=None)
+
+
+def _adhesion(node: Node, s: dict) -> None:
+  gain = _written(node, "gain", s["gainprm"][0])
+  s.update(gaintype="fixed", biastype="none", dyntype="none", dynprm=_vec10(1.0),
+           gainprm=_vec10(gain), biasprm=_vec10(), ctrllimited="true", input=None)
+
+
+def _motor(node: Node, s: dict) -> None:
+  s.update(gaintype="fixed", biastype="none", dyntype="none", dynprm=_vec10(1.0),
+           gainprm=_vec10(1.0), biasprm=_vec10(), input=None)
+
+
+_SHORTCUTS = {
+  "general": lambda node, s: None, "motor": _motor,
+  "position": lambda node, s: _servo(node, s, integrated=False),
+  "intvelocity": lambda node, s: _servo(node, s, integrated=True),
+  "velocity": _velocity, "damper": _damper, "cylinder": _cylinder, "muscle": _muscle,
+  "adhesion": _adhesion,
+}
+# Attributes a shortcut reads itself rather than copying onto the spec.
+_OWN = {"kp", "kv", "dampratio", "timeconst", "inheritrange", "area", "diameter", "bias",
+        "tausmooth", "range", "force", "scale", "lmin", "lmax", "vmax", "fpmax", "fvmax",
+        "gain"}
+
+
+def apply(node: Node, spec: dict, kind: str | None) -> tuple[dict, str]:
+  """The spec after element `node` (an actuator or a default-class entry) is read over it,
+  and the new kind (the tag that last wrote the spec)."""
+  s = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in spec.items()}
+  if node.tag != "general" and kind not in (None, "general", node.tag):
+    s.update({k: _PRISTINE[k] for k in _SHORTCUT_OWNED})
+  for name in node.attrs:
+    if node.tag == "general" or name not in _OWN:
+      s[name] = overlay(node, name, s.get(name))
+  _SHORTCUTS[node.tag](node, s)
+  return s, node.tag
+
+
+def default_specs(root: Node) -> dict[str, tuple[dict, str | None]]:
+  """Class name -> (actuator spec, kind) through the <default> cascade."""
+  pristine = {k: (np.array(v, float) if isinstance(v, tuple) else v)
+              for k, v in _PRISTINE.items()}
+  out = {"main": (pristine, None)}
+
+  def visit(node: Node, inherited: tuple, top: bool) -> None:
+    name = node.attrs.get("class", "main")
+    spec, kind = out["main"] if top else inherited
+    for child in node.children:
+      if child.tag in schema.ACTUATORS:
+        spec, kind = apply(child, spec, kind)
+    out[name] = (spec, kind)
+    for child in node.children:
+      if child.tag == "default":
+        visit(child, out[name], top=False)
+
+  for node in root.children:
+    if node.tag == "default":
+      visit(node, out["main"], top=True)
+  return out
+
+
+# ---------------------------------------------------------------- compile
+
+
+def compile_actuators(root: Node, bodies: list, f: dict, compiler: dict) -> dict:
+  """actuator_* arrays (mjModel names and shapes), nu, na and the actuator names.
+
+  bodies: build's body list (names of bodies, joints and sites). Must run before the mass
+  constants: actuator armature reflects onto dof_M0.
+  """
+  nodes = [n for sec in root.children if sec.tag == "actuator" for n in sec.children]
+  specs = default_specs(root) if nodes else {}
+  ids = _name_ids(bodies, f)
+  rows = []
+  for node in nodes:
+    cls = node.attrs.get("class", "main")  # actuators are outside the body tree: no childclass
+    if cls not in specs:
+      raise node.error(f"unknown default class '{cls}'", "class")
+    spec, kind = specs[cls]
+    spec, _ = apply(node, spec, kind)
+    rows.append(_row(node, spec, ids, f, compiler))
+  _check_names(nodes)
+  return _arrays(rows, f)
+
+
+def _name_ids(bodies: list, f: dict) -> dict:
+  ids = {"body": {"world": 0}, "joint": {}, "site": {}, "tendon": {}}
+  for b, body in enumerate(bodies):
+    if b and body.name:
+      ids["body"].setdefault(body.name, b)
+  for j, (node, _, _) in enumerate(jt for body in bodies for jt in body.joints):
+    if node.attrs.get("name"):
+      ids["joint"].setdefault(node.attrs["name"], j)
+  for s, site in enumerate(st for body in bodies for st in body.sites):
+    if site[0].attrs.get("name"):
+      ids["site"].setdefault(site[0].attrs["name"], s)
+  for t, name in enumerate(f.get("tendon_names", ())):
+    if name:
+      ids["tendon"].setdefault(name, t)
+  return ids
+
+
+def _check_names(nodes: list[Node]) -> None:
+  seen = set()
+  for node in nodes:
+    name = node.attrs.get("name")
+    if name:
+      if name in seen:
+        raise node.error(f"repeated actuator name '{name}'", "name")
+      seen.add(name)
+
+
+def _limited(node: Node, s: dict, attr: str, rng: str, compiler: dict) -> bool:
+  val = s[attr]
+  if val == "auto":
+    if not compiler["autolimits"]:
+      if np.any(np.asarray(s[rng]) != 0):
+        raise node.error(f"'{rng}' is set, so '{attr}' must be set explicitly when "
+                         "autolimits is disabled", attr)
+      return False
+    lo, hi = s[rng]
+    return bool(lo < hi)
+  return val == "true"
+
+
+def _target(node: Node, s: dict, ids: dict) -> tuple[TrnType, int, int]:
+  given = [t for t in _TARGETS if s.get(t)]
+  if len(given) != 1:
+    raise node.error("actuator needs exactly one transmission target (joint, jointinparent, "
+                     "tendon, cranksite, site or body)" if not given else
+                     f"actuator has several transmission targets: {', '.join(given)}", None)
+  attr = given[0]
+  kind = {"jointinparent": "joint", "cranksite": "site"}.get(attr, attr)
+  name = s[attr]
+  if name not in ids[kind]:
+    if kind == "tendon" and not ids["tendon"]:
+      raise node.error("actuators on tendons need the tendon compiler (tendons not found)",
+                       attr)
+    raise node.error(f"unknown {kind} '{name}'", attr)
+  second = -1
+  if attr == "cranksite":
+    if not s.get("slidersite"):
+      raise node.error("slider-crank transmission needs a slidersite", "slidersite")
+    if s["slidersite"] not in ids["site"]:
+      raise node.error(f"unknown site '{s['slidersite']}'", "slidersite")
+    second = ids["site"][s["slidersite"]]
+  elif s.get("slidersite") or (s.get("cranklength") and attr != "cranksite"):
+    raise node.error("cranklength and slidersite can only be used in slidercrank "
+                     "transmission", "slidersite" if s.get("slidersite") else "cranklength")
+  if s.get("refsite"):
+    if attr != "site":
+      raise node.error("refsite can only be used with site transmission", "refsite")
+    if s["refsite"] not in ids["site"]:
+      raise node.error(f"unknown site '{s['refsite']}'", "refsite")
+    second = ids["site"][s["refsite"]]
+  return _TARGETS[attr], ids[kind][name], second
+
+
+def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
+  for attr in ("dyntype", "gaintype", "biastype"):
+    if s[attr] in ("user", "pid", "dcmotor", "so3"):
+      raise node.error(f"{attr} '{s[attr]}' is not supported by jaxmj yet", attr)
+  if s["delay"] != 0 or s["nsample"] != 0:
+    raise node.error("actuator control delays and history (delay, nsample) are not "
+                     "supported by jaxmj yet", "delay" if s["delay"] else "nsample")
+  inp = s.get("input")
+  if inp is not None and inp != "" and inp not in _INPUT:
+    raise node.error(f"actuator input '{inp}' is not supported by jaxmj yet", "input")
+  trntype, trnid, trnid2 = _target(node, s, ids)
+  dyn = DynType[s["dyntype"].upper()]
+  actdim = s["actdim"]
+  actnum = int(dyn != DynType.NONE) if actdim == -1 else actdim
+  if dyn != DynType.NONE and actnum != 1:
+    raise node.error(f"invalid actdim {actdim} in stateful actuator", "actdim")
+  if dyn == DynType.NONE and actnum != 0:
+    raise node.error("actdim > 0 needs user dynamics, not supported by jaxmj yet", "actdim")
+  if trntype == TrnType.SLIDERCRANK and s["cranklength"] <= 0:
+    raise node.error("slider-crank transmission needs a positive cranklength", "cranklength")
+  gear = np.array(schema.ATTRS["general"]["gear"][1])
+  gear[: len(s["gear"])] = np.asarray(s["gear"], float)[:6]
+  damping = np.zeros(3)
+  damping[: len(s["damping"])] = np.asarray(s["damping"], float)[:3]
+  row = dict(node=node, trntype=trntype, trnid=(trnid, trnid2), dyntype=dyn, actnum=actnum,
+             gaintype=GainType[s["gaintype"].upper()], biastype=BiasType[s["biastype"].upper()],
+             group=s["group"], actearly=bool(s["actearly"]), gear=gear,
+             cranklength=s["cranklength"], dynprm=_padded(s["dynprm"]),
+             gainprm=_padded(s["gainprm"]), biasprm=_padded(s["biasprm"]),
+             ctrlrange=np.asarray(s["ctrlrange"], float),
+             forcerange=np.asarray(s["forcerange"], float),
+             actrange=np.asarray(s["actrange"], float),
+             lengthrange=np.asarray(s["lengthrange"], float), damping=damping[0],
+             dampingpoly=damping[1:], armature=s["armature"],
+             ctrlspec=_INPUT.get(inp or "", 0), name=s.get("name") or "")
+  row["ctrllimited"] = _limited(node, s, "ctrllimited", "ctrlrange", compiler)
+  row["forcelimited"] = _limited(node, s, "forcelimited", "forcerange", compiler)
+  row["actlimited"] = _limited(node, s, "actlimited", "actrange", compiler)
+  if np.any(row["actrange"] != 0) and dyn == DynType.NONE and row["actlimited"]:
+    raise node.error("actrange specified but dyntype is 'none' in actuator", "actrange")
+  _inherit_range(node, s, row, f)
+  for lim, rng, what in (("ctrllimited", "ctrlrange", "control"),
+                         ("forcelimited", "forcerange", "force"),
+                         ("actlimited", "actrange", "activation")):
+    lo, hi = row[rng]
+    if row[lim] and (lo > hi or (lim == "ctrllimited" and lo == hi)):
+      raise node.error(f"invalid {what} range for actuator", rng)
+  if node.tag in ("damper", "adhesion") and row["ctrlrange"][0] < 0:
+    raise node.error(f"{node.tag} control range cannot be negative", "ctrlrange")
+  return row
+
+
+def _padded(v) -> np.ndarray:
+  out = np.zeros(10)
+  v = np.asarray(v, float)[:10]
+  out[: len(v)] = v
+  return out
+
+
+def _inherit_range(node: Node, s: dict, row: dict, f: dict) -> None:
+  """position/intvelocity inheritrange: ctrlrange (or actrange) from the target's range."""
+  ratio = s["inheritrange"]
+  servo = (row["gaintype"] == GainType.FIXED and row["biastype"] == BiasType.AFFINE
+           and row["gainprm"][0] == -row["biasprm"][1])
+  if ratio <= 0 or not servo:
+    return
+  trn, tid = row["trntype"], row["trnid"][0]
+  if trn in (TrnType.JOINT, TrnType.JOINTINPARENT) and f["jnt_type"][tid] in (
+      JointType.HINGE, JointType.SLIDE):
+    limited, rng = f["jnt_limited"][tid], f["jnt_range"][tid]
+  elif trn == TrnType.TENDON and "tendon_range" in f:
+    limited, rng = f["tendon_limited"][tid], f["tendon_range"][tid]
+  else:
+    raise node.error("inheritrange needs a hinge, slide or tendon target", "inheritrange")
+  if not limited:
+    raise node.error("inheritrange needs a target with a range", "inheritrange")
+  mid, half = (rng[0] + rng[1]) / 2, (rng[1] - rng[0]) / 2 * ratio
+  key = "actrange" if row["dyntype"] == DynType.INTEGRATOR else "ctrlrange"
+  row[key] = np.array([mid - half, mid + half])
+  row[key.replace("range", "limited")] = True
+
+
+def _arrays(rows: list[dict], f: dict) -> dict:
+  nu = len(rows)
+  actnum = np.array([r["actnum"] for r in rows], np.int32)
+  actadr = np.where(actnum > 0, np.cumsum(actnum) - actnum, -1).astype(np.int32)
+  col = lambda k, dt=float, shape=(): np.array([r[k] for r in rows], dt).reshape((nu,) + shape)
+  out = {
+    "nu": nu, "na": int(actnum.sum()),
+    "actuator_trntype": col("trntype", np.int32), "actuator_dyntype": col("dyntype", np.int32),
+    "actuator_gaintype": col("gaintype", np.int32),
+    "actuator_biastype": col("biastype", np.int32),
+    "actuator_trnid": col("trnid", np.int32, (2,)), "actuator_actadr": actadr,
+    "actuator_actnum": actnum, "actuator_group": col("group", np.int32),
+    "actuator_ctrllimited": col("ctrllimited", bool),
+    "actuator_forcelimited": col("forcelimited", bool),
+    "actuator_actlimited": col("actlimited", bool), "actuator_actearly": col("actearly", bool),
+    "actuator_ctrladr": np.arange(nu, dtype=np.int32),
+    "actuator_ctrlnum": np.ones(nu, np.int32), "actuator_outadr": np.arange(nu, dtype=np.int32),
+    "actuator_outnum": np.ones(nu, np.int32), "actuator_ctrlspec": col("ctrlspec", np.int32),
+    "actuator_history": np.zeros((nu, 2), np.int32),
+    "actuator_historyadr": np.full(nu, -1, np.int32),
+    "actuator_plugin": np.full(nu, -1, np.int32),
+    "actuator_dynprm": col("dynprm", float, (10,)), "actuator_gainprm": col("gainprm", float,
+                                                                           (10,)),
+    "actuator_biasprm": col("biasprm", float, (10,)),
+    "actuator_ctrlrange": col("ctrlrange", float, (2,)),
+    "actuator_forcerange": col("forcerange", float, (2,)),
+    "actuator_actrange": col("actrange", float, (2,)), "actuator_gear": col("gear", float, (6,)),
+    "actuator_cranklength": col("cranklength"), "actuator_lengthrange": col("lengthrange",
+                                                                            float, (2,)),
+    "actuator_delay": np.zeros(nu), "actuator_damping": col("damping"),
+    "actuator_dampingpoly": col("dampingpoly", float, (2,)),
+    "actuator_armature": col("armature"),
+    "actuator_acc0": np.zeros(nu), "actuator_length0": np.zeros(nu),
+    "actuator_names": [r["name"] for r in rows], "_actuator_nodes": [r["node"] for r in rows],
+  }
+  return out
+
+
+def unsupported(f: dict) -> list[tuple[str, int]]:
+  """Runtime features of the compiled actuators jaxmj cannot simulate yet (feature, mask)."""
+  out = []
+  if f.get("nu", 0) and (np.any(f["actuator_armature"] != 0) or np.any(
+      f["actuator_damping"] != 0) or np.any(f["actuator_dampingpoly"] != 0)):
+    out.append(("actuator armature/damping reflected on joints", 0))
+  bodies = np.asarray(f["actuator_trnid"])[f["actuator_trntype"] == TrnType.BODY, 0]
+  if np.any(np.isin(f["geom_bodyid"], bodies) & (np.asarray(f["geom_gap"]) > 0)):
+    # MuJoCo's adhesion also pulls through contacts in the gap layer, which have no rows
+    out.append(("adhesion on bodies whose geoms have a gap",
+                int(DisableBit.ACTUATION | DisableBit.CONTACT)))
+  return out
+
+
+# ---------------------------------------------------------------- constants at qpos0
+
+
+def actuator_constants(f: dict, root: Node) -> dict:
+  """actuator_length0, actuator_acc0 (nu,), dampratio -> kv in actuator_biasprm, and the
+  muscle actuator_lengthrange, as mj_setConst and mj_setLengthRange compute them."""
+  nu = f.get("nu", 0)
+  if not nu:
+    return {}
+  s = setconst._Qpos0(f)
+  lengths, moments = np.zeros(nu), np.zeros((nu, len(s.cdof)))
+  for i in range(nu):
+    lengths[i], moments[i] = _transmission0(f, s, i)
+  inv = setconst._solve(s.qld, s.ancestors, moments.T).T if len(s.cdof) else moments
+  acc0 = np.linalg.norm(inv, axis=1)
+  biasprm = np.array(f["actuator_biasprm"], float)
+  gainprm = f["actuator_gainprm"]
+  for i in range(nu):
+    ratio = biasprm[i, 2]
+    servo = (f["actuator_gaintype"][i] == GainType.FIXED
+             and f["actuator_biastype"][i] == BiasType.AFFINE
+             and gainprm[i, 0] == -biasprm[i, 1])
+    if servo and ratio > 0:
+      # reflected mass (J M^-1 J')^-1 at qpos0
+      mass = 1 / max(_MINVAL, float(moments[i] @ inv[i]))
+      biasprm[i, 2] = -2 * ratio * np.sqrt(gainprm[i, 0] * mass)
+  out = dict(actuator_length0=lengths, actuator_acc0=acc0, actuator_biasprm=biasprm)
+  out["actuator_lengthrange"] = _lengthranges(f, root)
+  return out
+
+
+def _site_frame(f: dict, s, site: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """Global position, rotation matrix and quaternion of a site at qpos0."""
+  b = int(f["site_bodyid"][site])
+  pos = s.kin["xpos"][b] + s.kin["xmat"][b] @ np.asarray(f["site_pos"][site], float)
+  quat = frames.quat_mul(s.kin["xquat"][b], np.asarray(f["site_quat"][site], float))
+  return pos, frames.quat_to_mat(quat), quat
+
+
+def _transmission0(f: dict, s, i: int) -> tuple[float, np.ndarray]:
+  """(length, moment (nv,)) of actuator i at qpos0 (mj_transmission)."""
+  nv = len(s.cdof)
+  trn, (tid, tid2) = f["actuator_trntype"][i], f["actuator_trnid"][i]
+  gear = np.asarray(f["actuator_gear"][i], float)
+  moment = np.zeros(nv)
+  qpos0 = np.asarray(f["qpos0"], float)
+  if trn in (TrnType.JOINT, TrnType.JOINTINPARENT):
+    jtype, qa, da = f["jnt_type"][tid], f["jnt_qposadr"][tid], f["jnt_dofadr"][tid]
+    if jtype in (JointType.HINGE, JointType.SLIDE):
+      moment[da] = gear[0]
+      return qpos0[qa] * gear[0], moment
+    if jtype == JointType.BALL:
+      moment[da:da + 3] = gear[:3]  # ball qpos0 is the identity: no rotation, zero length
+      return 0.0, moment
+    axis = gear[3:]
+    if trn == TrnType.JOINTINPARENT:
+      quat = frames.normalize_quat(qpos0[qa + 3:qa + 7])
+      axis = frames.quat_to_mat(quat).T @ axis
+    moment[da:da + 3], moment[da + 3:da + 6] = gear[:3], axis
+    return 0.0, moment
+  if trn == TrnType.TENDON:
+    length, jac = _tendon0(f, s, tid)
+    return length * gear[0], jac * gear[0]
+  if trn == TrnType.SITE:
+    return _site0(f, s, tid, tid2, gear)
+  if trn == TrnType.SLIDERCRANK:
+    return _slidercrank0(f, s, tid, tid2, gear[0], f["actuator_cranklength"][i])
+  return 0.0, moment  # body (adhesion): no contacts at qpos0
+
+
+def _tendon0(f: dict, s, t: int) -> tuple[float, np.ndarray]:
+  """Tendon length and Jacobian at qpos0: the tendon compiler's when it provides them
+  (tendon_length0, "_tendon_J0"), else from fixed or site/pulley paths."""
+  if "_tendon_J0" in f:
+    return float(f["tendon_length0"][t]), np.asarray(f["_tendon_J0"][t], float)
+  adr, num = int(f["tendon_adr"][t]), int(f["tendon_num"][t])
+  types = np.asarray(f["wrap_type"][adr:adr + num])
+  ids, prms = np.asarray(f["wrap_objid"][adr:adr + num]), np.asarray(f["wrap_prm"][adr:adr + num])
+  if types[0] == setconst.WRAP_JOINT:
+    qa = np.asarray(f["jnt_qposadr"])[ids]
+    length = float(prms @ np.asarray(f["qpos0"], float)[qa])
+  elif np.all(np.isin(types, (setconst.WRAP_SITE, setconst.WRAP_PULLEY))):
+    length, divisor = 0.0, 1.0
+    pos = {k: _site_frame(f, s, int(k))[0] for k in ids[types == setconst.WRAP_SITE]}
+    for k in range(num - 1):
+      if types[k] == setconst.WRAP_PULLEY:
+        divisor = prms[k]
+      elif types[k + 1] != setconst.WRAP_PULLEY:
+        length += np.linalg.norm(pos[ids[k + 1]] - pos[ids[k]]) / divisor
+  else:
+    raise MJCFError("actuators on tendons that wrap around geoms are not supported by jaxmj "
+                    "yet (their length at qpos0)")
+  return length, s._tendon_jacobian(types, ids, prms)
+
+
+def _site0(f: dict, s, site: int, ref: int, gear: np.ndarray) -> tuple[float, np.ndarray]:
+  pos, mat, quat = _site_frame(f, s, site)
+  jac = s.point_jacobian(int(f["site_bodyid"][site]), pos)
+  if ref < 0:
+    return 0.0, jac[:3].T @ (mat @ gear[:3]) + jac[3:].T @ (mat @ gear[3:])
+  rpos, rmat, rquat = _site_frame(f, s, ref)
+  rjac = s.point_jacobian(int(f["site_bodyid"][ref]), rpos)
+  common = _common_dofs(f, site, ref)
+  length, moment = 0.0, np.zeros(len(s.cdof))
+  if np.any(gear[:3] != 0):
+    length += (rmat.T @ (pos - rpos)) @ gear[:3]
+    d = jac[:3] - rjac[:3]
+    d[:, common] = 0
+    moment += d.T @ (rmat @ gear[:3])
+  if np.any(gear[3:] != 0):
+    length += _quat_sub(_site_quat(f, s, site), _site_quat(f, s, ref)) @ gear[3:]
+    d = jac[3:] - rjac[3:]
+    d[:, common] = 0
+    moment += d.T @ (rmat @ gear[3:])
+  return length, moment
+
+
+def _quat_sub(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
+  """Rotation vector from qb to qa in qb's frame (mju_subQuat)."""
+  conj = qb * np.array([1.0, -1.0, -1.0, -1.0])
+  q = frames.quat_mul(conj, qa)
+  sin_half = np.linalg.norm(q[1:])
+  if sin_half < _MINVAL:
+    return np.zeros(3)
+  angle = 2 * np.arctan2(sin_half, q[0])
+  if angle > np.pi:
+    angle -= 2 * np.pi
+  return q[1:] / sin_half * angle
+
+
+def _site_quat(f: dict, s, site: int) -> np.ndarray:
+  b = int(f["site_bodyid"][site])
+  return frames.quat_mul(s.kin["xquat"][b], np.asarray(f["site_quat"][site], float))
+
+
+def _common_dofs(f: dict, site: int, ref: int) -> list[int]:
+  """The dof chain the two sites' bodies share (it moves both alike)."""
+  def last_dof(site):
+    b = f["body_weldid"][f["site_bodyid"][site]]
+    return int(f["body_dofadr"][b] + f["body_dofnum"][b] - 1)
+
+  a, b = last_dof(site), last_dof(ref)
+  parent = f["dof_parentid"]
+  if a < 0 or b < 0:
+    return []
+  while a != b:
+    if a < b:
+      b = parent[b]
+    else:
+      a = parent[a]
+    if a == -1 or b == -1:
+      return []
+  chain = []
+  while a >= 0:
+    chain.append(int(a))
+    a = parent[a]
+  return chain
+
+
+def _slidercrank0(f, s, crank: int, slider: int, gear: float, rod: float):
+  cpos = _site_frame(f, s, crank)[0]
+  spos, smat, _ = _site_frame(f, s, slider)
+  axis, vec = smat[:, 2], cpos - spos
+  av = vec @ axis
+  det = av * av + rod * rod - vec @ vec
+  if det <= 0:
+    length, dlda, dldv = av, vec, axis
+  else:
+    sdet = np.sqrt(det)
+    length = av - sdet
+    dldv = axis * (1 - av / sdet) + vec / sdet
+    dlda = vec * (1 - av / sdet)
+  sjac = s.point_jacobian(int(f["site_bodyid"][slider]), spos)
+  cjac = s.point_jacobian(int(f["site_bodyid"][crank]), cpos)
+  jac_axis = np.cross(sjac[3:].T, axis).T  # d axis / d q: rotation of the slider frame
+  moment = dlda @ jac_axis + dldv @ (cjac[:3] - sjac[:3])
+  return length * gear, moment * gear
+
+
+def _lengthranges(f: dict, root: Node) -> np.ndarray:
+  """actuator_lengthrange: kept when given (useexisting), from joint or tendon limits
+  (uselimit); MuJoCo's simulation-based search is not available."""
+  opts = {k: v for k, (_, v) in schema.ATTRS["lengthrange"].items()}
+  for c in (c for sec in root.children if sec.tag == "compiler" for c in sec.children):
+    if c.tag == "lengthrange":
+      opts.update({k: c.get(k) for k in c.attrs})
+  out = np.array(f["actuator_lengthrange"], float)
+  muscle = ((f["actuator_gaintype"] == GainType.MUSCLE)
+            | (f["actuator_biastype"] == BiasType.MUSCLE)
+            | (f["actuator_dyntype"] == DynType.MUSCLE))
+  selected = {"none": np.zeros_like(muscle), "muscle": muscle, "muscleuser": muscle,
+              "all": np.ones_like(muscle)}[opts["mode"]]
+  nodes = f["_actuator_nodes"]
+  for i in np.flatnonzero(selected):
+    if opts["useexisting"] and out[i, 0] < out[i, 1]:
+      continue
+    trn, tid = f["actuator_trntype"][i], f["actuator_trnid"][i, 0]
+    rng = None
+    if opts["uselimit"]:
+      if trn in (TrnType.JOINT, TrnType.JOINTINPARENT) and f["jnt_limited"][tid] and f[
+          "jnt_type"][tid] in (JointType.HINGE, JointType.SLIDE):
+        rng = f["jnt_range"][tid]
+      elif trn == TrnType.TENDON and f.get("tendon_limited") is not None and f[
+          "tendon_limited"][tid]:
+        rng = f["tendon_range"][tid]
+    if rng is None:
+      raise nodes[i].error(
+        "muscle lengthrange: MuJoCo's simulation-based search is not supported by jaxmj yet; "
+        "give the actuator a lengthrange, or set <compiler><lengthrange uselimit=\"true\"/> "
+        "with a limited joint or tendon", "lengthrange")
+    out[i] = rng  # MuJoCo copies the target's range as is, without the gear
+  return out

@@ -1,0 +1,292 @@
+"""Ray casting against geoms: mj_ray and mj_multiRay, vectorized over geoms by type.
+
+A ray is pnt + x * vec, x >= 0 (vec need not be unit: distances are in units of |vec|, as
+MuJoCo's). Each geom type has an intersection function in the geom's local frame; `ray`
+maps the ray into every candidate geom's frame, evaluates each type's function over its
+geoms with vmap, and takes the nearest hit. Candidate geoms are chosen on the host from
+static fields (group, body, static flag); invisible geoms (rgba alpha 0) are excluded as in
+MuJoCo. Meshes are intersected triangle by triangle (one vectorized pass per mesh geom);
+heightfields as MuJoCo's mj_rayHfield: the base box, the surface triangles and the sides of
+the elevation box below the surface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj.types import Data, GeomType, Model
+
+MINVAL = 1e-15  # mjMINVAL
+NGROUP = 6  # mjNGROUP
+
+
+def _div(a, b):
+  """a / b with b kept away from 0 (the result is discarded where |b| is that small)."""
+  return a / jnp.where(jnp.abs(b) < MINVAL, MINVAL, b)
+
+
+def _quad(a, b, c):
+  """Smallest root x >= 0 of a x^2 + 2 b x + c = 0, or inf (mju's ray_quad)."""
+  det = b * b - a * c
+  ok = det >= MINVAL
+  sq = jnp.sqrt(jnp.where(ok, det, 1.0))
+  x0, x1 = _div(-b - sq, a), _div(-b + sq, a)
+  x = jnp.where(x0 >= 0, x0, jnp.where(x1 >= 0, x1, jnp.inf))
+  return jnp.where(ok, x, jnp.inf)
+
+
+def _plane(size, p, v):
+  """Front face (local +z side) of a plane, finite where size[0] or size[1] > 0."""
+  x = _div(-p[2], v[2])
+  hit = p[:2] + x * v[:2]
+  inside = jnp.all((size[:2] <= 0) | (jnp.abs(hit) <= size[:2]))
+  return jnp.where((v[2] <= -MINVAL) & (x >= 0) & inside, x, jnp.inf)
+
+
+def _sphere(size, p, v):
+  return _quad(v @ v, v @ p, p @ p - size[0] ** 2)
+
+
+def _ellipsoid(size, p, v):
+  s = 1.0 / (size * size)
+  return _quad((s * v) @ v, (s * v) @ p, (s * p) @ p - 1.0)
+
+
+def _side(size, p, v):
+  """Round side of a capsule or cylinder between the flat ends z = +-size[1]."""
+  x = _quad(v[:2] @ v[:2], v[:2] @ p[:2], p[:2] @ p[:2] - size[0] ** 2)
+  z = p[2] + jnp.where(jnp.isfinite(x), x, 0.0) * v[2]
+  return jnp.where(jnp.abs(z) <= size[1], x, jnp.inf)
+
+
+def _capsule(size, p, v):
+  best = _side(size, p, v)
+  for sign in (1.0, -1.0):
+    c = jnp.array([0.0, 0.0, sign]) * size[1]
+    q = p - c
+    a, b, cc = v @ v, v @ q, q @ q - size[0] ** 2
+    det = b * b - a * cc
+    ok = det >= MINVAL
+    sq = jnp.sqrt(jnp.where(ok, det, 1.0))
+    # Both roots: the nearer one may lie on the hidden half of the end sphere.
+    for x in (_div(-b - sq, a), _div(-b + sq, a)):
+      z = p[2] + x * v[2]
+      good = ok & (x >= 0) & (sign * z >= size[1])
+      best = jnp.where(good & (x < best), x, best)
+  return best
+
+
+def _cylinder(size, p, v):
+  best = _side(size, p, v)
+  for sign in (1.0, -1.0):
+    x = _div(sign * size[1] - p[2], v[2])
+    hit = p[:2] + x * v[:2]
+    good = (jnp.abs(v[2]) >= MINVAL) & (x >= 0) & (hit @ hit <= size[0] ** 2)
+    best = jnp.where(good & (x < best), x, best)
+  return best
+
+
+def _box_faces(size, p, v):
+  """(6,) distance to each face of the box (-x, +x, -y, +y, -z, +z; inf for a miss)."""
+  out = []
+  for i in range(3):
+    j, k = (i + 1) % 3, (i + 2) % 3
+    for sign in (-1.0, 1.0):
+      x = _div(sign * size[i] - p[i], v[i])
+      good = ((jnp.abs(v[i]) >= MINVAL) & (x >= 0) & (jnp.abs(p[j] + x * v[j]) <= size[j])
+              & (jnp.abs(p[k] + x * v[k]) <= size[k]))
+      out.append(jnp.where(good, x, jnp.inf))
+  return jnp.stack(out)
+
+
+def _box(size, p, v):
+  return jnp.min(_box_faces(size, p, v))
+
+
+def _triangles(p, v, tri):
+  """Nearest hit of the ray with triangles tri (n, 3, 3), local frame (mju ray_triangle):
+  the ray's origin must project inside the triangle in the plane normal to the ray."""
+  b0, b1 = _orthogonals(v)
+  dif = tri - p
+  planar = jnp.stack([dif @ b0, dif @ b1], axis=-1)  # (n, 3, 2)
+  a = jnp.stack([planar[:, 0] - planar[:, 2], planar[:, 1] - planar[:, 2]], axis=-1)  # (n,2,2)
+  rhs = -planar[:, 2]
+  det = a[:, 0, 0] * a[:, 1, 1] - a[:, 0, 1] * a[:, 1, 0]
+  ok = jnp.abs(det) >= MINVAL
+  t0 = _div(rhs[:, 0] * a[:, 1, 1] - rhs[:, 1] * a[:, 0, 1], det)
+  t1 = _div(a[:, 0, 0] * rhs[:, 1] - a[:, 1, 0] * rhs[:, 0], det)
+  ok &= (t0 >= 0) & (t1 >= 0) & (t0 + t1 <= 1)
+  nrm = jnp.cross(tri[:, 0] - tri[:, 2], tri[:, 1] - tri[:, 2])
+  x = _div(jnp.sum(dif[:, 2] * nrm, -1), nrm @ v)
+  return jnp.min(jnp.where(ok & (x >= 0), x, jnp.inf), initial=jnp.inf)
+
+
+def _orthogonals(v):
+  """Two unit vectors orthogonal to v and to each other."""
+  n = v / jnp.sqrt(jnp.maximum(v @ v, MINVAL))
+  pick = jnp.where(jnp.abs(n[0]) < 0.5, jnp.array([1.0, 0.0, 0.0]), jnp.array([0.0, 1.0, 0.0]))
+  b0 = jnp.cross(n, pick)
+  b0 = b0 / jnp.sqrt(b0 @ b0)
+  return b0, jnp.cross(n, b0)
+
+
+def _mesh_cast(m: Model, sel: np.ndarray, lp, lv):
+  """(len(sel),) distances to mesh geoms `sel` (rays already in each geom's frame). Every
+  mesh's triangles are padded to the largest face count with degenerate (zero) triangles,
+  which no ray hits, so all mesh geoms go through one vmap."""
+  mesh = m.geom_dataid[sel]
+  nface = m.mesh_facenum[mesh]
+  tri = np.zeros((len(sel), int(nface.max()), 3, 3))
+  vert = np.asarray(m.mesh_vert, np.float64)
+  for k, i in enumerate(mesh):
+    fa = m.mesh_faceadr[i]
+    tri[k, : nface[k]] = vert[m.mesh_vertadr[i] + m.mesh_face[fa:fa + nface[k]]]
+  return jax.vmap(_triangles)(lp, lv, jnp.asarray(tri))
+
+
+def _hfield_cast(m: Model, sel: np.ndarray, lp, lv):
+  """(len(sel),) distances to heightfield geoms `sel` (rays in each geom's frame), as
+  mj_rayHfield: the nearest of the base box (below z = 0), and, if the ray enters the
+  elevation box (0 <= z <= size[2]), the surface triangles (two per cell, all cells; a cell
+  the ray does not cross cannot be hit) and the box's four sides where the hit lies below
+  the edge profile. Fields are padded to common sizes so all go through one vmap."""
+  hid = m.geom_dataid[sel]
+  data = np.asarray(m.hfield_data, np.float64)
+  size = np.asarray(m.hfield_size, np.float64)[hid]
+  ncell = int(max((m.hfield_nrow[h] - 1) * (m.hfield_ncol[h] - 1) for h in hid))
+  nedge = int(max(max(m.hfield_nrow[h], m.hfield_ncol[h]) for h in hid))
+  tri = np.zeros((len(sel), 2 * ncell, 3, 3))
+  prof = np.zeros((len(sel), 4, nedge))  # elevation along each side, -x, +x, -y, +y
+  nprof = np.zeros((len(sel), 4), np.int32)
+  for k, h in enumerate(hid):
+    nrow, ncol = int(m.hfield_nrow[h]), int(m.hfield_ncol[h])
+    z = data[m.hfield_adr[h]:m.hfield_adr[h] + nrow * ncol].reshape(nrow, ncol) * size[k, 2]
+    x = np.linspace(-size[k, 0], size[k, 0], ncol)
+    y = np.linspace(-size[k, 1], size[k, 1], nrow)
+    pts = np.stack(np.broadcast_arrays(x[None, :], y[:, None], z), axis=-1)
+    a, b = pts[:-1, :-1].reshape(-1, 3), pts[1:, 1:].reshape(-1, 3)
+    c, e = pts[:-1, 1:].reshape(-1, 3), pts[1:, :-1].reshape(-1, 3)
+    n = len(a)
+    tri[k, :n] = np.stack([a, b, c], axis=1)
+    tri[k, ncell:ncell + n] = np.stack([a, b, e], axis=1)
+    flat = data[m.hfield_adr[h]:m.hfield_adr[h] + nrow * ncol]
+    # MuJoCo reads the x sides with a row stride of nrow (the same as ncol when square)
+    rows = np.minimum(np.arange(nrow) * nrow, nrow * ncol - ncol)
+    prof[k, 0, :nrow], prof[k, 1, :nrow] = flat[rows], flat[rows + ncol - 1]
+    prof[k, 2, :ncol], prof[k, 3, :ncol] = flat[:ncol], flat[(nrow - 1) * ncol:]
+    nprof[k] = (nrow, nrow, ncol, ncol)
+
+  def one(size, tri, prof, nprof, p, v):
+    base = _box(jnp.array([size[0], size[1], 0.5 * size[3]]),
+                p - jnp.array([0.0, 0.0, -0.5 * size[3]]), v)
+    top_size = jnp.array([size[0], size[1], 0.5 * size[2]])
+    faces = _box_faces(top_size, p - jnp.array([0.0, 0.0, 0.5 * size[2]]), v)
+    surface = _triangles(p, v, tri)
+    best = jnp.minimum(base, surface)
+    spacing = jnp.array([2 * size[1] / (nprof[0] - 1), 2 * size[1] / (nprof[1] - 1),
+                         2 * size[0] / (nprof[2] - 1), 2 * size[0] / (nprof[3] - 1)])
+    for i in range(4):
+      hit = p + faces[i] * v
+      along = (hit[1] + size[1]) if i < 2 else (hit[0] + size[0])
+      t = along / spacing[i]
+      t0 = jnp.clip(jnp.floor(t), 0, nprof[i] - 2)
+      k0 = t0.astype(jnp.int32)
+      edge = prof[i, k0] * (t0 + 1 - t) + prof[i, k0 + 1] * (t - t0)
+      below = jnp.isfinite(faces[i]) & (hit[2] / size[2] < edge)
+      best = jnp.where(below & (faces[i] < best), faces[i], best)
+    entered = jnp.min(faces) < jnp.inf
+    return jnp.where(entered, best, base)
+
+  return jax.vmap(one)(jnp.asarray(size), jnp.asarray(tri), jnp.asarray(prof),
+                       jnp.asarray(nprof), lp, lv)
+
+
+# GeomType -> distance along the ray in the geom's local frame (inf for a miss).
+RAY_FUNCS = {
+  GeomType.PLANE: _plane,
+  GeomType.SPHERE: _sphere,
+  GeomType.CAPSULE: _capsule,
+  GeomType.ELLIPSOID: _ellipsoid,
+  GeomType.CYLINDER: _cylinder,
+  GeomType.BOX: _box,
+}
+
+
+def candidates(m: Model, geomgroup=None, flg_static: bool = True,
+               bodyexclude: int | Sequence[int] = -1) -> np.ndarray:
+  """Static ids of the geoms a ray may hit (mj_ray's ray_eliminate), host side."""
+  keep = np.asarray(m.geom_rgba)[:, 3] != 0
+  for b in np.atleast_1d(np.asarray(bodyexclude)):
+    keep &= m.geom_bodyid != b
+  if not flg_static:
+    keep &= m.body_weldid[m.geom_bodyid] != 0
+  if geomgroup is not None:
+    groups = np.asarray(geomgroup, bool)
+    keep &= groups[np.clip(m.geom_group, 0, NGROUP - 1)]
+  ids = np.flatnonzero(keep)
+  other = set(int(t) for t in m.geom_type[ids]) - set(int(t) for t in RAY_FUNCS) - {
+    int(GeomType.MESH), int(GeomType.HFIELD)}
+  if other:
+    names = ", ".join(GeomType(t).name.lower() for t in sorted(other))
+    raise NotImplementedError(f"ray casting against {names} geoms is not supported by jaxmj yet")
+  return ids
+
+
+def cast(m: Model, d: Data, ids: np.ndarray, pnt, vec, bodyexclude=None):
+  """(dist, geomid) of the nearest hit among static geom ids `ids`; (-1, -1) if none.
+
+  bodyexclude: optional traced body id whose geoms are skipped (for vmapping over rays
+  that each exclude their own body, as rangefinders do).
+  """
+  if len(ids) == 0:
+    return jnp.array(-1.0, pnt.dtype), jnp.array(-1, jnp.int32)
+  dists, order = [], []
+  for gtype in (*RAY_FUNCS, GeomType.MESH, GeomType.HFIELD):
+    sel = ids[m.geom_type[ids] == gtype]
+    if len(sel) == 0:
+      continue
+    mat = d.geom_xmat[sel]
+    lp = jnp.einsum("nji,nj->ni", mat, pnt - d.geom_xpos[sel])
+    lv = jnp.einsum("nji,j->ni", mat, vec)
+    if gtype == GeomType.MESH:
+      dists.append(_mesh_cast(m, sel, lp, lv))
+    elif gtype == GeomType.HFIELD:
+      dists.append(_hfield_cast(m, sel, lp, lv))
+    else:
+      dists.append(jax.vmap(RAY_FUNCS[gtype])(m.geom_size[sel], lp, lv))
+    order.append(sel)
+  dist = jnp.concatenate(dists)
+  gid = np.concatenate(order).astype(np.int32)
+  if bodyexclude is not None:
+    dist = jnp.where(jnp.asarray(m.geom_bodyid[gid]) == bodyexclude, jnp.inf, dist)
+  k = jnp.argmin(dist)
+  hit = jnp.isfinite(dist[k])
+  return jnp.where(hit, dist[k], -1.0), jnp.where(hit, jnp.asarray(gid)[k], -1)
+
+
+def ray(m: Model, d: Data, pnt: jax.Array, vec: jax.Array, geomgroup=None,
+        flg_static: bool = True, bodyexclude: int | Sequence[int] = -1):
+  """mj_ray: nearest geom surface along pnt + x vec (x >= 0), global frame.
+
+  pnt, vec: (3,). geomgroup: None (all groups) or 6 flags, which groups to include.
+  flg_static: include geoms of static bodies (welded to the world). bodyexclude: a body id
+  (or ids) whose geoms are skipped. Reads geom_xpos, geom_xmat. Returns (dist, geomid),
+  (-1, -1) when nothing is hit. geomgroup, flg_static and bodyexclude are static.
+  """
+  ids = candidates(m, geomgroup, flg_static, bodyexclude)
+  return cast(m, d, ids, jnp.asarray(pnt), jnp.asarray(vec))
+
+
+def multi_ray(m: Model, d: Data, pnt: jax.Array, vec: jax.Array, geomgroup=None,
+              flg_static: bool = True, bodyexclude: int | Sequence[int] = -1):
+  """mj_multiRay: many rays from one point. pnt (3,), vec (nray, 3).
+
+  Returns dist (nray,) and geomid (nray,), -1 where a ray hits nothing.
+  """
+  ids = candidates(m, geomgroup, flg_static, bodyexclude)
+  pnt = jnp.asarray(pnt)
+  return jax.vmap(lambda v: cast(m, d, ids, pnt, v))(jnp.asarray(vec))

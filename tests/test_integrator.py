@@ -1,0 +1,120 @@
+"""Integrators against mj_step (mujoco 4.0.0): Euler, RK4 (Munthe-Kaas on ball joints),
+implicit and implicitfast, with joint and tendon damping, springs and actuators whose forces
+depend on velocity; step1 / step2 with ctrl set in between as mj_step1 / mj_step2.
+500-step trajectories are slow tests; the default suite checks single steps."""
+
+import jax
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+
+from mujoco_compare import load_both, to_jaxmj  # noqa: E402
+
+import jaxmj  # noqa: E402
+
+FAST = {"xla_backend_optimization_level": 0}
+INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
+
+ARM = """<mujoco><option integrator="{integ}" timestep="0.005"><flag contact="disable"/>
+</option><worldbody>
+<body pos="0 0 1"><joint name="h1" axis="0 1 0" damping=".3"/>
+  <geom type="capsule" fromto="0 0 0 .5 0 0" size=".05"/>
+  <body pos=".5 0 0"><joint name="h2" axis="1 1 0" damping=".1" stiffness="2"/>
+    <geom type="box" size=".2 .05 .03" pos=".2 0 0"/>
+    <body pos=".4 0 0"><joint type="ball" damping=".05"/>
+      <geom type="ellipsoid" size=".1 .05 .08" pos=".1 0 0"/></body></body></body>
+<body pos="1 1 0"><joint name="s" type="slide" axis="0 0 1" damping="1"/>
+  <joint name="h3" axis="1 0 0"/><geom type="box" size=".1 .2 .3"/></body>
+</worldbody>
+<tendon><fixed name="t" damping=".4"><joint joint="h1" coef="1"/><joint joint="h3" coef="-.5"/>
+</fixed></tendon>
+<actuator><motor joint="h1" gear="2"/><position joint="h2" kp="5" kv=".5"/>
+  <velocity joint="s" kv="3"/><motor tendon="t"/></actuator></mujoco>"""
+
+
+def _start(m, mj, seed=0):
+  dm = mujoco.MjData(mj)
+  rng = np.random.default_rng(seed)
+  dm.qvel[:] = 2 * rng.normal(size=mj.nv)
+  dm.ctrl[:] = rng.normal(size=mj.nu)
+  return dm, to_jaxmj(m, dm).replace(ctrl=dm.ctrl.copy())
+
+
+@pytest.mark.parametrize("integ", [
+  pytest.param("Euler", marks=pytest.mark.slow), pytest.param("RK4", marks=pytest.mark.slow),
+  "implicit", pytest.param("implicitfast", marks=pytest.mark.slow)])
+def test_one_step_matches_mj_step(integ):
+  m, mj = load_both(xml=ARM.format(integ=integ))
+  dm, d = _start(m, mj)
+  step = jax.jit(jaxmj.step, compiler_options=FAST)
+  for _ in range(2):
+    mujoco.mj_step(mj, dm)
+    d = step(m, d)
+    np.testing.assert_allclose(d.qpos, dm.qpos, atol=1e-12)
+    np.testing.assert_allclose(d.qvel, dm.qvel, atol=1e-11)
+
+
+def test_step1_step2_with_control_in_between():
+  m, mj = load_both(xml=ARM.format(integ="implicitfast"))
+  dm, d = _start(m, mj)
+  s1 = jax.jit(jaxmj.step1, compiler_options=FAST)
+  s2 = jax.jit(jaxmj.step2, compiler_options=FAST)
+  for k in range(2):
+    mujoco.mj_step1(mj, dm)
+    d = s1(m, d)
+    np.testing.assert_allclose(d.actuator_length, dm.actuator_length, atol=1e-12)
+    ctrl = np.sin(np.arange(mj.nu) + k) - 0.1 * dm.qvel[: mj.nu]
+    dm.ctrl[:] = ctrl
+    mujoco.mj_step2(mj, dm)
+    d = s2(m, d.replace(ctrl=ctrl))
+    np.testing.assert_allclose(d.qpos, dm.qpos, atol=1e-12)
+    np.testing.assert_allclose(d.qvel, dm.qvel, atol=1e-11)
+
+
+def test_free_body_under_implicit_is_reported():
+  xml = ARM.format(integ="implicit").replace(
+    "</worldbody>", '<body pos="3 0 1"><freejoint/><geom size=".1"/></body></worldbody>')
+  m = jaxmj.Model.from_xml_string(xml)
+  with pytest.raises(NotImplementedError, match="free bodies"):
+    jaxmj.forward(m, jaxmj.make_data(m))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("integ", INTEGRATORS)
+def test_500_step_trajectory_matches_mj_step(integ):
+  m, mj = load_both(xml=ARM.format(integ=integ))
+  dm, d = _start(m, mj)
+  roll = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=500, fields=("qpos", "qvel")))
+  _, traj = roll(m, d)
+  qpos, qvel = [], []
+  for _ in range(500):
+    mujoco.mj_step(mj, dm)
+    qpos.append(dm.qpos.copy())
+    qvel.append(dm.qvel.copy())
+  np.testing.assert_allclose(traj["qpos"], np.array(qpos), atol=1e-7)
+  np.testing.assert_allclose(traj["qvel"], np.array(qvel), atol=1e-7)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,nstep", [("swimmer", 500), ("gripper", 200)])
+def test_repository_model_trajectory_matches_mj_step(name, nstep):
+  """The swimmer (RK4 through the fluid model) and the gripper (equality-closed fingers
+  squeezing a box: contacts, weld, joint coupling) follow mj_step."""
+  import os
+
+  from conftest import MODELS
+
+  m, mj = load_both(path=os.path.join(MODELS, f"{name}.xml"))
+  dm = mujoco.MjData(mj)
+  ctrl = 0.8 * np.sin(np.arange(mj.nu) * 1.3) if name == "swimmer" else np.full(mj.nu, .04)
+  dm.ctrl[:] = ctrl
+  d = to_jaxmj(m, dm).replace(ctrl=ctrl)
+  roll = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=nstep, fields=("qpos", "qvel")))
+  _, traj = roll(m, d)
+  qpos = []
+  for _ in range(nstep):
+    mujoco.mj_step(mj, dm)
+    qpos.append(dm.qpos.copy())
+  atol = 1e-7 if name == "swimmer" else 1e-5
+  np.testing.assert_allclose(traj["qpos"], np.array(qpos), atol=atol)

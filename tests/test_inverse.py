@@ -1,0 +1,52 @@
+"""Inverse dynamics against mujoco 4.0.0: qfrc_inverse (and qfrc_constraint from the
+inverse constraint problem) at random (qpos, qvel, qacc), and the forward -> inverse round
+trip returning the applied forces. The forward pass's gravcomp and fluid forces are
+compared on the way (test_passive holds them on more cases, slow)."""
+
+import jax
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+
+from mujoco_compare import load_both, random_state, to_jaxmj  # noqa: E402
+
+import jaxmj  # noqa: E402
+from jaxmj import rne  # noqa: E402
+
+FAST = {"xla_backend_optimization_level": 0}
+
+# Equality, limit and friction-loss rows, springs, dampers, gravcomp and a fluid medium;
+# contact-free to keep the compile small (contacts share the same per-row update).
+XML = """<mujoco><option density="1.2" viscosity=".1" wind="1 -2 .5" tolerance="1e-12">
+  <flag contact="disable"/></option><worldbody>
+<body pos="0 0 1" gravcomp=".7"><joint axis="0 1 0" damping=".2" range="-20 20"
+    frictionloss=".3"/><geom type="capsule" fromto="0 0 0 .5 0 0" size=".05"/>
+  <body pos=".5 0 0" name="b2"><joint axis="1 1 0" stiffness="2" range="-10 10"/>
+    <geom type="box" size=".2 .05 .03" pos=".2 0 0"/>
+    <body pos=".4 0 0"><joint type="ball"/><geom type="ellipsoid" size=".1 .05 .08"
+      pos=".1 0 0"/></body></body></body>
+<body pos="1 1 .2" name="c"><freejoint/><geom type="box" size=".1 .2 .3"/></body>
+</worldbody><equality><connect body1="b2" body2="c" anchor=".3 0 0"/></equality></mujoco>"""
+
+
+def test_qfrc_inverse_matches_mj_inverse_and_round_trips():
+  m, mj = load_both(xml=XML)
+  inv = jax.jit(jaxmj.inverse, compiler_options=FAST)
+  fwd = jax.jit(jaxmj.forward, compiler_options=FAST)
+  for seed in range(3):
+    dm = random_state(m, mj, seed)
+    mujoco.mj_forward(mj, dm)
+    d = fwd(m, to_jaxmj(m, dm))
+    assert np.any(np.asarray(d.efc_active))
+    for k in ("qfrc_gravcomp", "qfrc_fluid", "qfrc_passive"):  # also held in test_passive
+      np.testing.assert_allclose(getattr(d, k), getattr(dm, k), rtol=1e-9, atol=1e-9)
+    back = inv(m, d)
+    applied = d.qfrc_applied + d.qfrc_actuator + rne.xfrc_accumulate(m, d)
+    np.testing.assert_allclose(back.qfrc_inverse, applied, rtol=1e-8, atol=1e-8)
+    dm.qacc[:] = np.random.default_rng(seed).normal(size=mj.nv)
+    mujoco.mj_inverse(mj, dm)
+    d = inv(m, to_jaxmj(m, dm).replace(qacc=dm.qacc.copy()))
+    scale = max(1.0, np.abs(dm.qfrc_inverse).max())
+    np.testing.assert_allclose(d.qfrc_inverse, dm.qfrc_inverse, atol=1e-9 * scale)
+    np.testing.assert_allclose(d.qfrc_constraint, dm.qfrc_constraint, atol=1e-9 * scale)
