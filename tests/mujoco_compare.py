@@ -134,3 +134,25 @@ def full_m(mj, d) -> np.ndarray:
   out = np.zeros((mj.nv, mj.nv))
   mujoco.mj_fullM(mj, d, out)
   return out
+
+
+def rollout_error(m, mj, nstep: int, key: int | None = None):
+  """Steps jaxmj (one jitted rollout) and mj_step `nstep` times from the same state (the
+  defaults, or keyframe `key`). Returns (max |qpos| error, jaxmj's final Data, the final
+  MjData, MuJoCo's contact count after each step)."""
+  import jax
+
+  dm = mujoco.MjData(mj)
+  if key is not None:
+    mujoco.mj_resetDataKeyframe(mj, dm, key)
+  d = jaxmj.make_data(m).replace(qpos=dm.qpos.copy(), qvel=dm.qvel.copy())
+  run = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=nstep),
+                compiler_options={"xla_backend_optimization_level": 0})
+  final, traj = run(m, d)
+  ref, ncon = [], []
+  for _ in range(nstep):
+    mujoco.mj_step(mj, dm)
+    ref.append(dm.qpos.copy())
+    ncon.append(dm.ncon)
+  err = np.abs(np.asarray(traj["qpos"]) - np.array(ref)).max()
+  return err, final, dm, ncon

@@ -86,14 +86,19 @@ def parse_string(xml: str | bytes, file: str = "<string>", assets: dict | None =
   return _parse(xml, file, base, assets or {}, stack=(file,))
 
 
+def read_file(path: str) -> bytes:
+  """The bytes of the file at `path`; an unreadable file is an MJCFError naming it."""
+  try:
+    with open(path, "rb") as f:
+      return f.read()
+  except OSError as e:
+    raise MJCFError(f"cannot read file: {e.strerror}", file=path) from None
+
+
 def parse_path(path: str, assets: dict | None = None) -> Node:
   """Parses the MJCF file at `path`."""
   path = os.fspath(path)
-  try:
-    with open(path, "rb") as f:
-      xml = f.read()
-  except OSError as e:
-    raise MJCFError(f"cannot read file: {e.strerror}", file=path) from None
+  xml = read_file(path)
   return _parse(xml, path, os.path.dirname(os.path.abspath(path)), assets or {}, (path,))
 
 

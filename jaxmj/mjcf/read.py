@@ -19,7 +19,6 @@ from jaxmj.mjcf.element import (
   load_file,
   spec_of,
 )
-from jaxmj.mjcf.errors import MJCFError
 from jaxmj.mjcf.parse import Node
 
 
@@ -32,11 +31,7 @@ def from_xml_string(xml: str | bytes, assets: dict | None = None,
 def from_path(path, assets: dict | None = None) -> RootElement:
   """Model from the MJCF file at `path`."""
   path = os.fspath(path)
-  try:
-    with open(path, "rb") as f:
-      xml = f.read()
-  except OSError as e:
-    raise MJCFError(f"cannot read file: {e.strerror}", file=path) from None
+  xml = parse.read_file(path)
   return _read(xml, path, os.path.dirname(os.path.abspath(path)), assets or {})
 
 

@@ -12,33 +12,16 @@ primitives drop in the default suite.
 
 import os
 
-import jax
 import numpy as np
 import pytest
 from conftest import MODELS
-from mujoco_compare import load_both, mujoco
+from mujoco_compare import load_both, rollout_error
 
-import jaxmj
-
-_FAST = {"xla_backend_optimization_level": 0}
 TOL = 1e-5
 
 
 def _trajectory_error(name, nstep, key=None):
-  m, mj = load_both(os.path.join(MODELS, f"{name}.xml"))
-  dm = mujoco.MjData(mj)
-  if key is not None:
-    mujoco.mj_resetDataKeyframe(mj, dm, key)
-  d = jaxmj.make_data(m).replace(qpos=dm.qpos.copy(), qvel=dm.qvel.copy())
-  run = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=nstep), compiler_options=_FAST)
-  final, traj = run(m, d)
-  ref, ncon = [], []
-  for _ in range(nstep):
-    mujoco.mj_step(mj, dm)
-    ref.append(dm.qpos.copy())
-    ncon.append(dm.ncon)
-  err = np.abs(np.asarray(traj["qpos"]) - np.array(ref)).max()
-  return err, final, dm, ncon
+  return rollout_error(*load_both(os.path.join(MODELS, f"{name}.xml")), nstep, key)
 
 
 @pytest.mark.slow

@@ -3,28 +3,14 @@ compile and 300 steps of it take minutes on 2 cores)."""
 
 import os
 
-import jax
 import numpy as np
 import pytest
 from conftest import MODELS
-from mujoco_compare import load_both, mujoco
-
-import jaxmj
+from mujoco_compare import load_both, rollout_error
 
 
 def _qpos_error(path, nstep):
-  m, mj = load_both(path)
-  dm = mujoco.MjData(mj)
-  d = jaxmj.make_data(m).replace(qpos=dm.qpos.copy(), qvel=dm.qvel.copy())
-  step = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=nstep),
-                 compiler_options={"xla_backend_optimization_level": 0})
-  final, traj = step(m, d)
-  ref, ncon = [], []
-  for _ in range(nstep):
-    mujoco.mj_step(mj, dm)
-    ref.append(dm.qpos.copy())
-    ncon.append(dm.ncon)
-  err = np.abs(np.asarray(traj["qpos"]) - np.array(ref)).max()
+  err, final, dm, ncon = rollout_error(*load_both(path), nstep)
   return err, ncon, int(np.asarray(final.contact.active).sum()), dm.ncon
 
 
