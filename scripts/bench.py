@@ -1,6 +1,8 @@
-"""Benchmark jaxmj against MJX (MuJoCo's own JAX implementation) in one run.
+"""Benchmark jaxmj against MJX (MuJoCo's own JAX implementation) and MuJoCo C in one run.
 
-Both engines load the same MJCF file and run on JAX's default backend (CPU or GPU).
+The engines load the same MJCF file; jaxmj and MJX run on JAX's default backend (CPU or
+GPU), MuJoCo C on the CPU (float64, `mujoco.rollout` with one thread per core for
+batches; batch-1 ms is one `mj_step`; it compiles nothing, so its compile cells are empty).
 Each (model, engine) pair is measured in its own fresh Python process, so compile times
 do not depend on which engine ran first, and one engine failing or hanging cannot stop
 the rest. What is measured:
@@ -17,9 +19,9 @@ the rest. What is measured:
                   Every world starts from the model's initial state with a small random
                   qvel perturbation (std 0.01), so worlds differ; controls are zero.
 
-The `jaxmj/mjx` row divides jaxmj's number by MJX's in every column: for the time columns
-(compile, batch-1) a ratio < 1 means jaxmj is faster; for the throughput columns (steps/s)
-a ratio > 1 means jaxmj is faster.
+The `jaxmj/mjx` and `jaxmj/mujoco` rows divide jaxmj's number by the other engine's in
+every column: for the time columns (compile, batch-1) a ratio < 1 means jaxmj is faster;
+for the throughput columns (steps/s) a ratio > 1 means jaxmj is faster.
 
 Notes:
   * MJX is mujoco-mjx's pure-JAX implementation (`impl="jax"`, passed explicitly so that a
@@ -113,7 +115,14 @@ def load_mjx(path):
   return mx, mjx.make_data(mx, impl="jax"), mjx.step
 
 
-ENGINES = {"jaxmj": load_jaxmj, "mjx": load_mjx}
+def load_mujoco(path):
+  """MuJoCo's C engine: (MjModel, None, None); timed by `mujoco_child`, not through JAX."""
+  import mujoco
+
+  return mujoco.MjModel.from_xml_path(path), None, None
+
+
+ENGINES = {"jaxmj": load_jaxmj, "mjx": load_mjx, "mujoco": load_mujoco}
 
 
 def engine_version(name):
@@ -126,6 +135,8 @@ def engine_version(name):
     return getattr(jaxmj, "__version__", "source tree")
   import mujoco
 
+  if name == "mujoco":
+    return f"mujoco {mujoco.__version__} (C, float64, mujoco.rollout on {os.cpu_count()} threads)"
   _import_mjx()
   return f"mujoco {mujoco.__version__}, mujoco-mjx {importlib.metadata.version('mujoco-mjx')}"
 
@@ -223,12 +234,54 @@ def emit(**record):
   print(RECORD + json.dumps(record), flush=True)
 
 
+def mujoco_child(path, batches, steps):
+  """MuJoCo C: batch-1 ms is one `mj_step`; steps/s @B is `mujoco.rollout` of B worlds (same
+  qvel perturbation as the JAX engines) on one thread per core. Nothing is compiled, so the
+  compile columns stay empty; MuJoCo C always computes in float64."""
+  import mujoco
+  import mujoco.rollout
+  import numpy as np
+
+  m, _, _ = load_mujoco(path)
+  d = mujoco.MjData(m)
+  mujoco.mj_step(m, d)
+  samples = []
+  while len(samples) < LATENCY_MIN_CALLS or sum(samples) < LATENCY_MIN_SECONDS:
+    t0 = time.perf_counter()
+    mujoco.mj_step(m, d)
+    samples.append(time.perf_counter() - t0)
+  emit(batch1_ms=1e3 * statistics.median(samples))
+  spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+  d = mujoco.MjData(m)
+  state0 = np.zeros(mujoco.mj_stateSize(m, spec))
+  mujoco.mj_getState(m, d, state0, spec)
+  qvel = 1 + m.nq  # FULLPHYSICS starts with time, then qpos, qvel
+  threads = [mujoco.MjData(m) for _ in range(os.cpu_count() or 1)]
+  for batch in batches:
+    state = np.tile(state0, (batch, 1))
+    state[:, qvel : qvel + m.nv] += QVEL_NOISE * np.random.default_rng(batch).normal(
+      size=(batch, m.nv))
+    with mujoco.rollout.Rollout(nthread=len(threads)) as pool:
+      pool.rollout(m, threads, state, nstep=steps)
+      for _ in range(ROLLOUT_REPEATS):
+        t0 = time.perf_counter()
+        pool.rollout(m, threads, state, nstep=steps)
+        emit(batch=batch, call_s=time.perf_counter() - t0)
+
+
 def child(engine, path, batches, steps, x64):
   """Measures one engine on one model, emitting one record per finished measurement."""
   try:
     version = engine_version(engine)
   except Exception as e:  # noqa: BLE001 - any import failure makes the engine unavailable
     emit(unavailable=_reason(e))
+    return
+  if engine == "mujoco":
+    emit(env={engine: version})
+    try:
+      mujoco_child(path, batches, steps)
+    except Exception as e:  # noqa: BLE001 - report the failure, keep benchmarking
+      emit(error=_reason(e))
     return
   jax.config.update("jax_enable_x64", x64)
   jax.config.update("jax_enable_compilation_cache", False)
@@ -339,15 +392,16 @@ def row_values(result, batches):
 
 
 def ratio_rows(results, batches):
-  """jaxmj/mjx cell ratios (None where either is missing) for models both engines ran."""
+  """jaxmj/mjx and jaxmj/mujoco cell ratios (None where either is missing), per model."""
   by_key = {(r["model"], r["engine"]): r for r in results}
   ratios = []
   for model in dict.fromkeys(r["model"] for r in results):
-    ours, theirs = by_key.get((model, "jaxmj")), by_key.get((model, "mjx"))
-    if ours and theirs:
-      pairs = zip(row_values(ours, batches), row_values(theirs, batches), strict=True)
-      cells = [a / b if a is not None and b else None for a, b in pairs]
-      ratios.append({"model": model, "ratios": cells})
+    for other in ("mjx", "mujoco"):
+      ours, theirs = by_key.get((model, "jaxmj")), by_key.get((model, other))
+      if ours and theirs:
+        pairs = zip(row_values(ours, batches), row_values(theirs, batches), strict=True)
+        cells = [a / b if a is not None and b else None for a, b in pairs]
+        ratios.append({"model": model, "versus": other, "ratios": cells})
   return ratios
 
 
@@ -363,7 +417,6 @@ def partial(result, batch):
 def format_table(results, ratios, batches):
   """Aligned text table: each model's engine rows, then its ratio row; failures below."""
   number = lambda v: f"{v:.3g}" if v < 1e3 else f"{v:,.0f}"
-  ratio_by_model = {x["model"]: x["ratios"] for x in ratios}
   rows, failures = [columns(batches)], []
   for model in dict.fromkeys(r["model"] for r in results):
     for r in (r for r in results if r["model"] == model):
@@ -372,9 +425,9 @@ def format_table(results, ratios, batches):
       rows.append([model, r["engine"], *cells])
       if "error" in r:
         failures.append(f"{r['engine']} on {model}: {r['error']}")
-    if model in ratio_by_model:
-      cells = (_cell(v, lambda v: f"{v:.2f}x") for v in ratio_by_model[model])
-      rows.append([model, "jaxmj/mjx", *cells])
+    for x in (x for x in ratios if x["model"] == model):
+      cells = (_cell(v, lambda v: f"{v:.2f}x") for v in x["ratios"])
+      rows.append([model, f"jaxmj/{x['versus']}", *cells])
   if any(partial(r, b) for r in results for b in batches):
     failures.append(f"* from fewer than {ROLLOUT_REPEATS} timed calls (the measurement stalled)")
   widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -453,7 +506,7 @@ def main():
   print(format_table(results, ratios, args.batches))
   if ratios:
     print(
-      "\nratio row = jaxmj / mjx: compile and batch-1 < 1 means jaxmj faster; "
+      "\nratio rows = jaxmj / other engine: batch-1 ms < 1 means jaxmj faster; "
       "steps/s > 1 means jaxmj faster."
     )
   print(f"\ntotal time {time.perf_counter() - start:.0f} s")
