@@ -13,7 +13,7 @@ from conftest import MODELS
 
 import jaxmj
 from jaxmj import mjcf
-from jaxmj.mjcf import schema, write
+from jaxmj.mjcf import write
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -256,13 +256,7 @@ MODEL_FILES = sorted(glob.glob(os.path.join(MODELS, "*.xml")))
 def test_round_trip_gives_an_equal_tree_and_model(path):
   with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    try:
-      root = mjcf.from_path(path)
-    except jaxmj.MJCFError as e:
-      # Visual-only elements (camera, light) have no schema yet; the compiler skips them too.
-      if any(f"<{t}> is not in jaxmj's schema" in str(e) for t in schema.VISUAL_ONLY):
-        pytest.skip(str(e))
-      raise
+    root = mjcf.from_path(path)
     xml = root.to_xml_string()
     assets = root.get_assets()
     again = mjcf.from_xml_string(xml, assets=assets)
@@ -343,20 +337,3 @@ def test_includes_are_expanded_from_the_assets_dict():
     assets={"part.xml": '<mujoco><worldbody><geom name="g" size="0.1"/></worldbody></mujoco>'})
   assert root.find("geom", "g") is not None
   assert "include" not in root.to_xml_string()
-
-
-def test_elements_the_compiler_lacks_are_composed_and_written(monkeypatch):
-  # A family whose attributes the schema knows but the compiler does not compile: the object
-  # model builds and writes it (MuJoCo loads it); compiling names what is missing.
-  if "custom" not in schema.UNSUPPORTED or "custom" in schema.ATTRS:
-    pytest.skip("<custom> is compiled now")
-  monkeypatch.setitem(schema.ATTRS, "custom", {})
-  monkeypatch.setitem(schema.ATTRS, "numeric", {
-    "name": (schema.S, None), "size": (schema.I, -1), "data": (schema.fv(-1), None)})
-  root = mjcf.RootElement(model="extra")
-  root.custom.add("numeric", name="gains", data=[1.0, 2.0])
-  root.worldbody.add("geom", size=[0.1])
-  xml = root.to_xml_string()
-  assert mujoco.MjModel.from_xml_string(xml).nnumeric == 1
-  with pytest.raises(jaxmj.MJCFError, match="<custom>.*not supported by jaxmj yet"):
-    jaxmj.Model.from_mjcf(root)
