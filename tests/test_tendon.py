@@ -153,6 +153,7 @@ def test_side_site_winding_matches_mujoco(case):
                                dm.wrap_xpos.reshape(-1, 3)[1:3].ravel(), atol=1e-12)
 
 
+@pytest.mark.slow
 def test_length_gradient_is_ten_J():
   """Reverse-mode d ten_length / d qpos is finite and equals ten_J (hinge joints only, so
   qpos and dofs coincide), through sphere, cylinder and inside (side site) wraps."""

@@ -31,8 +31,11 @@ def _compare(m, mj, dm, nstep, tol, every=1):
   return final, dm
 
 
-@pytest.mark.parametrize("solver", ["Newton", "CG"])
-@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+# Two of the four solver x cone pairs run by default; the other two with --runslow.
+@pytest.mark.parametrize("solver,cone", [
+  ("Newton", "pyramidal"), ("CG", "elliptic"),
+  pytest.param("CG", "pyramidal", marks=pytest.mark.slow),
+  pytest.param("Newton", "elliptic", marks=pytest.mark.slow)])
 def test_drop_on_plane_matches_mj_step(solver, cone):
   with open(os.path.join(MODELS, "primitives_drop.xml")) as f:
     xml = f.read().replace('<option timestep="0.002"/>',
