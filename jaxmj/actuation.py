@@ -15,7 +15,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
+from jaxmj import history, math
 from jaxmj.constraint import point_jacobians
 from jaxmj.scan import cached_plan
 from jaxmj.types import (
@@ -178,21 +178,23 @@ def _slidercrank(m: Model, d: Data, grp) -> tuple:
 def _body(m: Model, d: Data, grp) -> tuple:
   """Adhesion: minus the mean contact-normal Jacobian over the body's contacts.
 
-  A contact counts when it has constraint rows (active); MuJoCo also counts contacts in
-  the gap layer, which jaxmj's contact slots do not tell apart, so models whose geoms
-  have a gap are listed unsupported by the compiler.
+  A contact counts when it exists, dist < includemargin + gap: with constraint rows
+  (active) or in the gap layer (adhesion.slot_gap), as in MuJoCo.
   """
+  from jaxmj.adhesion import slot_gap
+
   i, body = grp
   con = d.contact
   if len(con.dim) == 0:
     return jnp.zeros(len(i)), jnp.zeros((len(i), m.nv))
+  exists = con.dist < con.includemargin + slot_gap(m)
   b1, b2 = m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]
   normal = con.frame[:, 0]
   j1p, _ = point_jacobians(m, d, b1, con.pos)
   j2p, _ = point_jacobians(m, d, b2, con.pos)
   jn = jnp.einsum("ck,ckv->cv", normal, j2p - j1p)  # (ncon, nv)
   rel = (b1[None] == body[:, None]) | (b2[None] == body[:, None])  # (n, ncon) static
-  counted = jnp.where(rel, con.active[None], False).astype(jn.dtype)
+  counted = jnp.where(rel, exists[None], False).astype(jn.dtype)
   count = jnp.sum(counted, axis=1)
   moment = -(counted @ jn) / jnp.maximum(count, 1.0)[:, None]
   return jnp.zeros(len(i)), moment
@@ -426,7 +428,7 @@ def next_act(m: Model, d: Data, act_dot: jnp.ndarray | None = None) -> jnp.ndarr
 
 def _ctrl(m: Model, d: Data, plan: dict) -> tuple[jnp.ndarray, jnp.ndarray]:
   """Clamped controls, all zeroed if any is NaN or beyond 1e10; and that bad flag."""
-  ctrl = d.ctrl
+  ctrl = history.ctrl(m, d, d.ctrl)
   if len(plan["ctrllimited"]) and not m.opt.disabled(DisableBit.CLAMPCTRL):
     idx = plan["ctrllimited"]
     rng = m.actuator_ctrlrange[idx]

@@ -19,8 +19,9 @@ contact rows.
 * Joint limits: one row per limited hinge or slide joint, one per limited ball joint.
   A hinge/slide row stands for whichever side of the range is nearer (lower on a tie),
   with MuJoCo's sign: J = +1 at the lower limit, -1 at the upper limit. MuJoCo makes two
-  rows when both sides are within the margin at once (a range narrower than 2 * margin);
-  here only the nearer side is kept. Active when dist < margin.
+  rows when both sides are within the margin at once (a range narrower than 2 * margin):
+  joints whose compiled range is that narrow (static Model.jnt_limitboth) own a lower and
+  an upper row instead. Active when dist < margin. Tendon limits likewise.
 * Contacts: one block per contact slot of `Data.contact`: condim 1 -> 1 frictionless row;
   pyramidal cones 2 * (condim - 1) rows (edges J_n +- mu_i J_i); elliptic cones condim rows
   (normal, tangents, then torsion and rolling from the rotational Jacobian). Active when
@@ -39,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import equality, math, tendon
+from jaxmj import adhesion, equality, math, surfacevel, tendon
 from jaxmj.scan import body_plan, cached_plan
 from jaxmj.types import (
   Cone,
@@ -95,6 +96,8 @@ class EfcLayout:
   con_elliptic: np.ndarray  # (nc,) bool (condim > 1, elliptic cone)
   friction_ten: np.ndarray  # tendon of each tendon friction-loss row (after the dof rows)
   limit_ten: np.ndarray  # tendon of each tendon limit row (after the joint rows)
+  limit_side: np.ndarray  # (nl_joint,) int: 0 the nearer end, -1 lower, +1 upper
+  limit_ten_side: np.ndarray  # (nl_tendon,) int, as limit_side
 
   @property
   def contact0(self) -> int:
@@ -136,17 +139,16 @@ def _layout_plan(m, fric, dims, flags, cone) -> EfcLayout:
 
 
 def _build_layout(m, fric, dims, off, cone) -> EfcLayout:
-  if off(DisableBit.LIMIT):
-    jnt, ball = np.zeros(0, np.int32), np.zeros(0, bool)
-  else:
-    plan = _limit_plan(m)
-    jnt, ball = plan["jnt"], plan["ball"]
+  jnt = np.zeros(0, np.int32) if off(DisableBit.LIMIT) else _limit_plan(m)["jnt"]
+  jnt, jside = _sides(jnt, np.asarray(m.jnt_limitboth, bool))
+  ball = np.asarray(m.jnt_type)[jnt] == JointType.BALL
   contacts_on = not off(DisableBit.CONTACT) and m.nv > 0
   ne = 0 if off(DisableBit.EQUALITY) else equality.eq_plan(m)["ne"]
   ften = (np.zeros(0, np.int32) if off(DisableBit.FRICTIONLOSS) or not m.ntendon
           else np.flatnonzero(m.tendon_hasfrictionloss).astype(np.int32))
   lten = (np.zeros(0, np.int32) if off(DisableBit.LIMIT) or not m.ntendon
           else np.flatnonzero(m.tendon_limited).astype(np.int32))
+  lten, tside = _sides(lten, np.asarray(m.tendon_limitboth, bool))
   nf, nl = len(fric) + len(ften), len(jnt) + len(lten)
   c0 = ne + nf + nl
   adr = np.full(len(dims), -1, np.int32)
@@ -186,7 +188,15 @@ def _build_layout(m, fric, dims, off, cone) -> EfcLayout:
     con_edge=i32(rows["edge"]), con_sign=np.asarray(rows["sign"], np.float64),
     con_first=i32(rows["first"]), con_j=i32(rows["j"]),
     con_pyramid=np.asarray(rows["pyr"], bool), con_elliptic=np.asarray(rows["ell"], bool),
-    friction_ten=ften, limit_ten=lten)
+    friction_ten=ften, limit_ten=lten, limit_side=jside, limit_ten_side=tside)
+
+
+def _sides(obj: np.ndarray, both: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """Limit rows of objects `obj`: one (side 0, the nearer end) each, or a lower (-1) and an
+  upper (+1) row for those marked in `both` (MuJoCo's order: lower first)."""
+  rows = [(o, s) for o in obj for s in ((-1, 1) if both[o] else (0,))]
+  return (np.array([r[0] for r in rows], np.int32).reshape(-1),
+          np.array([r[1] for r in rows], np.int32).reshape(-1))
 
 
 # ---------------------------------------------------------------- rows per constraint kind
@@ -244,7 +254,8 @@ def _limit_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
     value = d.qpos[m.jnt_qposadr[lin]]
     lower = -(m.jnt_range[lin, 0] - value)  # side -1, as MuJoCo writes it
     upper = m.jnt_range[lin, 1] - value
-    at_lower = lower <= upper
+    side = lay.limit_side[lin_rows]
+    at_lower = jnp.where(side == 0, lower <= upper, side < 0)
     dist = dist.at[lin_rows].set(jnp.where(at_lower, lower, upper))
     J = J.at[lin_rows, m.jnt_dofadr[lin]].set(jnp.where(at_lower, 1.0, -1.0).astype(dt))
   if len(ball):
@@ -381,7 +392,7 @@ def make_constraint(m: Model, d: Data) -> Data:
   blocks = [_friction_rows(m, d, lay),
             _rows(len(ften), m.nv, dt, **tendon.friction_rows(m, d, ften)),
             _limit_rows(m, d, lay),
-            _rows(len(lten), m.nv, dt, **tendon.limit_rows(m, d, lten)),
+            _rows(len(lten), m.nv, dt, **tendon.limit_rows(m, d, lten, lay.limit_ten_side)),
             _contact_rows(m, d, lay)]
   if lay.ne:  # equality rows come first, as in MuJoCo
     eq = equality.equality_rows(m, d)
@@ -408,8 +419,12 @@ def make_constraint(m: Model, d: Data) -> Data:
   B = jnp.where(ref[:, 1] > 0, 2 / jnp.maximum(MINVAL, dmax * ref[:, 0]),
                 -ref[:, 1] / jnp.maximum(MINVAL, dmax))
 
-  vel = J @ d.qvel
+  vel = J @ d.qvel + surfacevel.efc_vel_offset(m, d, lay)
   aref = -B * vel - K * imp * (r["pos"] - r["margin"]) - r["bias"]  # bias: Jdot v
+  share = adhesion.efc_share(m, d, lay)
+  if share is not None:  # contact adhesion: shifted normal force, pull in qfrc_passive
+    aref = aref + share * R
+    d = d.replace(qfrc_passive=d.qfrc_passive - share @ J)
   active = r["active"]
   force, state = d.efc_force, d.efc_state
   if force.shape != (lay.nefc,):

@@ -9,10 +9,12 @@ import jax.numpy as jnp
 
 from jaxmj import (
   actuation,
+  armature,
   camlight,
   com,
   constraint,
   energy,
+  history,
   integrator,
   kinematics,
   mass,
@@ -36,10 +38,6 @@ def check_supported(m: Model) -> None:
   one of those bits is set in `opt.disableflags`.
   """
   active = [name for name, bits in m.unsupported if not m.opt.disableflags & bits]
-  implicit = (Integrator.IMPLICIT, Integrator.IMPLICITFAST)
-  if m.opt.integrator in implicit and len(integrator.standalone_free_bodies(m)):
-    active.append("free bodies without jointed children under the implicit / implicitfast "
-                  "integrators (MuJoCo 4.0's gyroscopic midpoint rule)")
   if active:
     raise NotImplementedError(
       f"model {m.model_name!r} uses features jaxmj cannot simulate yet: {'; '.join(active)}"
@@ -65,7 +63,7 @@ def fwd_velocity(m: Model, d: Data) -> Data:
   d = tendon.velocity(m, d)
   d = actuation.velocity(m, d)
   d = passive.passive(m, d)
-  d = rne.rne(m, d)
+  d = armature.tendon_bias(m, rne.rne(m, d))
   return constraint.make_constraint(m, d) if d.efc_J.shape[0] else d
 
 
@@ -87,7 +85,7 @@ def fwd_constraint(m: Model, d: Data) -> Data:
 
 def forward(m: Model, d: Data) -> Data:
   """mj_forward: every quantity that depends on the state, up to qacc. No integration."""
-  return _acceleration_stages(m, step1(m, d))
+  return history.delay_sensors(m, _acceleration_stages(m, step1(m, d)))
 
 
 def _acceleration_stages(m: Model, d: Data) -> Data:
@@ -112,12 +110,15 @@ def step(m: Model, d: Data) -> Data:
   diverged values and only the counters tell.
   """
   bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
-  d = forward(m, d)
+  d = _acceleration_stages(m, step1(m, d))
+  pushed = history.push(m, d)  # the samples of this step, read only by later steps
+  d = history.delay_sensors(m, d)
   if m.opt.integrator == Integrator.RK4:
-    new = integrator.rk4(m, d, forward)
+    # MuJoCo skips the sensors in RK4's later stages: sensordata stays stage 1's
+    new = integrator.rk4(m, d, forward).replace(sensordata=d.sensordata)
   else:
     new = _integrate(m, d)
-  return _checked(m, d, new, bad_pos, bad_vel)
+  return _checked(m, d, new.replace(history=pushed), bad_pos, bad_vel)
 
 
 def _integrate(m: Model, d: Data) -> Data:
@@ -162,7 +163,9 @@ def step2(m: Model, d: Data) -> Data:
   """
   bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
   d = _acceleration_stages(m, d)
-  return _checked(m, d, _integrate(m, d), bad_pos, bad_vel)
+  pushed = history.push(m, d)
+  d = history.delay_sensors(m, d)
+  return _checked(m, d, _integrate(m, d).replace(history=pushed), bad_pos, bad_vel)
 
 
 def rollout(

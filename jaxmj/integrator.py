@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import actuation, mass, math
+from jaxmj import actuation, armature, mass, math
 from jaxmj.scan import cached_plan
 from jaxmj.types import Data, DisableBit, JointType, Model
 
@@ -68,7 +68,8 @@ def euler(m: Model, d: Data) -> Data:
   qacc = d.qacc
   if m.nv and not m.opt.disabled(DisableBit.EULERDAMP | DisableBit.DAMPER):
     h = m.opt.timestep
-    ld, diag_inv = mass.factor(m, d.qM + jnp.diag(h * m.dof_damping))
+    damping = armature.damper_derivative(*armature.dof_damping(m, d.qvel.dtype), d.qvel)
+    ld, diag_inv = mass.factor(m, d.qM + jnp.diag(h * damping))
     qacc = mass.solve_ld(m, ld, diag_inv, d.qM @ d.qacc)
   return advance(m, d, qacc)
 
@@ -172,27 +173,53 @@ def implicit(m: Model, d: Data) -> Data:
 
   qacc = (M - h D)^-1 (qfrc_smooth + qfrc_constraint), D = smooth_vel_derivative: with the
   RNE derivative and an LU solve (implicit), or without it, symmetrized, through the
-  tree-sparse L'DL (implicitfast). Then mj_advance. Reads qM, qfrc_smooth, qfrc_constraint.
+  tree-sparse L'DL (implicitfast). Under implicitfast, MuJoCo 4.0 treats a free joint whose
+  subtree has no other joints (a free rigid body, free_rigid_dofs) apart: its 6x6 block
+  keeps the bias derivative (Coriolis, centrifugal and gyroscopic terms, mjd_freeMhat) and
+  is solved densely, so a spinning free body integrates as under implicit. Then
+  mj_advance. Reads qM, qfrc_smooth, qfrc_constraint.
   """
   from jaxmj.types import Integrator
 
   if m.nv == 0:
     return advance(m, d, d.qacc)
   fast = m.opt.integrator == Integrator.IMPLICITFAST
+  h = m.opt.timestep
   deriv = smooth_vel_derivative(m, d, bias=not fast)
   force = d.qfrc_smooth + d.qfrc_constraint
-  if fast:
-    ld, diag_inv = mass.factor(m, d.qM - m.opt.timestep * 0.5 * (deriv + deriv.T))
-    qacc = mass.solve_ld(m, ld, diag_inv, force)
-  else:
-    qacc = _lu_solve(d.qM - m.opt.timestep * deriv, force)
+  if not fast:
+    return advance(m, d, _lu_solve(d.qM - h * deriv, force))
+  ld, diag_inv = mass.factor(m, d.qM - h * 0.5 * (deriv + deriv.T))
+  qacc = mass.solve_ld(m, ld, diag_inv, force)
+  blocks = free_rigid_dofs(m)
+  if len(blocks):
+    rows = blocks[:, :, None], blocks[:, None, :]
+    mhat = d.qM[rows] - h * (deriv[rows] - _free_bias_derivative(m, d, blocks))
+    qacc = qacc.at[blocks].set(jax.vmap(_lu_solve)(mhat, force[blocks]))
   return advance(m, d, qacc)
 
 
-def standalone_free_bodies(m: Model) -> np.ndarray:
-  """Bodies with a free joint and no jointed descendants (MuJoCo 4.0 integrates their
-  rotation with its own midpoint rule under implicit / implicitfast)."""
+@cached_plan
+def free_rigid_dofs(m) -> np.ndarray:
+  """(k, 6) dof ids of the free joints whose subtrees have no other joints (a free rigid
+  body, possibly with welded children: mj_isFreeBody)."""
   free = np.flatnonzero(np.asarray(m.jnt_type) == JointType.FREE)
   anc = np.asarray(m.dof_ancestor, bool)
-  alone = [j for j in free if anc[:, m.jnt_dofadr[j]].sum() == 6]
-  return np.asarray(m.jnt_bodyid[alone], np.int32)
+  adr = [m.jnt_dofadr[j] for j in free if anc[:, m.jnt_dofadr[j]].sum() == 6]
+  return (np.asarray(adr, np.int32).reshape(-1, 1) + np.arange(6, dtype=np.int32))
+
+
+def _free_bias_derivative(m: Model, d: Data, blocks: np.ndarray) -> jnp.ndarray:
+  """(k, 6, 6) d qfrc_bias / d qvel on each free rigid body's own dofs (mjd_freeBias_vel),
+  by forward-mode differentiation of the RNE bias over those dofs only."""
+  from jaxmj import com, rne
+
+  flat = blocks.reshape(-1)
+
+  def bias(v):
+    dv = com.com_vel(m, d.replace(qvel=d.qvel.at[flat].set(v)))
+    return rne.rne(m, dv).qfrc_bias[flat]
+
+  k = len(blocks)
+  jac = jax.jacfwd(bias)(d.qvel[flat]).reshape(k, 6, k, 6)
+  return jac[np.arange(k), :, np.arange(k), :]

@@ -6,6 +6,11 @@ is the analytic minimizer at jar = J qacc - aref (mj_invConstraint, the same per
 update as the primal solvers), no iteration. After `forward`, `inverse` returns the applied
 forces qfrc_applied + qfrc_actuator + J' xfrc_applied (to solver tolerance when
 constraints are active).
+
+With the invdiscrete flag, qacc is read as the discrete-time acceleration of one step,
+(qvel_next - qvel) / h, and first mapped to the continuous-time qacc the integrator's
+velocity update implies (mj_discreteAcc), so the forward step -> inverse round trip returns
+the applied forces under Euler with implicit damping, implicit and implicitfast.
 """
 
 from __future__ import annotations
@@ -13,8 +18,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import sensor, solver
-from jaxmj.types import Cone, Data, DisableBit, EnableBit, Model
+from jaxmj import armature, integrator, mass, sensor, solver
+from jaxmj.types import Cone, Data, DisableBit, EnableBit, Integrator, Model
 
 
 def inv_constraint(m: Model, d: Data) -> Data:
@@ -42,24 +47,60 @@ def inv_constraint(m: Model, d: Data) -> Data:
                    qfrc_constraint=p.J.T @ upd.force)
 
 
+def discrete_acc(m: Model, d: Data) -> jnp.ndarray:
+  """mj_discreteAcc: (nv,) continuous-time qacc M^-1 A qacc from the discrete-time d.qacc,
+  A being the matrix the integrator's velocity update inverts (integrator.euler and
+  integrator.implicit): Euler M + h diag(damping derivative) (unless eulerdamp or the
+  damper is disabled), implicit M - h qDeriv, implicitfast M - h sym(qDeriv) with the free
+  rigid bodies' own 6x6 blocks (bias derivative included). RK4 has no such inverse.
+
+  Reads qM, qLD, qvel, qacc and the velocity-stage fields qDeriv depends on.
+  """
+  h, integ = m.opt.timestep, m.opt.integrator
+  if integ == Integrator.RK4:
+    raise NotImplementedError("discrete inverse dynamics (invdiscrete) is not supported by "
+                              "the RK4 integrator (as in MuJoCo)")
+  if m.nv == 0:
+    return d.qacc
+  if integ == Integrator.EULER:
+    if m.opt.disabled(DisableBit.EULERDAMP | DisableBit.DAMPER):
+      return d.qacc
+    damping = armature.damper_derivative(*armature.dof_damping(m, d.qvel.dtype), d.qvel)
+    return d.qacc + mass.solve_m(m, d, h * damping * d.qacc)
+  fast = integ == Integrator.IMPLICITFAST
+  deriv = integrator.smooth_vel_derivative(m, d, bias=not fast)
+  if fast:
+    deriv = 0.5 * (deriv + deriv.T)
+  qfrc = (d.qM - h * deriv) @ d.qacc
+  blocks = integrator.free_rigid_dofs(m) if fast else ()
+  if len(blocks):
+    rows = blocks[:, :, None], blocks[:, None, :]
+    mhat = d.qM[rows] - h * (deriv[rows] - integrator._free_bias_derivative(m, d, blocks))
+    qfrc = qfrc.at[blocks].set(jnp.einsum("kij,kj->ki", mhat, d.qacc[blocks]))
+  return mass.solve_m(m, d, qfrc)
+
+
 def inverse(m: Model, d: Data) -> Data:
   """mj_inverse: qfrc_inverse (nv,) from qpos, qvel and qacc (with their sensors).
 
   Reads qpos, qvel, qacc (and act, mocap poses); writes every position and velocity
   quantity forward computes, efc_force, qfrc_constraint and qfrc_inverse. Position and
-  velocity stages are forward's; the inverse-only part is inv_constraint and the final
-  balance. The invdiscrete flag (inverting Euler's implicit damping) is not supported.
+  velocity stages are forward's; the inverse-only part is discrete_acc (invdiscrete flag),
+  inv_constraint and the final balance. Under invdiscrete the constraint forces, the
+  balance and the acceleration sensors use the continuous-time qacc, and d.qacc is
+  returned unchanged, as in MuJoCo.
   """
   from jaxmj.forward import check_supported, fwd_position, fwd_velocity
 
   check_supported(m)
-  if m.opt.enabled(EnableBit.INVDISCRETE):
-    raise NotImplementedError("inverse dynamics with the invdiscrete flag is not supported")
+  qacc = d.qacc
   d = fwd_position(m, d)
   d = sensor.sensor_pos(m, d)
   d = fwd_velocity(m, d)
   d = sensor.sensor_vel(m, d)
+  if m.opt.enabled(EnableBit.INVDISCRETE):
+    d = d.replace(qacc=discrete_acc(m, d))
   d = inv_constraint(m, d)
   qfrc = d.qM @ d.qacc + d.qfrc_bias - d.qfrc_passive - d.qfrc_constraint
   d = d.replace(qfrc_inverse=qfrc)
-  return sensor.sensor_acc(m, d)
+  return sensor.sensor_acc(m, d).replace(qacc=qacc)

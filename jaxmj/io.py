@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj import history
 from jaxmj.types import NWARNING, Contact, Data, Model
 
 
@@ -41,7 +42,8 @@ def make_data(m: Model) -> Data:
     qfrc_bias=z(nv), qfrc_spring=z(nv), qfrc_damper=z(nv), qfrc_passive=z(nv),
     qfrc_actuator=z(nv), qfrc_smooth=z(nv), qacc_smooth=z(nv), qfrc_constraint=z(nv),
     qfrc_inverse=z(nv), energy=z(2), warning=jnp.zeros(NWARNING, jnp.int32),
-    sensordata=z(m.nsensordata), cacc=z(nb, 6), cfrc_int=z(nb, 6), cfrc_ext=z(nb, 6),
+    sensordata=z(m.nsensordata), history=history.init(m, dt), cacc=z(nb, 6),
+    cfrc_int=z(nb, 6), cfrc_ext=z(nb, 6),
     **_constraint_fields(m, dt),
   )
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
+from jaxmj import armature, math
 from jaxmj.scan import body_plan, cached_plan, levels
 from jaxmj.types import Data, Model
 
@@ -61,9 +61,10 @@ def _padded(mat: jnp.ndarray) -> jnp.ndarray:
 
 
 def crb(m: Model, d: Data) -> Data:
-  """mj_crb: composite inertias and the joint-space inertia matrix qM (armature included).
+  """mj_crb and mj_tendonArmature: composite inertias and the joint-space inertia qM, with
+  dof, actuator and tendon armature (jaxmj/armature.py).
 
-  Reads cinert, cdof. Writes crb, qM (dense, symmetric).
+  Reads cinert, cdof, ten_J. Writes crb, qM (dense, symmetric).
   """
   subtree = jnp.asarray(body_plan(m)["subtree"], d.cinert.dtype)
   # The world accumulates nothing in MuJoCo: its row stays its own (zero) cinert.
@@ -71,6 +72,7 @@ def crb(m: Model, d: Data) -> Data:
   force = math.inert_mul(crb_[m.dof_bodyid], d.cdof)  # (nv, 6): crb of dof's body * cdof
   lower = jnp.where(m.dof_ancestor, force @ d.cdof.T, 0.0)  # [i, j]: j ancestor-or-self
   qm = lower + lower.T - jnp.diag(jnp.diag(lower)) + jnp.diag(m.dof_armature)
+  qm = armature.add_inertia(m, d, qm)  # actuators' and tendons' (mj_tendonArmature)
   return d.replace(crb=crb_, qM=qm)
 
 

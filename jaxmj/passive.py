@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import fluid, math, tendon
+from jaxmj import armature, fluid, math, tendon
 from jaxmj.scan import cached_plan
 from jaxmj.types import Data, DisableBit, JointType, Model
 
@@ -49,7 +49,8 @@ def passive(m: Model, d: Data) -> Data:
   """
   zero = jnp.zeros(m.nv, d.qvel.dtype)
   spring = zero if m.opt.disabled(DisableBit.SPRING) else _spring(m, d)
-  damper = zero if m.opt.disabled(DisableBit.DAMPER) else -m.dof_damping * d.qvel
+  damper = zero if m.opt.disabled(DisableBit.DAMPER) else armature.damper_force(
+    *armature.dof_damping(m, d.qvel.dtype), d.qvel)
   ten_spring, ten_damper = tendon.passive(m, d)
   spring, damper = spring + ten_spring, damper + ten_damper
   gravcomp, fluid_frc = fluid.gravcomp(m, d), fluid.fluid(m, d)

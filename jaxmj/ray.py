@@ -110,6 +110,11 @@ def _box(size, p, v):
 def _triangles(p, v, tri):
   """Nearest hit of the ray with triangles tri (n, 3, 3), local frame (mju ray_triangle):
   the ray's origin must project inside the triangle in the plane normal to the ray."""
+  return jnp.min(triangle_hits(p, v, tri), initial=jnp.inf)
+
+
+def triangle_hits(p, v, tri):
+  """(n,) distance along the ray to each triangle of tri (n, 3, 3), inf for a miss."""
   b0, b1 = _orthogonals(v)
   dif = tri - p
   planar = jnp.stack([dif @ b0, dif @ b1], axis=-1)  # (n, 3, 2)
@@ -122,7 +127,7 @@ def _triangles(p, v, tri):
   ok &= (t0 >= 0) & (t1 >= 0) & (t0 + t1 <= 1)
   nrm = jnp.cross(tri[:, 0] - tri[:, 2], tri[:, 1] - tri[:, 2])
   x = _div(jnp.sum(dif[:, 2] * nrm, -1), nrm @ v)
-  return jnp.min(jnp.where(ok & (x >= 0), x, jnp.inf), initial=jnp.inf)
+  return jnp.where(ok & (x >= 0), x, jnp.inf)
 
 
 def _orthogonals(v):
@@ -134,10 +139,9 @@ def _orthogonals(v):
   return b0, jnp.cross(n, b0)
 
 
-def _mesh_cast(m: Model, sel: np.ndarray, lp, lv):
-  """(len(sel),) distances to mesh geoms `sel` (rays already in each geom's frame). Every
-  mesh's triangles are padded to the largest face count with degenerate (zero) triangles,
-  which no ray hits, so all mesh geoms go through one vmap."""
+def mesh_triangles(m: Model, sel: np.ndarray) -> np.ndarray:
+  """(len(sel), F, 3, 3) triangles of mesh geoms `sel` in their frames, padded to the
+  largest face count with degenerate (zero) triangles, which no ray hits."""
   mesh = m.geom_dataid[sel]
   nface = m.mesh_facenum[mesh]
   tri = np.zeros((len(sel), int(nface.max()), 3, 3))
@@ -145,7 +149,13 @@ def _mesh_cast(m: Model, sel: np.ndarray, lp, lv):
   for k, i in enumerate(mesh):
     fa = m.mesh_faceadr[i]
     tri[k, : nface[k]] = vert[m.mesh_vertadr[i] + m.mesh_face[fa:fa + nface[k]]]
-  return jax.vmap(_triangles)(lp, lv, jnp.asarray(tri))
+  return tri
+
+
+def _mesh_cast(m: Model, sel: np.ndarray, lp, lv):
+  """(len(sel),) distances to mesh geoms `sel` (rays already in each geom's frame); the
+  padded triangles let all mesh geoms go through one vmap."""
+  return jax.vmap(_triangles)(lp, lv, jnp.asarray(mesh_triangles(m, sel)))
 
 
 def _hfield_cast(m: Model, sel: np.ndarray, lp, lv):

@@ -44,12 +44,13 @@ def xfrc_accumulate(m: Model, d: Data) -> jnp.ndarray:
 def rne_post_constraint(m: Model, d: Data) -> Data:
   """mj_rnePostConstraint: cacc, cfrc_ext, cfrc_int with the final qacc (com frame).
 
-  cacc includes gravity as an upward acceleration of the world. cfrc_ext holds xfrc_applied
-  and contact forces (support.contact_forces) on each body, moved to the com-frame origin;
-  cfrc_int is the force each body receives from its parent. Connect and weld equality
-  forces are not in cfrc_ext yet (sensors that need them are listed unsupported).
-  Reads cdof, cdof_dot, cinert, cvel, qvel, qacc, xfrc_applied, contact, efc_force.
+  cacc includes gravity as an upward acceleration of the world. cfrc_ext holds xfrc_applied,
+  contact forces (support.contact_forces), connect and weld constraint forces and spatial
+  tendon forces (jaxmj/extforce.py) on each body, moved to the com-frame origin; cfrc_int
+  is the force each body receives from its parent. Reads cdof, cdof_dot, cinert, cvel,
+  qvel, qacc, xfrc_applied, contact, efc_force (and efc_J, tendon and actuator state).
   """
+  from jaxmj import extforce
   from jaxmj.support import contact_forces
 
   plan = body_plan(m)
@@ -75,6 +76,9 @@ def rne_post_constraint(m: Model, d: Data) -> Data:
       wrench = jnp.concatenate([tglob - jnp.cross(arm, fglob), fglob], axis=-1)
       wrench = jnp.where((body > 0)[:, None], sign * wrench, 0.0)
       cfrc_ext = cfrc_ext.at[body].add(wrench)
+
+  cfrc_ext = cfrc_ext + extforce.equality_wrenches(m, d) + extforce.tendon_wrenches(m, d)
+  cfrc_ext = cfrc_ext.at[0].set(0.0)
 
   cfrc_body = math.inert_mul(d.cinert, cacc) + math.force_cross(
     d.cvel, math.inert_mul(d.cinert, d.cvel)) - cfrc_ext

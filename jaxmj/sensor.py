@@ -4,8 +4,9 @@ Sensors are grouped on the host by (type, objtype, reftype, intprm): each group 
 vectorized gather over its sensors, written into sensordata at static addresses. `cutoff`
 clamps real-valued outputs to [-cutoff, cutoff] and positive ones to [0, cutoff] when it is
 positive, and leaves axes and quaternions alone; `noise` is metadata (MuJoCo does not apply
-it either). Sensors that read constraint rows (joint limits) are evaluated with the velocity
-stage, since jaxmj builds the efc rows there; after `forward` the values are MuJoCo's.
+it either). Sensors that read constraint rows (joint and tendon limits) are evaluated with
+the velocity stage, since jaxmj builds the efc rows there; after `forward` the values are
+MuJoCo's.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from jaxmj import energy, math, support
 from jaxmj.ray import RAY_FUNCS, candidates, cast
 from jaxmj.rne import rne_post_constraint
 from jaxmj.scan import body_plan, cached_plan
+from jaxmj.sensor_contact import contact
+from jaxmj.sensor_geom import geom_distance
 from jaxmj.types import ConstraintType, Data, DisableBit, GeomType, ObjType, SensorType, Stage
 
 T = SensorType
@@ -81,17 +84,22 @@ def _magnetometer(m, d, g):
 
 
 def _rangefinder(m, d, g):
-  if g.intprm[0] & ~0b1111:
-    raise NotImplementedError("rangefinder data 'normal' and 'depth' are not supported yet")
+  """Site rangefinders: fields dist, dir, origin, point, normal, depth (= dist for a site)
+  of the ray along the site's z axis, its own body excluded."""
+  from jaxmj.ray_normal import hit_normal
+
   ids = candidates(m)
   pnt, vec = d.site_xpos[g.obj], d.site_xmat[g.obj][:, :, 2]
   exclude = jnp.asarray(m.site_bodyid[g.obj])
-  dist, _ = jax.vmap(lambda p, v, b: cast(m, d, ids, p, v, b))(pnt, vec, exclude)
+  dist, gid = jax.vmap(lambda p, v, b: cast(m, d, ids, p, v, b))(pnt, vec, exclude)
   hit = (dist >= 0)[:, None]
   unit = math.normalize(vec)
   fields = {0: dist[:, None], 1: jnp.where(hit, unit, 0.0), 2: pnt,
-            3: jnp.where(hit, pnt + dist[:, None] * vec, 0.0)}
-  return jnp.concatenate([fields[k] for k in range(4) if g.intprm[0] >> k & 1], axis=-1)
+            3: jnp.where(hit, pnt + dist[:, None] * vec, 0.0), 5: dist[:, None]}
+  if g.intprm[0] >> 4 & 1:
+    normal = jax.vmap(lambda p, v, x, i: hit_normal(m, d, ids, p, v, x, i))(pnt, vec, dist, gid)
+    fields[4] = jnp.where(hit, normal, 0.0)
+  return jnp.concatenate([fields[k] for k in range(6) if g.intprm[0] >> k & 1], axis=-1)
 
 
 def _camprojection(m, d, g):
@@ -172,7 +180,9 @@ def _inside(site_type, size, p):
 
 def _insidesite(m, d, g):
   if g.intprm[0]:
-    raise NotImplementedError("insidesite with enclosed='true' is not supported by jaxmj yet")
+    from jaxmj.sensor_inside import enclosed
+
+    return enclosed(m, d, g)
   pos, _ = _frame(m, d, g.objtype, g.obj)
   local = _mat_t_vec(d.site_xmat[g.ref], pos - d.site_xpos[g.ref])
   inside = jax.vmap(_inside)(jnp.asarray(m.site_type[g.ref]), m.site_size[g.ref], local)
@@ -184,39 +194,6 @@ def _body_geoms(m, objtype: int, oid: int) -> list[int]:
     return [int(oid)]
   adr, num = int(m.body_geomadr[oid]), int(m.body_geomnum[oid])
   return list(range(adr, adr + num))
-
-
-def _geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax):
-  """mj_geomDistance for pairs of geoms (primitive colliders): (dist (n,), fromto (n, 6)),
-  dist = distmax and fromto = 0 where the surfaces are farther apart than distmax."""
-  from jaxmj.collision.primitive import COLLIDERS, GeomFrame
-
-  dist = jnp.broadcast_to(distmax, g1.shape).astype(d.qpos.dtype)
-  fromto = jnp.zeros(g1.shape + (6,), d.qpos.dtype)
-  t1, t2 = m.geom_type[g1], m.geom_type[g2]
-  flip = t1 > t2
-  a, b = np.where(flip, g2, g1), np.where(flip, g1, g2)
-  for key in sorted({(int(x), int(y)) for x, y in zip(m.geom_type[a], m.geom_type[b])}):
-    if key not in COLLIDERS:
-      names = "-".join(GeomType(t).name.lower() for t in key)
-      raise NotImplementedError(f"collision sensors (distance, normal, fromto) on {names} "
-                                "geom pairs are not supported by jaxmj yet")
-    sel = np.flatnonzero((m.geom_type[a] == key[0]) & (m.geom_type[b] == key[1]))
-    frame = lambda ids: GeomFrame(d.geom_xpos[ids], d.geom_xmat[ids], m.geom_size[ids])  # noqa: E731
-    fn = COLLIDERS[key][0]
-    cd, cpos, cframe = jax.vmap(fn, in_axes=(0, 0, 0))(frame(a[sel]), frame(b[sel]),
-                                                        dist[sel])
-    k = jnp.argmin(cd, axis=1)
-    best = jnp.take_along_axis(cd, k[:, None], 1)[:, 0]
-    pos = jnp.take_along_axis(cpos, k[:, None, None], 1)[:, 0]
-    normal = jnp.take_along_axis(cframe, k[:, None, None, None], 1)[:, 0, 0]
-    normal = jnp.where(flip[sel][:, None], -normal, normal)
-    half = 0.5 * best[:, None] * normal
-    found = best < dist[sel]
-    dist = dist.at[sel].set(jnp.where(found, best, dist[sel]))
-    ft = jnp.concatenate([pos - half, pos + half], axis=-1)
-    fromto = fromto.at[sel].set(jnp.where(found[:, None], ft, 0.0))
-  return dist, fromto
 
 
 def _collision(kind: str):
@@ -237,7 +214,7 @@ def _collision(kind: str):
     else:
       g1, g2 = (np.array(c) for c in zip(*pairs))
       owner = np.array(owner)
-      pd, pft = _geom_distance(m, d, g1, g2, cutoff[owner])
+      pd, pft = geom_distance(m, d, g1, g2, cutoff[owner])
       # First pair (in MuJoCo's loop order) attaining the smallest distance, per sensor.
       width = max(np.bincount(owner, minlength=n))
       slot = np.full((n, width), -1)
@@ -293,23 +270,27 @@ def _ballangvel(m, d, g):
 
 
 def _limit(kind: ConstraintType, field: str):
-  """Joint and tendon limit sensors: the object's limit row of efc_pos - efc_margin, efc_vel
-  or efc_force, 0 when it has no active limit row (as MuJoCo's first matching row)."""
+  """Joint and tendon limit sensors: efc_pos - efc_margin, efc_vel or efc_force of the
+  object's first active limit row (as MuJoCo's first matching row; a range narrower than
+  2 * margin owns a lower and an upper row), 0 when none is active."""
 
   def fn(m, d, g):
     from jaxmj.constraint import efc_layout
 
     lay = efc_layout(m, d.contact.dim)
     rows = {}
-    for r in np.flatnonzero(lay.efc_type == kind)[::-1]:
-      rows[int(lay.efc_id[r])] = int(r)
-    row = np.array([rows.get(int(j), -1) for j in g.obj])
-    if np.all(row < 0):
-      return jnp.zeros((len(g.obj), 1), d.qpos.dtype)
-    r = np.maximum(row, 0)
-    value = {"pos": d.efc_pos[r] - d.efc_margin[r], "vel": d.efc_vel[r],
-             "frc": d.efc_force[r]}[field]
-    return jnp.where((row >= 0) & d.efc_active[r], value, 0.0)[:, None]
+    for r in np.flatnonzero(lay.efc_type == kind):
+      rows.setdefault(int(lay.efc_id[r]), []).append(int(r))
+    out = jnp.zeros(len(g.obj), d.qpos.dtype)
+    for k in (1, 0):  # the first row wins: assign it last
+      row = np.array([(rows.get(int(j), []) + [-1, -1])[k] for j in g.obj])
+      if np.all(row < 0):
+        continue
+      r = np.maximum(row, 0)
+      value = {"pos": d.efc_pos[r] - d.efc_margin[r], "vel": d.efc_vel[r],
+               "frc": d.efc_force[r]}[field]
+      out = jnp.where((row >= 0) & d.efc_active[r], value, out)
+    return out[:, None]
 
   return fn
 
@@ -408,83 +389,6 @@ def _touch(m, d, g):
   return jnp.sum(jnp.where(use, normal_force[None], 0.0), axis=1)[:, None]
 
 
-def _side(m, objtype: int, oid: int, geoms: np.ndarray) -> np.ndarray:
-  """(ncon,) bool: contact geoms `geoms` match one side of a contact sensor (static)."""
-  bodies = m.geom_bodyid[geoms]
-  if objtype == ObjType.GEOM:
-    return geoms == oid
-  if objtype == ObjType.BODY:
-    return bodies == oid
-  if objtype == ObjType.XBODY:  # the subtree rooted at oid
-    anc = np.asarray(body_plan(m)["subtree"])[oid] > 0
-    return anc[bodies]
-  return np.ones(len(geoms), bool)
-
-
-def _contact(m, d, g):
-  """MuJoCo 4's contact sensor: match contacts (geom, body, subtree, site criteria), reduce
-  to `num` slots (none: slot order; mindist; maxforce) and extract the data fields, in the
-  direction side 1 -> side 2 (normal, tangent and the tangent2 components flip when the
-  match is reversed)."""
-  bits, reduce, num = g.intprm
-  if bits & 0b110000000 or reduce == 3:
-    raise NotImplementedError("contact sensor data linvel/angvel and reduce='netforce' are "
-                              "not supported by jaxmj yet")
-  c = d.contact
-  n, ncon, dt = len(g.obj), len(c.dim), d.qpos.dtype
-  width = sum(w for k, w in enumerate(_CONTACT_WIDTHS) if bits >> k & 1)
-  if ncon == 0:
-    return jnp.zeros((n, num * width), dt)
-  direct, flipped = np.zeros((n, ncon), bool), np.zeros((n, ncon), bool)
-  site = g.objtype == ObjType.SITE
-  for k, (o, r) in enumerate(zip(g.obj, g.ref)):
-    s1 = [np.ones(ncon, bool)] * 2 if site else [_side(m, g.objtype, o, c.geom1),
-                                                 _side(m, g.objtype, o, c.geom2)]
-    s2 = [_side(m, g.reftype, r, c.geom1), _side(m, g.reftype, r, c.geom2)]
-    direct[k] = s1[0] & s2[1]
-    flipped[k] = s1[1] & s2[0] & ~direct[k]
-  match = jnp.asarray(direct | flipped) & c.active[None]
-  if site:
-    local = jnp.einsum("nji,cnj->cni", d.site_xmat[g.obj],
-                       c.pos[:, None] - d.site_xpos[g.obj][None])
-    inside = jax.vmap(jax.vmap(_inside, (None, None, 0)), (0, 0, 1))(
-      jnp.asarray(m.site_type[g.obj]), m.site_size[g.obj], local)
-    match &= inside
-  frc = support.contact_forces(m, d) if bits & 0b110 or reduce == 2 else None
-  if reduce == 1:
-    key = jnp.broadcast_to(c.dist, (n, ncon))
-  elif reduce == 2:
-    key = -jnp.broadcast_to(jnp.linalg.norm(frc[:, :3], axis=-1), (n, ncon))
-  else:
-    key = jnp.broadcast_to(jnp.arange(ncon, dtype=dt), (n, ncon))
-  order = jnp.argsort(jnp.where(match, key, jnp.inf), axis=1, stable=True)[:, :num]
-  found = jnp.sum(match, axis=1)
-  sign = jnp.where(jnp.asarray(flipped), -1.0, 1.0)
-  flip3 = lambda v, sg: v * jnp.stack([jnp.ones_like(sg), jnp.ones_like(sg), sg], -1)  # noqa: E731
-  fields = []
-  for k, _ in enumerate(_CONTACT_WIDTHS):
-    if not bits >> k & 1:
-      continue
-    if k == 0:
-      fields.append(jnp.broadcast_to(found[:, None, None], (n, num, 1)).astype(dt))
-    elif k in (1, 2):
-      part = frc[:, 3 * (k - 1):3 * k]
-      fields.append(flip3(part[order], jnp.take_along_axis(sign, order, 1)))
-    elif k == 3:
-      fields.append(c.dist[order][..., None])
-    elif k == 4:
-      fields.append(c.pos[order])
-    else:
-      vec = c.frame[:, k - 5][order]
-      fields.append(vec * jnp.take_along_axis(sign, order, 1)[..., None])
-  out = jnp.concatenate(fields, axis=-1)
-  filled = jnp.arange(num)[None] < found[:, None]
-  return jnp.where(filled[..., None], out, 0.0).reshape(n, num * width)
-
-
-_CONTACT_WIDTHS = (1, 3, 3, 1, 3, 3, 3, 3, 3)
-
-
 def _accelerometer(m, d, g):
   return _acceleration(m, d, ObjType.SITE, g.obj, local=True)[:, 3:]
 
@@ -515,8 +419,6 @@ def _frameacc(angular: bool):
 # ---------------------------------------------------------------- tables
 
 # SensorType -> fn(m, d, group) -> (n, dim), per stage (the stage MuJoCo computes it in).
-# Tendon limit sensors join (as _limit(C.LIMIT_TENDON, ...)) once constraint.py builds
-# tendon limit rows; until then the compiler lists them unsupported.
 SENSOR_POS = {
   T.MAGNETOMETER: _magnetometer, T.RANGEFINDER: _rangefinder,
   T.CAMPROJECTION: _camprojection, T.JOINTPOS: _jointpos,
@@ -533,6 +435,8 @@ SENSOR_VEL = {
   T.BALLANGVEL: _ballangvel, T.TENDONVEL: _field("ten_velocity"),
   T.ACTUATORVEL: _field("actuator_velocity"),
   T.JOINTLIMITPOS: _limit(C.LIMIT_JOINT, "pos"), T.JOINTLIMITVEL: _limit(C.LIMIT_JOINT, "vel"),
+  T.TENDONLIMITPOS: _limit(C.LIMIT_TENDON, "pos"),
+  T.TENDONLIMITVEL: _limit(C.LIMIT_TENDON, "vel"),
 
   T.FRAMELINVEL: _framevel(False), T.FRAMEANGVEL: _framevel(True),
   T.SUBTREELINVEL: _subtreelinvel, T.SUBTREEANGMOM: _subtreeangmom,
@@ -540,9 +444,9 @@ SENSOR_VEL = {
 SENSOR_ACC = {
   T.TOUCH: _touch, T.ACCELEROMETER: _accelerometer, T.FORCE: _force_torque(False),
   T.TORQUE: _force_torque(True), T.JOINTACTFRC: _jointactfrc,
-  T.JOINTLIMITFRC: _limit(C.LIMIT_JOINT, "frc"),
+  T.JOINTLIMITFRC: _limit(C.LIMIT_JOINT, "frc"), T.TENDONLIMITFRC: _limit(C.LIMIT_TENDON, "frc"),
   T.ACTUATORFRC: _field("actuator_force"),
-  T.TENDONACTFRC: _tendonactfrc, T.CONTACT: _contact, T.FRAMELINACC: _frameacc(False),
+  T.TENDONACTFRC: _tendonactfrc, T.CONTACT: contact, T.FRAMELINACC: _frameacc(False),
   T.FRAMEANGACC: _frameacc(True),
 }
 SUPPORTED = frozenset(SENSOR_POS) | frozenset(SENSOR_VEL) | frozenset(SENSOR_ACC)
@@ -576,8 +480,9 @@ def _groups(m, stage: int) -> list:
   return [_Group(m, np.array(ids)) for ids in keys.values()]
 
 
-# Their cutoff is a search distance, not a clamp (as in MuJoCo).
-_NO_CLAMP = {T.GEOMDIST, T.GEOMNORMAL, T.GEOMFROMTO, T.CONTACT}
+# Their cutoff is a search distance, not a clamp (as in MuJoCo). geomdist's is both: a
+# penetration deeper than the cutoff reads -cutoff.
+_NO_CLAMP = {T.GEOMNORMAL, T.GEOMFROMTO, T.CONTACT}
 
 
 def _cutoff(m, g: _Group, value):
@@ -613,8 +518,8 @@ def sensor_pos(m, d: Data) -> Data:
 
 
 def sensor_vel(m, d: Data) -> Data:
-  """mj_sensorVel: velocity-stage sensors (after fwd_velocity), and joint limit position
-  sensors, whose constraint rows jaxmj builds in the velocity stage."""
+  """mj_sensorVel: velocity-stage sensors (after fwd_velocity), and joint and tendon
+  limit position sensors, whose constraint rows jaxmj builds in the velocity stage."""
   return _stage(m, d, Stage.VEL)
 
 

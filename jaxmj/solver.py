@@ -9,10 +9,14 @@ Loops whose values are not differentiated (the line search always; the solver it
 implicit gradients, the default) stop there instead, as a while_loop bounded by the same
 count: same result, and a converged Newton solve costs its few iterations rather than
 `opt.iterations` (under vmap, those of the slowest world in the batch).
-Newton reproduces MuJoCo 4.0 iterate for iterate (up to roundoff; when MuJoCo's last line search
-cannot resolve a cost decrease below the roundoff of the cost, the two may stop one iteration
-apart). MuJoCo 4.0's CG directions and PGS sweeps are not the published ones this module
-follows; converged CG and PGS results agree with MuJoCo's optimum.
+Newton and CG reproduce MuJoCo 4.0 iterate for iterate (up to roundoff), for any
+`ls_iterations`: MuJoCo 4.0's line search evaluates costs shifted by their value at alpha = 0,
+keeps its first Newton step, returns the last Newton point when its evaluation budget runs out
+(see `_linesearch`), and its measured decrease is the iteration's `improvement`; CG's directions
+are Hager-Zhang's (`_cg_beta`); both scale their tests by 1 / trace(qM) at the current state.
+MuJoCo 4.0's PGS sweeps are not the published ones this module follows; converged PGS results
+agree with MuJoCo's optimum. MuJoCo's island decomposition (`<flag island>`, on by default) is
+not reproduced: rows are solved as one problem, as MuJoCo does with islands disabled.
 
 Derivatives: by default (`implicit_grad=True`) the loops run on stopped values and the outputs
 carry the implicit-function derivative of the optimum (see `solve_arrays`); with
@@ -278,9 +282,9 @@ def _constraint_update(p: _Problem, jar: jax.Array) -> _Update:
 
 
 class _Prep(NamedTuple):
-  """CGprepare: the 1-D cost along qacc + alpha * search, piecewise quadratic per row."""
+  """PrimalPrepare: the 1-D cost along qacc + alpha * search, piecewise quadratic per row."""
 
-  gauss: jax.Array  # (3,)
+  gauss: jax.Array  # (2,): linear and quadratic Gauss coefficients (the constant is shifted out)
   quad: jax.Array  # (nefc, 3)
   jar: jax.Array
   jv: jax.Array
@@ -288,8 +292,8 @@ class _Prep(NamedTuple):
   cu: jax.Array  # (ncone, 6): U0, V0, UU, UV, VV, Dm
 
 
-def _prepare(p: _Problem, gauss_cost, ma, search, mv, jar, jv) -> _Prep:
-  gauss = jnp.stack([gauss_cost, search @ ma - search @ p.qfrc_smooth, 0.5 * (search @ mv)])
+def _prepare(p: _Problem, ma, search, mv, jar, jv) -> _Prep:
+  gauss = jnp.stack([search @ ma - search @ p.qfrc_smooth, 0.5 * (search @ mv)])
   dj = p.D * jar
   quad = jnp.stack([0.5 * jar * dj, jv * dj, 0.5 * jv * p.D * jv], axis=1)
   ncone = p.cidx.shape[0]
@@ -306,48 +310,92 @@ def _prepare(p: _Problem, gauss_cost, ma, search, mv, jar, jv) -> _Prep:
   return _Prep(gauss=gauss, quad=quad, jar=jar, jv=jv, cq=cq, cu=cu)
 
 
+def _friction_cost(x, f, rf, d):
+  """Huber cost of friction rows at x = J qacc - aref."""
+  return jnp.where((-rf < x) & (x < rf), 0.5 * d * x * x,
+                   jnp.where(x <= -rf, f * (-0.5 * rf - x), f * (-0.5 * rf + x)))
+
+
+def _friction_zone(x, rf):
+  return jnp.where((-rf < x) & (x < rf), 0, jnp.where(x <= -rf, -1, 1))
+
+
+def _cone_zone(n, tsq, mu):
+  """Zone of elliptic cones at N, T^2: 1 top, 2 bottom, 3 middle; and safe T."""
+  tpos = tsq > 0
+  t = _safe_sqrt(tsq)
+  zone = jnp.where(tpos, jnp.where(n >= mu * t, 1, jnp.where(mu * n + t <= 0, 2, 3)),
+                   jnp.where(n < 0, 2, 1))
+  return zone, t, jnp.where(tpos, t, 1.0)
+
+
 def _evaluate(p: _Problem, pr: _Prep, alpha: jax.Array) -> jax.Array:
-  """CGeval at each of alpha (k,): rows [alpha, cost, d cost/d alpha, d2 cost/d alpha2]."""
+  """PrimalEval at each of alpha (k,): rows [alpha, cost, d cost/d alpha, d2 cost/d alpha2].
+
+  MuJoCo 4.0 evaluates the cost shifted by its value at alpha = 0, row by row, so that a small
+  decrease of a large total cost is not lost to roundoff: quadratic rows whose state is the
+  same at 0 and alpha contribute alpha*q1 + alpha^2*q2, friction rows and cones in the same
+  zone their exact difference, rows changing zone the difference of their absolute costs.
+  """
   a = alpha[:, None]
   x = pr.jar + a * pr.jv  # (k, nefc)
-  rf = p.R * p.floss
-  fq = p.is_fric & (-rf < x) & (x < rf)
-  fneg = p.is_fric & ~fq & (x <= -rf)
-  fpos = p.is_fric & ~fq & ~fneg
-  use = p.is_eq | fq | (p.is_ineq & (x < 0))
-  q = jnp.einsum("kr,rj->kj", use.astype(x.dtype), pr.quad)  # (k, 3)
-  lin0 = jnp.sum(jnp.where(fneg, p.floss * (-0.5 * rf - pr.jar), 0.0)
-                 + jnp.where(fpos, p.floss * (-0.5 * rf + pr.jar), 0.0), axis=1)
-  lin1 = jnp.sum(jnp.where(fneg, -p.floss * pr.jv, 0.0) + jnp.where(fpos, p.floss * pr.jv, 0.0),
-                 axis=1)
-  q0 = q[:, 0] + lin0 + pr.gauss[0]
-  q1 = q[:, 1] + lin1 + pr.gauss[1]
-  q2 = q[:, 2] + pr.gauss[2]
-  cost = d1 = d2 = 0.0
+  floss, rf, dd = p.floss, p.R * p.floss, p.D
+  act0 = p.is_ineq & (pr.jar < 0)
+  act = p.is_ineq & (x < 0)
+  cost0 = jnp.where(act0, pr.quad[:, 0], 0.0)
+  use = p.is_eq | act
+  q = jnp.einsum("kr,rj->kj", use.astype(x.dtype), pr.quad[:, 1:])  # (k, 2)
+  row = jnp.where(act, pr.quad[:, 0] - cost0, -cost0)  # inequality constant shifts
+  # friction: exact differences of the Huber cost
+  z0, zx = _friction_zone(pr.jar, rf), _friction_zone(x, rf)
+  fdif = jnp.where((z0 == 0) & (zx == 0), 0.5 * dd * (x - pr.jar) * (x + pr.jar),
+                   jnp.where((z0 == -1) & (zx == -1), floss * (pr.jar - x),
+                             jnp.where((z0 == 1) & (zx == 1), floss * (x - pr.jar),
+                                       _friction_cost(x, floss, rf, dd)
+                                       - _friction_cost(pr.jar, floss, rf, dd))))
+  row = row + jnp.where(p.is_fric, fdif, 0.0)
+  fq = p.is_fric & (zx == 0)
+  fd1 = jnp.where(fq, dd * x * pr.jv, jnp.where(zx == -1, -floss * pr.jv, floss * pr.jv))
+  d1 = jnp.sum(jnp.where(p.is_fric, fd1, 0.0), axis=1)
+  d2 = jnp.sum(jnp.where(fq, dd * pr.jv * pr.jv, 0.0), axis=1)
+  cost = jnp.sum(row, axis=1)
+  q1 = q[:, 0] + pr.gauss[0]
+  q2 = q[:, 1] + pr.gauss[1]
   if p.cidx.shape[0]:
-    u0, v0, uu, uv, vv, dm = (pr.cu[:, k] for k in range(6))
-    mu = p.cmu
-    n = u0 + a * v0  # (k, ncone)
-    tsq = uu + a * (2 * uv + a * vv)
-    tpos = tsq > 0
-    t = _safe_sqrt(tsq)
-    tsafe = jnp.where(tpos, t, 1.0)
-    bottom = jnp.where(tpos, (n < mu * t) & (mu * n + t <= 0), n < 0) & p.cactive
-    middle = tpos & (n < mu * t) & (mu * n + t > 0) & p.cactive
-    qc = jnp.einsum("kc,cj->kj", bottom.astype(x.dtype), pr.cq)
-    q0, q1, q2 = q0 + qc[:, 0], q1 + qc[:, 1], q2 + qc[:, 2]
-    t1 = (uv + a * vv) / tsafe
-    t2 = vv / tsafe - (uv + a * vv) * t1 / (tsafe * tsafe)
-    nmt = n - mu * t
-    dn = v0 - mu * t1
-    cost = jnp.sum(jnp.where(middle, 0.5 * dm * nmt * nmt, 0.0), axis=1)
-    d1 = jnp.sum(jnp.where(middle, dm * nmt * dn, 0.0), axis=1)
-    d2 = jnp.sum(jnp.where(middle, dm * (dn * dn + nmt * (-mu * t2)), 0.0), axis=1)
-  cost = cost + alpha * alpha * q2 + alpha * q1 + q0
+    c, d1c, d2c = _cone_eval(p, pr, a)
+    cost, d1, d2 = cost + c, d1 + d1c, d2 + d2c
+  cost = cost + alpha * alpha * q2 + alpha * q1
   d1 = d1 + 2 * alpha * q2 + q1
   d2 = d2 + 2 * q2
   d2 = jnp.where(d2 <= 0, MINVAL, d2)
   return jnp.stack([alpha, cost, d1, d2], axis=1)
+
+
+def _cone_eval(p: _Problem, pr: _Prep, a: jax.Array):
+  """Elliptic cones' shifted cost and derivatives at a (k, 1): each (k,)."""
+  u0, v0, uu, uv, vv, dm = (pr.cu[:, k] for k in range(6))
+  mu, on = p.cmu, p.cactive
+  cq0, cq1, cq2 = pr.cq[:, 0], pr.cq[:, 1], pr.cq[:, 2]
+  zone0, t0, _ = _cone_zone(u0, uu, mu)
+  n = u0 + a * v0  # (k, ncone)
+  zone, t, tsafe = _cone_zone(n, uu + a * (2 * uv + a * vv), mu)
+  nmt, nmt0 = n - mu * t, u0 - mu * t0
+
+  def absolute(z, al, nmt):
+    return jnp.where(z == 2, al * al * cq2 + al * cq1 + cq0,
+                     jnp.where(z == 3, 0.5 * dm * nmt * nmt, 0.0))
+
+  dif = jnp.where(zone0 == zone, jnp.where(zone == 2, a * a * cq2 + a * cq1,
+                                           jnp.where(zone == 3, 0.5 * dm * (nmt - nmt0)
+                                                     * (nmt + nmt0), 0.0)),
+                  absolute(zone, a, nmt) - absolute(zone0, 0.0, nmt0))
+  t1 = (uv + a * vv) / tsafe
+  t2 = vv / tsafe - (uv + a * vv) * t1 / (tsafe * tsafe)
+  dn = v0 - mu * t1
+  bottom, middle = (zone == 2) & on, (zone == 3) & on
+  d1 = jnp.where(bottom, 2 * a * cq2 + cq1, jnp.where(middle, dm * nmt * dn, 0.0))
+  d2 = jnp.where(bottom, 2 * cq2, jnp.where(middle, dm * (dn * dn + nmt * (-mu * t2)), 0.0))
+  return (jnp.sum(jnp.where(on, dif, 0.0), axis=1), jnp.sum(d1, axis=1), jnp.sum(d2, axis=1))
 
 
 _ONE, _BRACKET, _DONE = 0, 1, 2
@@ -368,36 +416,41 @@ def _loop(n: int, body: Callable, init, done: Callable, early_exit: bool):
 
 
 def _linesearch(p: _Problem, pr: _Prep, snorm, gtol, ls_iterations: int) -> jax.Array:
-  """CGsearch: MuJoCo's exact Newton-bracketing line search; returns alpha (0: no step).
+  """PrimalSearch: MuJoCo 4.0's exact Newton-bracketing line search.
 
-  A point is [alpha, cost, d1, d2]. The while-loops of CGsearch become a fori_loop of
-  `ls_iterations` steps over a small state machine (one-sided phase, bracketed phase, done);
-  every step that does not finish spends at least one of the `ls_iterations` evaluations, so
-  that many steps always reach MuJoCo's return value. Each step evaluates the candidates of both
-  phases (batched) and selects, so the body has no branches (as under vmap anyway).
+  Returns the chosen point [alpha, cost(alpha) - cost(0), d1, d2] (alpha = 0: no step). As in
+  MuJoCo 4.0 the first Newton step is kept even when it raises the cost (no fallback to alpha
+  = 0), the bracket starts from it, and when the evaluation budget runs out during the
+  one-sided phase the last Newton point is returned, better or not; the bracketed phase then
+  returns the better bracket end only if it decreases the cost.
+
+  The while-loops of PrimalSearch become a loop of at most `ls_iterations` steps over a small
+  state machine (one-sided phase, bracketed phase, done); every step that does not finish spends
+  at least one of the `ls_iterations` evaluations, so that many steps always reach MuJoCo's
+  return value. Each step evaluates the candidates of both phases (batched) and selects, so the
+  body has no branches (as under vmap anyway).
   """
   ev = lambda a: _evaluate(p, pr, a)  # noqa: E731
   newton = lambda pt: pt[0] - pt[2] / pt[3]  # noqa: E731  (pt[3] >= MINVAL)
   lsmax = ls_iterations
   p0 = ev(jnp.zeros((1,), snorm.dtype))[0]
   p1 = ev(newton(p0)[None])[0]
-  p1 = jnp.where(p0[1] < p1[1], p0, p1)
+  zero = jnp.zeros_like(p0)  # "no step": alpha 0, no improvement
   small = snorm < MINVAL
   conv = jnp.abs(p1[2]) < gtol
   dirn = jnp.where(p1[2] < 0, 1.0, -1.0)
 
   def norm(st):  # fixed dtypes for the loop carry
-    phase, p1, p2, p1n, p2n, it, p2u, res = st
-    return (jnp.asarray(phase, jnp.int32), p1, p2, p1n, p2n, jnp.asarray(it, jnp.int32),
-            jnp.asarray(p2u, bool), jnp.asarray(res, p0.dtype))
+    phase, p1, p2, p1n, p2n, it, res = st
+    return (jnp.asarray(phase, jnp.int32), p1, p2, p1n, p2n, jnp.asarray(it, jnp.int32), res)
 
   def select(c, a, b):
     return jax.tree.map(lambda x, y: jnp.where(c, x, y), norm(a), norm(b))
 
-  def final_choice(p1, p2):
-    c1 = (p1[1] <= p2[1]) & (p1[1] < p0[1])
-    c2 = (p2[1] <= p1[1]) & (p2[1] < p0[1])
-    return jnp.where(c1, p1[0], jnp.where(c2, p2[0], 0.0))
+  def final_choice(p1, p2):  # costs are relative to alpha = 0
+    c1 = (p1[1] <= p2[1]) & (p1[1] < 0)
+    c2 = (p2[1] <= p1[1]) & (p2[1] < 0)
+    return jnp.where(c1, p1, jnp.where(c2, p2, zero))
 
   def update_bracket(pt, cands):
     flag = jnp.array(False)
@@ -409,19 +462,17 @@ def _linesearch(p: _Problem, pr: _Prep, snorm, gtol, ls_iterations: int) -> jax.
     return pt, flag
 
   def step(_, st):
-    phase, p1, p2, p1n, p2n, it, p2u, res = st
+    phase, p1, p2, p1n, p2n, it, res = st
     qa = ev(jnp.stack([newton(p1), 0.5 * (p1[0] + p2[0])]))
     q, pmid = qa[0], qa[1]
 
     # one-sided phase: step to the Newton point of p1 while the slope keeps its sign
     loop = (p1[2] * dirn <= -gtol) & (it < lsmax)
     qconv = jnp.abs(q[2]) < gtol
-    body = (jnp.where(qconv, _DONE, _ONE), q, p1, p1n, p2n, it + 1, True,
-            jnp.where(qconv, q[0], res))
-    fail = (it >= lsmax) | ~p2u  # could not bracket / no p2 update: return p1
+    body = (jnp.where(qconv, _DONE, _ONE), q, p1, p1n, p2n, it + 1, jnp.where(qconv, q, res))
+    fail = it >= lsmax  # could not bracket: return p1
     leave = (jnp.where(fail, _DONE, _BRACKET), p1, p2, jnp.where(fail, p1n, q),
-             jnp.where(fail, p2n, p1), it + jnp.where(fail, 0, 1), p2u,
-             jnp.where(fail, p1[0], res))
+             jnp.where(fail, p2n, p1), it + jnp.where(fail, 0, 1), jnp.where(fail, p1, res))
     one = select(loop, body, leave)
 
     # bracketed phase: midpoint and the Newton points of both bracket ends
@@ -436,23 +487,23 @@ def _linesearch(p: _Problem, pr: _Prep, snorm, gtol, ls_iterations: int) -> jax.
     q2n = jnp.where(f2, qb[1], p2n)
     stuck = ~f1 & ~f2  # no update possible: numerical accuracy reached, use the midpoint
     it2 = it + 1 + f1.astype(jnp.int32) + f2.astype(jnp.int32)
-    moved = (jnp.where(stuck, _DONE, _BRACKET), q1, q2, q1n, q2n, it2, p2u,
-             jnp.where(stuck, pmid[0], res))
-    found = (_DONE, p1, p2, p1n, p2n, it + 1, p2u, best[0])
-    over = (_DONE, p1, p2, p1n, p2n, it, p2u, final_choice(p1, p2))
+    moved = (jnp.where(stuck, _DONE, _BRACKET), q1, q2, q1n, q2n, it2, jnp.where(stuck, pmid, res))
+    found = (_DONE, p1, p2, p1n, p2n, it + 1, best)
+    over = (_DONE, p1, p2, p1n, p2n, it, final_choice(p1, p2))
     brk = select(it < lsmax, select(jnp.any(ok), found, moved), over)
 
     return select(phase == _ONE, one, select(phase == _BRACKET, brk, st))
 
-  st0 = norm((jnp.where(small | conv, _DONE, _ONE), p1, p1, p1, p1, 2, False,
-              jnp.where(small, 0.0, p1[0])))
+  st0 = norm((jnp.where(small | conv, _DONE, _ONE), p1, p0, p1, p1, 2,
+              jnp.where(small, zero, p1)))
   # the search's values are never differentiated (see _differentiable_alpha): stop early
-  phase, p1, p2, _, _, _, _, res = _loop(lsmax, step, st0, lambda st: st[0] == _DONE, True)
-  return jnp.where(phase == _ONE, p1[0], jnp.where(phase == _BRACKET, final_choice(p1, p2), res))
+  phase, p1, p2, _, _, _, res = _loop(lsmax, step, st0, lambda st: st[0] == _DONE, True)
+  return jnp.where(phase == _ONE, p1, jnp.where(phase == _BRACKET, final_choice(p1, p2), res))
 
 
 def _differentiable_alpha(p: _Problem, pr: _Prep, snorm, gtol, ls_iterations: int):
-  """MuJoCo's line-search alpha, with the implicit-function derivative of the line minimum.
+  """MuJoCo's line-search alpha, with the implicit-function derivative of the line minimum;
+  and the search's (stopped) cost decrease cost(0) - cost(alpha).
 
   The value is exactly `_linesearch`'s. Its derivative is not obtained by unrolling the search
   (a state machine whose branches carry no useful derivative; unrolling it multiplies compile
@@ -461,18 +512,37 @@ def _differentiable_alpha(p: _Problem, pr: _Prep, snorm, gtol, ls_iterations: in
   gradient is exactly that. alpha = 0 (no step) has zero derivative.
   """
   sg = jax.lax.stop_gradient
-  alpha0 = sg(_linesearch(sg(p), sg(pr), sg(snorm), sg(gtol), ls_iterations))
-  pt = _evaluate(p, pr, alpha0[None])[0]
-  corr = -pt[2] / pt[3]  # pt[3] >= MINVAL
-  return jnp.where(alpha0 == 0, 0.0, alpha0 + (corr - sg(corr)))
+  pt = sg(_linesearch(sg(p), sg(pr), sg(snorm), sg(gtol), ls_iterations))
+  alpha0 = pt[0]
+  ev = _evaluate(p, pr, alpha0[None])[0]
+  corr = -ev[2] / ev[3]  # ev[3] >= MINVAL
+  return jnp.where(alpha0 == 0, 0.0, alpha0 + (corr - sg(corr))), -pt[1]
 
 
 # ------------------------------------------------------------------ primal: Newton and CG
 
 
+def _cg_beta(grad, mgrad, grad_old, mgrad_old, search_old):
+  """MuJoCo 4.0's CG direction update: Hager-Zhang, preconditioned by M^-1 (mgrad = M^-1 grad).
+
+  With y = grad - grad_old and d = search_old: beta = (y'M^-1 grad - 2 (y'M^-1 y)(d'grad)/(d'y))
+  / (d'y), bounded below by Hager-Zhang's eta_k = -1 / (|d| min(0.01, |grad_old|)); beta may be
+  negative (no Polak-Ribiere reset). Matched iterate for iterate against mujoco 4.0.0 with inexact
+  line searches (where it differs from Polak-Ribiere); the lower bound was not active there.
+  """
+  y = grad - grad_old
+  my = mgrad - mgrad_old
+  dy = search_old @ y
+  dys = jnp.where(dy == 0, 1.0, dy)
+  beta = jnp.where(dy == 0, 0.0, (my @ grad - 2 * (y @ my) * (search_old @ grad) / dys) / dys)
+  lower = -1.0 / jnp.maximum(MINVAL, _safe_sqrt(search_old @ search_old)
+                             * jnp.minimum(0.01, _safe_sqrt(grad_old @ grad_old)))
+  return jnp.maximum(beta, lower)
+
+
 def _primal(p: _Problem, qacc0, newton: bool, iterations: int, ls_iterations: int, tolerance,
             ls_tolerance, scale, solve_m: Callable, early_exit: bool) -> SolverResult:
-  """mj_solCGNewton from qacc0 (already warm-started).
+  """mj_solPrimal (Newton or CG) from qacc0 (already warm-started).
 
   MuJoCo runs update(qacc0), then per iteration: line search, move, update, count, test. Here
   each of iterations + 1 loop steps runs update at the current qacc (which for a step after a
@@ -483,7 +553,6 @@ def _primal(p: _Problem, qacc0, newton: bool, iterations: int, ls_iterations: in
 
   def update(qacc, ma, jar):
     u = _constraint_update(p, jar)
-    gauss = 0.5 * (ma - p.qfrc_smooth) @ (qacc - p.qacc_smooth)
     qfrc_c = p.J.T @ u.force
     grad = ma - p.qfrc_smooth - qfrc_c
     if newton:
@@ -494,40 +563,43 @@ def _primal(p: _Problem, qacc0, newton: bool, iterations: int, ls_iterations: in
       mgrad, _ = spd_solve(h, grad)
     else:
       mgrad = solve_m(grad)
-    return u, gauss, grad, mgrad
+    return u, grad, mgrad
 
   tol_ls = tolerance * ls_tolerance
   nv = qacc0.shape[0]
   z = jnp.zeros((), qacc0.dtype)
   carry0 = dict(qacc=qacc0, ma=p.M @ qacc0, jar=p.J @ qacc0 - p.aref, search=jnp.zeros(nv),
-                cost=z, grad=jnp.zeros(nv), mgrad=jnp.zeros(nv),
+                lsimp=z, grad=jnp.zeros(nv), mgrad=jnp.zeros(nv),
                 force=jnp.zeros_like(p.aref), state=jnp.zeros(p.aref.shape, jnp.int32),
                 done=jnp.array(False), moved=jnp.array(False), niter=jnp.array(0, jnp.int32),
                 improvement=z, gradient=z)
 
   def body(k, c):
-    u, gauss, grad, mgrad = update(c["qacc"], c["ma"], c["jar"])
-    cost = u.cost + gauss
+    u, grad, mgrad = update(c["qacc"], c["ma"], c["jar"])
     niter = c["niter"] + c["moved"].astype(jnp.int32)
-    improvement = scale * (c["cost"] - cost)
+    # MuJoCo 4.0: the improvement is the decrease the line search measured (shifted costs,
+    # accurate where the difference of two large totals is not); only a positive one stops
+    improvement = c["lsimp"]
     gradient = scale * _safe_sqrt(grad @ grad)
-    conv = c["moved"] & ((improvement < tolerance) | (gradient < tolerance))
+    conv = c["moved"] & (((improvement > 0) & (improvement < tolerance))
+                         | (gradient < tolerance))
     done = c["done"] | conv | (niter >= iterations)
     if newton:
       search = -mgrad
-    else:  # Polak-Ribiere, reset if negative
-      beta = grad @ (mgrad - c["mgrad"]) / jnp.maximum(MINVAL, c["grad"] @ c["mgrad"])
-      search = jnp.where(k == 0, -mgrad, -mgrad + jnp.maximum(beta, 0.0) * c["search"])
+    else:
+      beta = _cg_beta(grad, mgrad, c["grad"], c["mgrad"], c["search"])
+      search = jnp.where(k == 0, -mgrad, -mgrad + beta * c["search"])
     snorm = _safe_sqrt(search @ search)
     gtol = tol_ls * snorm / scale
     mv = p.M @ search
     jv = p.J @ search
-    pr = _prepare(p, gauss, c["ma"], search, mv, c["jar"], jv)
-    alpha = _differentiable_alpha(p, pr, snorm, gtol, ls_iterations)
+    pr = _prepare(p, c["ma"], search, mv, c["jar"], jv)
+    alpha, lsimp = _differentiable_alpha(p, pr, snorm, gtol, ls_iterations)
     move = ~done & (alpha != 0)
     step = jnp.where(move, alpha, 0.0)
     return dict(qacc=c["qacc"] + step * search, ma=c["ma"] + step * mv, jar=c["jar"] + step * jv,
-                search=search, cost=cost, grad=grad, mgrad=mgrad, force=u.force, state=u.state,
+                search=search, lsimp=scale * lsimp, grad=grad, mgrad=mgrad, force=u.force,
+                state=u.state,
                 done=done | (alpha == 0), moved=move, niter=niter,
                 # MuJoCo's statistics of an iteration are those of the update after its move
                 improvement=jnp.where(c["moved"], improvement, c["improvement"]),
@@ -729,7 +801,8 @@ def solve_arrays(
   ConstraintType; efc_active: (nefc,) bool (False rows are absent). Elliptic contacts: `cones`
   (static, see `cone_layout`), their `cone_friction` (ncone, 5) and regularized
   `cone_mu` (ncone,) = friction[0] / sqrt(impratio) (mjContact.mu). Options as in mjOption;
-  `meaninertia` (mjStatistic.meaninertia, default mean(diag(qM))) scales the termination tests.
+  Newton and CG scale their termination tests and line-search tolerance by 1 / trace(qM) (MuJoCo
+  4.0); PGS by 1 / (`meaninertia` nv) (mjStatistic.meaninertia, default mean(diag(qM))).
   `solve_m(x)` = qM^-1 x (default: a dense SPD solve of qM).
 
   Derivatives (`implicit_grad`, default True): the iterations run under stop_gradient and the
@@ -756,6 +829,7 @@ def solve_arrays(
     solve_m = lambda x: spd_solve(qM, x)[0]  # noqa: E731
   if meaninertia is None:
     meaninertia = jnp.mean(jnp.diag(qM))
+  trace = jnp.sum(jnp.diag(qM))
   p = _problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
                efc_type, efc_active, cones, cone_friction, cone_mu)
   if implicit_grad:  # the iterations see constants; derivatives come from _implicit below
@@ -763,6 +837,7 @@ def solve_arrays(
     ps = p._replace(**{k: sg(v) for k, v in p._asdict().items() if isinstance(v, jax.Array)})
     solve_m_loop = lambda x: sg(solve_m(x))  # noqa: E731
     qacc_w, tolerance, meaninertia = sg(qacc_warmstart), sg(tolerance), sg(meaninertia)
+    trace = sg(trace)
     ls_tolerance = sg(ls_tolerance)
   else:
     ps, solve_m_loop, qacc_w = p, solve_m, qacc_warmstart
@@ -793,7 +868,7 @@ def solve_arrays(
     else:
       qacc0 = ps.qacc_smooth
     res = _primal(ps, qacc0, solver == Solver.NEWTON, iterations, ls_iterations, tolerance,
-                  ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad)
+                  ls_tolerance, 1.0 / trace, solve_m_loop, early_exit=implicit_grad)
   return _implicit(p, res) if implicit_grad else res
 
 

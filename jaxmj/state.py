@@ -25,7 +25,7 @@ class State(enum.IntFlag):
   QPOS = 1 << 1
   QVEL = 1 << 2
   ACT = 1 << 3
-  HISTORY = 1 << 4  # delayed actuator/sensor samples: none in jaxmj models (size 0)
+  HISTORY = 1 << 4  # delayed actuator/sensor samples (mjData.history)
   WARMSTART = 1 << 5
   CTRL = 1 << 6
   QFRC_APPLIED = 1 << 7
@@ -48,7 +48,7 @@ NSTATE = 15
 # component -> the Data field that holds it (None: always empty in jaxmj)
 _FIELD = {
   State.TIME: "time", State.QPOS: "qpos", State.QVEL: "qvel", State.ACT: "act",
-  State.HISTORY: None, State.WARMSTART: "qacc_warmstart", State.CTRL: "ctrl",
+  State.HISTORY: "history", State.WARMSTART: "qacc_warmstart", State.CTRL: "ctrl",
   State.QFRC_APPLIED: "qfrc_applied", State.XFRC_APPLIED: "xfrc_applied",
   State.EQ_ACTIVE: "eq_active", State.MOCAP_POS: "mocap_pos", State.MOCAP_QUAT: "mocap_quat",
   State.USERDATA: "userdata", State.PLUGIN: None, State.PLASTIC: None,
@@ -78,6 +78,7 @@ def _size(m: Model, component: State) -> int:
 def _shape(m: Model, component: State) -> tuple:
   return {
     State.TIME: (), State.QPOS: (m.nq,), State.QVEL: (m.nv,), State.ACT: (m.na,),
+    State.HISTORY: (m.nhistory,),
     State.WARMSTART: (m.nv,), State.CTRL: (m.nu,), State.QFRC_APPLIED: (m.nv,),
     State.XFRC_APPLIED: (m.nbody, 6), State.EQ_ACTIVE: (m.neq,),
     State.MOCAP_POS: (m.nmocap, 3), State.MOCAP_QUAT: (m.nmocap, 4),

@@ -235,7 +235,8 @@ def passive(m: Model, d: Data) -> tuple[jnp.ndarray, jnp.ndarray]:
 
   Spring: outside the rest range [lo, hi] of tendon_lengthspring, with x the distance past
   the nearer end, f = -(k x + k2 x^2 + k3 x^3); zero inside (a deadband when lo < hi).
-  Damper: f = -(b v + b2 v |v| + b3 v^3). Both act along ten_J.
+  Damper: f = -(b v + b2 v |v| + b3 v^3), with what actuators reflect onto the tendon
+  (armature.tendon_damping). Both act along ten_J.
   """
   zero = jnp.zeros(m.nv, d.qvel.dtype)
   if m.ntendon == 0:
@@ -248,9 +249,10 @@ def passive(m: Model, d: Data) -> tuple[jnp.ndarray, jnp.ndarray]:
     k2, k3 = m.tendon_stiffnesspoly[:, 0], m.tendon_stiffnesspoly[:, 1]
     spring = -(m.tendon_stiffness * x + k2 * x * x + k3 * x * x * x) @ d.ten_J
   if not m.opt.disabled(DisableBit.DAMPER):
-    v = d.ten_velocity
-    b2, b3 = m.tendon_dampingpoly[:, 0], m.tendon_dampingpoly[:, 1]
-    damper = -(m.tendon_damping * v + b2 * v * jnp.abs(v) + b3 * v * v * v) @ d.ten_J
+    from jaxmj import armature  # damping reflected by the tendon's actuators
+
+    b, poly = armature.tendon_damping(m, d.qvel.dtype)
+    damper = armature.damper_force(b, poly, d.ten_velocity) @ d.ten_J
   return spring, damper
 
 
@@ -263,18 +265,19 @@ def friction_rows(m: Model, d: Data, ten: np.ndarray) -> dict:
               kzero=np.ones(n, bool))
 
 
-def limit_rows(m: Model, d: Data, ten: np.ndarray) -> dict:
+def limit_rows(m: Model, d: Data, ten: np.ndarray, side: np.ndarray) -> dict:
   """Length-limit efc rows of the tendons `ten` (mj_instantiateLimit).
 
-  One row per limited tendon for the nearer end of its range (lower on a tie), with
-  MuJoCo's sign: pos = length - lo and J = ten_J at the lower limit, pos = hi - length and
-  J = -ten_J at the upper one. Active when pos < tendon_margin. MuJoCo adds a second row
-  when both ends are within the margin at once; here only the nearer one is kept.
+  Each row is for the end `side` of the tendon's range (static: -1 lower, +1 upper, 0
+  the nearer end, lower on a tie), with MuJoCo's sign: pos = length - lo and J = ten_J at
+  the lower limit, pos = hi - length and J = -ten_J at the upper one. Active when pos <
+  tendon_margin. Tendons whose range is narrower than 2 * margin own a lower and an upper
+  row (constraint.efc_layout), as MuJoCo makes both when both ends are within the margin.
   """
   length = d.ten_length[ten]
   lower = length - m.tendon_range[ten, 0]
   upper = m.tendon_range[ten, 1] - length
-  at_lower = lower <= upper
+  at_lower = jnp.where(side == 0, lower <= upper, side < 0)
   dist = jnp.where(at_lower, lower, upper)
   margin = m.tendon_margin[ten]
   J = jnp.where(at_lower[:, None], 1.0, -1.0) * d.ten_J[ten]

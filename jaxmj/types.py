@@ -456,6 +456,8 @@ class Model:
   jnt_limited: np.ndarray = static()  # (njnt,) bool
   jnt_actfrclimited: np.ndarray = static()  # (njnt,) bool
   jnt_actgravcomp: np.ndarray = static()  # (njnt,) bool
+  jnt_actuatorid: np.ndarray = static()  # (njnt,) int32  actuator reflecting armature/damping
+  # onto the joint: -1 none, -2 several (mjcf/armature.py)
   jnt_solref: jax.Array  # (njnt, 2)  limit constraint solref
   jnt_solimp: jax.Array  # (njnt, 5)  limit constraint solimp
   jnt_pos: jax.Array  # (njnt, 3)  anchor in body frame
@@ -504,6 +506,12 @@ class Model:
   geom_friction: jax.Array  # (ngeom, 3)  slide, spin, roll
   geom_margin: jax.Array  # (ngeom,)
   geom_gap: jax.Array  # (ngeom,)
+
+  # ---- fluid (ellipsoid model: mjcf/fluid.py compiles, jaxmj/fluid.py runs) ----
+  # geom_fluid row: interaction flag (1 ellipsoid, 0 none), blunt drag, slender drag, angular
+  # drag, Kutta lift, Magnus lift, virtual mass (3), virtual inertia (3), per unit density.
+  geom_fluid: jax.Array  # (ngeom, 12)
+  body_fluidellipsoid: np.ndarray = static()  # (nbody,) bool  jaxmj: a geom's flag is on
 
   # ---- sites ----
   site_type: np.ndarray = static()  # (nsite,) int32 GeomType
@@ -572,6 +580,10 @@ class Model:
   jnt_user: np.ndarray = static()  # (njnt, nuser_jnt)
   geom_user: np.ndarray = static()  # (ngeom, nuser_geom)
   site_user: np.ndarray = static()  # (nsite, nuser_site)
+  nuser_tendon: int = static()
+  nuser_actuator: int = static()
+  tendon_user: np.ndarray = static()  # (ntendon, nuser_tendon)
+  actuator_user: np.ndarray = static()  # (nu, nuser_actuator)
 
   # ---- renderer settings and model scales (jaxmj/visual.py; static, no physics effect) ----
   vis: Visual = static()  # mjModel.vis (<visual>)
@@ -614,6 +626,15 @@ class Model:
   pair_gap: jax.Array  # (npair,)
   pair_friction: jax.Array  # (npair, 5)
 
+  # ---- contact adhesion (jaxmj/adhesion.py) ----
+  geom_adhesion: jax.Array  # (ngeom,)  adhesive pull of contacts, force (summed per pair)
+  pair_adhesion: jax.Array  # (npair,)  the explicit pair's adhesion
+  flg_adhesion: int = static()  # 1 if any geom or pair adhesion is nonzero
+
+  # ---- contact surface velocity (jaxmj/surfacevel.py) ----
+  geom_surfacevel: jax.Array  # (ngeom, 6)  surface velocity in the geom frame: lin, ang
+  flg_surfacevel: int = static()  # 1 if any geom surfacevel is nonzero
+
   # ---- equality constraints (<equality>) ----
   neq: int = static()
   eq_type: np.ndarray = static()  # (neq,) int32 EqType
@@ -632,6 +653,7 @@ class Model:
   nsensor: int = static()
   nsensordata: int = static()  # total width of sensordata
   nuser_sensor: int = static()  # columns of sensor_user
+  nhistory: int = static()  # size of mjData.history: ctrl and sensor sample buffers
   sensor_type: np.ndarray = static()  # (nsensor,) int32 SensorType
   sensor_datatype: np.ndarray = static()  # (nsensor,) int32 mjtDataType: real, positive,
   # axis, quaternion (decides how cutoff clamps)
@@ -702,6 +724,7 @@ class Model:
   tendon_actfrclimited: np.ndarray = static()  # (ntendon,) bool
   tendon_treenum: np.ndarray = static()  # (ntendon,) int32  kinematic trees it touches
   tendon_treeid: np.ndarray = static()  # (ntendon, 2) int32  first two of them, -1 if none
+  tendon_actuatorid: np.ndarray = static()  # (ntendon,) int32  as jnt_actuatorid
   tendon_rgba: np.ndarray = static()  # (ntendon, 4) float32  visual only
   wrap_type: np.ndarray = static()  # (nwrap,) int32 WrapType
   wrap_objid: np.ndarray = static()  # (nwrap,) int32  joint, site or geom id (-1 pulley)
@@ -828,6 +851,13 @@ class Model:
   # dof_frictionloss change the force, not which rows exist)
   tendon_hasfrictionloss: np.ndarray = static()  # (ntendon,) bool  compiled frictionloss
   # > 0: the tendons that own a friction-loss row (as dof_hasfrictionloss)
+  tendon_hasarmature: np.ndarray = static()  # (ntendon,) bool  compiled tendon armature or
+  # actuator armature reflected on it is nonzero: the tendons whose armature enters qM and
+  # qfrc_bias (as dof_hasfrictionloss, edits of the leaves change values, not this set)
+  jnt_limitboth: np.ndarray = static()  # (njnt,) bool  limited hinge/slide whose compiled
+  # range is narrower than 2 * margin: it owns a lower and an upper limit row, as MuJoCo
+  # makes both when both ends are within the margin (other joints: one row, nearer end)
+  tendon_limitboth: np.ndarray = static()  # (ntendon,) bool  the same for tendon limits
   wrap_sideid: np.ndarray = static()  # (nwrap,) int32  side site of a geom wrap, else -1
   geom_hfieldwindow: np.ndarray = static()  # (ngeom, 2) int32  jaxmj: (columns, rows)
   # of heightfield cells the geom's bounding box can span on any heightfield, from the
@@ -961,6 +991,8 @@ class Data:
   solver_gradient: jax.Array  # ()  jaxmj: mjData.solver[niter-1].gradient (0 for PGS)
   # ---- sensors and mj_rnePostConstraint (com frame, [angular, linear]) ----
   sensordata: jax.Array  # (nsensordata,)  every sensor's output at sensor_adr
+  history: jax.Array  # (nhistory,)  state: ring buffers of past ctrl and sensor samples, at
+  # actuator_historyadr / sensor_historyadr: [user slot, newest index, times, values]
   cacc: jax.Array  # (nbody, 6)  body acceleration (gravity as an upward world acceleration)
   cfrc_int: jax.Array  # (nbody, 6)  interaction force from the parent body
   cfrc_ext: jax.Array  # (nbody, 6)  external force: xfrc_applied and contacts

@@ -1,4 +1,4 @@
-"""Conformance report: compile MJCF files with jaxmj and with MuJoCo, compare every model
+"""Conformance report: compile MJCF (or URDF) files with jaxmj and with MuJoCo, compare every model
 field both have, step both, and print a table per model.
 
 For each file:
@@ -30,6 +30,8 @@ import warnings
 
 import numpy as np
 
+from jaxmj.conformance import SPECIAL, float32_tol
+
 # Fields compared by another route or kept in jaxmj's own layout by design.
 SKIP = {
   "names",  # one buffer both ways, but MuJoCo pads it; the addresses are compared
@@ -48,16 +50,18 @@ class Report:
   note: str = ""
 
   def ok(self, traj_tol: float) -> bool:
-    return (self.compiled == "yes" and not self.differ and self.traj_err is not None
-            and self.traj_err <= traj_tol)
+    stepped = self.traj_err is not None and self.traj_err <= traj_tol
+    not_stepped = self.traj_err is None and not self.note  # --steps 0: fields only
+    return self.compiled == "yes" and not self.differ and (stepped or not_stepped)
 
 
 def find_files(args: list[str]) -> list[str]:
-  """The .xml files named, or found (recursively) under the directories named."""
+  """The .xml and .urdf files named, or found (recursively) under the directories named."""
   out = []
   for a in args:
     if os.path.isdir(a):
-      out += sorted(glob.glob(os.path.join(a, "**", "*.xml"), recursive=True))
+      out += sorted(f for ext in ("xml", "urdf")
+                    for f in glob.glob(os.path.join(a, "**", f"*.{ext}"), recursive=True))
     elif os.path.exists(a):
       out.append(a)
     else:
@@ -66,6 +70,7 @@ def find_files(args: list[str]) -> list[str]:
 
 
 def _close(ours: np.ndarray, ref: np.ndarray, atol: float) -> tuple[bool, float]:
+  tol = float32_tol(ref, atol)
   ours, ref = ours.astype(float), ref.astype(float)
   if not ours.size:
     return True, 0.0
@@ -73,7 +78,7 @@ def _close(ours: np.ndarray, ref: np.ndarray, atol: float) -> tuple[bool, float]
   err = np.where(both_nan, 0.0, np.abs(ours - ref))
   scale = max(1.0, float(np.nanmax(np.abs(ref))) if np.isfinite(ref).any() else 1.0)
   worst = float(np.nanmax(err)) if np.isfinite(err).all() else float("inf")
-  return worst <= atol * scale, worst
+  return bool(np.all(err <= tol * scale)), worst
 
 
 def compare_fields(m, mj, atol: float = 1e-10) -> tuple[int, list[tuple[str, str]]]:
@@ -83,6 +88,12 @@ def compare_fields(m, mj, atol: float = 1e-10) -> tuple[int, list[tuple[str, str
   pairs += [(f"opt.{f.name}", getattr(m.opt, f.name)) for f in dataclasses.fields(m.opt)]
   compared, differ = 0, []
   for name, ours in pairs:
+    if name in SPECIAL:
+      compared += 1
+      err = SPECIAL[name](m, mj)
+      if err:
+        differ.append((name, err))
+      continue
     owner, attr = (mj.opt, name[4:]) if name.startswith("opt.") else (mj, name)
     if not hasattr(owner, attr):
       continue
@@ -179,7 +190,8 @@ def print_table(reports: list[Report], traj_tol: float, out=None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  p.add_argument("paths", nargs="+", help="MJCF files or directories to search for *.xml")
+  p.add_argument("paths", nargs="+",
+                 help="MJCF or URDF files, or directories to search for *.xml and *.urdf")
   p.add_argument("--steps", type=int, default=100, help="steps to compare (0: fields only)")
   p.add_argument("--atol", type=float, default=1e-10, help="field tolerance")
   p.add_argument("--traj-tol", type=float, default=1e-6, help="trajectory tolerance")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 import jaxmj
+from jaxmj.conformance import SPECIAL
+from jaxmj.conformance import float32_tol as _float32_tol
 
 mujoco = __import__("pytest").importorskip("mujoco")
 
@@ -14,55 +16,14 @@ SIZES = ("nq", "nv", "nbody", "njnt", "ngeom", "nsite", "nmocap", "nkey", "ntree
          "na", "nmesh", "nmeshvert", "nmeshface", "nmeshgraph", "nhfield", "nhfielddata",
          "ntex", "ntexdata", "nmat", "nsensor", "nsensordata", "nuser_sensor", "ntendon",
          "nwrap", "neq", "ncam", "nlight", "nuser_cam",
-         "nuser_body", "nuser_jnt", "nuser_geom", "nuser_site")
+         "nuser_body", "nuser_jnt", "nuser_geom", "nuser_site", "nuser_tendon",
+         "nuser_actuator")
 # jaxmj fields with these prefixes that mjModel lacks (documented in types.Model).
 JAXMJ_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss",
               "mesh_hullnum", "mesh_hullvert", "geom_hfieldwindow", "tendon_hasfrictionloss",
+              "tendon_hasarmature", "jnt_limitboth", "tendon_limitboth",
+              "body_fluidellipsoid",
               "wrap_sideid"}
-# Fields compared by a function of (jaxmj Model, MjModel) -> error text or None.
-SPECIAL = {"mesh_graph": lambda m, mj: mesh_graph_difference(m, mj),
-           "cam_fovy": lambda m, mj: cam_fovy_difference(m, mj)}
-
-
-def cam_fovy_difference(m, mj) -> str | None:
-  """A camera with a sensor size gets its fovy from float32 intrinsics: equal to float32
-  precision (MuJoCo's own rounding differs between focal and focalpixel)."""
-  ours, ref = np.asarray(m.cam_fovy, float), mj.cam_fovy
-  tol = np.where(np.all(mj.cam_sensorsize > 0, axis=1), 1e-6 * np.abs(ref), 1e-10)
-  if ours.shape != ref.shape or np.any(np.abs(ours - ref) > tol):
-    return f"differs: {ours} != {ref}"
-  return None
-
-
-def mesh_graph_difference(m, mj) -> str | None:
-  """Convex hull graphs agree up to the numbering of hull vertices and the order of
-  neighbours (see types.Model): same sizes, hull vertices, triangles (in order), and each
-  vertex's set of neighbours (as global ids)."""
-  if not np.array_equal(m.mesh_graphadr, mj.mesh_graphadr):
-    return "mesh_graphadr differs"
-  for adr in (int(a) for a in mj.mesh_graphadr if a >= 0):
-    parts = []
-    for g in (np.asarray(m.mesh_graph), mj.mesh_graph):
-      nv, nf = int(g[adr]), int(g[adr + 1])
-      edgeadr = g[adr + 2: adr + 2 + nv]
-      ids = g[adr + 2 + nv: adr + 2 + 2 * nv]
-      edges = g[adr + 2 + 2 * nv: adr + 2 + 3 * nv + 3 * nf]
-      faces = g[adr + 2 + 3 * nv + 3 * nf: adr + 2 + 3 * nv + 6 * nf]
-      nbrs = {int(ids[i]): sorted(int(ids[e]) for e in edges[edgeadr[i]:]
-                                  [:list(edges[edgeadr[i]:]).index(-1)]) for i in range(nv)}
-      parts.append((nv, nf, nbrs, faces.tolist()))
-    if parts[0] != parts[1]:
-      return f"mesh_graph at {adr}: hulls differ"
-  return None
-
-
-def _float32_tol(ref: np.ndarray, atol: float) -> np.ndarray:
-  """MuJoCo's float32 fields: rounding of the double value may differ by an ulp."""
-  if ref.dtype == np.float32:
-    return np.maximum(atol, 2.5e-7 * np.maximum(1.0, np.abs(ref.astype(float))))
-  return np.asarray(atol)
-
-
 def load_both(path: str | None = None, xml: str | None = None):
   """(jaxmj Model, mujoco.MjModel) compiled from the same file or string."""
   if path is not None:

@@ -144,7 +144,8 @@ def assert_rows_match(m, mj, d, dm):
   matched = np.zeros(len(active), bool)
   for key, rows in theirs.items():
     assert key in ours, f"MuJoCo row {key} missing"
-    mine = ours[key]
+    # a range narrower than 2 * margin owns two rows (lower, upper): MuJoCo's are the active
+    mine = [r for r in ours[key] if active[r]] if len(ours[key]) > len(rows) else ours[key]
     assert len(mine) == len(rows), key
     matched[mine] = True
     assert active[mine].all(), key
@@ -413,3 +414,38 @@ def test_vmap_over_states(limits):
                 compiler_options=OPTS)(batch)
   for i, dm in enumerate(states):
     assert_rows_match(m, mj, jax.tree.map(functools.partial(lambda i, x: x[i], i), out), dm)
+
+
+NARROW_XML = """<mujoco><option><flag contact="disable"/></option>
+  <worldbody><body>
+    <joint name="h" axis="0 1 0" range="-10 10" margin=".3" solreflimit=".03 .9"/>
+    <joint name="s" type="slide" axis="1 0 0" range="-.1 .1" margin=".15"/>
+    <joint name="w" axis="1 0 0" range="-10 10" margin=".1"/>
+    <geom size=".1" pos=".2 0 0"/>
+  </body></worldbody>
+  <tendon><fixed name="t" range="-.2 .2" margin=".25"><joint joint="h" coef="1"/>
+    <joint joint="s" coef="-.5"/></fixed></tendon>
+  <sensor><jointlimitpos joint="h"/><jointlimitvel joint="s"/><jointlimitfrc joint="h"/>
+    <tendonlimitpos tendon="t"/><tendonlimitvel tendon="t"/><tendonlimitfrc tendon="t"/>
+  </sensor>
+</mujoco>"""
+
+
+def test_narrow_ranges_get_lower_and_upper_rows_as_mujoco():
+  """A joint or tendon range narrower than 2 * margin: MuJoCo makes a row for each end
+  within the margin, lower first; jaxmj owns both rows and activates those. Limit sensors
+  read the first of them."""
+  m, mj = load(NARROW_XML)
+  assert list(m.jnt_limitboth) == [True, True, False] and list(m.tendon_limitboth) == [True]
+  run = jax.jit(jaxmj.forward, compiler_options=OPTS)
+  for qpos in ((0, 0, 0), (.12, .06, .15), (-.3, -.2, -.1), (.2, .3, 0)):
+    dm = mujoco.MjData(mj)
+    dm.qpos[:] = qpos
+    dm.qvel[:] = (.3, -.2, .5)
+    mujoco.mj_forward(mj, dm)
+    d = run(m, jaxmj.make_data(m).replace(qpos=dm.qpos.copy(), qvel=dm.qvel.copy()))
+    matched = assert_rows_match(m, mj, d, dm)
+    assert dm.nefc == matched.sum()
+    np.testing.assert_allclose(np.asarray(d.efc_force)[matched], dm.efc_force, atol=1e-7)
+    np.testing.assert_allclose(d.qacc, dm.qacc, atol=1e-7)
+    np.testing.assert_allclose(d.sensordata, dm.sensordata, atol=1e-7)

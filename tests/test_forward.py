@@ -125,8 +125,8 @@ def test_disabled_gravity_spring_damper_flags():
 
 
 def test_forward_names_unsupported_features():
-  xml = """<mujoco><worldbody><body pos="0 0 1"><freejoint/><geom size=".1" adhesion="1"/>
-    </body></worldbody></mujoco>"""
+  xml = """<mujoco><worldbody><body pos="0 0 1"><freejoint/>
+    <geom size=".1" adhesion="1" gap=".01"/></body></worldbody></mujoco>"""
   m = jaxmj.Model.from_xml_string(xml)
   with pytest.raises(NotImplementedError, match="adhesion"):
     jaxmj.forward(m, jaxmj.make_data(m))

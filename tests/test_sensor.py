@@ -137,16 +137,14 @@ def test_sensor_stage_vmaps_and_differentiates():
 
 
 @pytest.mark.parametrize("sensor, feature", [
-  ('<distance geom1="a" geom2="e"/>', "ellipsoid geom pairs"),
-  ('<contact geom1="a" reduce="netforce"/>', "netforce"),
-  ('<contact geom1="a" data="linvel"/>', "linvel"),
-  ('<rangefinder site="s" data="dist normal"/>', "rangefinder data"),
-  ('<insidesite objtype="geom" objname="a" site="s" enclosed="true"/>', "enclosed"),
-  ('<jointpos joint="j" nsample="3"/>', "history"),
+  ('<distance geom1="a" geom2="e"/>', "hfield-sphere geom pairs"),
+  ('<insidesite objtype="geom" objname="e" site="s" enclosed="true"/>',
+   "enclosed='true' of hfield objects"),
 ])
 def test_unsupported_sensors_are_named(sensor, feature):
-  xml = f"""<mujoco><worldbody><body><joint name="j"/><geom name="a" size=".1"/><site name="s"/>
-    </body><geom name="e" type="ellipsoid" size=".1 .2 .3" pos="1 0 0"/></worldbody>
+  xml = f"""<mujoco><asset><hfield name="h" nrow="2" ncol="2" size="1 1 .1 .1"/></asset>
+    <worldbody><body><joint name="j"/><geom name="a" size=".1"/><site name="s"/>
+    </body><geom name="e" type="hfield" hfield="h" pos="1 0 0"/></worldbody>
     <sensor>{sensor}</sensor></mujoco>"""
   m = jaxmj.Model.from_xml_string(xml)
   with pytest.raises(NotImplementedError, match=feature):

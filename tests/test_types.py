@@ -13,7 +13,9 @@ import jaxmj
 # jaxmj fields that mjModel / mjData do not have, each documented in jaxmj/types.py.
 MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss", "unsupported",
               "model_name", "path", "opt", "names", "mesh_hullnum", "mesh_hullvert",
-              "geom_hfieldwindow", "tendon_hasfrictionloss", "wrap_sideid"}
+              "geom_hfieldwindow", "tendon_hasfrictionloss", "wrap_sideid",
+              "body_fluidellipsoid", "tendon_hasarmature",
+              "jnt_limitboth", "tendon_limitboth"}
 # dense d.M / d.qLD; masks; the last iteration's entry of mjData.solver (mjSolverStat)
 DATA_ONLY = {"qM", "qLD", "qLDiagInv", "warning", "efc_active", "solver_improvement",
              "solver_gradient"}

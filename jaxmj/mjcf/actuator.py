@@ -9,7 +9,8 @@ attributes such as ctrlrange or gear carry over), which is what MuJoCo 4.0 does.
 
 After the mass constants, `actuator_constants` evaluates the transmissions at qpos0 for
 actuator_length0 and actuator_acc0, turns position servos' dampratio into kv, and finds
-muscle length ranges (compiler <lengthrange>: useexisting, uselimit).
+muscle length ranges (compiler <lengthrange>: useexisting, uselimit; the rest are left to
+jaxmj.lengthrange's simulation, run on the compiled Model).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from jaxmj.mjcf import frames, schema, setconst
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.mjcf.parse import Node, overlay
-from jaxmj.types import BiasType, DisableBit, DynType, GainType, JointType, TrnType
+from jaxmj.types import BiasType, DynType, GainType, JointType, TrnType
 
 _MINVAL = 1e-15
 _PRISTINE = {k: v for k, (_, v) in schema.ATTRS["general"].items()}
@@ -280,9 +281,10 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
   for attr in ("dyntype", "gaintype", "biastype"):
     if s[attr] in ("user", "pid", "dcmotor", "so3"):
       raise node.error(f"{attr} '{s[attr]}' is not supported by jaxmj yet", attr)
-  if s["delay"] != 0 or s["nsample"] != 0:
-    raise node.error("actuator control delays and history (delay, nsample) are not "
-                     "supported by jaxmj yet", "delay" if s["delay"] else "nsample")
+  if s["delay"] < 0:
+    raise node.error("delay cannot be negative", "delay")
+  if s["delay"] > 0 and s["nsample"] <= 0:
+    raise node.error("delay requires a positive nsample", "delay")
   inp = s.get("input")
   if inp is not None and inp != "" and inp not in _INPUT:
     raise node.error(f"actuator input '{inp}' is not supported by jaxmj yet", "input")
@@ -310,7 +312,9 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
              actrange=np.asarray(s["actrange"], float),
              lengthrange=np.asarray(s["lengthrange"], float), damping=damping[0],
              dampingpoly=damping[1:], armature=s["armature"],
-             ctrlspec=_INPUT.get(inp or "", 0), name=s.get("name") or "")
+             ctrlspec=_INPUT.get(inp or "", 0), name=s.get("name") or "",
+             history=(max(s["nsample"], 0), ["zoh", "linear", "cubic"].index(s["interp"])),
+             delay=s["delay"])
   row["ctrllimited"] = _limited(node, s, "ctrllimited", "ctrlrange", compiler)
   row["forcelimited"] = _limited(node, s, "forcelimited", "forcerange", compiler)
   row["actlimited"] = _limited(node, s, "actlimited", "actrange", compiler)
@@ -326,6 +330,13 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
   if node.tag in ("damper", "adhesion") and row["ctrlrange"][0] < 0:
     raise node.error(f"{node.tag} control range cannot be negative", "ctrlrange")
   return row
+
+
+def _history_adr(history: np.ndarray) -> np.ndarray:
+  """Addresses in mjData.history of the actuators' ctrl buffers (nsample * 2 + 2 slots:
+  user slot, cursor, times, values), -1 without one; sensor buffers follow."""
+  size = np.where(history[:, 0] > 0, 2 * history[:, 0] + 2, 0)
+  return np.where(size > 0, np.cumsum(size) - size, -1).astype(np.int32)
 
 
 def _padded(v) -> np.ndarray:
@@ -376,8 +387,8 @@ def _arrays(rows: list[dict], f: dict) -> dict:
     "actuator_ctrladr": np.arange(nu, dtype=np.int32),
     "actuator_ctrlnum": np.ones(nu, np.int32), "actuator_outadr": np.arange(nu, dtype=np.int32),
     "actuator_outnum": np.ones(nu, np.int32), "actuator_ctrlspec": col("ctrlspec", np.int32),
-    "actuator_history": np.zeros((nu, 2), np.int32),
-    "actuator_historyadr": np.full(nu, -1, np.int32),
+    "actuator_history": col("history", np.int32, (2,)),
+    "actuator_historyadr": _history_adr(col("history", np.int32, (2,))),
     "actuator_plugin": np.full(nu, -1, np.int32),
     "actuator_dynprm": col("dynprm", float, (10,)), "actuator_gainprm": col("gainprm", float,
                                                                            (10,)),
@@ -387,7 +398,7 @@ def _arrays(rows: list[dict], f: dict) -> dict:
     "actuator_actrange": col("actrange", float, (2,)), "actuator_gear": col("gear", float, (6,)),
     "actuator_cranklength": col("cranklength"), "actuator_lengthrange": col("lengthrange",
                                                                             float, (2,)),
-    "actuator_delay": np.zeros(nu), "actuator_damping": col("damping"),
+    "actuator_delay": col("delay"), "actuator_damping": col("damping"),
     "actuator_dampingpoly": col("dampingpoly", float, (2,)),
     "actuator_armature": col("armature"),
     "actuator_acc0": np.zeros(nu), "actuator_length0": np.zeros(nu),
@@ -397,17 +408,9 @@ def _arrays(rows: list[dict], f: dict) -> dict:
 
 
 def unsupported(f: dict) -> list[tuple[str, int]]:
-  """Runtime features of the compiled actuators jaxmj cannot simulate yet (feature, mask)."""
-  out = []
-  if f.get("nu", 0) and (np.any(f["actuator_armature"] != 0) or np.any(
-      f["actuator_damping"] != 0) or np.any(f["actuator_dampingpoly"] != 0)):
-    out.append(("actuator armature/damping reflected on joints", 0))
-  bodies = np.asarray(f["actuator_trnid"])[f["actuator_trntype"] == TrnType.BODY, 0]
-  if np.any(np.isin(f["geom_bodyid"], bodies) & (np.asarray(f["geom_gap"]) > 0)):
-    # MuJoCo's adhesion also pulls through contacts in the gap layer, which have no rows
-    out.append(("adhesion on bodies whose geoms have a gap",
-                int(DisableBit.ACTUATION | DisableBit.CONTACT)))
-  return out
+  """Runtime features of the compiled actuators jaxmj cannot simulate yet (feature, mask):
+  none at present; the compiler still asks, so a new gap has one place to be listed."""
+  return []
 
 
 # ---------------------------------------------------------------- constants at qpos0
@@ -437,7 +440,9 @@ def actuator_constants(f: dict, root: Node) -> dict:
       mass = 1 / max(_MINVAL, float(moments[i] @ inv[i]))
       biasprm[i, 2] = -2 * ratio * np.sqrt(gainprm[i, 0] * mass)
   out = dict(actuator_length0=lengths, actuator_acc0=acc0, actuator_biasprm=biasprm)
-  out["actuator_lengthrange"] = _lengthranges(f, root)
+  out["actuator_lengthrange"], pending = _lengthranges(f, root)
+  if pending:
+    out["_lengthrange_pending"] = (pending, lengthrange_options(root))
   return out
 
 
@@ -589,36 +594,40 @@ def _slidercrank0(f, s, crank: int, slider: int, gear: float, rod: float):
   return length * gear, moment * gear
 
 
-def _lengthranges(f: dict, root: Node) -> np.ndarray:
-  """actuator_lengthrange: kept when given (useexisting), from joint or tendon limits
-  (uselimit); MuJoCo's simulation-based search is not available."""
+def lengthrange_options(root: Node) -> dict:
+  """The <compiler><lengthrange> attributes, defaults filled in."""
   opts = {k: v for k, (_, v) in schema.ATTRS["lengthrange"].items()}
   for c in (c for sec in root.children if sec.tag == "compiler" for c in sec.children):
     if c.tag == "lengthrange":
       opts.update({k: c.get(k) for k in c.attrs})
+  return opts
+
+
+def _lengthranges(f: dict, root: Node) -> tuple[np.ndarray, list[int]]:
+  """actuator_lengthrange as far as the compiler knows it: kept when given (useexisting),
+  from joint or tendon limits (uselimit); and the actuators whose range MuJoCo finds by
+  simulation (mj_setLengthRange; jaxmj.lengthrange runs it once the Model exists)."""
+  opts = lengthrange_options(root)
   out = np.array(f["actuator_lengthrange"], float)
+  # as mj_setLengthRange: muscle gain or bias (muscle dynamics alone do not count)
   muscle = ((f["actuator_gaintype"] == GainType.MUSCLE)
-            | (f["actuator_biastype"] == BiasType.MUSCLE)
-            | (f["actuator_dyntype"] == DynType.MUSCLE))
+            | (f["actuator_biastype"] == BiasType.MUSCLE))
   selected = {"none": np.zeros_like(muscle), "muscle": muscle, "muscleuser": muscle,
               "all": np.ones_like(muscle)}[opts["mode"]]
-  nodes = f["_actuator_nodes"]
+  pending = []
   for i in np.flatnonzero(selected):
     if opts["useexisting"] and out[i, 0] < out[i, 1]:
       continue
     trn, tid = f["actuator_trntype"][i], f["actuator_trnid"][i, 0]
     rng = None
     if opts["uselimit"]:
-      if trn in (TrnType.JOINT, TrnType.JOINTINPARENT) and f["jnt_limited"][tid] and f[
-          "jnt_type"][tid] in (JointType.HINGE, JointType.SLIDE):
+      if trn in (TrnType.JOINT, TrnType.JOINTINPARENT) and f["jnt_limited"][tid]:
         rng = f["jnt_range"][tid]
       elif trn == TrnType.TENDON and f.get("tendon_limited") is not None and f[
           "tendon_limited"][tid]:
         rng = f["tendon_range"][tid]
     if rng is None:
-      raise nodes[i].error(
-        "muscle lengthrange: MuJoCo's simulation-based search is not supported by jaxmj yet; "
-        "give the actuator a lengthrange, or set <compiler><lengthrange uselimit=\"true\"/> "
-        "with a limited joint or tendon", "lengthrange")
-    out[i] = rng  # MuJoCo copies the target's range as is, without the gear
-  return out
+      pending.append(int(i))
+    else:
+      out[i] = rng  # MuJoCo copies the target's range as is, without the gear
+  return out, pending

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from jaxmj.mjcf import frames, hfield, mesh, texture
+from jaxmj.mjcf import frames, hfield, mesh, meshbuiltin, texture
 from jaxmj.mjcf.parse import Defaults, Node
 from jaxmj.types import GeomType
 
@@ -80,12 +80,12 @@ def _compile_mesh(node: Node, v: dict, needhull: bool, compiler: dict, path: str
   righthand = bool(np.prod(scale) > 0)
   vert = np.asarray(v["vertex"] if v["vertex"] is not None else np.zeros(0), np.float32)
   face = np.asarray(v["face"] if v["face"] is not None else np.zeros(0), np.int64)
+  mode = v["inertia"]
   if v.get("builtin") is not None:
-    raise node.error("builtin meshes are not supported by jaxmj yet", "builtin")
-  if v["maxhullvert"] != -1:
-    # qhull's partial hull (option TA) depends on its insertion order, which scipy's qhull
-    # does not reproduce: the hull would silently differ from MuJoCo's.
-    raise node.error("maxhullvert is not supported by jaxmj yet", "maxhullvert")
+    vert, face, forced = meshbuiltin.make(node, v["builtin"], v["params"])
+    mode = forced or mode
+  if v["maxhullvert"] != -1 and v["maxhullvert"] <= 3:
+    raise node.error("maxhullvert must be larger than 3", "maxhullvert")
   if vert.size % 3:
     raise node.error("vertex data must be a multiple of 3", "vertex")
   if face.size % 3:
@@ -106,8 +106,8 @@ def _compile_mesh(node: Node, v: dict, needhull: bool, compiler: dict, path: str
       vert = fvert if fvert.size else vert
       face = fface if fface.size else face
     return mesh.process(vert.reshape(-1, 3), face.reshape(-1, 3), scale=scale,
-                        refpos=v["refpos"], refquat=v["refquat"], mode=v["inertia"],
-                        needhull=needhull)
+                        refpos=v["refpos"], refquat=v["refquat"], mode=mode,
+                        needhull=needhull, maxhullvert=v["maxhullvert"])
   except (mesh.MeshError, ValueError) as e:
     raise node.error(str(e)) from None
 

@@ -11,11 +11,16 @@ import numpy as np
 
 from jaxmj.mjcf import (
   actuator,
+  align,
+  armature,
   asset,
   camlight,
   custom,
+  discard,
   equality,
+  fluid,
   frames,
+  fuse,
   hfieldgrid,
   inertia,
   parse,
@@ -63,6 +68,7 @@ class _Body:
   geoms: list = dataclasses.field(default_factory=list)  # (node, values, pos, quat)
   sites: list = dataclasses.field(default_factory=list)
   camlights: list = dataclasses.field(default_factory=list)  # (node, values, pos, quat)
+  inertia: tuple | None = None  # final (mass, ipos, inertia, iquat): discard/fuse/align.py
 
 
 def compile_path(path, assets: dict | None = None) -> Model:
@@ -94,15 +100,24 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
     seq = n.attrs.get("eulerseq")
     if seq is not None and (len(seq) != 3 or any(c not in "xyzXYZ" for c in seq)):
       raise n.error(f"invalid eulerseq {seq!r}: three of x, y, z, X, Y, Z", "eulerseq")
-    for name, what in schema.COMPILER_UNSUPPORTED.items():
-      if n.get(name):
-        raise n.error(f"{what} is not supported by jaxmj yet", name)
     if "settotalmass" in n.attrs:
       warnings.warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
                     "MuJoCo and will be removed in a future release", stacklevel=3)
+  if compiler["discardvisual"]:
+    root = discard.strip_materials(root)
   defaults = parse.parse_defaults(root)
   bodies = _walk_bodies(root, defaults, compiler)
   asset_fields = asset.compile_assets(root, defaults, compiler, bodies, path, assets)
+  if compiler["discardvisual"]:  # MuJoCo weighs the visual geoms, then drops them
+    own = _own_inertia(bodies, asset_fields, compiler)
+    root = discard.drop_visual(root, bodies)
+    bodies = discard.with_inertia(_walk_bodies(root, defaults, compiler), own)
+    asset_fields = asset.compile_assets(root, defaults, compiler, bodies, path, assets)
+  if compiler["fusestatic"] or align.wanted(root, compiler):
+    bodies = discard.with_inertia(bodies, _own_inertia(bodies, asset_fields, compiler))
+    if compiler["fusestatic"]:
+      bodies, asset_fields = fuse.fuse_static(root, bodies, asset_fields)
+    align.align_free(bodies, compiler)
   f = _arrays(bodies, defaults, compiler)
   f.update(asset_fields)
   _inertia(bodies, f, compiler)
@@ -110,12 +125,13 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
   f.update(setconst.structure_fields(f))
   _check_masses(bodies, f)
   f.update(actuator.compile_actuators(root, bodies, f, compiler))
+  f.update(armature.actuator_targets(f))
   f.update(setconst.mass_constants(f))
   f.update(tendon.tendon_constants(f))
   f.update(actuator.actuator_constants(f, root))
   f.update(_contact(root, bodies, defaults, f))
   f.update(equality.compile_equality(root, bodies, defaults, f))
-  equality.check_fluidshape(bodies)
+  f.update(fluid.compile_fluid(bodies, f))
   f.update(sensor.compile_sensors(root, bodies, f))
   f.update(camlight.compile_camlights(root, bodies, f))
   f.update(vis=visual.compile_visual(root), stat=visual.compile_statistic(root, f))
@@ -123,10 +139,14 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
   f.update(asset.finalize(f))
   f.update(hfieldgrid.window_fields(f))
   option = _option(root)
-  size, size_nodes = _section(root, "size")
-  f.update(user.compile_user(bodies, size, size_nodes))
+  size, _ = _section(root, "size")
+  f.update(user.compile_user(root, bodies, defaults, f, size))
   tuple_elements = f.pop("_tuple_elements")
-  return custom.resolve(_model(root, bodies, f, option, size, path), tuple_elements)
+  m = _model(root, bodies, f, option, size, path)
+  if "_lengthrange_pending" in f:  # mj_setLengthRange: simulated with jaxmj's runtime
+    from jaxmj import lengthrange
+    m = lengthrange.apply_pending(m, f["_lengthrange_pending"], f["_actuator_nodes"])
+  return custom.resolve(m, tuple_elements)
 
 
 # ---------------------------------------------------------------- body tree
@@ -461,6 +481,9 @@ def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
   lo, hi = compiler["inertiagrouprange"]
   mode = compiler["inertiafromgeom"]
   for b in range(1, nbody):
+    if bodies[b].inertia is not None:
+      mass[b], ipos[b], inert[b], iquat[b] = bodies[b].inertia
+      continue
     node = bodies[b].inertial
     if node is not None:
       mass[b], ipos[b], inert[b], iquat[b] = _explicit_inertial(node, compiler)
@@ -480,7 +503,7 @@ def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
       mass[b], ipos[b], inert[b], iquat[b] = inertia.combine(
         gmass[gs], f["geom_pos"][gs], f["geom_quat"][gs],
         [inertia.geom_inertia(*asset.inertia_shape(f, g), gmass[g]) for g in gs])
-  for b in range(1, nbody):
+  for b in (b for b in range(1, nbody) if bodies[b].inertia is None):  # fused: bounded
     if compiler["boundmass"] > 0:
       mass[b] = max(mass[b], compiler["boundmass"])
     if compiler["boundinertia"] > 0:
@@ -499,6 +522,16 @@ def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
       raise node.error("inertia must satisfy A + B >= C (use balanceinertia to fix)")
   f.update(body_mass=mass, body_ipos=ipos, body_iquat=iquat, body_inertia=inert)
   f["geom_mass"] = gmass
+
+
+def _own_inertia(bodies: list[_Body], asset_fields: dict, compiler: dict) -> dict:
+  """body_* inertia of each body from its own <inertial> or geoms (bounds applied, not
+  settotalmass), before discard.py, fuse.py or align.py change the bodies."""
+  f = {**_attached(bodies, "geom"), **asset_fields}
+  num = np.array([len(b.geoms) for b in bodies], np.int32)
+  f.update(body_geomnum=num, body_geomadr=np.cumsum(num) - num)
+  _inertia(bodies, f, {**compiler, "settotalmass": 0})
+  return f
 
 
 def _explicit_inertial(node: Node, compiler: dict):
@@ -728,12 +761,12 @@ def _model(root, bodies, f, opt, size, path) -> Model:
   f.update({f"name_{kind}adr": adr for kind, adr in zip(groups, adrs)})
 
   unsupported = []
-  if np.any(f["geom_adhesion"] != 0) or np.any(f["pair_adhesion"] != 0):
-    unsupported.append(("contact adhesion (geom or pair adhesion)",
+  f["flg_adhesion"] = int(np.any(f["geom_adhesion"] != 0) or np.any(f["pair_adhesion"] != 0))
+  if f["flg_adhesion"] and (np.any(f["geom_gap"] > 0) or np.any(f["pair_gap"] > 0)):
+    # gap-layer contacts have no rows in jaxmj; MuJoCo's pull on them is not pinned down
+    unsupported.append(("contact adhesion with a geom or pair gap",
                         int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
-  if np.any(f["geom_surfacevel"] != 0):
-    unsupported.append(("geom surface velocity (surfacevel)",
-                        int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
+  f["flg_surfacevel"] = int(np.any(f["geom_surfacevel"] != 0))
   unsupported += sensor.unsupported(f)
   unsupported += actuator.unsupported(f)
   unsupported += tendon.unsupported(f)
@@ -778,6 +811,7 @@ def _model(root, bodies, f, opt, size, path) -> Model:
     dof_depth=depths(f["dof_parentid"]),
     dof_ancestor=ancestor_mask(f["dof_parentid"]) if f["nv"] else np.zeros((0, 0), bool),
     dof_hasfrictionloss=np.asarray(f["dof_frictionloss"]) > 0,
+    jnt_limitboth=tendon.limit_both(f, "jnt"),
     unsupported=tuple(unsupported), model_name=model_name, path=path,
   )
   missing = fields - set(kw)

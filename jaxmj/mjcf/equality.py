@@ -179,11 +179,3 @@ def _arrays(rows: list) -> dict:
     "eq_data": np.array(col(7), float).reshape(n, NEQDATA), "eq_names": col(8),
   }
 
-
-def check_fluidshape(bodies) -> None:
-  """Geoms asking for the ellipsoid fluid model raise: jaxmj has the inertia-box model only."""
-  for b in bodies:
-    for node, vals, *_ in b.geoms:
-      if vals.get("fluidshape") == "ellipsoid":
-        raise node.error("the ellipsoid fluid model (fluidshape=\"ellipsoid\") is not "
-                         "supported by jaxmj yet", "fluidshape")

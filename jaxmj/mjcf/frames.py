@@ -84,10 +84,12 @@ def quat_z2vec(vec: np.ndarray) -> np.ndarray:
 
 def orientation(values: dict, compiler: dict, node) -> np.ndarray:
   """The element's orientation as a unit quaternion from whichever single form it gives."""
-  given = [k for k in ("quat", "axisangle", "euler", "xyaxes", "zaxis")
-           if values.get(k) is not None and k in node.attrs]
+  forms = ("quat", "axisangle", "euler", "xyaxes", "zaxis")
+  given = [k for k in forms if values.get(k) is not None and k in node.attrs]
   if len(given) > 1:
     raise node.error(f"orientation given more than once: {', '.join(given)}", given[1])
+  if not given:  # a default class's alternative form (e.g. euler) overrides its quat
+    given = [k for k in forms[1:] if values.get(k) is not None][:1]
   deg = compiler["angle"] == "degree"
   if not given:
     q = values.get("quat")

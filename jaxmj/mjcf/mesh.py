@@ -181,8 +181,10 @@ def _dot3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
   return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
-def hull_graph(vert: np.ndarray) -> np.ndarray:
-  """MuJoCo's convex hull graph of `vert` (n, 3):
+def hull_graph(vert: np.ndarray, maxhullvert: int = -1) -> np.ndarray:
+  """MuJoCo's convex hull graph of `vert` (n, 3), qhull stopping after `maxhullvert`
+  vertices when positive (MuJoCo's options Q9 TA<maxhullvert - 4>: TA counts the vertices
+  added to the initial simplex):
 
   [numvert, numface, vert_edgeadr(numvert), vert_globalid(numvert),
    edge_localid(numvert + 3 numface), face_globalid(3 numface)]
@@ -191,7 +193,8 @@ def hull_graph(vert: np.ndarray) -> np.ndarray:
   over its triangles in triangle order; triangles are oriented outward.
   """
   try:
-    hull = ConvexHull(vert, qhull_options="Qt")
+    hull = ConvexHull(vert, qhull_options="Qt" + (f" Q9 TA{maxhullvert - 4}"
+                                                  if maxhullvert > 0 else ""))
   except (QhullError, ValueError) as e:
     raise MeshError(f"qhull error: {str(e).splitlines()[0]}") from None
   tri = hull.simplices.astype(np.int64)
@@ -303,7 +306,7 @@ def eig3(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def process(vert32: np.ndarray, face: np.ndarray, *, scale, refpos, refquat, mode: str,
-            needhull: bool) -> Mesh:
+            needhull: bool, maxhullvert: int = -1) -> Mesh:
   """mjCMesh::Process on float32 vertices `vert32` (n, 3) and faces (m, 3) (may be empty)."""
   vert = np.asarray(vert32, np.float32).astype(np.float64).reshape(-1, 3)
   face = np.asarray(face, np.int32).reshape(-1, 3)
@@ -316,7 +319,7 @@ def process(vert32: np.ndarray, face: np.ndarray, *, scale, refpos, refquat, mod
     _check_orientation(vert, face)
   # MuJoCo builds the graph (on the vertices as read) for meshes that collide or need it
   # for inertia or faces; a mirroring scale then flips its triangles to stay outward.
-  graph = hull_graph(vert) if (needhull or mode == "convex" or not face.size) \
+  graph = hull_graph(vert, maxhullvert) if (needhull or mode == "convex" or not face.size) \
     else None
   if graph is not None and np.prod(scale) < 0:
     tri = graph_faces(graph)

@@ -116,9 +116,11 @@ def _xml_root(xml, file: str):
 def _parse(xml, file, base, assets, stack) -> Node:
   root = _xml_root(xml, file)
   if root.tag == "robot":
-    raise MJCFError("URDF files (root <robot>) are not supported by jaxmj yet; convert to "
-                    "MJCF first (e.g. compile with mujoco and mj_saveLastXML)", file=file,
-                    line=root.sourceline, element="robot")
+    from jaxmj.mjcf import urdf  # imports this module's Node
+
+    node = urdf.to_mjcf(root, file, lambda el, tag: _convert(el, file, base, assets, stack, tag))
+    _validate(node, parent=None)
+    return node
   if root.tag != "mujoco":
     raise MJCFError(f"root element must be <mujoco>, found <{root.tag}>", file=file,
                     line=root.sourceline, element=str(root.tag))
@@ -249,6 +251,9 @@ class Defaults:
       raise node.error(f"unknown default class '{name}'", attribute=attribute)
 
 
+_ORIENTATIONS = ("quat", "axisangle", "euler", "xyaxes", "zaxis")
+
+
 def parse_defaults(root: Node) -> Defaults:
   """Collects every <default> class; nested classes inherit their parent's settings."""
   classes: dict[str, dict[str, dict]] = {"main": {}}
@@ -271,6 +276,9 @@ def parse_defaults(root: Node) -> Defaults:
         vals = own.setdefault(child.tag, {})
         for k in child.attrs:
           vals[k] = overlay(child, k, vals.get(k, schema.ATTRS[child.tag][k][1]))
+        if any(k in child.attrs for k in _ORIENTATIONS):  # one orientation per class
+          for k in set(_ORIENTATIONS) - set(child.attrs):
+            vals.pop(k, None)
     classes[name] = own
     for child in node.children:
       if child.tag == "default":

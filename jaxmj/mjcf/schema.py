@@ -166,7 +166,8 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "damping": (F, 0.0),
     "frictionloss": (F, 0.0),
   },
-  "freejoint": {"name": (S, None), "group": (I, 0)},
+  "freejoint": {"name": (S, None), "group": (I, 0),
+                "align": (kw("false", "true", "auto"), "auto")},  # jaxmj/mjcf/align.py
   "geom": {
     "name": (S, None),
     "class": (S, None),
@@ -314,8 +315,8 @@ ATTRS["equality/joint"] = {**_EQ_COMMON, "joint1": (S, None), "joint2": (S, None
                            "polycoef": (fv(5), (0.0, 1.0, 0.0, 0.0, 0.0))}
 ATTRS["equality/tendon"] = {**_EQ_COMMON, "tendon1": (S, None), "tendon2": (S, None),
                             "polycoef": (fv(5), (0.0, 1.0, 0.0, 0.0, 0.0))}
-# Geom fluid attributes: only fluidshape="none" (the inertia-box model) is supported; the
-# compiler rejects "ellipsoid" by name (jaxmj/mjcf/equality.check_fluidshape).
+# Geom fluid attributes: fluidshape="ellipsoid" gives the geom's body the ellipsoid fluid
+# model (coefficients compiled in jaxmj/mjcf/fluid.py); "none" keeps the inertia-box model.
 ATTRS["geom"].update(fluidshape=(kw("none", "ellipsoid"), "none"),
                      fluidcoef=(fv(5), (0.5, 0.25, 1.5, 1.0, 1.0)))
 
@@ -573,13 +574,9 @@ CHILDREN["tuple"] = ("tuple/element",)
 for _tag in ("custom", "numeric", "text", "tuple"):
   UNSUPPORTED.pop(_tag, None)
 
-# ---- more <compiler> options (checked in jaxmj/mjcf/build.py's compile_node) ----
+# ---- more <compiler> options (jaxmj/mjcf/fuse.py, discard.py, align.py) ----
 ATTRS["compiler"].update({"fusestatic": (B, False), "discardvisual": (B, False),
                           "alignfree": (B, False), "usethread": (B, True)})
-# Options jaxmj accepts only at their default: value -> what the error names.
-COMPILER_UNSUPPORTED = {"fusestatic": "fusing static bodies (compiler fusestatic)",
-                        "discardvisual": "discarding visual geoms (compiler discardvisual)",
-                        "alignfree": "aligning free bodies to their inertia (compiler alignfree)"}
 
 # ---- user data sizes and `user` attributes (compiled by jaxmj/mjcf/user.py) ----
 ATTRS["size"].update({f"nuser_{k}": (I, -1) for k in ("body", "jnt", "geom", "site", "cam",

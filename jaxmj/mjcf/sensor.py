@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxmj.mjcf import schema
 from jaxmj.mjcf.parse import Node
-from jaxmj.types import DisableBit, EqType, JointType, ObjType, SensorType, Stage, TrnType
+from jaxmj.types import DisableBit, JointType, ObjType, SensorType, Stage
 
 REAL, POSITIVE, AXIS, QUATERNION = 0, 1, 2, 3  # mjtDataType
 
@@ -182,6 +182,8 @@ def _sensor(node: Node, ids: dict, f: dict) -> dict:
       if o[1] < 0:
         raise node.error(f"exactly one of geom{side} and body{side} must be given",
                          "geom" + side)
+    if obj == ref:
+      raise node.error("1st body/geom must be different from 2nd body/geom", "geom2")
   elif tag == "contact":
     obj, ref = _contact_objects(node, ids)
     bits, width = _fields(node, node.attrs.get("data", "found"), CONTACT_DATA)
@@ -189,6 +191,8 @@ def _sensor(node: Node, ids: dict, f: dict) -> dict:
     num = node.get("num") if node.get("num") is not None else 1
     if num <= 0:
       raise node.error("num must be positive", "num")
+    if reduce == 3 and bits & 0b110000000:
+      raise node.error("netforce reduction is incompatible with linvel or angvel", "reduce")
     intprm, dim = [bits, reduce, num], width * num
     if bits & 0b110 or reduce in (2, 3):
       stage = Stage.ACC
@@ -269,13 +273,13 @@ def compile_sensors(root: Node, bodies: list, f: dict) -> dict:
   for i, r in enumerate(rows):
     user[i, : len(r["user"])] = r["user"]
   # History buffers follow the actuators' (1 value each: nsample * 2 + 2 slots).
-  act_hist = sum(2 * (a.get("nsample") or 0) + 2 * bool(a.get("nsample") or 0)
-                 for c in root.children if c.tag == "actuator" for a in c.children
-                 if "nsample" in a.attrs)
+  act_n = np.asarray(f.get("actuator_history", np.zeros((0, 2), np.int32)))[:, 0]
+  act_hist = int(np.sum(np.where(act_n > 0, 2 * act_n + 2, 0)))
   hist_size = [(r["dim"] + 1) * r["nsample"] + 2 if r["nsample"] > 0 else 0 for r in rows]
   hist_adr = act_hist + np.cumsum([0] + hist_size[:-1]) if n else np.zeros(0)
   return {
     "nsensor": n, "nsensordata": int(dim.sum()), "nuser_sensor": nuser,
+    "nhistory": act_hist + int(sum(hist_size)),
     "sensor_type": col("type"), "sensor_datatype": col("datatype"),
     "sensor_needstage": col("needstage"), "sensor_objtype": col("objtype"),
     "sensor_objid": col("objid"), "sensor_reftype": col("reftype"),
@@ -311,46 +315,4 @@ def unsupported(f: dict) -> list[tuple[str, int]]:
 
   bit = int(DisableBit.SENSOR)
   types = sorted(set(int(t) for t in f["sensor_type"]) - {int(t) for t in SUPPORTED})
-  out = [(f"{SensorType(t).name.lower()} sensors", bit) for t in types]
-  rf = f["sensor_type"] == SensorType.RANGEFINDER
-  if np.any(f["sensor_intprm"][rf, 0] & ~0b1111):
-    out.append(("rangefinder data 'normal' or 'depth'", bit))
-  con = f["sensor_type"] == SensorType.CONTACT
-  if np.any(f["sensor_intprm"][con, 0] & 0b110000000) or np.any(f["sensor_intprm"][con, 1] == 3):
-    out.append(("contact sensor data linvel/angvel or reduce='netforce'", bit))
-  inside = f["sensor_type"] == SensorType.INSIDESITE
-  if np.any(f["sensor_intprm"][inside, 0]):
-    out.append(("insidesite sensors with enclosed='true'", bit))
-  if np.any(f["sensor_history"][:, 0] > 0):
-    out.append(("sensor history buffers (nsample, delay, interval)", bit))
-  if np.any(np.isin(f["sensor_type"], (SensorType.FORCE, SensorType.TORQUE))):
-    eq = np.asarray(f.get("eq_type", np.zeros(0, np.int32)))
-    if np.any(np.isin(eq, (EqType.CONNECT, EqType.WELD))):
-      out.append(("force/torque sensors with connect or weld equality constraints (their "
-                  "forces are not in cfrc_ext yet)", bit))
-    if np.any(_loaded_spatial_tendons(f)):
-      out.append(("force/torque sensors with spatial tendons that carry force (MuJoCo 4.0 "
-                  "puts tendon forces in cfrc_ext; jaxmj does not yet)", bit))
-  return out
-
-
-def _loaded_spatial_tendons(f: dict) -> np.ndarray:
-  """(ntendon,) bool: spatial tendons that may carry a force (spring, damper, friction,
-  limit, armature, an actuator or an equality on them)."""
-  ttype = np.asarray(f.get("tendon_type", np.zeros(0, np.int32)))
-  if not len(ttype):
-    return np.zeros(0, bool)
-  loaded = np.zeros(len(ttype), bool)
-  for k in ("tendon_stiffness", "tendon_damping", "tendon_frictionloss", "tendon_armature",
-            "tendon_limited", "tendon_stiffnesspoly", "tendon_dampingpoly"):
-    if k in f:
-      v = np.asarray(f[k]).reshape(len(ttype), -1)
-      loaded |= np.any(v != 0, axis=1)
-  trntype = np.asarray(f.get("actuator_trntype", np.zeros(0, np.int32)))
-  trnid = np.asarray(f.get("actuator_trnid", np.zeros((0, 2), np.int32))).reshape(-1, 2)
-  loaded[trnid[trntype == TrnType.TENDON, 0]] = True
-  eq = np.asarray(f.get("eq_type", np.zeros(0, np.int32)))
-  for k in ("eq_obj1id", "eq_obj2id"):
-    ids = np.asarray(f.get(k, np.zeros(0, np.int32)))[eq == EqType.TENDON]
-    loaded[ids[ids >= 0]] = True
-  return loaded & (ttype == 1)
+  return [(f"{SensorType(t).name.lower()} sensors", bit) for t in types]

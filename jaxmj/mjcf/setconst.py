@@ -213,7 +213,8 @@ def _armature_tendons(f: dict) -> list[tuple[float, np.ndarray, np.ndarray, np.n
     if "tendon_armature" not in f:
         return []
     out = []
-    for t, arm in enumerate(_f64(f["tendon_armature"])):
+    # with the armature actuators reflect onto the tendon (mjcf/armature.py), when known
+    for t, arm in enumerate(_f64(f.get("_tendon_armature_all", f["tendon_armature"]))):
         if arm == 0:
             continue
         w = slice(int(f["tendon_adr"][t]), int(f["tendon_adr"][t] + f["tendon_num"][t]))

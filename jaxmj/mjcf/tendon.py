@@ -42,6 +42,9 @@ def compile_tendons(root: Node, bodies: list, defaults: Defaults, compiler: dict
     v = _resolve(node, defaults)
     path = (_fixed_path(node, ids, jtype) if node.tag == "fixed"
             else _spatial_path(node, ids, gtype))
+    if v["armature"] and any(p[0] in _GEOM_WRAP.values() for p in path):
+      raise node.error("geom wrapping is not supported by tendon armature (as in MuJoCo: its "
+                       "d/dt ten_J has no geom wraps)", "armature")
     rows.append(_row(node, v, compiler, len(wraps), len(path)))
     wraps.extend(path)
     names.append(node.attrs.get("name", ""))
@@ -138,9 +141,8 @@ def _spatial_path(node: Node, ids: dict, gtype: list) -> list[tuple]:
 
 
 def _row(node: Node, v: dict, compiler: dict, adr: int, num: int) -> dict:
-  for attr, what in (("material", "tendon materials"), ("user", "tendon user data")):
-    if v.get(attr) is not None:
-      raise node.error(f"{what} are not supported by jaxmj yet", attr)
+  if v.get("material") is not None:
+    raise node.error("tendon materials are not supported by jaxmj yet", "material")
   limited = _limited(node, v, "limited", "range", compiler)
   actlimited = _limited(node, v, "actuatorfrclimited", "actuatorfrcrange", compiler)
   rng = np.asarray(v["range"], float)
@@ -216,11 +218,22 @@ def _stack(rows: list[dict], wraps: list[tuple]) -> dict:
     f["tendon_" + k] = np.array([r[k] for r in rows], float).reshape(shape)
   f["tendon_rgba"] = np.array([r["rgba"] for r in rows], np.float32).reshape(n, 4)
   f["tendon_hasfrictionloss"] = f["tendon_frictionloss"] > 0
+  f["tendon_limitboth"] = limit_both(f, "tendon")
   f["wrap_type"] = np.array([w[0] for w in wraps], np.int32)
   f["wrap_objid"] = np.array([w[1] for w in wraps], np.int32)
   f["wrap_prm"] = np.array([w[2] for w in wraps], float)
   f["wrap_sideid"] = np.array([w[3] for w in wraps], np.int32)
   return f
+
+
+def limit_both(f: dict, kind: str) -> np.ndarray:
+  """jnt_limitboth / tendon_limitboth: limited (hinge, slide) objects whose compiled range
+  is narrower than twice the margin, so both ends can be within the margin at once."""
+  lim = np.asarray(f[f"{kind}_limited"], bool)
+  if kind == "jnt":
+    lim = lim & np.isin(f["jnt_type"], (JointType.HINGE, JointType.SLIDE))
+  rng = np.asarray(f[f"{kind}_range"], float).reshape(-1, 2)
+  return lim & (rng[:, 1] - rng[:, 0] < 2 * np.asarray(f[f"{kind}_margin"], float))
 
 
 # ---------------------------------------------------------------- mj_setConst
@@ -249,7 +262,8 @@ def _length(f: dict, plan, kin: dict, qpos: np.ndarray):
 
 
 def tendon_constants(f: dict) -> dict:
-  """tendon_length0, tendon_invweight0, tendon_lengthspring, tendon_treenum/treeid."""
+  """tendon_length0, tendon_invweight0, tendon_lengthspring, tendon_treenum/treeid, and
+  "_tendon_J0" (ntendon, nv), the tendon Jacobian at qpos0."""
   n = f["ntendon"]
   out = {"tendon_length0": np.zeros(n), "tendon_invweight0": np.zeros(n),
          "tendon_treenum": np.zeros(n, np.int32), "tendon_treeid": np.full((n, 2), -1,
@@ -272,6 +286,7 @@ def tendon_constants(f: dict) -> dict:
     rel = s.point_jacobian(b, p1)[:3] - s.point_jacobian(a, p0)[:3]
     jac[t] += c * (runtime.wrap.unit(p1 - p0, np) @ rel)
   out["tendon_length0"] = length0
+  out["_tendon_J0"] = jac  # for actuator_length0 / acc0 (mjcf/actuator.py), wraps included
   out["tendon_invweight0"] = np.array(
     [w[0] for w in setconst._inverse_weights(s, [row[None] for row in jac])])
   spring = np.asarray(f["tendon_lengthspring"], float).copy()
@@ -309,8 +324,6 @@ def _trees(f: dict, plan, body_treeid: np.ndarray) -> dict:
 def unsupported(f: dict) -> list[tuple[str, int]]:
   """Tendon features the runtime cannot simulate yet, as (feature, disable bits)."""
   out = []
-  if f.get("ntendon") and np.any(np.asarray(f["tendon_armature"]) != 0):
-    out.append(("tendon armature", 0))
   if f.get("ntendon") and np.any(np.asarray(f["tendon_springyield"]) != 0):
     out.append(("tendon plasticity (springyield)", int(DisableBit.SPRING)))
   return out

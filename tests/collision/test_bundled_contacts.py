@@ -39,21 +39,14 @@ SKIPPED = {
   "mjx/test_data/convex.xml": "mesh geoms are its only moving bodies (mesh colliders: "
                               "MESHCOLLIDE); without them mujoco rejects the subset",
   "mjx/test_data/humanoid/03_humanoids.xml": "3-10 humanoids: same bodies as 01/02, "
-                                             "thousands of contact slots (slow to compile)",
+                                             "thousands of contact slots (slow to compile); "
+                                             "at iterations=1 MuJoCo solves each island "
+                                             "separately, which jaxmj does not",
   "mjx/test_data/pendula.xml": "gravity compensation (body gravcomp) not simulated yet",
   "testdata/model.xml": "its moving bodies are meshes (see convex.xml)",
 }
 SKIPPED.update({f"mjx/test_data/humanoid/{i:02d}_humanoids.xml": SKIPPED[
   "mjx/test_data/humanoid/03_humanoids.xml"] for i in range(4, 11)})
-
-# Files that run the Newton solver far from convergence (iterations=1, ls_iterations=4):
-# there the result depends on how MuJoCo 4.0 budgets line-search evaluations, which jaxmj
-# does not reproduce yet (measured on 01_humanoids: one forward at the first contact state
-# moves qacc by 0 where MuJoCo moves it by 307; with ls_iterations >= 50 both agree to
-# 1e-11). These files are stepped with MuJoCo's default iterations (100) and ls_iterations
-# (50) in both engines, so their contacts are still checked.
-LOW_ITERATIONS = ("mjx/test_data/humanoid/humanoid.xml",) + tuple(
-  f"mjx/test_data/humanoid/{i:02d}_humanoids.xml" for i in range(1, 11))
 
 # Measured to differ from mj_step and not diagnosed yet (xfail, not strict): the reason known
 # so far. barkour collides through the heightfield/mesh colliders (MESHCOLLIDE's area, in
@@ -114,9 +107,6 @@ def test_bundled_model_steps_like_mj_step(rel, tmp_path, monkeypatch):
     m, mj = _load(rel)
   except ValueError as e:
     pytest.skip(f"mujoco itself rejects this file: {str(e).splitlines()[0]}")
-  if rel in LOW_ITERATIONS:
-    mj.opt.iterations, mj.opt.ls_iterations = 100, 50
-    m = m.replace(opt=m.opt.replace(iterations=100, ls_iterations=50))
   ref, ncon = _mujoco_trajectory(mj, NSTEP)
   if not ncon.any():
     pytest.skip("no contacts in MuJoCo within the horizon")
@@ -128,4 +118,4 @@ def test_bundled_model_steps_like_mj_step(rel, tmp_path, monkeypatch):
 
 
 def test_listed_files_exist():
-  assert set(SKIPPED) | set(KNOWN_DIFFERENT) | set(LOW_ITERATIONS) <= set(BUNDLED)
+  assert set(SKIPPED) | set(KNOWN_DIFFERENT) <= set(BUNDLED)

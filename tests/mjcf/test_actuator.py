@@ -167,8 +167,6 @@ ERRORS = {
   "inherit_and_range": ('<position joint="elbow" inheritrange="1" ctrlrange="0 1"/>',
                         "inheritrange"),
   "refsite_not_site": ('<motor joint="elbow" refsite="tip"/>', "refsite"),
-  "muscle_simulation": ('<muscle joint="elbow"/>', "simulation-based"),
-  "delay": ('<motor joint="elbow" delay=".1" nsample="3"/>', "delay"),
   "user_gain": ('<general joint="elbow" gaintype="user"/>', "gaintype 'user'"),
   "repeated_name": ('<motor name="a" joint="elbow"/><motor name="a" joint="slide"/>',
                     "repeated actuator name"),
@@ -188,7 +186,12 @@ def test_pid_is_unsupported():
     jaxmj.Model.from_xml_string(arm('<pid joint="elbow"/>'))
 
 
-def test_actuator_armature_and_damping_compile_but_are_listed_unsupported():
-  m, _ = check(arm('<motor joint="elbow" gear="3" armature=".2" damping="1 .1 .01"/>'))
-  with pytest.raises(NotImplementedError, match="actuator armature/damping"):
-    jaxmj.forward(m, jaxmj.make_data(m))
+def test_actuator_armature_and_damping_targets_match_mujoco():
+  """jnt_actuatorid: the one actuator reflecting armature/damping onto the joint, -2 for
+  several, -1 when none does (a plain motor does not count). The run time is held in
+  tests/test_armature.py."""
+  m, _ = check(arm('<motor joint="elbow" gear="3" armature=".2" damping="1 .1 .01"/>'
+                   '<motor joint="elbow" gear="2" damping=".5"/><motor joint="shoulder"/>'
+                   '<motor joint="ball" gear="2 0 0 0 0 0" armature=".1"/>'))
+  assert list(m.jnt_actuatorid) == [-1, -2, 3, -1, -1]
+  assert m.unsupported == ()

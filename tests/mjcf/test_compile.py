@@ -289,6 +289,13 @@ DEFAULTS = {
     '<body><freejoint name="f"/><geom class="g"/><site class="s"/></body>',
     '<default><default class="g"><geom type="ellipsoid" size=".1 .2 .3"/></default>'
     '<default class="s"><site type="capsule" size=".1 .2" group="3"/></default></default>'),
+  # a class's orientation, in any form, replaces its parent class's (whatever the form)
+  "orientation_from_classes": wrap(
+    '<body><freejoint/><geom/><geom class="q" pos="1 0 0"/><geom class="e" pos="0 1 0"/>'
+    '<geom class="e" quat="0 1 0 0" pos="0 0 1"/><site/><site class="q"/></body>',
+    '<default><geom type="box" size=".1 .2 .3" euler="0 0 30"/><site zaxis="1 1 0"/>'
+    '<default class="q"><geom quat="0 0 1 0"/><site axisangle="1 0 0 20"/>'
+    '<default class="e"><geom euler="0 40 0"/></default></default></default>'),
   "main_class_explicit": wrap(
     '<body childclass="x"><joint class="main"/><geom class="main"/></body>',
     '<default class="main"><geom size=".3"/><default class="x"><geom size=".1"/></default>'
@@ -499,9 +506,7 @@ BUNDLED = sorted(os.path.relpath(p, MJ_DIR) for folder in ("mjx/test_data", "tes
                                     recursive=True))
 
 # Files using features jaxmj does not compile yet: the text the MJCFError must contain.
-EXPECTED_UNSUPPORTED = {
-  "testdata/model.xml": "wrap around geoms",
-}
+EXPECTED_UNSUPPORTED = {}
 
 
 def test_bundled_files_found():

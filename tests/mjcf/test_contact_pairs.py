@@ -169,14 +169,19 @@ def test_contact_in_included_file():
 
 def test_geom_adhesion_and_surfacevel_compile():
   """MuJoCo 4.0's geom adhesion and surfacevel (up to 6 values, the rest zero) and pair
-  adhesion parse, take class defaults, and are marked unsupported when nonzero."""
+  adhesion parse and take class defaults (both run: tests/test_adhesion.py,
+  tests/test_surfacevel.py)."""
   xml = model('<pair geom1="a0" geom2="post" adhesion=".5"/>',
               '<geom adhesion=".2" surfacevel="1 2"/>')
   m, mj = check(xml)
   assert mj.geom_adhesion.ravel().tolist() == [.2] * mj.ngeom
   assert mj.geom_surfacevel[0].tolist() == [1, 2, 0, 0, 0, 0]
   features = " ".join(name for name, _ in m.unsupported)
-  assert "adhesion" in features and "surfacevel" in features
+  assert "surface" not in features
+  # adhesion runs unless a gap layer is present (its rows there are not implemented)
+  gap = bool(np.any(mj.geom_gap > 0) or np.any(mj.pair_gap > 0))
+  assert ("adhesion" in features) == gap
+  assert m.flg_adhesion == mj.flg_adhesion == 1 and m.flg_surfacevel == mj.flg_surfacevel == 1
 
 
 def test_zero_adhesion_and_surfacevel_are_supported():

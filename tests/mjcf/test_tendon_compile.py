@@ -104,6 +104,8 @@ ERRORS = {
   "material": ('<fixed material="m"><joint joint="j0" coef="1"/></fixed>', "fixed"),
   "section attribute": ('</tendon><tendon width="1"><fixed><joint joint="j0" coef="1"/>'
                         '</fixed>', "tendon"),
+  "armature on a geom wrap": ('<spatial armature=".1"><site site="s0"/><geom geom="ball"/>'
+                              '<site site="s2"/></spatial>', "spatial"),
 }
 
 
@@ -121,8 +123,11 @@ def test_tendon_errors_name_the_element(name, tmp_path, monkeypatch):
     mujoco.MjModel.from_xml_string(xml)
 
 
-def test_tendon_armature_is_refused_at_run_time():
-  m = jaxmj.Model.from_xml_string(arm('<fixed armature=".1"><joint joint="j0" coef="1"/>'
-                                      '</fixed>'))
-  with pytest.raises(NotImplementedError, match="tendon armature"):
-    jaxmj.forward(m, jaxmj.make_data(m))
+
+def test_actuators_on_wrapping_tendons_match_mujoco():
+  """actuator_length0, actuator_acc0 and dampratio's kv need the tendon Jacobian at qpos0,
+  geom wraps and side sites included."""
+  xml = arm(f'<spatial name="w">{SPATIAL}</spatial>').replace(
+    "</mujoco>", '<actuator><motor tendon="w" gear="2"/><position tendon="w" kp="10" '
+    'dampratio="1"/></actuator></mujoco>')
+  check(xml)

@@ -36,6 +36,32 @@ def test_too_many_user_values_is_an_error(size):
     jaxmj.Model.from_xml_string(xml)
 
 
-def test_unsupported_user_sizes_are_named():
-  with pytest.raises(jaxmj.MJCFError, match="nuser_actuator is not supported"):
-    jaxmj.Model.from_xml_string(f'<mujoco><size nuser_actuator="2"/>{BODY}</mujoco>')
+# Tendon and actuator user data also come from default classes (every actuator shortcut
+# shares the class's actuator defaults); sensors have none.
+ELEMENTS = """<default><tendon user="7 8"/><motor user="5"/>
+  <default class="c"><general user="9 9 9"/></default></default>
+<worldbody><site name="a"/><body><joint name="j"/><geom size=".1"/><site name="b" pos="1 0 0"/>
+  </body></worldbody>
+<tendon><spatial user="1 2"><site site="a"/><site site="b"/></spatial>
+  <fixed><joint joint="j" coef="1"/></fixed></tendon>
+<actuator><motor joint="j" user="1 2"/><motor joint="j"/><general joint="j"/>
+  <position class="c" joint="j" kp="1"/></actuator>
+<sensor><jointpos joint="j" user="1 2"/><jointvel joint="j"/></sensor>"""
+
+
+@pytest.mark.parametrize("size", ["", 'nuser_tendon="3" nuser_actuator="4" nuser_sensor="2"'])
+def test_tendon_actuator_sensor_user_match_mujoco(size):
+  m, mj = load_both(xml=f"<mujoco><size {size}/>{ELEMENTS}</mujoco>")
+  assert model_differences(m, mj) == []
+  for kind in ("tendon", "actuator", "sensor"):
+    assert getattr(m, f"nuser_{kind}") == getattr(mj, f"nuser_{kind}")
+    assert np.array_equal(getattr(m, f"{kind}_user"), getattr(mj, f"{kind}_user")), kind
+
+
+@pytest.mark.parametrize("size", ['nuser_tendon="1"', 'nuser_actuator="2"', 'nuser_sensor="0"'])
+def test_too_many_tendon_actuator_sensor_user_values_is_an_error(size):
+  xml = f"<mujoco><size {size}/>{ELEMENTS}</mujoco>"
+  with pytest.raises(ValueError, match="more values than"):
+    mujoco.MjModel.from_xml_string(xml)
+  with pytest.raises(jaxmj.MJCFError, match="more values than"):
+    jaxmj.Model.from_xml_string(xml)

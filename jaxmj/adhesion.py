@@ -1,0 +1,66 @@
+"""Contact adhesion (geom / pair `adhesion`, MuJoCo 4.0): a constant pull across contacts.
+
+Each contact with constraint rows pulls its two geoms together with force `a` along the
+normal: qfrc_passive gets -a Jn' (Jn: the normal row of the contact Jacobian). The solver
+works on the force plus the pull, f = f_net + a along the normal, so its friction cone and
+unilateral bound hold for the shifted force: efc_aref of the contact's normal rows grows by
+a R per unit of normal force they carry (elliptic / frictionless normal row: a; each of the
+2 (condim - 1) pyramid edges: a / (2 (condim - 1))), which keeps qacc where it was and
+reports efc_force as the shifted force (mj_contactForce subtracts a again).
+
+a per contact: the explicit <pair>'s adhesion, else the higher-priority geom's, else the
+sum of the two geoms' values (measured on mujoco 4.0.0).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj.types import Data, Model
+
+
+def slot_adhesion(m: Model) -> jnp.ndarray:
+  """(ncon,) adhesion of every contact slot of the collision plan."""
+  from jaxmj.collision.driver import collision_plan
+
+  out = []
+  for group in collision_plan(m)["groups"]:
+    g1, g2, pair = group["g1"], group["g2"], group["pair"]
+    a1, a2 = m.geom_adhesion[g1], m.geom_adhesion[g2]
+    p1, p2 = m.geom_priority[g1], m.geom_priority[g2]
+    a = jnp.where(p1 > p2, a1, jnp.where(p2 > p1, a2, a1 + a2))
+    if m.npair:
+      a = jnp.where(pair >= 0, m.pair_adhesion[np.maximum(pair, 0)], a)
+    out.append(jnp.repeat(a, group["slots"]))
+  return jnp.concatenate(out) if out else jnp.zeros(0)
+
+
+def slot_gap(m: Model) -> jnp.ndarray:
+  """(ncon,) gap of every contact slot: the explicit pair's, else the sum of the geoms'
+  (mj_contactParam). A slot holds a contact when dist < includemargin + gap; only those
+  below includemargin get rows, but adhesion actuators pull through all of them."""
+  from jaxmj.collision.driver import collision_plan
+
+  out = []
+  for group in collision_plan(m)["groups"]:
+    g1, g2, pair = group["g1"], group["g2"], group["pair"]
+    gap = m.geom_gap[g1] + m.geom_gap[g2]
+    if m.npair:
+      gap = jnp.where(pair >= 0, m.pair_gap[np.maximum(pair, 0)], gap)
+    out.append(jnp.repeat(gap, group["slots"]))
+  return jnp.concatenate(out) if out else jnp.zeros(0)
+
+
+def efc_share(m: Model, d: Data, lay) -> jnp.ndarray | None:
+  """(nefc,) normal force each row carries for its contact's adhesion (0 off contacts and
+  on elliptic friction rows); None when the model has no adhesion."""
+  if not m.flg_adhesion or lay.nc == 0:
+    return None
+  slot = lay.con_slot
+  dim = np.asarray(d.contact.dim)[slot]
+  weight = np.where(lay.con_pyramid, 1.0 / (2 * np.maximum(dim - 1, 1)),
+                    np.where(lay.con_j == 0, 1.0, 0.0))
+  a = jnp.where(d.contact.active, slot_adhesion(m), 0.0)[slot]
+  share = jnp.zeros(lay.nefc, a.dtype)
+  return share.at[lay.contact0:].set(a * weight)

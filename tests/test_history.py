@@ -1,0 +1,104 @@
+"""Control and sensor histories (nsample, delay, interp, interval) against mj_step.
+
+One model carries every mode: a delayed motor (zero-order hold) and a delayed position
+servo (linear, delay off the timestep grid), history-only, delayed (zoh, linear, cubic),
+periodic (with and without a phase) and periodic-and-delayed sensors, one of them 3-wide.
+mjData.history, sensordata and qpos are compared after every step of a rollout.
+"""
+
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+
+import jax  # noqa: E402
+from mujoco_compare import load_both  # noqa: E402
+
+import jaxmj  # noqa: E402
+from jaxmj.mjcf import MJCFError  # noqa: E402
+
+FAST = {"xla_backend_optimization_level": 0}
+XML = """
+<mujoco>
+  <option timestep="0.01"/>
+  <worldbody>
+    <body name="arm">
+      <joint name="hinge" axis="0 1 0" damping=".1"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+      <site name="tip" pos=".3 0 0"/>
+      <body pos=".3 0 0">
+        <joint name="slide" type="slide" axis="1 0 0"/>
+        <geom size=".05" mass=".5"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="m0" joint="hinge" nsample="3" delay="0.03"/>
+    <position joint="slide" kp="20" nsample="4" delay="0.025" interp="linear"/>
+    <motor joint="slide" nsample="2"/>
+  </actuator>
+  <sensor>
+    <jointpos joint="hinge" nsample="3"/>
+    <jointvel joint="hinge" nsample="5" delay="0.02"/>
+    <framepos objtype="site" objname="tip" nsample="4" delay="0.015" interp="linear"/>
+    <jointpos joint="slide" nsample="6" delay="0.035" interp="cubic"/>
+    <clock nsample="2" interval="0.025"/>
+    <actuatorfrc actuator="m0" nsample="3" interval="0.03 -0.01"/>
+    <framelinvel objtype="site" objname="tip" nsample="5" interval="0.02" delay="0.03"
+                 interp="cubic"/>
+    <clock/>
+  </sensor>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("integrator", ["Euler", pytest.param("RK4", marks=pytest.mark.slow)])
+def test_history_sensordata_and_qpos_match_mj_step(integrator):
+  """RK4 also checks that its later stages neither push nor change sensordata."""
+  xml = XML.replace('<option timestep="0.01"/>',
+                    f'<option timestep="0.01" integrator="{integrator}"/>')
+  m, mj = load_both(xml=xml)
+  assert m.unsupported == () and m.nhistory == mj.nhistory
+  for f in ("actuator_historyadr", "actuator_history", "sensor_historyadr", "sensor_history"):
+    np.testing.assert_array_equal(getattr(m, f), getattr(mj, f), err_msg=f)
+  np.testing.assert_array_equal(m.actuator_delay, mj.actuator_delay)
+  dm = mujoco.MjData(mj)
+  d = jaxmj.make_data(m)
+  np.testing.assert_array_equal(d.history, dm.history)
+  nstep = 25
+  ctrl = np.stack([np.sin(0.7 * np.arange(nstep)), 0.2 * np.cos(np.arange(nstep)),
+                   np.linspace(-1, 1, nstep)], axis=1)
+  fields = ("qpos", "sensordata", "history")
+  roll = jax.jit(lambda d, u: jaxmj.rollout(m, d, u, fields=fields)[1], compiler_options=FAST)
+  ours = roll(d, ctrl)
+  for k in range(nstep):
+    dm.ctrl[:] = ctrl[k]
+    mujoco.mj_step(mj, dm)
+    for f in fields:
+      np.testing.assert_allclose(ours[f][k], getattr(dm, f), atol=1e-10, rtol=1e-10,
+                                 err_msg=f"{f} after step {k}")
+
+
+def test_forward_reads_delays_without_pushing():
+  m, mj = load_both(xml=XML)
+  dm = mujoco.MjData(mj)
+  d = jaxmj.make_data(m).replace(ctrl=np.array([1.0, 0.5, -1.0]))
+  dm.ctrl[:] = d.ctrl
+  mujoco.mj_forward(mj, dm)
+  out = jax.jit(jaxmj.forward, compiler_options=FAST)(m, d)
+  np.testing.assert_array_equal(out.history, dm.history)
+  np.testing.assert_allclose(out.actuator_force, dm.actuator_force, atol=1e-12)
+  np.testing.assert_allclose(out.sensordata, dm.sensordata, atol=1e-12)
+  sig = int(mujoco.mjtState.mjSTATE_PHYSICS)  # the history is part of the physics state
+  state = np.zeros(mujoco.mj_stateSize(mj, sig))
+  mujoco.mj_getState(mj, dm, state, sig)
+  np.testing.assert_array_equal(jaxmj.get_state(m, out, sig), state)
+
+
+@pytest.mark.parametrize("attrs, message", [
+  ('delay="-0.1" nsample="2"', "delay cannot be negative"),
+  ('delay="0.1"', "delay requires a positive nsample"),
+])
+def test_bad_actuator_delays_are_errors(attrs, message):
+  xml = XML.replace('<motor joint="slide" nsample="2"/>', f'<motor joint="slide" {attrs}/>')
+  with pytest.raises(MJCFError, match=message):
+    jaxmj.Model.from_xml_string(xml)

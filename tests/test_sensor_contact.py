@@ -1,0 +1,72 @@
+"""Contact sensor fields linvel/angvel and reduce="netforce" against mj_forward (MuJoCo 4.0).
+
+A box resting on the floor with a ball on top, all moving: the sensors match the box's
+contacts from both sides (direct and reversed), so flipped frames are covered.
+"""
+
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+
+import jax  # noqa: E402
+from mujoco_compare import load_both, to_jaxmj  # noqa: E402
+
+import jaxmj  # noqa: E402
+from jaxmj.mjcf import MJCFError  # noqa: E402
+
+FAST = {"xla_backend_optimization_level": 0}
+XML = """
+<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 .1"/>
+    <body name="box" pos="0 0 .095">
+      <freejoint/>
+      <geom name="gbox" type="box" size=".1 .1 .1"/>
+      <site name="bottom" pos="0 0 -.1" type="box" size=".2 .2 .02"/>
+    </body>
+    <body name="ball" pos=".03 .01 .28">
+      <freejoint/>
+      <geom name="gball" type="sphere" size=".09"/>
+    </body>
+  </worldbody>
+  <sensor>
+    <contact name="box_floor" geom1="gbox" geom2="floor" data="found dist linvel angvel"
+             reduce="mindist" num="4"/>
+    <contact name="floor_box" geom1="floor" geom2="gbox" data="linvel angvel"
+             reduce="mindist" num="2"/>
+    <contact name="ball_any" body1="ball" data="normal tangent linvel angvel"/>
+    <contact name="site_vel" site="bottom" data="found linvel" reduce="maxforce" num="2"/>
+    <contact name="box_net" body1="box" reduce="netforce"
+             data="found force torque dist pos normal tangent"/>
+    <contact name="net_box" body2="box" reduce="netforce" num="2" data="found force torque pos"/>
+    <contact name="floor_net" subtree1="world" geom2="gbox" reduce="netforce" data="force"/>
+    <contact name="none_net" body1="ball" body2="box" reduce="netforce" data="found force pos"/>
+  </sensor>
+</mujoco>"""
+
+
+def test_contact_linvel_angvel_netforce_match_mj_forward():
+  m, mj = load_both(xml=XML)
+  assert m.unsupported == ()
+  np.testing.assert_array_equal(m.sensor_needstage, mj.sensor_needstage)
+  fwd = jax.jit(jaxmj.forward, compiler_options=FAST)
+  for seed in range(3):
+    rng = np.random.default_rng(seed)
+    d = mujoco.MjData(mj)
+    d.qpos[2] -= rng.uniform(0, 0.004)
+    d.qpos[7:10] += rng.normal(scale=0.01, size=3)
+    d.qvel[:] = rng.normal(size=mj.nv)
+    mujoco.mj_forward(mj, d)
+    assert d.ncon >= 5
+    out = fwd(m, to_jaxmj(m, d))
+    for i in range(mj.nsensor):
+      a, n = mj.sensor_adr[i], mj.sensor_dim[i]
+      np.testing.assert_allclose(out.sensordata[a:a + n], d.sensordata[a:a + n], rtol=1e-8,
+                                 atol=1e-8, err_msg=mj.sensor(i).name)
+
+
+def test_netforce_with_linvel_is_an_error():
+  xml = XML.replace('data="found force pos"/>', 'data="found linvel"/>')
+  with pytest.raises(MJCFError, match="netforce reduction is incompatible"):
+    jaxmj.Model.from_xml_string(xml)
