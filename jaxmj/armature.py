@@ -69,7 +69,7 @@ def dof_damping(m: Model, dtype=jnp.float64) -> tuple[jnp.ndarray, jnp.ndarray]:
   its joint's actuators reflect (mj_actuatorDamping on joints)."""
   p = _plan(m)
   _, damp, poly = _reflected(m, p["jnt_act"], p["jnt_dof"], m.nv, dtype)
-  return m.dof_damping + damp, poly
+  return m.dof_damping + damp, m.dof_dampingpoly + poly
 
 
 def tendon_damping(m: Model, dtype=jnp.float64) -> tuple[jnp.ndarray, jnp.ndarray]:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmj import math
 from jaxmj.integrator import qpos_plan
-from jaxmj.types import Data, DisableBit, Model
+from jaxmj.types import Data, DisableBit, JointType, Model
 
 
 def _joint_spring_energy(m: Model, d: Data) -> jnp.ndarray:
-  """0.5 k |q - q_spring|^2 per joint, quaternions measured as rotation vectors."""
+  """Work of the polynomial joint springs (passive._spring) from qpos_spring: per joint
+  k x^2/2 + k2 x^3/3 + k3 x^4/4, x the signed displacement of a hinge or slide, or the norm
+  of a ball's or free joint's rotation vector and of a free joint's translation."""
   plan = qpos_plan(m)
   dq = jnp.zeros(m.nv, d.qpos.dtype)
   if len(plan["lin_q"]):
@@ -18,16 +21,25 @@ def _joint_spring_energy(m: Model, d: Data) -> jnp.ndarray:
   if len(plan["quat_q"]):
     rot = math.quat_sub(d.qpos[plan["quat_q"]], m.qpos_spring[plan["quat_q"]])
     dq = dq.at[plan["quat_v"]].set(rot)
-  stiffness = m.jnt_stiffness[m.dof_jntid]
-  return 0.5 * jnp.sum(stiffness * dq * dq)
+  dof_type = np.asarray(m.jnt_type)[np.asarray(m.dof_jntid)]
+  scalar = np.flatnonzero((dof_type == JointType.HINGE) | (dof_type == JointType.SLIDE))
+  free = np.flatnonzero(m.jnt_type == JointType.FREE)
+  blocks = np.concatenate([plan["quat_v"], np.asarray(m.jnt_dofadr)[free][:, None]
+                           + np.arange(3)]).astype(np.int32)
+  x = jnp.concatenate([dq[scalar], math.safe_norm(dq[blocks], axis=-1)])
+  jnt = np.asarray(m.dof_jntid)[np.concatenate([scalar, blocks[:, 0]]).astype(np.int32)]
+  k, k2, k3 = m.jnt_stiffness[jnt], m.jnt_stiffnesspoly[jnt, 0], m.jnt_stiffnesspoly[jnt, 1]
+  return jnp.sum(k * x**2 / 2 + k2 * x**3 / 3 + k3 * x**4 / 4)
 
 
 def _tendon_spring_energy(m: Model, d: Data) -> jnp.ndarray:
-  """0.5 k x^2 per tendon, x the length's distance outside the [lower, upper] deadband."""
+  """k x^2/2 + k2 x^3/3 + k3 x^4/4 per tendon (the work of tendon.passive's polynomial
+  spring), x the length's signed distance outside the [lower, upper] deadband."""
   length = d.ten_length
   lower, upper = m.tendon_lengthspring[:, 0], m.tendon_lengthspring[:, 1]
-  x = jnp.where(length > upper, upper - length, jnp.where(length < lower, lower - length, 0.0))
-  return 0.5 * jnp.sum(m.tendon_stiffness * x * x)
+  x = jnp.where(length > upper, length - upper, jnp.where(length < lower, length - lower, 0.0))
+  k2, k3 = m.tendon_stiffnesspoly[:, 0], m.tendon_stiffnesspoly[:, 1]
+  return jnp.sum(m.tendon_stiffness * x**2 / 2 + k2 * x**3 / 3 + k3 * x**4 / 4)
 
 
 def energy_pos(m: Model, d: Data) -> jnp.ndarray:

@@ -21,23 +21,37 @@ def _spring_plan(m) -> dict:
   return groups
 
 
+def _vector_spring(m: Model, jnt: np.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+  """(n, 3) force of a polynomial spring on displacements x (n, 3): the scalar polynomial of
+  r = |x| along x, -(k + k2 r + k3 r^2) x, as MuJoCo does for ball and free joints."""
+  k, poly = m.jnt_stiffness[jnt], m.jnt_stiffnesspoly[jnt]
+  r = math.safe_norm(x, axis=-1)
+  return -(k + poly[:, 0] * r + poly[:, 1] * r * r)[:, None] * x
+
+
 def _spring(m: Model, d: Data) -> jnp.ndarray:
-  """(nv,) joint spring forces toward qpos_spring; ball and free rotate back along the arc."""
+  """(nv,) joint spring forces toward qpos_spring; ball and free rotate back along the arc.
+
+  A hinge or slide with displacement x feels -(k x + k2 x^2 + k3 x^3): x^2, not x |x|, as in
+  MuJoCo, so the quadratic term pushes the same way on both sides. Ball and free rotations
+  and free translations apply the polynomial to the displacement's norm (_vector_spring)."""
   qfrc = jnp.zeros(m.nv, d.qpos.dtype)
   for jtype, g in _spring_plan(m).items():
-    k = m.jnt_stiffness[g["jnt"]][:, None]
     qa, da = g["qadr"][:, None], g["dadr"][:, None]
     if jtype in (JointType.HINGE, JointType.SLIDE):
-      frc = -k * (d.qpos[qa] - m.qpos_spring[qa])
-      qfrc = qfrc.at[da].set(frc)
+      x = d.qpos[g["qadr"]] - m.qpos_spring[g["qadr"]]
+      k, poly = m.jnt_stiffness[g["jnt"]], m.jnt_stiffnesspoly[g["jnt"]]
+      frc = -(k * x + poly[:, 0] * x * x + poly[:, 1] * x * x * x)
+      qfrc = qfrc.at[g["dadr"]].set(frc)
       continue
     if jtype == JointType.FREE:
       trans = qa + np.arange(3)
-      qfrc = qfrc.at[da + np.arange(3)].set(-k * (d.qpos[trans] - m.qpos_spring[trans]))
+      frc = _vector_spring(m, g["jnt"], d.qpos[trans] - m.qpos_spring[trans])
+      qfrc = qfrc.at[da + np.arange(3)].set(frc)
       qa, da = qa + 3, da + 3
     quat = math.normalize_quat(d.qpos[qa + np.arange(4)])
     dif = math.quat_sub(quat, m.qpos_spring[qa + np.arange(4)])
-    qfrc = qfrc.at[da + np.arange(3)].set(-k * dif)
+    qfrc = qfrc.at[da + np.arange(3)].set(_vector_spring(m, g["jnt"], dif))
   return qfrc
 
 

@@ -463,6 +463,7 @@ class Model:
   jnt_pos: jax.Array  # (njnt, 3)  anchor in body frame
   jnt_axis: jax.Array  # (njnt, 3)  axis in body frame (unit)
   jnt_stiffness: jax.Array  # (njnt,)  spring stiffness
+  jnt_stiffnesspoly: jax.Array  # (njnt, 2)  quadratic and cubic spring coefficients
   jnt_range: jax.Array  # (njnt, 2)  limits, rad or m
   jnt_actfrcrange: jax.Array  # (njnt, 2)
   jnt_margin: jax.Array  # (njnt,)  limit activation margin
@@ -479,6 +480,7 @@ class Model:
   dof_frictionloss: jax.Array  # (nv,)
   dof_armature: jax.Array  # (nv,)  added to the diagonal of qM
   dof_damping: jax.Array  # (nv,)  viscous damping
+  dof_dampingpoly: jax.Array  # (nv, 2)  quadratic and cubic damping coefficients
   dof_invweight0: jax.Array  # (nv,)  diag of inverse inertia at qpos0
   dof_M0: jax.Array  # (nv,)  diag of the CRB inertia at qpos0
   dof_length: jax.Array  # (nv,)  length scale: 1 (translation) or lever arm (rotation)

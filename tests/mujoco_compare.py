@@ -97,13 +97,15 @@ def full_m(mj, d) -> np.ndarray:
   return out
 
 
-def rollout_error(m, mj, nstep: int, key: int | None = None):
+def rollout_error(m, mj, nstep: int, key: int | None = None, dm=None):
   """Steps jaxmj (one jitted rollout) and mj_step `nstep` times from the same state (the
-  defaults, or keyframe `key`). Returns (max |qpos| error, jaxmj's final Data, the final
-  MjData, MuJoCo's contact count after each step)."""
+  defaults, keyframe `key`, or the qpos and qvel of MjData `dm`, which is stepped in place).
+  Returns (max |qpos| error, jaxmj's final Data, the final MjData, MuJoCo's contact count
+  after each step)."""
   import jax
 
-  dm = mujoco.MjData(mj)
+  if dm is None:
+    dm = mujoco.MjData(mj)
   if key is not None:
     mujoco.mj_resetDataKeyframe(mj, dm, key)
   d = jaxmj.make_data(m).replace(qpos=dm.qpos.copy(), qvel=dm.qvel.copy())

@@ -13,7 +13,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import load_both, to_jaxmj  # noqa: E402
+from mujoco_compare import load_both, rollout_error, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.surfacevel import contact_surfacevel  # noqa: E402
@@ -63,10 +63,6 @@ def test_surface_velocity_rows_match_mujoco(cone):
 
 @pytest.mark.slow
 def test_conveyor_trajectory_matches_mj_step():
-  m, mj, dm, d = _state("pyramidal")
-  roll = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=200, fields=("qpos",)),
-                 compiler_options=FAST)
-  _, traj = roll(m, d)
-  for k in range(200):
-    mujoco.mj_step(mj, dm)
-    np.testing.assert_allclose(traj["qpos"][k], dm.qpos, rtol=0, atol=SOLVED, err_msg=str(k))
+  m, mj, dm, _ = _state("pyramidal")
+  err, *_ = rollout_error(m, mj, 200, dm=dm)
+  assert err < SOLVED

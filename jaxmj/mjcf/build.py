@@ -278,10 +278,12 @@ def _arrays(bodies: list[_Body], defaults: Defaults, compiler: dict) -> dict:
 def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]:
   j = {k: [] for k in ("jnt_type", "jnt_bodyid", "jnt_qposadr", "jnt_dofadr", "jnt_group",
                        "jnt_limited", "jnt_actfrclimited", "jnt_actgravcomp", "jnt_solref",
-                       "jnt_solimp", "jnt_pos", "jnt_axis", "jnt_stiffness", "jnt_range",
-                       "jnt_actfrcrange", "jnt_margin", "qpos0", "qpos_spring", "_frictionloss")}
+                       "jnt_solimp", "jnt_pos", "jnt_axis", "jnt_stiffness", "jnt_stiffnesspoly",
+                       "jnt_range", "jnt_actfrcrange", "jnt_margin", "qpos0", "qpos_spring",
+                       "_frictionloss")}
   d = {k: [] for k in ("dof_bodyid", "dof_jntid", "dof_parentid", "dof_solref", "dof_solimp",
-                       "dof_frictionloss", "dof_armature", "dof_damping")}
+                       "dof_frictionloss", "dof_armature", "dof_damping",
+                       "dof_dampingpoly")}
   last_dof = {0: -1}
   for bid, body in enumerate(bodies):
     parent_last = last_dof[body.parent]
@@ -319,7 +321,9 @@ def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]
       j["jnt_axis"].append(axis / np.linalg.norm(axis))
       if np.any(np.asarray(full["springdamper"]) != 0):
         raise node.error("springdamper is not supported by jaxmj yet", "springdamper")
-      j["jnt_stiffness"].append(full["stiffness"])
+      stiffness, damping = _poly3(full["stiffness"]), _poly3(full["damping"])
+      j["jnt_stiffness"].append(stiffness[0])
+      j["jnt_stiffnesspoly"].append(stiffness[1:])
       rng = _vec(full["range"], 2)
       if deg and limited and jtype in (JointType.HINGE, JointType.BALL):
         rng = np.deg2rad(rng)  # MuJoCo converts the range of limited joints only
@@ -355,7 +359,8 @@ def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]
         d["dof_solimp"].append(_solimp(full["solimpfriction"]))
         d["dof_frictionloss"].append(full["frictionloss"])
         d["dof_armature"].append(full["armature"])
-        d["dof_damping"].append(full["damping"])
+        d["dof_damping"].append(damping[0])
+        d["dof_dampingpoly"].append(damping[1:])
     last_dof[bid] = parent_last
   del j["_frictionloss"]
   jf = {k: _stack(k, v) for k, v in j.items()}
@@ -368,13 +373,19 @@ _INT_FIELDS = ("type", "bodyid", "adr", "group", "jntid", "parentid", "contype",
                "condim", "priority", "dataid", "matid")
 
 
+def _poly3(v) -> np.ndarray:
+  """Joint stiffness/damping (1 to 3 values) as (linear, quadratic, cubic), zero padded."""
+  v = np.atleast_1d(np.asarray(v, float))
+  return np.concatenate([v, np.zeros(3 - len(v))])
+
+
 def _stack(name: str, values: list) -> np.ndarray:
   if name.endswith(("limited", "actgravcomp")):
     return np.array(values, dtype=bool)
   if name.endswith(_INT_FIELDS):
     return np.array(values, dtype=np.int32)
   shapes = {"solref": 2, "solimp": 5, "pos": 3, "axis": 3, "range": 2, "actfrcrange": 2,
-            "quat": 4, "size": 3, "friction": 3, "rgba": 4, "surfacevel": 6}
+            "quat": 4, "size": 3, "friction": 3, "rgba": 4, "surfacevel": 6, "poly": 2}
   for suffix, n in shapes.items():
     if name.endswith(suffix) and not values:
       return np.zeros((0, n))

@@ -155,7 +155,7 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "solimplimit": SOLIMP,
     "solreffriction": SOLREF,
     "solimpfriction": SOLIMP,
-    "stiffness": (F, 0.0),
+    "stiffness": (fv(-1), (0.0, 0.0, 0.0)),  # linear, quadratic, cubic
     "range": (fv(2), (0.0, 0.0)),
     "actuatorfrcrange": (fv(2), (0.0, 0.0)),
     "actuatorgravcomp": (B, False),
@@ -163,7 +163,7 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "ref": (F, 0.0),
     "springref": (F, 0.0),
     "armature": (F, 0.0),
-    "damping": (F, 0.0),
+    "damping": (fv(-1), (0.0, 0.0, 0.0)),  # linear, quadratic, cubic
     "frictionloss": (F, 0.0),
   },
   "freejoint": {"name": (S, None), "group": (I, 0),
