@@ -165,30 +165,40 @@ def _hfield_cast(m: Model, sel: np.ndarray, lp, lv):
   the ray does not cross cannot be hit) and the box's four sides where the hit lies below
   the edge profile. Fields are padded to common sizes so all go through one vmap."""
   hid = m.geom_dataid[sel]
-  data = np.asarray(m.hfield_data, np.float64)
-  size = np.asarray(m.hfield_size, np.float64)[hid]
+  # The field's elevations and sizes are leaves (traced when the Model is a jit argument):
+  # gather them through static indices, padding with zeros (degenerate triangles).
   ncell = int(max((m.hfield_nrow[h] - 1) * (m.hfield_ncol[h] - 1) for h in hid))
   nedge = int(max(max(m.hfield_nrow[h], m.hfield_ncol[h]) for h in hid))
-  tri = np.zeros((len(sel), 2 * ncell, 3, 3))
-  prof = np.zeros((len(sel), 4, nedge))  # elevation along each side, -x, +x, -y, +y
+  idx = np.zeros((len(sel), 2 * ncell, 3), np.int64)  # into hfield_data
+  unit = np.zeros((len(sel), 2 * ncell, 3, 2))  # x, y in units of size[0], size[1]
+  valid = np.zeros((len(sel), 2 * ncell), bool)
+  pidx = np.zeros((len(sel), 4, nedge), np.int64)  # elevation along -x, +x, -y, +y sides
+  pvalid = np.zeros((len(sel), 4, nedge), bool)
   nprof = np.zeros((len(sel), 4), np.int32)
   for k, h in enumerate(hid):
-    nrow, ncol = int(m.hfield_nrow[h]), int(m.hfield_ncol[h])
-    z = data[m.hfield_adr[h]:m.hfield_adr[h] + nrow * ncol].reshape(nrow, ncol) * size[k, 2]
-    x = np.linspace(-size[k, 0], size[k, 0], ncol)
-    y = np.linspace(-size[k, 1], size[k, 1], nrow)
-    pts = np.stack(np.broadcast_arrays(x[None, :], y[:, None], z), axis=-1)
-    a, b = pts[:-1, :-1].reshape(-1, 3), pts[1:, 1:].reshape(-1, 3)
-    c, e = pts[:-1, 1:].reshape(-1, 3), pts[1:, :-1].reshape(-1, 3)
-    n = len(a)
-    tri[k, :n] = np.stack([a, b, c], axis=1)
-    tri[k, ncell:ncell + n] = np.stack([a, b, e], axis=1)
-    flat = data[m.hfield_adr[h]:m.hfield_adr[h] + nrow * ncol]
+    nrow, ncol, adr = int(m.hfield_nrow[h]), int(m.hfield_ncol[h]), int(m.hfield_adr[h])
+    flat = adr + np.arange(nrow * ncol).reshape(nrow, ncol)
+    grid = np.stack(np.broadcast_arrays(flat, np.linspace(-1, 1, ncol)[None, :],
+                                        np.linspace(-1, 1, nrow)[:, None]), -1)
+    a, b = grid[:-1, :-1].reshape(-1, 3), grid[1:, 1:].reshape(-1, 3)
+    c, e = grid[:-1, 1:].reshape(-1, 3), grid[1:, :-1].reshape(-1, 3)
+    for off, third in ((0, c), (ncell, e)):  # two triangles per cell
+      verts = np.stack([a, b, third], 1)  # (cells, 3, [data index, ux, uy])
+      idx[k, off:off + len(a)], unit[k, off:off + len(a)] = verts[..., 0], verts[..., 1:]
+      valid[k, off:off + len(a)] = True
     # MuJoCo reads the x sides with a row stride of nrow (the same as ncol when square)
     rows = np.minimum(np.arange(nrow) * nrow, nrow * ncol - ncol)
-    prof[k, 0, :nrow], prof[k, 1, :nrow] = flat[rows], flat[rows + ncol - 1]
-    prof[k, 2, :ncol], prof[k, 3, :ncol] = flat[:ncol], flat[(nrow - 1) * ncol:]
+    pidx[k, 0, :nrow], pidx[k, 1, :nrow] = adr + rows, adr + rows + ncol - 1
+    pidx[k, 2, :ncol] = adr + np.arange(ncol)
+    pidx[k, 3, :ncol] = adr + (nrow - 1) * ncol + np.arange(ncol)
+    pvalid[k, :2, :nrow] = pvalid[k, 2:, :ncol] = True
     nprof[k] = (nrow, nrow, ncol, ncol)
+  data = jnp.asarray(m.hfield_data)
+  size = jnp.asarray(m.hfield_size)[hid]
+  tri = jnp.concatenate([jnp.asarray(unit) * size[:, None, None, :2],
+                         (data[idx] * size[:, None, None, 2])[..., None]], axis=-1)
+  tri = jnp.where(valid[..., None, None], tri, 0.0)
+  prof = jnp.where(pvalid, data[pidx], 0.0)
 
   def one(size, tri, prof, nprof, p, v):
     base = _box(jnp.array([size[0], size[1], 0.5 * size[3]]),
@@ -211,8 +221,7 @@ def _hfield_cast(m: Model, sel: np.ndarray, lp, lv):
     entered = jnp.min(faces) < jnp.inf
     return jnp.where(entered, best, base)
 
-  return jax.vmap(one)(jnp.asarray(size), jnp.asarray(tri), jnp.asarray(prof),
-                       jnp.asarray(nprof), lp, lv)
+  return jax.vmap(one)(size, tri, prof, jnp.asarray(nprof), lp, lv)
 
 
 # GeomType -> distance along the ray in the geom's local frame (inf for a miss).

@@ -149,7 +149,9 @@ def test_hfield_rays_match_mj_ray():
   pnt = d.geom_xpos[0] + rng.normal(scale=1.5, size=(n, 3))
   aim = d.geom_xpos[0] + rng.uniform(-1, 1, size=(n, 3)) * [1.0, 0.8, 0.4]
   vec = aim - pnt
-  dist, gid = (np.asarray(x) for x in jax.jit(jax.vmap(lambda p, v: ray(m, dj, p, v)))(pnt, vec))
+  # the Model is a jit argument: the field's elevations and sizes are traced leaves
+  cast = jax.jit(jax.vmap(lambda m, p, v: ray(m, dj, p, v), in_axes=(None, 0, 0)))
+  dist, gid = (np.asarray(x) for x in cast(m, pnt, vec))
   hits = 0
   for k in range(n):
     ref_dist, ref_gid = _mj_ray(mj, d, pnt[k], vec[k])

@@ -392,9 +392,8 @@ class Element:
     """Adds a child `tag` with attributes (`dclass` for class), validated at once."""
     key = key_of(self.tag, tag)
     if key not in self._allowed():
-      what = f" ({schema.UNSUPPORTED.get(key, 'visual only')}, not in jaxmj's schema yet)" if (
-        key not in schema.ATTRS and (key in schema.UNSUPPORTED or key in schema.VISUAL_ONLY)
-      ) else ""
+      what = f" ({schema.UNSUPPORTED[key]}, not in jaxmj's schema yet)" if (
+        key not in schema.ATTRS and key in schema.UNSUPPORTED) else ""
       raise AttributeError(f"<{tag}>{what} is not a valid child of <{self.tag}>")
     if self._single(key) and any(c._tag == key for c in self._children):
       raise self.error(f"<{self.tag}> already has a <{tag}>")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import warnings
 
 import numpy as np
 from lxml import etree
@@ -102,7 +101,7 @@ def parse_path(path: str, assets: dict | None = None) -> Node:
   return _parse(xml, path, os.path.dirname(os.path.abspath(path)), assets or {}, (path,))
 
 
-def _xml_root(xml, file: str):
+def xml_root(xml, file: str):
   """lxml root element of XML text; syntax errors name the file and line."""
   if isinstance(xml, str):
     xml = xml.encode()
@@ -114,22 +113,22 @@ def _xml_root(xml, file: str):
 
 
 def _parse(xml, file, base, assets, stack) -> Node:
-  root = _xml_root(xml, file)
+  root = xml_root(xml, file)
   if root.tag == "robot":
     from jaxmj.mjcf import urdf  # imports this module's Node
 
-    node = urdf.to_mjcf(root, file, lambda el, tag: _convert(el, file, base, assets, stack, tag))
-    _validate(node, parent=None)
+    node = urdf.to_mjcf(root, file, lambda el, tag: to_node(el, file, base, assets, stack, tag))
+    validate(node, parent=None)
     return node
   if root.tag != "mujoco":
     raise MJCFError(f"root element must be <mujoco>, found <{root.tag}>", file=file,
                     line=root.sourceline, element=str(root.tag))
-  node = _convert(root, file, base, assets, stack)
-  _validate(node, parent=None)
+  node = to_node(root, file, base, assets, stack)
+  validate(node, parent=None)
   return node
 
 
-def _convert(el, file, base, assets, stack, parent: str = "") -> Node:
+def to_node(el, file, base, assets, stack, parent: str = "") -> Node:
   """lxml element -> Node, replacing each <include> by the included file's children.
 
   A tag whose meaning depends on its parent (schema.SCOPED) gets its scoped schema key."""
@@ -141,7 +140,7 @@ def _convert(el, file, base, assets, stack, parent: str = "") -> Node:
     if child.tag == "include":
       children.extend(_include(child, file, base, assets, stack))
     else:
-      children.append(_convert(child, file, base, assets, stack, tag))
+      children.append(to_node(child, file, base, assets, stack, tag))
   return Node(tag, dict(el.attrib), children, file, el.sourceline or 0)
 
 
@@ -168,26 +167,20 @@ def _include(el, file, base, assets, stack) -> list[Node]:
       raise where.error(f"cannot read included file {name!r}: {e.strerror}", "file") from None
   sub = _parse_raw(xml, path, where)
   inc_base = os.path.dirname(os.path.abspath(path))
-  return _convert(sub, path, inc_base, assets, stack + (key,)).children
+  return to_node(sub, path, inc_base, assets, stack + (key,)).children
 
 
 def _parse_raw(xml, path, where: Node):
-  root = _xml_root(xml, path)
+  root = xml_root(xml, path)
   if root.tag != "mujoco":
     raise where.error(f"included file {path!r} must have root <mujoco>", "file")
   return root
 
 
-def _validate(node: Node, parent: Node | None) -> None:
+def validate(node: Node, parent: Node | None) -> None:
   """Checks tags, attributes and values against the schema, recursively."""
   seen = set()
-  for child in list(node.children):
-    if child.tag in schema.VISUAL_ONLY:
-      warnings.warn(
-        f"{child.file}:{child.line}: <{child.tag}> has no physics effect and is not kept in "
-        "the jaxmj Model yet; skipped", stacklevel=2)
-      node.children.remove(child)
-      continue
+  for child in node.children:
     allowed = schema.CHILDREN.get(node.tag, ())
     if node.tag == "default" and child.tag in schema.UNSUPPORTED:
       raise child.error(f"defaults for {schema.UNSUPPORTED[child.tag]} are not supported by "
@@ -203,7 +196,7 @@ def _validate(node: Node, parent: Node | None) -> None:
       if child.tag in seen:
         raise child.error(f"<{child.tag}> may appear only once in <{node.tag}>")
       seen.add(child.tag)
-    _validate(child, node)
+    validate(child, node)
   spec = schema.ATTRS[node.tag]
   in_default = parent is not None and parent.tag == "default" and node.tag != "default"
   for name, text in node.attrs.items():

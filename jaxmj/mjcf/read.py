@@ -48,8 +48,8 @@ def _read(xml, file: str, base: str, assets: dict) -> RootElement:
   # parse.py's reader expands <include> into a Node tree with file and line, unvalidated:
   # the object model validates against the schema itself (it also takes elements the
   # compiler does not support yet).
-  lroot = parse._xml_root(xml, file)
-  node = parse._convert(lroot, file, base, assets, (file,))
+  lroot = parse.xml_root(xml, file)
+  node = parse.to_node(lroot, file, base, assets, (file,))
   if node.tag != "mujoco":
     raise node.error(f"root element must be <mujoco>, found <{node.tag}>")
   root = RootElement()
@@ -75,7 +75,7 @@ def _fill(el: Element, node: Node) -> None:
   for cnode in node.children:
     tag, written = cnode.tag, cnode.tag.rpartition("/")[2]
     if tag not in el._allowed():
-      if tag in schema.ATTRS or tag in schema.UNSUPPORTED or tag in schema.VISUAL_ONLY:
+      if tag in schema.ATTRS or tag in schema.UNSUPPORTED:
         why = "is not in jaxmj's schema yet" if tag not in schema.ATTRS else (
           f"is not allowed inside <{el.tag}>")
         raise cnode.error(f"element <{written}> {why}")

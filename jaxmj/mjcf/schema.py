@@ -379,9 +379,6 @@ UNSUPPORTED = {
   "statistic": "<statistic>", "tuple": "tuples", "numeric": "numeric data", "text": "text data",
 }
 
-# Visual-only elements: no effect on physics; skipped with a warning until kept in Model.
-VISUAL_ONLY = ("camera", "light", "visual")
-
 # ---- equality constraints: where they may appear ----
 SCOPED.update({("equality", t): f"equality/{t}"
                for t in ("joint", "tendon", "flex", "flexvert", "flexstrain")})
@@ -536,7 +533,6 @@ for _tag in ("worldbody", "body", "frame"):
 CHILDREN["default"] += ("camera", "light")
 UNIQUE["default"] += ("camera", "light")
 DEFAULTABLE += ("camera", "light")
-VISUAL_ONLY = ()  # every visual-only element is now compiled and kept in the Model
 
 # ---- <visual> and <statistic> (compiled by jaxmj/mjcf/visual.py; no physics effect) ----
 from jaxmj import visual as _visual  # noqa: E402 - the visual spec is shared with the Model

@@ -58,7 +58,7 @@ def compile_model(model: RootElement):
   """jaxmj Model of `model` with its attachments, compiled from the Node tree directly."""
   writer = _Writer(model)
   node = writer.root()
-  parse._validate(node, None)  # the compiler's checks, as for a file (private: no XML here)
+  parse.validate(node, None)  # the compiler's checks, as for a file
   return build.compile_node(node, "", writer.assets)
 
 
