@@ -191,12 +191,21 @@ def implicit(m: Model, d: Data) -> Data:
     return advance(m, d, _lu_solve(d.qM - h * deriv, force))
   ld, diag_inv = mass.factor(m, d.qM - h * 0.5 * (deriv + deriv.T))
   qacc = mass.solve_ld(m, ld, diag_inv, force)
-  blocks = free_rigid_dofs(m)
+  blocks, mhat = free_body_mhat(m, d, deriv, h)
   if len(blocks):
-    rows = blocks[:, :, None], blocks[:, None, :]
-    mhat = d.qM[rows] - h * (deriv[rows] - _free_bias_derivative(m, d, blocks))
     qacc = qacc.at[blocks].set(jax.vmap(_lu_solve)(mhat, force[blocks]))
   return advance(m, d, qacc)
+
+
+def free_body_mhat(m: Model, d: Data, deriv: jnp.ndarray, h) -> tuple:
+  """(blocks (k, 6) dof ids, mhat (k, 6, 6) or None): implicitfast's own matrix
+  qM - h (deriv - d qfrc_bias / d qvel) on each free rigid body's dofs, which MuJoCo solves
+  densely (mjd_freeMhat); `deriv` (nv, nv) is the velocity derivative used elsewhere."""
+  blocks = free_rigid_dofs(m)
+  if not len(blocks):
+    return blocks, None
+  rows = blocks[:, :, None], blocks[:, None, :]
+  return blocks, d.qM[rows] - h * (deriv[rows] - _free_bias_derivative(m, d, blocks))
 
 
 @cached_plan

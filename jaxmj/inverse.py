@@ -72,10 +72,8 @@ def discrete_acc(m: Model, d: Data) -> jnp.ndarray:
   if fast:
     deriv = 0.5 * (deriv + deriv.T)
   qfrc = (d.qM - h * deriv) @ d.qacc
-  blocks = integrator.free_rigid_dofs(m) if fast else ()
+  blocks, mhat = integrator.free_body_mhat(m, d, deriv, h) if fast else ((), None)
   if len(blocks):
-    rows = blocks[:, :, None], blocks[:, None, :]
-    mhat = d.qM[rows] - h * (deriv[rows] - integrator._free_bias_derivative(m, d, blocks))
     qfrc = qfrc.at[blocks].set(jnp.einsum("kij,kj->ki", mhat, d.qacc[blocks]))
   return mass.solve_m(m, d, qfrc)
 
