@@ -1,9 +1,16 @@
 """Actuation: transmissions, actuator velocities, forces and activation dynamics.
 
-`transmission` (mj_transmission, fwd_position) gives actuator_length (nu,) and the dense
-actuator_moment (nu, nv) (MuJoCo stores it sparse); `velocity` (fwd_velocity) gives
-actuator_velocity = moment @ qvel; `fwd_actuation` (mj_fwdActuation) clamps ctrl, computes
-act_dot, actuator_force and qfrc_actuator; `next_act` is mj_advance's activation update.
+`transmission` (mj_transmission, fwd_position) gives actuator_length (nout,) and the dense
+actuator_moment (nout, nv) (MuJoCo stores it sparse); `velocity` (fwd_velocity) gives
+actuator_velocity = moment @ qvel; `fwd_actuation` (mj_fwdActuation) clamps ctrl (nu,),
+computes act_dot, actuator_force (nout,) and qfrc_actuator; `next_act` is mj_advance's
+activation update.
+
+MuJoCo 4.0 layout: actuator k reads the controls actuator_ctrladr[k] : + ctrlnum[k] and
+writes the outputs actuator_outadr[k] : + outnum[k]. Every actuator jaxmj compiles has one
+output, so the code below computes one value per actuator id and reaches outputs through
+outadr (`_per_actuator`, `_gear`, the scatter of the forces) and its first control through
+ctrladr; the multi-input PID reads its other controls in motor.py.
 
 Static structure decides everything that branches: actuators are grouped by transmission,
 dynamics, gain and bias type with numpy, and each group is computed vectorized through a
@@ -15,7 +22,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import history, math
+from jaxmj import history, math, motor
 from jaxmj.constraint import point_jacobians
 from jaxmj.scan import cached_plan
 from jaxmj.types import (
@@ -35,6 +42,11 @@ MAXVAL = 1e10  # mjMAXVAL: a control beyond this is bad
 
 
 # ---------------------------------------------------------------- transmission
+
+
+def _gear(m: Model, i: np.ndarray) -> jnp.ndarray:
+  """(len(i), 6) gear of the actuators i (gear is per output)."""
+  return m.actuator_gear[m.actuator_outadr[i]]
 
 
 def _common_chain(m, site: int, ref: int, nv: int) -> np.ndarray:
@@ -88,7 +100,7 @@ def _trn_plan(m) -> dict:
 
 def _scalar(m: Model, d: Data, grp) -> tuple:
   i, qadr, dadr, _ = grp
-  gear = m.actuator_gear[i, 0]
+  gear = _gear(m, i)[:, 0]
   moment = jnp.zeros((len(i), m.nv)).at[jnp.arange(len(i)), dadr].set(gear)
   return d.qpos[qadr] * gear, moment
 
@@ -97,7 +109,7 @@ def _ball(m: Model, d: Data, grp) -> tuple:
   i, qadr, dadr, inparent = grp
   quat = math.normalize_quat(d.qpos[qadr[:, None] + np.arange(4)])
   axis = math.quat_to_axis_angle_vec(quat)
-  gear = m.actuator_gear[i, :3]
+  gear = _gear(m, i)[:, :3]
   gear = jnp.where(inparent[:, None], math.rot_vec_quat(gear, math.quat_conj(quat)), gear)
   rows = np.arange(len(i))[:, None]
   moment = jnp.zeros((len(i), m.nv)).at[rows, dadr[:, None] + np.arange(3)].set(gear)
@@ -107,9 +119,9 @@ def _ball(m: Model, d: Data, grp) -> tuple:
 def _free(m: Model, d: Data, grp) -> tuple:
   i, qadr, dadr, inparent = grp
   quat = math.normalize_quat(d.qpos[qadr[:, None] + 3 + np.arange(4)])
-  rot = m.actuator_gear[i, 3:]
+  rot = _gear(m, i)[:, 3:]
   rot = jnp.where(inparent[:, None], math.rot_vec_quat(rot, math.quat_conj(quat)), rot)
-  gear = jnp.concatenate([m.actuator_gear[i, :3], rot], axis=-1)
+  gear = jnp.concatenate([_gear(m, i)[:, :3], rot], axis=-1)
   rows = np.arange(len(i))[:, None]
   moment = jnp.zeros((len(i), m.nv)).at[rows, dadr[:, None] + np.arange(6)].set(gear)
   return jnp.zeros(len(i)), moment
@@ -117,7 +129,7 @@ def _free(m: Model, d: Data, grp) -> tuple:
 
 def _tendon(m: Model, d: Data, grp) -> tuple:
   i, ten = grp
-  gear = m.actuator_gear[i, 0]
+  gear = _gear(m, i)[:, 0]
   return d.ten_length[ten] * gear, d.ten_J[ten] * gear[:, None]
 
 
@@ -125,7 +137,7 @@ def _site(m: Model, d: Data, grp) -> tuple:
   i, site, _ = grp
   mat = d.site_xmat[site]
   jacp, jacr = point_jacobians(m, d, m.site_bodyid[site], d.site_xpos[site])
-  gear = m.actuator_gear[i]
+  gear = _gear(m, i)
   wt = jnp.einsum("nij,nj->ni", mat, gear[:, :3])
   wr = jnp.einsum("nij,nj->ni", mat, gear[:, 3:])
   moment = jnp.einsum("nkv,nk->nv", jacp, wt) + jnp.einsum("nkv,nk->nv", jacr, wr)
@@ -136,7 +148,7 @@ def _refsite(m: Model, d: Data, grp) -> tuple:
   """Site relative to a reference site: translation in the refsite frame and the rotation
   between the two frames, with the shared dof chain (which moves both) removed."""
   i, site, ref, common = grp
-  gear = m.actuator_gear[i]
+  gear = _gear(m, i)
   pos, rpos, rmat = d.site_xpos[site], d.site_xpos[ref], d.site_xmat[ref]
   jacp, jacr = point_jacobians(m, d, m.site_bodyid[site], pos)
   rjacp, rjacr = point_jacobians(m, d, m.site_bodyid[ref], rpos)
@@ -156,7 +168,7 @@ def _refsite(m: Model, d: Data, grp) -> tuple:
 def _slidercrank(m: Model, d: Data, grp) -> tuple:
   """Slider-crank: length a'v - sqrt((a'v)^2 + r^2 - v'v) along the slider's z axis."""
   i, crank, slider = grp
-  rod, gear = m.actuator_cranklength[i], m.actuator_gear[i, 0]
+  rod, gear = m.actuator_cranklength[i], _gear(m, i)[:, 0]
   axis = d.site_xmat[slider][:, :, 2]
   vec = d.site_xpos[crank] - d.site_xpos[slider]
   av = jnp.sum(vec * axis, -1)
@@ -181,7 +193,7 @@ def _body(m: Model, d: Data, grp) -> tuple:
   A contact counts when it exists, dist < includemargin + gap: with constraint rows
   (active) or in the gap layer (adhesion.slot_gap), as in MuJoCo.
   """
-  from jaxmj.adhesion import slot_gap
+  from jaxmj.constraint.adhesion import slot_gap
 
   i, body = grp
   con = d.contact
@@ -206,25 +218,26 @@ TRANSMISSIONS = {"scalar": _scalar, "ball": _ball, "free": _free, "tendon": _ten
 
 
 def transmission(m: Model, d: Data) -> Data:
-  """mj_transmission: actuator_length (nu,) and dense actuator_moment (nu, nv).
+  """mj_transmission: actuator_length (nout,) and dense actuator_moment (nout, nv).
 
   Reads qpos, site frames, xquat, cdof, subtree_com, ten_length/ten_J, contacts.
   """
-  if m.nu == 0:
+  if m.nactuator == 0:
     return d
-  length, moment = jnp.zeros(m.nu), jnp.zeros((m.nu, m.nv))
+  length, moment = jnp.zeros(m.nout), jnp.zeros((m.nout, m.nv))
   for kind, grp in _trn_plan(m).items():
     ln, mo = TRANSMISSIONS[kind](m, d, grp)
-    length, moment = length.at[grp[0]].set(ln), moment.at[grp[0]].set(mo)
+    out = m.actuator_outadr[grp[0]]
+    length, moment = length.at[out].set(ln), moment.at[out].set(mo)
   return d.replace(actuator_length=length, actuator_moment=moment)
 
 
 def velocity(m: Model, d: Data) -> Data:
   """actuator_velocity = actuator_moment @ qvel (mj_fwdVelocity); zero without actuation."""
-  if m.nu == 0:
+  if m.nactuator == 0:
     return d
   if m.opt.disabled(DisableBit.ACTUATION):
-    return d.replace(actuator_velocity=jnp.zeros(m.nu))
+    return d.replace(actuator_velocity=jnp.zeros(m.nout))
   return d.replace(actuator_velocity=d.actuator_moment @ d.qvel)
 
 
@@ -300,16 +313,22 @@ def _filter(ctrl, act, prm):
   return (ctrl - act) / _safe(prm[:, 0])
 
 
+def _zero(prm, ln, vel, lr, acc0):
+  return jnp.zeros_like(ln)
+
+
 # Each entry: (prm, length, velocity, lengthrange, acc0) -> (n,) gain or bias.
 GAINS = {
   GainType.FIXED: lambda prm, ln, vel, lr, acc0: prm[:, 0],
   GainType.AFFINE: lambda prm, ln, vel, lr, acc0: prm[:, 0] + prm[:, 1] * ln + prm[:, 2] * vel,
   GainType.MUSCLE: muscle_gain,
+  GainType.PID: _zero, GainType.DCMOTOR: _zero,  # computed by jaxmj.motor
 }
 BIASES = {
   BiasType.NONE: lambda prm, ln, vel, lr, acc0: jnp.zeros_like(ln),
   BiasType.AFFINE: lambda prm, ln, vel, lr, acc0: prm[:, 0] + prm[:, 1] * ln + prm[:, 2] * vel,
   BiasType.MUSCLE: lambda prm, ln, vel, lr, acc0: muscle_bias(prm, ln, lr, acc0),
+  BiasType.DCMOTOR: _zero,
 }
 # Each entry: (ctrl, act, dynprm) -> (n,) act_dot.
 DYNAMICS = {
@@ -323,17 +342,18 @@ DYNAMICS = {
 @cached_plan
 def _act_plan(m, disableactuator: int) -> dict:
   """Static index sets: per type, the stateful actuators, limits and disabled groups."""
-  ids = np.arange(m.nu)
+  ids = np.arange(m.nactuator)
   group = m.actuator_group
   disabled = (group >= 0) & (group <= 30) & ((disableactuator >> np.clip(group, 0, 30)) & 1
                                              == 1)
   stateful = ids[m.actuator_actadr >= 0]
+  simple = stateful[~np.isin(m.actuator_dyntype[stateful], (DynType.PID, DynType.DCMOTOR))]
   tendon = ids[m.actuator_trntype == TrnType.TENDON]
   if len(tendon) and m.ntendon:
     tendon = tendon[m.tendon_actfrclimited[m.actuator_trnid[tendon, 0]]]
   else:
     tendon = ids[:0]
-  rotational = np.zeros(m.nu, bool)  # purely rotational lengths: ball joints, refsite rotation
+  rotational = np.zeros(m.nactuator, bool)  # purely rotational: ball joints, refsite rotation
   for i, (trn, (tid, tid2)) in enumerate(zip(m.actuator_trntype, m.actuator_trnid)):
     if trn in (TrnType.JOINT, TrnType.JOINTINPARENT):
       rotational[i] = m.jnt_type[tid] == JointType.BALL
@@ -346,12 +366,13 @@ def _act_plan(m, disableactuator: int) -> dict:
   return {
     "gain": {t: ids[m.actuator_gaintype == t] for t in np.unique(m.actuator_gaintype)},
     "bias": {t: ids[m.actuator_biastype == t] for t in np.unique(m.actuator_biastype)},
-    "dyn": {t: stateful[m.actuator_dyntype[stateful] == t]
-            for t in np.unique(m.actuator_dyntype[stateful])},
+    "dyn": {t: simple[m.actuator_dyntype[simple] == t]
+            for t in np.unique(m.actuator_dyntype[simple])},
     "stateful": stateful, "early": stateful[m.actuator_actearly[stateful]],
     "exact": stateful[m.actuator_dyntype[stateful] == DynType.FILTEREXACT],
-    "actlimited": stateful[m.actuator_actlimited[stateful]],
-    "ctrllimited": ids[m.actuator_ctrllimited], "forcelimited": ids[m.actuator_forcelimited],
+    "actlimited": simple[m.actuator_actlimited[simple]],
+    "ctrllimited": np.flatnonzero(m.actuator_ctrllimited),  # control indices
+    "forcelimited": ids[m.actuator_forcelimited],
     "disabled": ids[disabled], "tendon": tendon, "circle": ids[rotational & servo],
     "filtered_circle": ids[rotational & servo & np.isin(m.actuator_dyntype, (
       DynType.FILTER, DynType.FILTEREXACT))],
@@ -365,7 +386,7 @@ def _on_circle(m: Model, idx: np.ndarray, ref: jnp.ndarray, x: jnp.ndarray):
   (MuJoCo 4.0): x (n,) for actuators idx becomes its representative nearest ref (n,), the
   period being 2 pi |rotational gear|. Servo: fixed gain with gainprm[0] == -biasprm[1],
   and no translational gear."""
-  gear = m.actuator_gear[idx]
+  gear = _gear(m, idx)
   period = 2 * jnp.pi * math.safe_norm(_rot_gear(m, idx))
   on = (m.actuator_gainprm[idx, 0] == -m.actuator_biasprm[idx, 1]) & jnp.all(
     (gear[:, :3] == 0) | _is_joint(m, idx)[:, None], axis=1)
@@ -380,7 +401,7 @@ def _is_joint(m: Model, idx: np.ndarray) -> np.ndarray:
 
 def _rot_gear(m: Model, idx: np.ndarray) -> jnp.ndarray:
   """The rotational gear: gear[:3] on ball joints, gear[3:] on sites."""
-  gear = m.actuator_gear[idx]
+  gear = _gear(m, idx)
   return jnp.where(_is_joint(m, idx)[:, None], gear[:, :3], gear[:, 3:])
 
 
@@ -394,14 +415,13 @@ def _anchor(m: Model, plan: dict, length: jnp.ndarray, act: jnp.ndarray) -> jnp.
   return act.at[adr].set(_on_circle(m, idx, length[idx], act[adr]))
 
 
-def _next(m: Model, plan: dict, act: jnp.ndarray, act_dot: jnp.ndarray,
-          length: jnp.ndarray) -> jnp.ndarray:
+def _next(m: Model, plan: dict, d: Data, act: jnp.ndarray, act_dot: jnp.ndarray) -> jnp.ndarray:
   """act (na,) one step ahead from act_dot (na,): exact for filterexact, Euler otherwise,
-  clamped to actrange where actlimited (mj_advance's nextActivation). Servos on the circle
-  first move their activation next to the actuator length."""
+  clamped to actrange where actlimited (mj_advance's nextActivation); DC motor states by
+  motor.next_act. Servos on the circle first move their activation next to the length."""
   h = m.opt.timestep
-  act = _anchor(m, plan, length, act)
-  new = act + act_dot * h
+  act = _anchor(m, plan, d.actuator_length, act)
+  new = motor.next_act(m, d, act, act_dot, act + act_dot * h)
   if len(plan["exact"]):
     adr = m.actuator_actadr[plan["exact"]]
     tau = _safe(m.actuator_dynprm[plan["exact"], 0])
@@ -421,13 +441,21 @@ def next_act(m: Model, d: Data, act_dot: jnp.ndarray | None = None) -> jnp.ndarr
   plan = _act_plan(m, m.opt.disableactuator)
   act_dot = d.act_dot if act_dot is None else act_dot
   if len(plan["disabled"]):
-    held = plan["disabled"][m.actuator_actadr[plan["disabled"]] >= 0]
-    act_dot = act_dot.at[m.actuator_actadr[held]].set(0.0)
-  return _next(m, plan, d.act, act_dot, d.actuator_length)
+    held = plan["disabled"]
+    adr = [np.arange(a, a + n) for a, n in zip(m.actuator_actadr[held], m.actuator_actnum[held])]
+    act_dot = act_dot.at[np.concatenate(adr).astype(int)].set(0.0)
+  return _next(m, plan, _per_actuator(m, d), d.act, act_dot)
+
+
+def _per_actuator(m: Model, d: Data) -> Data:
+  """d with actuator_length / actuator_velocity (nactuator,): each actuator's output."""
+  out = m.actuator_outadr
+  return d.replace(actuator_length=d.actuator_length[out],
+                   actuator_velocity=d.actuator_velocity[out])
 
 
 def _ctrl(m: Model, d: Data, plan: dict) -> tuple[jnp.ndarray, jnp.ndarray]:
-  """Clamped controls, all zeroed if any is NaN or beyond 1e10; and that bad flag."""
+  """Clamped controls (nu,), all zeroed if any is NaN or beyond 1e10; and that bad flag."""
   ctrl = history.ctrl(m, d, d.ctrl)
   if len(plan["ctrllimited"]) and not m.opt.disabled(DisableBit.CLAMPCTRL):
     idx = plan["ctrllimited"]
@@ -467,19 +495,19 @@ def _act_dot(m: Model, d: Data, plan: dict, ctrl: jnp.ndarray) -> jnp.ndarray:
   if len(plan["filtered_circle"]):  # filters chase the setpoint the short way round
     idx = plan["filtered_circle"]
     setpoint = ctrl.at[idx].set(_on_circle(m, idx, act[idx], ctrl[idx]))
-  rate = _by_type(DYNAMICS, plan["dyn"], m.nu, setpoint, act, m.actuator_dynprm)
+  rate = _by_type(DYNAMICS, plan["dyn"], m.nactuator, setpoint, act, m.actuator_dynprm)
   return d.act_dot.at[adr[plan["stateful"]]].set(rate[plan["stateful"]])
 
 
 def _input(m: Model, d: Data, plan: dict, ctrl, act_dot) -> jnp.ndarray:
-  """What the gain multiplies (nu,): ctrl, or act (next step's with actearly); setpoints
+  """What the gain multiplies (nactuator,): ctrl, or act (next step's with actearly); setpoints
   of servos on the circle taken nearest the actuator length."""
   inp = ctrl
   if len(plan["stateful"]):
     adr = m.actuator_actadr[plan["stateful"]]
     act = d.act
     if len(plan["early"]):
-      act = _next(m, plan, d.act, act_dot, d.actuator_length)
+      act = _next(m, plan, d, d.act, act_dot)
       act = jnp.where(jnp.isin(jnp.arange(m.na), m.actuator_actadr[plan["early"]]), act, d.act)
     inp = inp.at[plan["stateful"]].set(act[adr])
   if len(plan["circle"]):
@@ -489,22 +517,27 @@ def _input(m: Model, d: Data, plan: dict, ctrl, act_dot) -> jnp.ndarray:
 
 
 def fwd_actuation(m: Model, d: Data) -> Data:
-  """mj_fwdActuation: act_dot (na,), actuator_force (nu,), qfrc_actuator (nv,).
+  """mj_fwdActuation: act_dot (na,), actuator_force (nout,), qfrc_actuator (nv,).
 
   force = gain * (ctrl or act) + bias, gain/bias/dynamics dispatched by type; then the
   tendon and actuator force limits, moment' force, actuator-level gravity compensation and
   the joints' actuatorfrcrange. Reads ctrl, act, actuator_length/velocity/moment.
   """
-  if m.nu == 0 or m.opt.disabled(DisableBit.ACTUATION):
-    return d.replace(actuator_force=jnp.zeros(m.nu), qfrc_actuator=jnp.zeros(m.nv))
+  if m.nactuator == 0 or m.opt.disabled(DisableBit.ACTUATION):
+    return d.replace(actuator_force=jnp.zeros(m.nout), qfrc_actuator=jnp.zeros(m.nv))
   plan = _act_plan(m, m.opt.disableactuator)
-  ctrl, bad = _ctrl(m, d, plan)
-  act_dot = _act_dot(m, d, plan, ctrl)
-  args = (d.actuator_length, d.actuator_velocity, m.actuator_lengthrange, m.actuator_acc0)
-  gain = _by_type(GAINS, plan["gain"], m.nu, m.actuator_gainprm, *args)
-  bias = _by_type(BIASES, plan["bias"], m.nu, m.actuator_biasprm, *args)
-  inp = _input(m, d, plan, ctrl, act_dot)
-  force = gain * inp + bias
+  controls, bad = _ctrl(m, d, plan)
+  ctrl = controls[m.actuator_ctrladr]  # each actuator's first control
+  da = _per_actuator(m, d)
+  act_dot = _act_dot(m, da, plan, ctrl)
+  ids, motor_force, act_dot = motor.forces(m, da, controls, act_dot)
+  out = m.actuator_outadr
+  args = (da.actuator_length, da.actuator_velocity, m.actuator_lengthrange[out],
+          m.actuator_acc0[out])
+  gain = _by_type(GAINS, plan["gain"], m.nactuator, m.actuator_gainprm, *args)
+  bias = _by_type(BIASES, plan["bias"], m.nactuator, m.actuator_biasprm, *args)
+  inp = _input(m, da, plan, ctrl, act_dot)
+  force = (gain * inp + bias).at[ids].set(motor_force)
   if len(plan["disabled"]):
     force = force.at[plan["disabled"]].set(0.0)
   if len(plan["tendon"]):
@@ -512,7 +545,13 @@ def fwd_actuation(m: Model, d: Data) -> Data:
   if len(plan["forcelimited"]):
     idx = plan["forcelimited"]
     rng = m.actuator_forcerange[idx]
-    force = force.at[idx].set(jnp.clip(force[idx], rng[:, 0], rng[:, 1]))
+    f = force[idx]
+    # a force at the limit itself counts as clamped (no derivative), as in mjd_actuator_vel
+    f = jnp.where(f <= rng[:, 0], rng[:, 0], jnp.where(f >= rng[:, 1], rng[:, 1], f))
+    force = force.at[idx].set(f)
+  force = motor.mechanical(m, da, act_dot, force,
+                           ~np.isin(np.arange(m.nactuator), plan["disabled"]))
+  force = jnp.zeros(m.nout, force.dtype).at[out].set(force)
   qfrc = d.actuator_moment.T @ force
   if len(plan["gravcomp_dof"]) and not m.opt.disabled(DisableBit.GRAVITY):
     dof = plan["gravcomp_dof"]

@@ -34,7 +34,7 @@ def _plan(m) -> dict:
   tendons with armature, and the site-site segments of those tendons whose ends move with
   different bodies (the only ones with a d/dt ten_J)."""
   jnt_act, jnt_dof, ten_act, ten_ten = [], [], [], []
-  for k in range(m.nu):
+  for k in range(m.nactuator):
     trn, target = m.actuator_trntype[k], int(m.actuator_trnid[k, 0])
     if trn in (TrnType.JOINT, TrnType.JOINTINPARENT) and m.jnt_actuatorid[target] != -1:
       n = _NDOF.get(int(m.jnt_type[target]), 1)

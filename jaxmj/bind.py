@@ -51,7 +51,7 @@ _COUNT = {
   ObjType.CAMERA: "ncam", ObjType.LIGHT: "nlight", ObjType.MESH: "nmesh",
   ObjType.HFIELD: "nhfield", ObjType.TEXTURE: "ntex", ObjType.MATERIAL: "nmat",
   ObjType.PAIR: "npair", ObjType.EQUALITY: "neq", ObjType.TENDON: "ntendon",
-  ObjType.ACTUATOR: "nu", ObjType.SENSOR: "nsensor", ObjType.KEY: "nkey",
+  ObjType.ACTUATOR: "nactuator", ObjType.SENSOR: "nsensor", ObjType.KEY: "nkey",
 }
 
 
@@ -119,10 +119,13 @@ def _data_view(m: Model, d: Data, t: ObjType, i: int) -> dict:
     for name, value in fields:
       if name in ("qvel", "qacc", "qacc_warmstart", "qacc_smooth") or name.startswith("qfrc_"):
         out[name] = value[v]
-  elif t == ObjType.ACTUATOR and m.na:
-    adr, num = int(m.actuator_actadr[i]), int(m.actuator_actnum[i])
-    out["act"] = d.act[adr:adr + num] if adr >= 0 else d.act[:0]
-    out["act_dot"] = d.act_dot[adr:adr + num] if adr >= 0 else d.act_dot[:0]
+  elif t == ObjType.ACTUATOR:
+    adr, num = int(m.actuator_ctrladr[i]), int(m.actuator_ctrlnum[i])
+    out["ctrl"] = d.ctrl[adr] if num == 1 else d.ctrl[adr:adr + num]
+    if m.na:
+      adr, num = int(m.actuator_actadr[i]), int(m.actuator_actnum[i])
+      out["act"] = d.act[adr:adr + num] if adr >= 0 else d.act[:0]
+      out["act_dot"] = d.act_dot[adr:adr + num] if adr >= 0 else d.act_dot[:0]
   elif t == ObjType.SENSOR:
     adr, dim = int(m.sensor_adr[i]), int(m.sensor_dim[i])
     out["data"] = d.sensordata[adr:adr + dim]

@@ -59,6 +59,7 @@ def com_pos(m: Model, d: Data) -> Data:
   )
   root_com = subtree_com[m.body_rootid]
   cinert = math.inert_com(m.body_inertia, d.ximat, d.xipos - root_com, m.body_mass)
+  cinert = cinert.at[0].set(0.0)  # MuJoCo leaves the world's zero (a URDF world has mass)
 
   cdof = jnp.zeros((m.nv, 6), d.xipos.dtype)
   for jtype, g in _dof_plan(m)["groups"].items():

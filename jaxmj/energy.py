@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
+from jaxmj import math, plastic
 from jaxmj.integrator import qpos_plan
 from jaxmj.types import Data, DisableBit, JointType, Model
 
@@ -15,11 +15,12 @@ def _joint_spring_energy(m: Model, d: Data) -> jnp.ndarray:
   k x^2/2 + k2 x^3/3 + k3 x^4/4, x the signed displacement of a hinge or slide, or the norm
   of a ball's or free joint's rotation vector and of a free joint's translation."""
   plan = qpos_plan(m)
+  ref = plastic.qpos_spring(m, d)
   dq = jnp.zeros(m.nv, d.qpos.dtype)
   if len(plan["lin_q"]):
-    dq = dq.at[plan["lin_v"]].set(d.qpos[plan["lin_q"]] - m.qpos_spring[plan["lin_q"]])
+    dq = dq.at[plan["lin_v"]].set(d.qpos[plan["lin_q"]] - ref[plan["lin_q"]])
   if len(plan["quat_q"]):
-    rot = math.quat_sub(d.qpos[plan["quat_q"]], m.qpos_spring[plan["quat_q"]])
+    rot = math.quat_sub(d.qpos[plan["quat_q"]], ref[plan["quat_q"]])
     dq = dq.at[plan["quat_v"]].set(rot)
   dof_type = np.asarray(m.jnt_type)[np.asarray(m.dof_jntid)]
   scalar = np.flatnonzero((dof_type == JointType.HINGE) | (dof_type == JointType.SLIDE))
@@ -36,7 +37,8 @@ def _tendon_spring_energy(m: Model, d: Data) -> jnp.ndarray:
   """k x^2/2 + k2 x^3/3 + k3 x^4/4 per tendon (the work of tendon.passive's polynomial
   spring), x the length's signed distance outside the [lower, upper] deadband."""
   length = d.ten_length
-  lower, upper = m.tendon_lengthspring[:, 0], m.tendon_lengthspring[:, 1]
+  rest = plastic.lengthspring(m, d)
+  lower, upper = rest[:, 0], rest[:, 1]
   x = jnp.where(length > upper, length - upper, jnp.where(length < lower, length - lower, 0.0))
   k2, k3 = m.tendon_stiffnesspoly[:, 0], m.tendon_stiffnesspoly[:, 1]
   return jnp.sum(m.tendon_stiffness * x**2 / 2 + k2 * x**3 / 3 + k3 * x**4 / 4)

@@ -1,7 +1,7 @@
 """Equality and spatial-tendon terms of cfrc_ext (part of mj_rnePostConstraint, MuJoCo 4.0).
 
 Connect and weld constraints: the translation rows' force acts on body1 at its constraint
-point and, opposite, on body2 at its point (equality._frames); a weld's rotation rows add
+point and, opposite, on body2 at its point (equality.anchor_frames); a weld's rotation rows add
 the torque whose work matches theirs (_weld_torque), +- on the two bodies.
 
 Spatial tendons: a tendon carrying the scalar force f (its generalized force is
@@ -21,7 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import armature, equality, math, tendon
+from jaxmj import armature, math, plastic, tendon
+from jaxmj.constraint import equality
 from jaxmj.types import Data, DisableBit, EqType, Model, TrnType
 
 
@@ -42,7 +43,7 @@ def equality_wrenches(m: Model, d: Data) -> jnp.ndarray:
       continue
     weld = t == EqType.WELD
     rows = d.efc_force[g["first"][:, None] + np.arange(6 if weld else 3)]
-    p1, p2, q1, q2 = equality._frames(m, d, g, site, weld)
+    p1, p2, q1, q2 = equality.anchor_frames(m, d, g, site, weld)
     force, torque = rows[:, :3], None
     if weld:
       torque = _weld_torque(q1, q2, m.eq_data[g["eq"], 10], rows[:, 3:])
@@ -100,7 +101,8 @@ def tendon_forces(m: Model, d: Data) -> jnp.ndarray:
   """(ntendon,) total scalar force along each tendon (see the module docstring)."""
   f = _row_tendon_forces(m, d)
   if not m.opt.disabled(DisableBit.SPRING):
-    lo, hi = m.tendon_lengthspring[:, 0], m.tendon_lengthspring[:, 1]
+    rest = plastic.lengthspring(m, d)
+    lo, hi = rest[:, 0], rest[:, 1]
     length = d.ten_length
     x = jnp.where(length > hi, length - hi, jnp.where(length < lo, length - lo, 0.0))
     k2, k3 = m.tendon_stiffnesspoly[:, 0], m.tendon_stiffnesspoly[:, 1]
@@ -109,7 +111,7 @@ def tendon_forces(m: Model, d: Data) -> jnp.ndarray:
     b, poly = armature.tendon_damping(m, d.qvel.dtype)
     f = f + armature.damper_force(b, poly, d.ten_velocity)
   on = np.asarray(m.actuator_trntype) == TrnType.TENDON
-  if m.nu and np.any(on):
+  if m.nactuator and np.any(on):
     act = np.flatnonzero(on)
     f = f.at[m.actuator_trnid[act, 0]].add(m.actuator_gear[act, 0] * d.actuator_force[act])
   arm = armature.tendon_armature(m, d.qvel.dtype)

@@ -19,6 +19,7 @@ from jaxmj import (
   kinematics,
   mass,
   passive,
+  plastic,
   rne,
   sensor,
   solver,
@@ -26,7 +27,7 @@ from jaxmj import (
 )
 from jaxmj.collision import driver
 from jaxmj.io import reset_state
-from jaxmj.types import Data, DisableBit, EnableBit, Integrator, Model, Warning
+from jaxmj.types import Data, DisableBit, EnableBit, Integrator, Model, Stage, Warning
 
 MAXVAL = 1e10  # mjMAXVAL: a state entry beyond this counts as diverged
 
@@ -85,7 +86,7 @@ def fwd_constraint(m: Model, d: Data) -> Data:
 
 def forward(m: Model, d: Data) -> Data:
   """mj_forward: every quantity that depends on the state, up to qacc. No integration."""
-  return history.delay_sensors(m, _acceleration_stages(m, step1(m, d)))
+  return history.delay_sensors(m, _acceleration_stages(m, _step1(m, d)))
 
 
 def _acceleration_stages(m: Model, d: Data) -> Data:
@@ -110,7 +111,7 @@ def step(m: Model, d: Data) -> Data:
   diverged values and only the counters tell.
   """
   bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
-  d = _acceleration_stages(m, step1(m, d))
+  d = _acceleration_stages(m, _step1(m, d))
   pushed = history.push(m, d)  # the samples of this step, read only by later steps
   d = history.delay_sensors(m, d)
   if m.opt.integrator == Integrator.RK4:
@@ -118,6 +119,7 @@ def step(m: Model, d: Data) -> Data:
     new = integrator.rk4(m, d, forward).replace(sensordata=d.sensordata)
   else:
     new = _integrate(m, d)
+  new = plastic.update(m, d, new)  # spring references yield at the new positions
   return _checked(m, d, new.replace(history=pushed), bad_pos, bad_vel)
 
 
@@ -144,7 +146,13 @@ def _checked(m: Model, d: Data, new: Data, bad_pos, bad_vel) -> Data:
 
 def step1(m: Model, d: Data) -> Data:
   """mj_step1: the position and velocity stages of a step (with their sensors and energy),
-  so a controller can read them and set ctrl before step2. Integrates nothing."""
+  so a controller can read them and set ctrl before step2. Integrates nothing. As in
+  MuJoCo, those sensors already report their delayed (or held interval) values."""
+  return history.delay_sensors(m, _step1(m, d), (Stage.POS, Stage.VEL))
+
+
+def _step1(m: Model, d: Data) -> Data:
+  """step1 with every sensor's value as computed (what the history records)."""
   check_supported(m)
   d = fwd_position(m, d)
   d = sensor.sensor_pos(m, d)
@@ -162,10 +170,11 @@ def step2(m: Model, d: Data) -> Data:
   `warning` and reset the world as in step.
   """
   bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
-  d = _acceleration_stages(m, d)
+  d = _acceleration_stages(m, sensor.sensor_fresh(m, d))
   pushed = history.push(m, d)
   d = history.delay_sensors(m, d)
-  return _checked(m, d, _integrate(m, d).replace(history=pushed), bad_pos, bad_vel)
+  new = plastic.update(m, d, _integrate(m, d))
+  return _checked(m, d, new.replace(history=pushed), bad_pos, bad_vel)
 
 
 def rollout(

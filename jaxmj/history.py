@@ -7,11 +7,12 @@ user slot holds a sensor's last computation time (its interval phase); 0 for act
 
 * A step pushes the current ctrl, and the freshly computed sensor values, stamped with the
   time at which the step started (`push`, after forward; sensors with an interval only
-  when due: time >= last + period, which advances last by one period).
+  when due: time >= last + period, which advances last by one period). A stamp older than
+  the newest sample (after a keyframe with an earlier time) is inserted in time order.
 * With a positive delay, the actuator reads its ctrl (`ctrl`) and the sensor reports
   (`delay_sensors`) the buffer's value at time - delay, read before this step's push (so
   the least effective delay is one timestep). Interval sensors without delay report their
-  newest sample when not due.
+  newest sample when not due. step1 does this for position- and velocity-stage sensors.
 * Reading (mj_readCtrl / mj_readSensor): zero-order hold, linear, or cubic Hermite with
   Catmull-Rom tangents (zero at the ends), constant outside the buffer's time span.
 
@@ -25,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.scan import cached_plan
-from jaxmj.types import Data, DisableBit, Model
+from jaxmj.types import Data, DisableBit, Model, Stage
 
 MINVAL = 1e-15  # mjMINVAL: a sample stamped this close after the read time still counts
 
@@ -35,7 +36,7 @@ def _plan(m) -> dict:
   """Static groups of buffers with the same (nsample, dim, interp): actuators and sensors."""
   groups = {}
   for kind, hist, adr, dims in (
-      ("ctrl", m.actuator_history, m.actuator_historyadr, np.ones(m.nu, np.int32)),
+      ("ctrl", m.actuator_history, m.actuator_historyadr, m.actuator_ctrlnum),
       ("sensor", m.sensor_history, m.sensor_historyadr, m.sensor_dim)):
     for i in np.flatnonzero(np.asarray(hist)[:, 0] > 0):
       key = (kind, int(hist[i, 0]), int(dims[i]), int(hist[i, 1]))
@@ -52,30 +53,37 @@ def _fields(buf, adr: np.ndarray, n: int, dim: int):
 
 
 def _read_one(times, values, newest, t, interp: int):
-  """(dim,) value of one buffer at time t (times (n,), values (n, dim))."""
+  """(dim,) value of one buffer at time t (times (n,), values (n, dim)): the oldest sample
+  up to MINVAL after it, the sample just after t when stamped within MINVAL of it, else
+  the samples around t held or interpolated (constant outside the buffer's span). The
+  tolerances decide between samples a keyframe's time left a rounding error apart."""
   n = times.shape[0]
   order = (newest + 1 + jnp.arange(n)) % n  # oldest first
   ts, vs = times[order], values[order]
-  k = jnp.sum(ts <= t + MINVAL)  # samples at or before t (MuJoCo's tolerance)
+  i = jnp.sum(ts < t) - 1  # the last sample strictly before t (-1: none)
+  after = jnp.minimum(i + 1, n - 1)
+  exact = (i + 1 < n) & (ts[after] - t <= MINVAL)
   if interp == 0 or n == 1:
-    return vs[jnp.clip(k - 1, 0, n - 1)]
-  lo = jnp.clip(k - 1, 0, n - 2)
-  hi = lo + 1
-  h = ts[hi] - ts[lo]
-  s = jnp.clip((t - ts[lo]) / jnp.where(h > 0, h, 1.0), 0.0, 1.0)
-  if interp == 1:
-    out = vs[lo] + s * (vs[hi] - vs[lo])
+    out = vs[jnp.clip(i, 0, n - 1)]
   else:
-    def tangent(i):
-      a, b = jnp.maximum(i - 1, 0), jnp.minimum(i + 1, n - 1)
-      span = ts[b] - ts[a]
-      inner = (i > 0) & (i < n - 1)
-      return jnp.where(inner, (vs[b] - vs[a]) / jnp.where(inner, span, 1.0) * h, 0.0)
+    lo = jnp.clip(i, 0, n - 2)
+    hi = lo + 1
+    h = ts[hi] - ts[lo]
+    s = jnp.clip((t - ts[lo]) / jnp.where(h > 0, h, 1.0), 0.0, 1.0)
+    if interp == 1:
+      out = vs[lo] + s * (vs[hi] - vs[lo])
+    else:
+      def tangent(j):
+        a, b = jnp.maximum(j - 1, 0), jnp.minimum(j + 1, n - 1)
+        span = ts[b] - ts[a]
+        inner = (j > 0) & (j < n - 1)
+        return jnp.where(inner, (vs[b] - vs[a]) / jnp.where(inner, span, 1.0) * h, 0.0)
 
-    s2, s3 = s * s, s * s * s
-    out = ((2 * s3 - 3 * s2 + 1) * vs[lo] + (s3 - 2 * s2 + s) * tangent(lo)
-           + (-2 * s3 + 3 * s2) * vs[hi] + (s3 - s2) * tangent(hi))
-  return jnp.where(k <= 0, vs[0], jnp.where(k >= n, vs[n - 1], out))
+      s2, s3 = s * s, s * s * s
+      out = ((2 * s3 - 3 * s2 + 1) * vs[lo] + (s3 - 2 * s2 + s) * tangent(lo)
+             + (-2 * s3 + 3 * s2) * vs[hi] + (s3 - s2) * tangent(hi))
+  out = jnp.where(exact, vs[after], jnp.where(i >= n - 1, vs[n - 1], out))
+  return jnp.where(t <= ts[0] + MINVAL, vs[0], out)
 
 
 def _read(buf, adr, n, dim, interp, t):
@@ -107,6 +115,11 @@ def init(m: Model, dtype) -> jax.Array:
   return buf
 
 
+def _ctrl_cols(m: Model, ids: np.ndarray, dim: int) -> np.ndarray:
+  """(len(ids), dim) ctrl entries of the actuators ids."""
+  return m.actuator_ctrladr[ids][:, None] + np.arange(dim)
+
+
 def ctrl(m: Model, d: Data, ctrl: jax.Array) -> jax.Array:
   """mj_readCtrl for every actuator: ctrl, with delayed actuators' values read from their
   buffers at time - actuator_delay."""
@@ -114,8 +127,9 @@ def ctrl(m: Model, d: Data, ctrl: jax.Array) -> jax.Array:
   for (kind, n, dim, interp), (ids, adr) in _plan(m).items():
     if kind == "ctrl":
       delay = m.actuator_delay[ids]
-      old = _read(d.history, adr, n, dim, interp, d.time - delay)[:, 0]
-      ctrl = ctrl.at[ids].set(jnp.where(delay > 0, old, ctrl[ids]))
+      old = _read(d.history, adr, n, dim, interp, d.time - delay)
+      cols = _ctrl_cols(m, ids, dim)
+      ctrl = ctrl.at[cols].set(jnp.where(delay[:, None] > 0, old, ctrl[cols]))
   return ctrl
 
 
@@ -129,14 +143,18 @@ def _sensor_cols(m: Model, ids: np.ndarray, dim: int) -> np.ndarray:
   return m.sensor_adr[ids][:, None] + np.arange(dim)
 
 
-def delay_sensors(m: Model, d: Data) -> Data:
+def delay_sensors(m: Model, d: Data, stages: tuple[Stage, ...] | None = None) -> Data:
   """sensordata of sensors with a history: their buffer at time - delay when delayed, the
-  newest sample when an interval sensor is not due, else the value just computed."""
+  newest sample when an interval sensor is not due, else the value just computed.
+  stages: only the sensors whose sensor_needstage is one of these (None: all)."""
   if m.opt.disabled(DisableBit.SENSOR):
     return d
   data = d.sensordata
   for (kind, n, dim, interp), (ids, adr) in _plan(m).items():
-    if kind != "sensor":
+    if stages is not None and kind == "sensor":
+      keep = np.isin(np.asarray(m.sensor_needstage)[ids], [int(s) for s in stages])
+      ids, adr = ids[keep], adr[keep]
+    if kind != "sensor" or len(ids) == 0:
       continue
     cols = _sensor_cols(m, ids, dim)
     delay = m.sensor_delay[ids]
@@ -149,13 +167,37 @@ def delay_sensors(m: Model, d: Data) -> Data:
   return d.replace(sensordata=data)
 
 
+def _insert_one(times, values, newest, t, value):
+  """mju_historyInsert of one buffer (times (n,), values (n, dim) physical): a sample newer
+  than the newest is appended (the cursor advances over the oldest); one stamped exactly
+  at a sample's time replaces its value; an older one (a keyframe's time, say) takes its
+  place in time order, the older samples moving down over the oldest, which is dropped
+  (or replaced, when t is older than all). Returns (times, values, newest) physical."""
+  n = times.shape[0]
+  order = (newest + 1 + jnp.arange(n)) % n  # oldest first
+  ts, vs = times[order], values[order]
+  append = t > ts[n - 1]
+  match = ts == t
+  older = jnp.sum(ts < t)
+  at = jnp.where(jnp.any(match), jnp.argmax(match), jnp.maximum(older, 1) - 1)
+  at = jnp.where(append, n - 1, at)
+  shift = (jnp.arange(n) < at) & ~jnp.any(match)  # logical j takes j + 1
+  src = jnp.minimum(jnp.arange(n) + shift, n - 1)
+  new = jnp.arange(n) == at
+  ts = jnp.where(new, t, ts[src])
+  vs = jnp.where(new[:, None], value, vs[src])
+  newest = jnp.where(append, (newest + 1) % n, newest)
+  order = (newest + 1 + jnp.arange(n)) % n
+  return times.at[order].set(ts), values.at[order].set(vs), newest
+
+
 def push(m: Model, d: Data) -> jax.Array:
   """The history after a step from `d` (forward done, sensordata not yet delayed): ctrl
-  and due sensors' values appended with timestamp d.time."""
+  and due sensors' values inserted with timestamp d.time (mju_historyInsert)."""
   buf = d.history
   for (kind, n, dim, _), (ids, adr) in _plan(m).items():
     if kind == "ctrl":
-      value, due = d.ctrl[ids][:, None], jnp.ones(len(ids), bool)
+      value, due = d.ctrl[_ctrl_cols(m, ids, dim)], jnp.ones(len(ids), bool)
       user = buf[adr]
     else:
       if m.opt.disabled(DisableBit.SENSOR):
@@ -164,11 +206,14 @@ def push(m: Model, d: Data) -> jax.Array:
       due = _due(m, d, ids, adr)
       period = m.sensor_interval[ids, 0]
       user = jnp.where(due & (period > 0), buf[adr] + period, buf[adr])
-    newest = buf[adr + 1].astype(jnp.int32)
-    slot = jnp.where(due, (newest + 1) % n, newest)
-    tcol = adr + 2 + slot
-    vcol = (adr + 2 + n + dim * slot)[:, None] + np.arange(dim)
-    buf = buf.at[adr].set(user).at[adr + 1].set(slot.astype(buf.dtype))
-    buf = buf.at[tcol].set(jnp.where(due, d.time, buf[tcol]))
-    buf = buf.at[vcol].set(jnp.where(due[:, None], value.astype(buf.dtype), buf[vcol]))
+    _, newest, times, values = _fields(buf, adr, n, dim)
+    t = jnp.broadcast_to(d.time, (len(ids),)).astype(buf.dtype)
+    new_t, new_v, new_c = jax.vmap(_insert_one)(times, values, newest, t,
+                                                value.astype(buf.dtype))
+    tcol = adr[:, None] + 2 + np.arange(n)
+    vcol = adr[:, None, None] + 2 + n + dim * np.arange(n)[:, None] + np.arange(dim)
+    buf = buf.at[adr].set(user)
+    buf = buf.at[adr + 1].set(jnp.where(due, new_c, newest).astype(buf.dtype))
+    buf = buf.at[tcol].set(jnp.where(due[:, None], new_t, times))
+    buf = buf.at[vcol].set(jnp.where(due[:, None, None], new_v, values))
   return buf

@@ -129,22 +129,25 @@ def smooth_vel_derivative(m: Model, d: Data, bias: bool) -> jnp.ndarray:
 
   d/dv of qfrc_passive (damping, fluid) + qfrc_actuator, minus qfrc_bias (RNE Coriolis and
   centrifugal terms) when `bias`; by forward-mode differentiation of those stages, so it is
-  the exact derivative MuJoCo writes analytically. Entries outside the tree sparsity of M
+  the exact derivative MuJoCo writes analytically (where MuJoCo drops a term, DC motor LuGre
+  friction, motor.implicit_correction drops it too). Entries outside the tree sparsity of M
   (dofs neither ancestor nor descendant of each other) are dropped, as MuJoCo does.
   """
-  from jaxmj import com, passive, rne, tendon
+  from jaxmj import com, motor, passive, rne, tendon
 
   def smooth(qvel):
     dv = tendon.velocity(m, com.com_vel(m, d.replace(qvel=qvel)))
     dv = passive.passive(m, actuation.velocity(m, dv))
     frc = dv.qfrc_passive
-    if m.nu:
+    if m.nactuator:
       frc = frc + actuation.fwd_actuation(m, dv).qfrc_actuator
     if bias:
       frc = frc - rne.rne(m, dv).qfrc_bias
     return frc
 
   deriv = jax.jacfwd(smooth)(d.qvel)
+  fix = motor.implicit_correction(m, d) if m.nactuator else None  # MuJoCo's LuGre derivative
+  deriv = deriv if fix is None else deriv + fix
   anc = np.asarray(m.dof_ancestor, bool)
   return jnp.where(anc | anc.T, deriv, 0.0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import history
+from jaxmj import history, plastic
 from jaxmj.types import NWARNING, Contact, Data, Model
 
 
@@ -22,6 +22,7 @@ def make_data(m: Model) -> Data:
   mocap_bodies = mocap.nonzero()[0][order]
   return Data(
     time=jnp.zeros((), dt), qpos=jnp.asarray(m.qpos0), qvel=z(nv), act=z(m.na),
+    plastic=plastic.init(m).astype(dt),
     qacc_warmstart=z(nv), ctrl=z(m.nu), qfrc_applied=z(nv), xfrc_applied=z(nb, 6),
     mocap_pos=m.body_pos[mocap_bodies], mocap_quat=m.body_quat[mocap_bodies],
     userdata=z(m.nuserdata), qacc=z(nv), act_dot=z(m.na),
@@ -33,8 +34,8 @@ def make_data(m: Model) -> Data:
     cam_xpos=z(m.ncam, 3), cam_xmat=z(m.ncam, 3, 3), light_xpos=z(m.nlight, 3),
     light_xdir=z(m.nlight, 3),
     subtree_com=z(nb, 3), cinert=z(nb, 10), crb=z(nb, 10), cdof=z(nv, 6), cvel=z(nb, 6),
-    cdof_dot=z(nv, 6), actuator_length=z(m.nu), actuator_moment=z(m.nu, nv),
-    actuator_velocity=z(m.nu), actuator_force=z(m.nu),
+    cdof_dot=z(nv, 6), actuator_length=z(m.nout), actuator_moment=z(m.nout, nv),
+    actuator_velocity=z(m.nout), actuator_force=z(m.nout),
     ten_wrapadr=jnp.zeros(m.ntendon, jnp.int32), ten_wrapnum=jnp.zeros(m.ntendon, jnp.int32),
     ten_J=z(m.ntendon, nv), ten_length=z(m.ntendon), ten_velocity=z(m.ntendon),
     wrap_obj=jnp.zeros((m.nwrap, 2), jnp.int32), wrap_xpos=z(m.nwrap, 6),
@@ -56,6 +57,7 @@ def _constraint_fields(m: Model, dt) -> dict:
   plan = collision_plan(m)
   layout = efc_layout(m, plan["dim"])
   ncon, nefc = plan["ncon"], layout.nefc
+  ni = max(1, m.ntree)  # island slots (jaxmj/island.py)
   z = lambda *shape: jnp.zeros(shape, dt)
   contact = Contact(
     dist=z(ncon), pos=z(ncon, 3), frame=z(ncon, 3, 3), includemargin=z(ncon),
@@ -68,8 +70,11 @@ def _constraint_fields(m: Model, dt) -> dict:
     efc_J=z(nefc, m.nv), efc_pos=z(nefc), efc_margin=z(nefc), efc_frictionloss=z(nefc),
     efc_diagA=z(nefc), efc_D=z(nefc), efc_R=z(nefc), efc_vel=z(nefc), efc_aref=z(nefc),
     efc_force=z(nefc), efc_state=jnp.zeros(nefc, jnp.int32),
-    solver_niter=jnp.zeros((), jnp.int32), solver_improvement=jnp.zeros((), dt),
-    solver_gradient=jnp.zeros((), dt))
+    solver_niter=jnp.zeros(ni, jnp.int32), solver_improvement=z(ni), solver_gradient=z(ni),
+    nisland=jnp.zeros((), jnp.int32), tree_island=-jnp.ones(m.ntree, jnp.int32),
+    dof_island=-jnp.ones(m.nv, jnp.int32), efc_island=-jnp.ones(nefc, jnp.int32),
+    **{k: jnp.zeros(ni, jnp.int32) for k in ("island_ntree", "island_nv", "island_nefc",
+                                            "island_ne", "island_nf")})
 
 
 def reset_state(m: Model, d: Data) -> Data:
@@ -97,5 +102,5 @@ def reset(m: Model, key: int | str | None = None) -> Data:
   return d.replace(
     time=m.key_time[key], qpos=m.key_qpos[key], qvel=m.key_qvel[key], act=m.key_act[key],
     ctrl=m.key_ctrl[key], mocap_pos=m.key_mpos[key].reshape(m.nmocap, 3),
-    mocap_quat=m.key_mquat[key].reshape(m.nmocap, 4),
+    mocap_quat=m.key_mquat[key].reshape(m.nmocap, 4), plastic=m.key_plastic[key],
   )

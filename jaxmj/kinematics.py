@@ -102,6 +102,8 @@ def kinematics(m: Model, d: Data) -> Data:
   xmat = math.quat_to_mat(xquat)
   xipos = xpos + jnp.einsum("bij,bj->bi", xmat, m.body_ipos)
   ximat = math.quat_to_mat(math.quat_mul(xquat, m.body_iquat))
+  # the world's inertial frame is the world frame, even with a (URDF) world inertial
+  xipos, ximat = xipos.at[0].set(0.0), ximat.at[0].set(jnp.eye(3))
   geom_xpos, geom_xquat, geom_xmat = _attached_frames(xpos, xquat, xmat, m.geom_bodyid,
                                                       m.geom_pos, m.geom_quat)
   site_xpos, site_xquat, site_xmat = _attached_frames(xpos, xquat, xmat, m.site_bodyid,

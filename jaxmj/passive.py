@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import armature, fluid, math, tendon
+from jaxmj import armature, fluid, math, plastic, tendon
 from jaxmj.scan import cached_plan
 from jaxmj.types import Data, DisableBit, JointType, Model
 
@@ -30,27 +30,29 @@ def _vector_spring(m: Model, jnt: np.ndarray, x: jnp.ndarray) -> jnp.ndarray:
 
 
 def _spring(m: Model, d: Data) -> jnp.ndarray:
-  """(nv,) joint spring forces toward qpos_spring; ball and free rotate back along the arc.
+  """(nv,) joint spring forces toward qpos_spring (plastic.qpos_spring: d.plastic for
+  yielding joints); ball and free rotate back along the arc.
 
   A hinge or slide with displacement x feels -(k x + k2 x^2 + k3 x^3): x^2, not x |x|, as in
   MuJoCo, so the quadratic term pushes the same way on both sides. Ball and free rotations
   and free translations apply the polynomial to the displacement's norm (_vector_spring)."""
   qfrc = jnp.zeros(m.nv, d.qpos.dtype)
+  spring_ref = plastic.qpos_spring(m, d)
   for jtype, g in _spring_plan(m).items():
     qa, da = g["qadr"][:, None], g["dadr"][:, None]
     if jtype in (JointType.HINGE, JointType.SLIDE):
-      x = d.qpos[g["qadr"]] - m.qpos_spring[g["qadr"]]
+      x = d.qpos[g["qadr"]] - spring_ref[g["qadr"]]
       k, poly = m.jnt_stiffness[g["jnt"]], m.jnt_stiffnesspoly[g["jnt"]]
       frc = -(k * x + poly[:, 0] * x * x + poly[:, 1] * x * x * x)
       qfrc = qfrc.at[g["dadr"]].set(frc)
       continue
     if jtype == JointType.FREE:
       trans = qa + np.arange(3)
-      frc = _vector_spring(m, g["jnt"], d.qpos[trans] - m.qpos_spring[trans])
+      frc = _vector_spring(m, g["jnt"], d.qpos[trans] - spring_ref[trans])
       qfrc = qfrc.at[da + np.arange(3)].set(frc)
       qa, da = qa + 3, da + 3
     quat = math.normalize_quat(d.qpos[qa + np.arange(4)])
-    dif = math.quat_sub(quat, m.qpos_spring[qa + np.arange(4)])
+    dif = math.quat_sub(quat, spring_ref[qa + np.arange(4)])
     qfrc = qfrc.at[da + np.arange(3)].set(_vector_spring(m, g["jnt"], dif))
   return qfrc
 

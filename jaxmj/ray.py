@@ -90,7 +90,7 @@ def _cylinder(size, p, v):
   return best
 
 
-def _box_faces(size, p, v):
+def box_faces(size, p, v):
   """(6,) distance to each face of the box (-x, +x, -y, +y, -z, +z; inf for a miss)."""
   out = []
   for i in range(3):
@@ -104,7 +104,7 @@ def _box_faces(size, p, v):
 
 
 def _box(size, p, v):
-  return jnp.min(_box_faces(size, p, v))
+  return jnp.min(box_faces(size, p, v))
 
 
 def _triangles(p, v, tri):
@@ -204,7 +204,7 @@ def _hfield_cast(m: Model, sel: np.ndarray, lp, lv):
     base = _box(jnp.array([size[0], size[1], 0.5 * size[3]]),
                 p - jnp.array([0.0, 0.0, -0.5 * size[3]]), v)
     top_size = jnp.array([size[0], size[1], 0.5 * size[2]])
-    faces = _box_faces(top_size, p - jnp.array([0.0, 0.0, 0.5 * size[2]]), v)
+    faces = box_faces(top_size, p - jnp.array([0.0, 0.0, 0.5 * size[2]]), v)
     surface = _triangles(p, v, tri)
     best = jnp.minimum(base, surface)
     spacing = jnp.array([2 * size[1] / (nprof[0] - 1), 2 * size[1] / (nprof[1] - 1),

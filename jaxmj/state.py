@@ -35,7 +35,7 @@ class State(enum.IntFlag):
   MOCAP_QUAT = 1 << 11
   USERDATA = 1 << 12
   PLUGIN = 1 << 13  # plugin state: none in jaxmj models (size 0)
-  PLASTIC = 1 << 14  # plastic joint/tendon state: none in jaxmj models (size 0)
+  PLASTIC = 1 << 14  # spring references of yielding joints and tendons (mjData.plastic)
 
   PHYSICS = QPOS | QVEL | ACT | HISTORY | PLASTIC
   FULLPHYSICS = PHYSICS | TIME | PLUGIN
@@ -51,7 +51,7 @@ _FIELD = {
   State.HISTORY: "history", State.WARMSTART: "qacc_warmstart", State.CTRL: "ctrl",
   State.QFRC_APPLIED: "qfrc_applied", State.XFRC_APPLIED: "xfrc_applied",
   State.EQ_ACTIVE: "eq_active", State.MOCAP_POS: "mocap_pos", State.MOCAP_QUAT: "mocap_quat",
-  State.USERDATA: "userdata", State.PLUGIN: None, State.PLASTIC: None,
+  State.USERDATA: "userdata", State.PLUGIN: None, State.PLASTIC: "plastic",
 }
 
 
@@ -82,7 +82,7 @@ def _shape(m: Model, component: State) -> tuple:
     State.WARMSTART: (m.nv,), State.CTRL: (m.nu,), State.QFRC_APPLIED: (m.nv,),
     State.XFRC_APPLIED: (m.nbody, 6), State.EQ_ACTIVE: (m.neq,),
     State.MOCAP_POS: (m.nmocap, 3), State.MOCAP_QUAT: (m.nmocap, 4),
-    State.USERDATA: (m.nuserdata,),
+    State.USERDATA: (m.nuserdata,), State.PLASTIC: (m.nplastic,),
   }[component]
 
 

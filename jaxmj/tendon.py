@@ -233,7 +233,8 @@ def velocity(m: Model, d: Data) -> Data:
 def passive(m: Model, d: Data) -> tuple[jnp.ndarray, jnp.ndarray]:
   """Tendon spring and damper forces in joint space, (nv,) each (part of mj_passive).
 
-  Spring: outside the rest range [lo, hi] of tendon_lengthspring, with x the distance past
+  Spring: outside the rest range [lo, hi] of tendon_lengthspring (or of d.plastic for a
+  yielding tendon: plastic.lengthspring), with x the distance past
   the nearer end, f = -(k x + k2 x^2 + k3 x^3); zero inside (a deadband when lo < hi).
   Damper: f = -(b v + b2 v |v| + b3 v^3), with what actuators reflect onto the tendon
   (armature.tendon_damping). Both act along ten_J.
@@ -243,7 +244,10 @@ def passive(m: Model, d: Data) -> tuple[jnp.ndarray, jnp.ndarray]:
     return zero, zero
   spring = damper = zero
   if not m.opt.disabled(DisableBit.SPRING):
-    lo, hi = m.tendon_lengthspring[:, 0], m.tendon_lengthspring[:, 1]
+    from jaxmj import plastic
+
+    rest = plastic.lengthspring(m, d)
+    lo, hi = rest[:, 0], rest[:, 1]
     length = d.ten_length
     x = jnp.where(length > hi, length - hi, jnp.where(length < lo, length - lo, 0.0))
     k2, k3 = m.tendon_stiffnesspoly[:, 0], m.tendon_stiffnesspoly[:, 1]

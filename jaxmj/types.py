@@ -283,7 +283,9 @@ class DynType(enum.IntEnum):
   FILTER = 2
   FILTEREXACT = 3
   MUSCLE = 4
-  USER = 5
+  DCMOTOR = 5  # DC motor states: slew, integral, temperature, bristle, current (jaxmj/motor.py)
+  PID = 6  # PID controller states: slew, integral
+  USER = 7
 
 
 class GainType(enum.IntEnum):
@@ -292,7 +294,10 @@ class GainType(enum.IntEnum):
   FIXED = 0
   AFFINE = 1
   MUSCLE = 2
-  USER = 3
+  DCMOTOR = 3  # K / R (stateless) or K (current state)
+  SO3 = 4  # geodesic servo of <orientation> (not supported by jaxmj yet)
+  PID = 5  # setpoint gains of <pid>: kp or kv on the input, ki on the integral
+  USER = 6
 
 
 class BiasType(enum.IntEnum):
@@ -301,7 +306,9 @@ class BiasType(enum.IntEnum):
   NONE = 0
   AFFINE = 1
   MUSCLE = 2
-  USER = 3
+  DCMOTOR = 3  # back-EMF; cogging and LuGre friction are added after the force clamp
+  SO3 = 4
+  USER = 5
 
 
 class WrapType(enum.IntEnum):
@@ -404,7 +411,7 @@ class Model:
   # ---- sizes (static) ----
   nq: int = static()  # generalized coordinates
   nv: int = static()  # degrees of freedom
-  nu: int = static()  # actuators / controls
+  nu: int = static()  # controls (entries of ctrl)
   na: int = static()  # activation states
   nbody: int = static()
   njnt: int = static()
@@ -585,7 +592,7 @@ class Model:
   nuser_tendon: int = static()
   nuser_actuator: int = static()
   tendon_user: np.ndarray = static()  # (ntendon, nuser_tendon)
-  actuator_user: np.ndarray = static()  # (nu, nuser_actuator)
+  actuator_user: np.ndarray = static()  # (nactuator, nuser_actuator)
 
   # ---- renderer settings and model scales (jaxmj/visual.py; static, no physics effect) ----
   vis: Visual = static()  # mjModel.vis (<visual>)
@@ -628,12 +635,12 @@ class Model:
   pair_gap: jax.Array  # (npair,)
   pair_friction: jax.Array  # (npair, 5)
 
-  # ---- contact adhesion (jaxmj/adhesion.py) ----
+  # ---- contact adhesion (jaxmj/constraint/adhesion.py) ----
   geom_adhesion: jax.Array  # (ngeom,)  adhesive pull of contacts, force (summed per pair)
   pair_adhesion: jax.Array  # (npair,)  the explicit pair's adhesion
   flg_adhesion: int = static()  # 1 if any geom or pair adhesion is nonzero
 
-  # ---- contact surface velocity (jaxmj/surfacevel.py) ----
+  # ---- contact surface velocity (jaxmj/constraint/surfacevel.py) ----
   geom_surfacevel: jax.Array  # (ngeom, 6)  surface velocity in the geom frame: lin, ang
   flg_surfacevel: int = static()  # 1 if any geom surfacevel is nonzero
 
@@ -651,7 +658,7 @@ class Model:
   # weld: anchor(3) in body2's frame, relpos(3) and relquat(4) of body2 in body1's frame,
   # torquescale, 1 if relpose came from qpos0; joint/tendon: polycoef(5)
 
-  # ---- sensors (<sensor>; computed in jaxmj/sensor.py) ----
+  # ---- sensors (<sensor>; computed in jaxmj/sensor/) ----
   nsensor: int = static()
   nsensordata: int = static()  # total width of sensordata
   nuser_sensor: int = static()  # columns of sensor_user
@@ -678,42 +685,52 @@ class Model:
   sensor_user: jax.Array  # (nsensor, nuser_sensor)
 
   # ---- actuators (<actuator>; compiled in mjcf/actuator.py, run in jaxmj/actuation.py) ----
-  actuator_trntype: np.ndarray = static()  # (nu,) int32 TrnType
-  actuator_dyntype: np.ndarray = static()  # (nu,) int32 DynType
-  actuator_gaintype: np.ndarray = static()  # (nu,) int32 GainType
-  actuator_biastype: np.ndarray = static()  # (nu,) int32 BiasType
-  actuator_trnid: np.ndarray = static()  # (nu, 2) int32  target id; refsite/slidersite or -1
-  actuator_actadr: np.ndarray = static()  # (nu,) int32  first act entry, -1 if stateless
-  actuator_actnum: np.ndarray = static()  # (nu,) int32  act entries (0 or 1)
-  actuator_group: np.ndarray = static()  # (nu,) int32  for opt.disableactuator
+  # MuJoCo 4.0 layout: actuator k reads ctrl[ctrladr[k] : + ctrlnum[k]] and writes the outputs
+  # outadr[k] : + outnum[k] (gear, acc0, length0, lengthrange and Data's actuator_length /
+  # velocity / force / moment are per output; ctrlrange / ctrllimited per control). The
+  # compiler refuses actuators with several outputs (<orientation>), so here outadr = id;
+  # a multi-input <pid> has one control per input.
+  nactuator: int = static()  # actuators
+  nout: int = static()  # actuator force outputs
+  actuator_trntype: np.ndarray = static()  # (nactuator,) int32 TrnType
+  actuator_dyntype: np.ndarray = static()  # (nactuator,) int32 DynType
+  actuator_gaintype: np.ndarray = static()  # (nactuator,) int32 GainType
+  actuator_biastype: np.ndarray = static()  # (nactuator,) int32 BiasType
+  actuator_trnid: np.ndarray = static()  # (nactuator, 2) int32  target id; refsite/slidersite or -1
+  actuator_actadr: np.ndarray = static()  # (nactuator,) int32  first act entry, -1 if stateless
+  actuator_actnum: np.ndarray = static()  # (nactuator,) int32  act entries (0 or 1)
+  actuator_group: np.ndarray = static()  # (nactuator,) int32  for opt.disableactuator
   actuator_ctrllimited: np.ndarray = static()  # (nu,) bool
-  actuator_forcelimited: np.ndarray = static()  # (nu,) bool
-  actuator_actlimited: np.ndarray = static()  # (nu,) bool
-  actuator_actearly: np.ndarray = static()  # (nu,) bool  force from next-step act
-  actuator_ctrladr: np.ndarray = static()  # (nu,) int32  first ctrl entry (= id here)
-  actuator_ctrlnum: np.ndarray = static()  # (nu,) int32  ctrl entries (1 here)
-  actuator_outadr: np.ndarray = static()  # (nu,) int32  first force output (= id here)
-  actuator_outnum: np.ndarray = static()  # (nu,) int32  force outputs (1 here)
-  actuator_ctrlspec: np.ndarray = static()  # (nu,) int32  declared input: 1 pos, 2 vel,
+  actuator_forcelimited: np.ndarray = static()  # (nactuator,) bool
+  actuator_actlimited: np.ndarray = static()  # (nactuator,) bool
+  actuator_actearly: np.ndarray = static()  # (nactuator,) bool  force from next-step act
+  actuator_ctrladr: np.ndarray = static()  # (nactuator,) int32  first ctrl entry
+  actuator_ctrlnum: np.ndarray = static()  # (nactuator,) int32  ctrl entries
+  actuator_outadr: np.ndarray = static()  # (nactuator,) int32  first output
+  actuator_outnum: np.ndarray = static()  # (nactuator,) int32  outputs
+  actuator_ctrlspec: np.ndarray = static()  # (nactuator,) int32  declared input: 1 pos, 2 vel,
   # 32 pressure, 0 a plain command
-  actuator_history: np.ndarray = static()  # (nu, 2) int32  nsample, interp (0 here)
-  actuator_historyadr: np.ndarray = static()  # (nu,) int32  -1 (no ctrl history)
-  actuator_plugin: np.ndarray = static()  # (nu,) int32  -1 (no plugins)
-  actuator_dynprm: jax.Array  # (nu, 10)  dynamics parameters (filter tau, muscle tau)
-  actuator_gainprm: jax.Array  # (nu, 10)  gain parameters
-  actuator_biasprm: jax.Array  # (nu, 10)  bias parameters
+  actuator_history: np.ndarray = static()  # (nactuator, 2) int32  nsample, interp (0 here)
+  actuator_historyadr: np.ndarray = static()  # (nactuator,) int32  -1 (no ctrl history)
+  actuator_plugin: np.ndarray = static()  # (nactuator,) int32  -1 (no plugins)
+  actuator_dynprm: jax.Array  # (nactuator, 10)  dynamics parameters (filter tau, muscle tau)
+  actuator_gainprm: jax.Array  # (nactuator, 10)  gain parameters
+  actuator_biasprm: jax.Array  # (nactuator, 10)  bias parameters
   actuator_ctrlrange: jax.Array  # (nu, 2)
-  actuator_forcerange: jax.Array  # (nu, 2)
-  actuator_actrange: jax.Array  # (nu, 2)
-  actuator_gear: jax.Array  # (nu, 6)  length scale; 3D axes for ball/free/site targets
-  actuator_cranklength: jax.Array  # (nu,)  slider-crank rod length
-  actuator_acc0: jax.Array  # (nu,)  |M^-1 moment| at qpos0 (muscle force scale)
-  actuator_length0: jax.Array  # (nu,)  actuator length at qpos0
-  actuator_lengthrange: jax.Array  # (nu, 2)  feasible length range (muscles)
-  actuator_delay: jax.Array  # (nu,)  control delay, s (0 here)
-  actuator_damping: jax.Array  # (nu,)  damping reflected on the target (gear^2 scaled)
-  actuator_dampingpoly: jax.Array  # (nu, 2)  quadratic and cubic damping coefficients
-  actuator_armature: jax.Array  # (nu,)  rotor inertia reflected on the target
+  actuator_forcerange: jax.Array  # (nactuator, 2)
+  actuator_actrange: jax.Array  # (nactuator, 2)
+  actuator_gear: jax.Array  # (nout, 6)  length scale; 3D axes for ball/free/site targets
+  actuator_cranklength: jax.Array  # (nactuator,)  slider-crank rod length
+  actuator_acc0: jax.Array  # (nout,)  |M^-1 moment| at qpos0 (muscle force scale)
+  actuator_length0: jax.Array  # (nout,)  actuator length at qpos0
+  actuator_lengthrange: jax.Array  # (nout, 2)  feasible length range (muscles)
+  actuator_delay: jax.Array  # (nactuator,)  control delay, s (0 here)
+  actuator_damping: jax.Array  # (nactuator,)  damping reflected on the target (gear^2 scaled)
+  actuator_dampingpoly: jax.Array  # (nactuator, 2)  quadratic and cubic damping coefficients
+  actuator_armature: jax.Array  # (nactuator,)  rotor inertia reflected on the target
+  actuator_slots: np.ndarray = static()  # (nactuator, 5) int32  jaxmj: offsets in the actuator's
+  # act block of the PID / DC motor states slew, integral, temperature, bristle, current
+  # (-1 absent); MuJoCo derives them from the parameters (mj_dcmotorSlots)
 
   # ---- tendons (<tendon>; compiled in mjcf/tendon.py, run in jaxmj/tendon.py) ----
   ntendon: int = static()
@@ -749,6 +766,14 @@ class Model:
   tendon_invweight0: jax.Array  # (ntendon,)  J M^-1 J' at qpos0
   tendon_width: jax.Array  # (ntendon,)  visual radius
   wrap_prm: jax.Array  # (nwrap,)  joint coef, pulley divisor, geom side site id (-1 none)
+
+  # ---- spring plasticity (springyield; mjcf/plastic.py compiles, jaxmj/plastic.py runs) ----
+  nplastic: int = static()  # size of mjData.plastic
+  jnt_plasticadr: np.ndarray = static()  # (njnt,) int32  first plastic slot (1 hinge/slide,
+  # 4 ball), -1 without springyield
+  tendon_plasticadr: np.ndarray = static()  # (ntendon,) int32  first of 2 slots, or -1
+  jnt_springyield: jax.Array  # (njnt,)  largest elastic spring displacement, rad or m
+  key_plastic: jax.Array  # (nkey, nplastic)  plastic state of each keyframe
 
   # ---- trees ----
   tree_bodyadr: np.ndarray = static()  # (ntree,) int32
@@ -821,6 +846,30 @@ class Model:
   # padded to the largest hull count by repeating the first hull vertex (harmless for
   # support functions); nhullmax = 0 if nmesh = 0
 
+  # ---- mesh polygons (compiled by mjcf/meshpoly.py, MuJoCo's mjCMesh::MakePolygons) ----
+  # The flat sides of each mesh's convex hull: hull triangles whose normals round to the same
+  # direction (0.01 rad bins) merged into polygons, one per connected patch. Only meshes
+  # with a hull graph (mesh_graphadr >= 0) have polygons; the others have mesh_polynum = 0
+  # and empty vertex maps. Vertex ids are local to the mesh (add mesh_vertadr), polygon ids
+  # local to the mesh (add mesh_polyadr); the *adr fields are global addresses. Same
+  # polygons, order, vertex paths and maps as MuJoCo.
+  nmeshpoly: int = static()  # polygons, all meshes
+  nmeshpolyvert: int = static()  # polygon vertices (sum of mesh_polyvertnum)
+  nmeshpolymap: int = static()  # vertex -> polygon entries (sum of mesh_polymapnum)
+  npolygonmax: int = static()  # most vertices in one polygon (0 if none)
+  mesh_polynum: np.ndarray = static()  # (nmesh,) int32  polygons of the mesh
+  mesh_polyadr: np.ndarray = static()  # (nmesh,) int32  first polygon (row of mesh_polynormal)
+  mesh_polynormal: np.ndarray = static()  # (nmeshpoly, 3) float64  outward unit normal, mesh
+  # frame (Newell's normal of the vertex path)
+  mesh_polyvertadr: np.ndarray = static()  # (nmeshpoly,) int32  first entry in mesh_polyvert
+  mesh_polyvertnum: np.ndarray = static()  # (nmeshpoly,) int32  vertices of the polygon
+  mesh_polyvert: np.ndarray = static()  # (nmeshpolyvert,) int32  each polygon's vertex ids
+  # (local to the mesh), a closed path counter-clockwise seen from outside (along the normal)
+  mesh_polymapadr: np.ndarray = static()  # (nmeshvert,) int32  first entry in mesh_polymap
+  mesh_polymapnum: np.ndarray = static()  # (nmeshvert,) int32  polygons the vertex is on
+  mesh_polymap: np.ndarray = static()  # (nmeshpolymap,) int32  polygon ids (local to the
+  # mesh) per vertex, ascending
+
   # ---- generalized coordinates ----
   qpos0: jax.Array  # (nq,)  reference configuration
   qpos_spring: jax.Array  # (nq,)  spring rest configuration
@@ -842,7 +891,7 @@ class Model:
   name_siteadr: np.ndarray = static()  # (nsite,) int32
   name_tendonadr: np.ndarray = static()  # (ntendon,) int32
   name_keyadr: np.ndarray = static()  # (nkey,) int32
-  name_actuatoradr: np.ndarray = static()  # (nu,) int32
+  name_actuatoradr: np.ndarray = static()  # (nactuator,) int32
 
   # ---- jaxmj additions ----
   body_depth: np.ndarray = static()  # (nbody,) int32  tree depth, world = 0
@@ -905,6 +954,8 @@ class Data:
   qpos: jax.Array  # (nq,)
   qvel: jax.Array  # (nv,)
   act: jax.Array  # (na,)
+  plastic: jax.Array  # (nplastic,)  spring references moved by plastic yield: a hinge's or
+  # slide's qpos_spring, a ball's quaternion, a tendon's (lower, upper) rest range
   eq_active: jax.Array  # (neq,) bool  equality constraints switched on (from eq_active0)
   qacc_warmstart: jax.Array  # (nv,)
   # ---- controls and applied forces ----
@@ -951,10 +1002,11 @@ class Data:
   wrap_obj: jax.Array  # (nwrap, 2) int32  per path point: -2 pulley, -1 site, else geom id
   wrap_xpos: jax.Array  # (nwrap, 6)  path points, global frame, 3 per entry (for drawing)
   # ---- actuators (jaxmj/actuation.py; moment dense where MuJoCo's is sparse) ----
-  actuator_length: jax.Array  # (nu,)  transmission length (fwd_position)
-  actuator_moment: jax.Array  # (nu, nv)  d length / d qpos, per dof (fwd_position)
-  actuator_velocity: jax.Array  # (nu,)  moment @ qvel (fwd_velocity)
-  actuator_force: jax.Array  # (nu,)  scalar force after clamping (fwd_actuation)
+  actuator_length: jax.Array  # (nout,)  transmission length (fwd_position)
+  actuator_moment: jax.Array  # (nout, nv)  d length / d qpos, per dof (fwd_position); MuJoCo
+  # stores the nonzeros only (nJmom)
+  actuator_velocity: jax.Array  # (nout,)  moment @ qvel (fwd_velocity)
+  actuator_force: jax.Array  # (nout,)  force after clamping (fwd_actuation)
   # ---- mass matrix ----
   qM: jax.Array  # (nv, nv)  joint-space inertia, armature included (dense mj_fullM)
   qLD: jax.Array  # (nv, nv)  M = L' D L: D on the diagonal, L strictly below it
@@ -987,10 +1039,22 @@ class Data:
   efc_aref: jax.Array  # (nefc,)  reference acceleration
   efc_force: jax.Array  # (nefc,)  constraint force in constraint space
   efc_state: jax.Array  # (nefc,) int32 ConstraintState
-  solver_niter: jax.Array  # () int32  iterations the solver ran
-  solver_improvement: jax.Array  # ()  jaxmj: mjData.solver[niter-1].improvement, the scaled
-  # cost decrease of the solver's last iteration
-  solver_gradient: jax.Array  # ()  jaxmj: mjData.solver[niter-1].gradient (0 for PGS)
+  solver_niter: jax.Array  # (max(1, ntree),) int32  iterations the solver ran, per island
+  # (mjData's has mjNISLAND entries; entry 0 only with islands disabled)
+  solver_improvement: jax.Array  # (max(1, ntree),)  jaxmj: per island, mjData.solver[island,
+  # niter-1].improvement, the scaled cost decrease of the solver's last iteration
+  solver_gradient: jax.Array  # (max(1, ntree),)  jaxmj: per island, mjData.solver[island,
+  # niter-1].gradient (0 for PGS)
+  # ---- constraint islands (jaxmj/island.py; padded to max(1, ntree) islands) ----
+  nisland: jax.Array  # () int32  islands found (0 with islands disabled)
+  tree_island: jax.Array  # (ntree,) int32  island of each tree, -1 if no active row touches it
+  dof_island: jax.Array  # (nv,) int32  island of each dof, -1 if unconstrained
+  efc_island: jax.Array  # (nefc,) int32  island of each row, -1 for inactive rows
+  island_ntree: jax.Array  # (max(1, ntree),) int32  trees per island (0 past nisland)
+  island_nv: jax.Array  # (max(1, ntree),) int32  dofs per island
+  island_nefc: jax.Array  # (max(1, ntree),) int32  active rows per island
+  island_ne: jax.Array  # (max(1, ntree),) int32  equality rows per island
+  island_nf: jax.Array  # (max(1, ntree),) int32  friction-loss rows per island
   # ---- sensors and mj_rnePostConstraint (com frame, [angular, linear]) ----
   sensordata: jax.Array  # (nsensordata,)  every sensor's output at sensor_adr
   history: jax.Array  # (nhistory,)  state: ring buffers of past ctrl and sensor samples, at

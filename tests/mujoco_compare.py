@@ -13,9 +13,11 @@ mujoco = __import__("pytest").importorskip("mujoco")
 PREFIXES = ("body_", "jnt_", "dof_", "geom_", "site_", "tree_", "actuator_", "mesh_", "hfield_",
             "tex_", "mat_", "sensor_", "tendon_", "wrap_", "eq_", "cam_", "light_")
 SIZES = ("nq", "nv", "nbody", "njnt", "ngeom", "nsite", "nmocap", "nkey", "ntree", "nu",
-         "na", "nmesh", "nmeshvert", "nmeshface", "nmeshgraph", "nhfield", "nhfielddata",
+         "nactuator", "nout",
+         "na", "nmesh", "nmeshvert", "nmeshface", "nmeshgraph", "nmeshpoly", "nmeshpolyvert",
+         "nmeshpolymap", "npolygonmax", "nhfield", "nhfielddata",
          "ntex", "ntexdata", "nmat", "nsensor", "nsensordata", "nuser_sensor", "ntendon",
-         "nwrap", "neq", "ncam", "nlight", "nuser_cam",
+         "nwrap", "neq", "ncam", "nlight", "nuser_cam", "nplastic",
          "nuser_body", "nuser_jnt", "nuser_geom", "nuser_site", "nuser_tendon",
          "nuser_actuator")
 # jaxmj fields with these prefixes that mjModel lacks (documented in types.Model).
@@ -23,7 +25,7 @@ JAXMJ_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss",
               "mesh_hullnum", "mesh_hullvert", "geom_hfieldwindow", "tendon_hasfrictionloss",
               "tendon_hasarmature", "jnt_limitboth", "tendon_limitboth",
               "body_fluidellipsoid",
-              "wrap_sideid"}
+              "wrap_sideid", "actuator_slots"}
 def load_both(path: str | None = None, xml: str | None = None):
   """(jaxmj Model, mujoco.MjModel) compiled from the same file or string."""
   if path is not None:

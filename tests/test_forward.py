@@ -1,5 +1,6 @@
 """Each pipeline stage equals its MuJoCo counterpart on random states (float64, 1e-9)."""
 
+import functools
 import glob
 import os
 
@@ -19,22 +20,32 @@ PATHS = [pytest.param(p, marks=pytest.mark.slow) if os.path.basename(p) in SLOW_
          for p in sorted(glob.glob(os.path.join(MODELS, "*.xml")))]
 
 
+# One compiled program per model and function, shared by the seeds and by the kinematics,
+# com/crb and velocity tests (the velocity stages' Data carries every field they compare).
+_forward = jax.jit(jaxmj.forward)
+
+
 def _close(ours, ref, name, rtol=0.0):
   ours = np.asarray(ours)
   np.testing.assert_allclose(ours, np.asarray(ref).reshape(ours.shape), atol=TOL, rtol=rtol,
                              err_msg=name)
 
 
+@functools.cache
+def _load(path):
+  return load_both(path)
+
+
 @pytest.fixture(scope="module", params=PATHS, ids=os.path.basename)
 def pair(request):
-  return load_both(request.param)
+  return _load(request.param)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_kinematics_matches_mj_kinematics(pair, seed):
   m, mj = pair
   dm = random_state(m, mj, seed)
-  d = jax.jit(kinematics.kinematics)(m, to_jaxmj(m, dm))
+  d = _velocity(m, to_jaxmj(m, dm))
   mujoco.mj_kinematics(mj, dm)
   for name in ("xpos", "xquat", "xmat", "xipos", "ximat", "xanchor", "xaxis", "geom_xpos",
                "geom_xquat", "geom_xmat", "site_xpos", "site_xquat", "site_xmat"):
@@ -51,7 +62,7 @@ def _position_stages(m, d):
 def test_com_and_crb_match_mj_compos_and_mj_crb(pair, seed):
   m, mj = pair
   dm = random_state(m, mj, seed)
-  d = jax.jit(_position_stages)(m, to_jaxmj(m, dm))
+  d = _velocity(m, to_jaxmj(m, dm))
   mujoco.mj_kinematics(mj, dm)
   mujoco.mj_comPos(mj, dm)
   mujoco.mj_crb(mj, dm)
@@ -72,11 +83,14 @@ def _velocity_stages(m, d):
   return rne.rne(m, passive.passive(m, d))
 
 
+_velocity = jax.jit(_velocity_stages)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_velocity_stages_match_mj_comvel_passive_rne(pair, seed):
   m, mj = pair
   dm = random_state(m, mj, seed)
-  d = jax.jit(_velocity_stages)(m, to_jaxmj(m, dm))
+  d = _velocity(m, to_jaxmj(m, dm))
   mujoco.mj_forward(mj, dm)
   for name in ("cvel", "cdof_dot", "qfrc_bias", "qfrc_spring", "qfrc_damper", "qfrc_passive"):
     _close(getattr(d, name), getattr(dm, name), name)
@@ -90,15 +104,25 @@ def test_velocity_stages_match_mj_comvel_passive_rne(pair, seed):
 def test_forward_matches_mj_forward(pair, seed):
   m, mj = pair
   dm = random_state(m, mj, seed)
-  d = jax.jit(jaxmj.forward)(m, to_jaxmj(m, dm))
+  d = _forward(m, to_jaxmj(m, dm))
   mujoco.mj_forward(mj, dm)
   for name in ("qfrc_smooth", "qacc_smooth", "qacc"):
     # Long chains amplify round-off in M^-1; accelerations reach 1e3, hence rtol.
     _close(getattr(d, name), getattr(dm, name), name, rtol=1e-10)
 
 
-def test_fwd_acceleration_matches_mj_fwdacceleration(pair):
-  m, mj = pair
+# qfrc_smooth and qacc_smooth do not depend on contacts, so the split stages run on one contact
+# model by default; the other contact models compile the colliders and constraint rows once
+# more (their forward is held against mj_forward above) and run with --runslow.
+CONTACT_SLOW = ("box_pile.xml", "gripper.xml", "humanoid_floor.xml", "primitives_drop.xml",
+                "quadruped.xml", "sensors.xml") + SLOW_MODELS
+ACC_PATHS = [pytest.param(p, marks=pytest.mark.slow) if os.path.basename(p) in CONTACT_SLOW
+             else p for p in sorted(glob.glob(os.path.join(MODELS, "*.xml")))]
+
+
+@pytest.mark.parametrize("path", ACC_PATHS, ids=os.path.basename)
+def test_fwd_acceleration_matches_mj_fwdacceleration(path):
+  m, mj = _load(path)
   dm = random_state(m, mj, 3)
   mujoco.mj_forward(mj, dm)
   dm.qfrc_applied[:] *= 2.0

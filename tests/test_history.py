@@ -102,3 +102,67 @@ def test_bad_actuator_delays_are_errors(attrs, message):
   xml = XML.replace('<motor joint="slide" nsample="2"/>', f'<motor joint="slide" {attrs}/>')
   with pytest.raises(MJCFError, match=message):
     jaxmj.Model.from_xml_string(xml)
+
+
+
+
+# One hinge: delayed position and velocity sensors (linear, cubic), interval sensors (with
+# and without a phase), a delayed acceleration-stage sensor and a delayed motor. Keyframe
+# times fall after the buffers (0.5), inside their span (-0.015), on a sample (-0.02),
+# before them (-0.0333) or leave samples a rounding error apart (-0.06).
+KEY_TIMES = (0.5, -0.015, -0.02, -0.0333, -0.06)
+SMALL = f"""
+<mujoco>
+  <option timestep="0.01"/>
+  <worldbody>
+    <body><joint name="h" axis="0 1 0" damping=".1"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/></body>
+  </worldbody>
+  <actuator><motor name="m" joint="h" nsample="3" delay="0.02"/></actuator>
+  <sensor>
+    <jointpos joint="h" nsample="4" delay="0.015" interp="linear"/>
+    <jointvel joint="h" nsample="5" delay="0.02" interp="cubic"/>
+    <clock nsample="2" interval="0.025"/>
+    <jointvel joint="h" nsample="3" interval="0.03 -0.01"/>
+    <actuatorfrc actuator="m" nsample="3" delay="0.01"/>
+  </sensor>
+  <keyframe>{"".join(f'<key time="{t}"/>' for t in KEY_TIMES)}</keyframe>
+</mujoco>"""
+# Shared by the tests below: one compile of each.
+STEP1 = jax.jit(jaxmj.step1, compiler_options=FAST)
+STEP2 = jax.jit(jaxmj.step2, compiler_options=FAST)
+
+
+def _split_steps(m, mj, d, dm, nstep: int, label: str):
+  """mj_step1 / mj_step2 beside step1 / step2 from (d, dm): sensordata after step1, then
+  sensordata, history and qpos after step2."""
+  for k in range(nstep):
+    mujoco.mj_step1(mj, dm)
+    d = STEP1(m, d)
+    np.testing.assert_allclose(d.sensordata, dm.sensordata, atol=1e-10,
+                               err_msg=f"{label}: step1 {k}")
+    dm.ctrl[:] = np.sin(k)
+    mujoco.mj_step2(mj, dm)
+    d = STEP2(m, d.replace(ctrl=dm.ctrl.copy()))
+    for f in ("sensordata", "history", "qpos"):
+      np.testing.assert_allclose(getattr(d, f), getattr(dm, f), atol=1e-10, rtol=1e-10,
+                                 err_msg=f"{label}: {f} after step {k}")
+
+
+def test_step1_reports_delayed_position_and_velocity_sensors():
+  """mj_step1 already reads delayed and held interval values of position- and velocity-stage
+  sensors; step2 still records their computed values."""
+  m, mj = load_both(xml=SMALL)
+  _split_steps(m, mj, jaxmj.make_data(m), mujoco.MjData(mj), 6, "reset")
+
+
+def test_history_after_keyframe_reset_matches_mj_resetDataKeyframe():
+  """A keyframe resets the buffers as mj_resetData does, and later steps insert samples in
+  time order (mju_historyInsert) and read near-duplicate stamps as MuJoCo does."""
+  m, mj = load_both(xml=SMALL)
+  for key, time in enumerate(KEY_TIMES):
+    dm = mujoco.MjData(mj)
+    mujoco.mj_resetDataKeyframe(mj, dm, key)
+    d = jaxmj.reset(m, key)
+    np.testing.assert_array_equal(d.history, dm.history)
+    _split_steps(m, mj, d, dm, 7, f"key time {time}")

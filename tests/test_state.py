@@ -17,8 +17,9 @@ import jaxmj  # noqa: E402
 from jaxmj.state import NSTATE, State  # noqa: E402
 
 # A free body, a hinge, a mocap body and user data: every component has a nonzero size
-# except those jaxmj models never have (history, plugin, plastic) and act/ctrl/eq_active
-# (no actuators or equality constraints here).
+# except plugin (none in jaxmj models), history and plastic (no delays or springyield here;
+# tests/test_history.py, tests/test_plastic.py) and act/ctrl/eq_active (no actuators or
+# equality constraints here).
 XML = """
 <mujoco>
   <size nuserdata="3"/>

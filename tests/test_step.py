@@ -18,6 +18,9 @@ TOL = 1e-7  # issue #2: 500-step qpos within 1e-7; observed <= 2e-12
 # into the floor; tests/collision/test_contact_step.py covers those from their own poses.
 SMOOTH = ("pendulum", "double_pendulum", "cartpole", "arm", "free_body", "humanoid", "chain")
 
+# one compiled rollout per model, shared by the tests that step the same model
+_rollout = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=NSTEP))
+
 
 @pytest.mark.parametrize("path", [os.path.join(MODELS, f"{n}.xml") for n in SMOOTH],
                          ids=SMOOTH)
@@ -26,7 +29,7 @@ def test_500_step_rollout_matches_mj_step(path):
   dm = random_state(m, mj, 1)
   dm.xfrc_applied[:] *= 0.1
   d = to_jaxmj(m, dm)
-  _, traj = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=NSTEP))(m, d)
+  _, traj = _rollout(m, d)
   ref_qpos, ref_qvel = [], []
   for _ in range(NSTEP):
     mujoco.mj_step(mj, dm)
@@ -45,11 +48,11 @@ def test_step_from_keyframe_matches_mj_step():
   d = jaxmj.reset(m, "crouch")
   dm = mujoco.MjData(mj)
   mujoco.mj_resetDataKeyframe(mj, dm, jaxmj.name2id(m, "key", "crouch"))
-  step = jax.jit(jaxmj.step)
+  # the humanoid's rollout compiled for the 500-step test above; step 50 is checked
+  _, traj = _rollout(m, d)
   for _ in range(50):
-    d = step(m, d)
     mujoco.mj_step(mj, dm)
-  np.testing.assert_allclose(np.asarray(d.qpos), dm.qpos, atol=1e-9)
+  np.testing.assert_allclose(np.asarray(traj["qpos"][49]), dm.qpos, atol=1e-9)
 
 
 def test_eulerdamp_disabled_is_explicit_like_mujoco():

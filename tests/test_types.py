@@ -15,12 +15,12 @@ MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss", 
               "model_name", "path", "opt", "names", "mesh_hullnum", "mesh_hullvert",
               "geom_hfieldwindow", "tendon_hasfrictionloss", "wrap_sideid",
               "body_fluidellipsoid", "tendon_hasarmature",
-              "jnt_limitboth", "tendon_limitboth"}
+              "jnt_limitboth", "tendon_limitboth", "actuator_slots"}
 # dense d.M / d.qLD; masks; the last iteration's entry of mjData.solver (mjSolverStat)
 DATA_ONLY = {"qM", "qLD", "qLDiagInv", "warning", "efc_active", "solver_improvement",
              "solver_gradient"}
-# mjData sizes these by the constraints present at a state; jaxmj uses fixed sizes.
-PER_STATE = ("efc_", "contact", "solver_niter")
+# mjData sizes these by the constraints (islands) present at a state; jaxmj uses fixed sizes.
+PER_STATE = ("efc_", "contact", "solver_niter", "island_")
 
 
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(MODELS, "*.xml"))),

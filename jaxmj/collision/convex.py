@@ -54,20 +54,11 @@ Support functions: sphere, capsule, ellipsoid, cylinder, box, and a convex mesh 
 MuJoCo's exhaustive mesh support), passed as verts1 / verts2. For a batch mixing meshes and
 primitives pass a (V, 3) array for every geom (ignored unless the type is MESH).
 
-Limitations (see CONVEX_PAIRS): one contact per pair. MuJoCo 4.0 (multiccd, on by default)
-turns the EPA contact into a contact polygon when EPA's final face lies on aligned features
-of the two geoms: a face (box face, mesh hull polygon, cylinder cap as a 16-gon) against a face
-or an edge (capsule segment, cylinder side line). The features are clipped against each other,
-more than four points are pruned to a largest-area quadrilateral, and every point gets its own
-depth along the face normal, which is the face's normal exactly (measured: a cylinder tilted
-3 degrees on a box gives four 16-gon rim points, depths -0.0050 to -0.0147). Measured counts
-for flat-resting pairs, with or without margin (tests/collision/test_multicontact_survey.py):
-cylinder cap on box / cylinder / mesh 4, cylinder side on a box face 2, capsule lying on a
-cylinder cap or mesh face 2, box-mesh and mesh-mesh face to face 4. Not reproduced: the 4.0
-source of these features was not available, and neither the older published multicontact
-(box / mesh only, one shared depth) nor the perturbation multiCCD of older releases (rotate
-both geoms by 1e-3 rad about the contact tangents, 5 contacts) gives 4.0's points (tried; the
-perturbation variant gives 5 points where 4.0 gives 4, at other places). MuJoCo's mesh
+Multiple contacts: this module gives MuJoCo's first (EPA or GJK) contact. MuJoCo 4.0's
+multiccd, which turns it into up to four contacts when flat features of the two geoms align
+(box faces, cylinder caps as 16-gons, mesh polygons, capsule / cylinder side / box / mesh
+edges), is collision/multiccd.py, which runs this module's search and then its own stage; the
+driver uses it for every convex pair of capsules, cylinders, boxes and meshes. MuJoCo's mesh
 hill-climbing and support caching only matter for exactly tied vertices. Where a search direction is
 exactly parallel to a box face, last-bit rounding picks the corner and may send EPA down a
 different (equally valid) path than the C build: seen in ~2% of random cylinder-box cases.
@@ -106,10 +97,8 @@ _CONVEX_TYPES = (GeomType.SPHERE, GeomType.CAPSULE, GeomType.ELLIPSOID, GeomType
 # Pairs that MuJoCo 4.0's mjCOLLISIONFUNC sends to mjc_Convex among primitive geoms (type1 <=
 # type2, the order in which the driver passes them), with the number of contact slots this
 # collider fills. Pairs with a sphere or an ellipsoid give one contact in MuJoCo too. For the
-# capsule/cylinder/box pairs MuJoCo 4.0 adds "single-shot multicontact" points when faces or
-# edges are aligned (a resting cylinder gets 4, a capsule lying on a cylinder cap 2); that
-# feature is not reproduced here and these pairs get MuJoCo's first (EPA) contact only, which
-# is all MuJoCo returns for them in generic, non-aligned configurations.
+# capsule/cylinder/box pairs MuJoCo 4.0 adds multiccd points when faces or edges are aligned
+# (a resting cylinder gets 4, a capsule lying on a cylinder cap 2): collision/multiccd.py.
 CONVEX_PAIRS: dict[tuple[GeomType, GeomType], int] = {
   (GeomType.SPHERE, GeomType.ELLIPSOID): 1,
   (GeomType.CAPSULE, GeomType.ELLIPSOID): 1,

@@ -4,7 +4,9 @@ Which geom pairs may collide depends only on static structure (contype/conaffini
 body tree, <contact> pairs and excludes, flags), so the host enumerates them once per
 model structure. Pairs are grouped by (type1, type2) and each group runs one vmapped
 collider: every collider is traced once, however many pairs use it. Each pair owns the
-collider's fixed number of contact slots; `Contact.active` marks the ones in use.
+collider's fixed number of contact slots; `Contact.active` marks the ones in use. The convex
+group (GJK/EPA) has four slots per pair when one of its pairs may get MuJoCo 4.0's multiccd
+contacts (collision/multiccd.py), else one.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def _plan(m, disable: int) -> dict:
     sig = _signature(m.geom_bodyid[dyn1], m.geom_bodyid[dyn2])
     dynamic = [(int(a), int(b), -1) for a, b, s in zip(dyn1, dyn2, sig) if int(s) not in taken]
     pairs = explicit + dynamic
-  from jaxmj.collision import hfield
+  from jaxmj.collision import hfield, multiccd
 
   table = _colliders() if pairs else {}
   groups: dict[tuple, list] = {}
@@ -110,7 +112,8 @@ def _plan(m, disable: int) -> dict:
   for key in sorted(groups, key=str):
     rows = np.array(groups[key], np.int32).reshape(-1, 3)
     g1, g2, p = rows[:, 0], rows[:, 1], rows[:, 2]
-    slots = 1 if key == CONVEX else hfield.slots(m, g2) if key == HFIELD else table[key][1]
+    slots = (multiccd.group_slots(m, g1, g2, disable) if key == CONVEX else
+             hfield.slots(m, g2) if key == HFIELD else table[key][1])
     condim = _condim(m, g1, g2, p)
     out.append({"types": key, "g1": g1, "g2": g2, "pair": p, "slots": slots, "start": start})
     start += len(rows) * slots
@@ -189,8 +192,7 @@ def collision(m: Model, d: Data) -> Data:
   Reads geom_xpos, geom_xmat. Colliders look as far as margin + gap (where MuJoCo 4.0
   reports a contact); a slot is active, and gets constraint rows, when dist < margin.
   """
-  from jaxmj.collision import hfield
-  from jaxmj.collision.convex import collide_convex
+  from jaxmj.collision import hfield, multiccd
   from jaxmj.collision.mesh import pair_arguments
   from jaxmj.collision.primitive import GeomFrame
 
@@ -203,14 +205,10 @@ def collision(m: Model, d: Data) -> Data:
                            "solreffriction", "solimp")}
   for group in plan["groups"]:
     g1, g2 = group["g1"], group["g2"]
+    more = ()
     if group["types"] == CONVEX:
-      slots = 1
-      types = (m.geom_type[g1], m.geom_type[g2])
-
-      def fn(a, b, margin, t1, t2, verts1=None, verts2=None):
-        one = collide_convex(t1, t2, a, b, margin, m.opt.ccd_tolerance,
-                             iterations=iterations, verts1=verts1, verts2=verts2)
-        return tuple(x[None] for x in one)
+      slots, types = group["slots"], (m.geom_type[g1], m.geom_type[g2])
+      fn, more = multiccd.group_collider(m, g1, g2, slots)
     elif group["types"] == HFIELD:
       slots = group["slots"]
       fn, types = hfield.collider(m, g1, g2, m.opt.ccd_tolerance, iterations)
@@ -219,7 +217,7 @@ def collision(m: Model, d: Data) -> Data:
     params = contact_params(m, g1, g2, group["pair"])
     frames = [GeomFrame(pos=d.geom_xpos[g], mat=d.geom_xmat[g], size=m.geom_size[g])
               for g in (g1, g2)]
-    extra = pair_arguments(m, group["types"], g1, g2)
+    extra = pair_arguments(m, group["types"], g1, g2) + more
     dist, pos, fr = jax.vmap(fn)(*frames, params["margin"] + params["gap"], *types, *extra)
     far = broadphase.out_of_reach(m, d, g1, g2, params["margin"] + params["gap"])
     dist = jnp.where(far.reshape((-1,) + (1,) * (dist.ndim - 1)), NO_CONTACT, dist)

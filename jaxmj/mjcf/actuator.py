@@ -1,14 +1,16 @@
 """<actuator> -> actuator_* arrays, as MuJoCo 4.0's compiler builds them (host side, numpy).
 
-Every shortcut (motor, position, velocity, intvelocity, damper, cylinder, muscle, adhesion)
-is expanded into <general>'s dyntype/gaintype/biastype and their parameters. Default classes
-hold one actuator spec per class, as MuJoCo's do: a shortcut inside <default> rewrites that
-spec. An element starts from its class's spec; a shortcut whose class spec was last written
-by a different shortcut starts from pristine dynamics, gain and bias (only the common
-attributes such as ctrlrange or gear carry over), which is what MuJoCo 4.0 does.
+Every shortcut (motor, position, velocity, intvelocity, damper, cylinder, muscle, adhesion;
+pid and dcmotor in mjcf/motor.py) is expanded into <general>'s dyntype/gaintype/biastype and
+their parameters; <orientation> (3 or 4 controls, 3 outputs) is not supported. A pid has one
+control per input (ctrlrange and ctrllimited per control, MuJoCo 4.0's nu > nactuator).
+Default classes hold one actuator spec per class, as MuJoCo's do: a shortcut inside <default>
+rewrites that spec. An element starts from its class's spec; a shortcut whose class spec was
+last written by a different shortcut starts from pristine dynamics, gain and bias (only the
+common attributes such as ctrlrange or gear carry over), which is what MuJoCo 4.0 does.
 
 After the mass constants, `actuator_constants` evaluates the transmissions at qpos0 for
-actuator_length0 and actuator_acc0, turns position servos' dampratio into kv, and finds
+actuator_length0 and actuator_acc0, turns position and pid servos' dampratio into kv, finds
 muscle length ranges (compiler <lengthrange>: useexisting, uselimit; the rest are left to
 jaxmj.lengthrange's simulation, run on the compiled Model).
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmj.mjcf import frames, schema, setconst
+from jaxmj.mjcf import frames, motor, schema, setconst
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.mjcf.parse import Node, overlay
 from jaxmj.types import BiasType, DynType, GainType, JointType, TrnType
@@ -30,7 +32,7 @@ _SHORTCUT_OWNED = ("dyntype", "dynprm", "gaintype", "gainprm", "biastype", "bias
 _TARGETS = {"joint": TrnType.JOINT, "jointinparent": TrnType.JOINTINPARENT,
             "tendon": TrnType.TENDON, "cranksite": TrnType.SLIDERCRANK, "site": TrnType.SITE,
             "body": TrnType.BODY}
-_INPUT = {"pos": 1, "vel": 2, "pressure": 32}
+_INPUT = {"pos": 1, "vel": 2, "ff": 4, "voltage": 8, "pressure": 32}
 _MUSCLE_DEFAULTS = (0.75, 1.05, -1.0, 200.0, 0.5, 1.6, 1.5, 1.3, 1.2)
 
 
@@ -136,12 +138,14 @@ _SHORTCUTS = {
   "position": lambda node, s: _servo(node, s, integrated=False),
   "intvelocity": lambda node, s: _servo(node, s, integrated=True),
   "velocity": _velocity, "damper": _damper, "cylinder": _cylinder, "muscle": _muscle,
-  "adhesion": _adhesion,
+  "adhesion": _adhesion, "pid": motor.pid, "dcmotor": motor.dcmotor,
 }
 # Attributes a shortcut reads itself rather than copying onto the spec.
 _OWN = {"kp", "kv", "dampratio", "timeconst", "inheritrange", "area", "diameter", "bias",
         "tausmooth", "range", "force", "scale", "lmin", "lmax", "vmax", "fpmax", "fvmax",
-        "gain"}
+        "gain", "ki", "imax", "slewmax", "posrange", "velrange", "ffrange", "input",
+        "motorconst", "resistance", "nominal", "saturation", "inductance", "cogging",
+        "controller", "thermal", "lugre"}
 
 
 def apply(node: Node, spec: dict, kind: str | None) -> tuple[dict, str]:
@@ -244,6 +248,22 @@ def _limited(node: Node, s: dict, attr: str, rng: str, compiler: dict) -> bool:
   return val == "true"
 
 
+def _per_control(rng, n: int) -> np.ndarray:
+  """(n, 2) control ranges: one row per control, a single (lo, hi) shared by all."""
+  rng = np.asarray(rng, float).reshape(-1, 2)
+  return np.array(np.broadcast_to(rng, (n, 2)) if len(rng) == 1 else rng)
+
+
+def _ctrl_limited(node: Node, s: dict, rng: np.ndarray, compiler: dict) -> np.ndarray:
+  """(ncontrol,) bool: ctrllimited per control ('auto': the control has a range; 'true' on
+  several controls: those with a range, as MuJoCo 4.0 does)."""
+  if (s["ctrllimited"] == "auto" and compiler["autolimits"]) or (
+      s["ctrllimited"] == "true" and len(rng) > 1):
+    return rng[:, 0] < rng[:, 1]
+  _limited(node, s, "ctrllimited", "ctrlrange", compiler)  # the autolimits-off check
+  return np.full(len(rng), s["ctrllimited"] == "true")
+
+
 def _target(node: Node, s: dict, ids: dict) -> tuple[TrnType, int, int]:
   given = [t for t in _TARGETS if s.get(t)]
   if len(given) != 1:
@@ -279,20 +299,29 @@ def _target(node: Node, s: dict, ids: dict) -> tuple[TrnType, int, int]:
 
 def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
   for attr in ("dyntype", "gaintype", "biastype"):
-    if s[attr] in ("user", "pid", "dcmotor", "so3"):
+    if s[attr] in ("user", "so3"):
       raise node.error(f"{attr} '{s[attr]}' is not supported by jaxmj yet", attr)
   if s["delay"] < 0:
     raise node.error("delay cannot be negative", "delay")
   if s["delay"] > 0 and s["nsample"] <= 0:
     raise node.error("delay requires a positive nsample", "delay")
   inp = s.get("input")
-  if inp is not None and inp != "" and inp not in _INPUT:
+  tokens = str(inp or "").split()
+  if any(t not in _INPUT for t in tokens):
     raise node.error(f"actuator input '{inp}' is not supported by jaxmj yet", "input")
   trntype, trnid, trnid2 = _target(node, s, ids)
   dyn = DynType[s["dyntype"].upper()]
+  _check_motor(node, s)
+  slots = motor.slots(s["dyntype"], _padded(s["gainprm"]), _padded(s["dynprm"]))
   actdim = s["actdim"]
-  actnum = int(dyn != DynType.NONE) if actdim == -1 else actdim
-  if dyn != DynType.NONE and actnum != 1:
+  if dyn in (DynType.PID, DynType.DCMOTOR):
+    actnum = int(np.sum(slots >= 0))
+    if actdim not in (-1, actnum):
+      raise node.error(f"actdim {actdim} does not match the {actnum} states the "
+                       f"{s['dyntype']} parameters ask for", "actdim")
+  else:
+    actnum = int(dyn != DynType.NONE) if actdim == -1 else actdim
+  if dyn not in (DynType.NONE, DynType.PID, DynType.DCMOTOR) and actnum != 1:
     raise node.error(f"invalid actdim {actdim} in stateful actuator", "actdim")
   if dyn == DynType.NONE and actnum != 0:
     raise node.error("actdim > 0 needs user dynamics, not supported by jaxmj yet", "actdim")
@@ -307,35 +336,61 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
              group=s["group"], actearly=bool(s["actearly"]), gear=gear,
              cranklength=s["cranklength"], dynprm=_padded(s["dynprm"]),
              gainprm=_padded(s["gainprm"]), biasprm=_padded(s["biasprm"]),
-             ctrlrange=np.asarray(s["ctrlrange"], float),
+             ctrlrange=_per_control(s["ctrlrange"], max(1, len(tokens))),
              forcerange=np.asarray(s["forcerange"], float),
              actrange=np.asarray(s["actrange"], float),
              lengthrange=np.asarray(s["lengthrange"], float), damping=damping[0],
              dampingpoly=damping[1:], armature=s["armature"],
-             ctrlspec=_INPUT.get(inp or "", 0), name=s.get("name") or "",
+             ctrlspec=sum(_INPUT[t] for t in tokens) or (
+               _INPUT["voltage"] if dyn == DynType.DCMOTOR else 0),
+             name=s.get("name") or "",
              history=(max(s["nsample"], 0), ["zoh", "linear", "cubic"].index(s["interp"])),
-             delay=s["delay"])
-  row["ctrllimited"] = _limited(node, s, "ctrllimited", "ctrlrange", compiler)
+             delay=s["delay"], slots=slots)
+  row["ctrllimited"] = _ctrl_limited(node, s, row["ctrlrange"], compiler)
   row["forcelimited"] = _limited(node, s, "forcelimited", "forcerange", compiler)
   row["actlimited"] = _limited(node, s, "actlimited", "actrange", compiler)
   if np.any(row["actrange"] != 0) and dyn == DynType.NONE and row["actlimited"]:
     raise node.error("actrange specified but dyntype is 'none' in actuator", "actrange")
   _inherit_range(node, s, row, f)
-  for lim, rng, what in (("ctrllimited", "ctrlrange", "control"),
-                         ("forcelimited", "forcerange", "force"),
+  for (lo, hi), on in zip(row["ctrlrange"], row["ctrllimited"]):
+    if on and lo >= hi:
+      raise node.error("invalid control range for actuator", "ctrlrange")
+  for lim, rng, what in (("forcelimited", "forcerange", "force"),
                          ("actlimited", "actrange", "activation")):
     lo, hi = row[rng]
-    if row[lim] and (lo > hi or (lim == "ctrllimited" and lo == hi)):
+    if row[lim] and lo > hi:
       raise node.error(f"invalid {what} range for actuator", rng)
-  if node.tag in ("damper", "adhesion") and row["ctrlrange"][0] < 0:
+  if node.tag in ("damper", "adhesion") and row["ctrlrange"][0, 0] < 0:
     raise node.error(f"{node.tag} control range cannot be negative", "ctrlrange")
   return row
 
 
-def _history_adr(history: np.ndarray) -> np.ndarray:
-  """Addresses in mjData.history of the actuators' ctrl buffers (nsample * 2 + 2 slots:
-  user slot, cursor, times, values), -1 without one; sensor buffers follow."""
-  size = np.where(history[:, 0] > 0, 2 * history[:, 0] + 2, 0)
+def _check_motor(node: Node, s: dict) -> None:
+  """What MuJoCo requires of <general> actuators using the pid / dcmotor types directly, and
+  the combinations jaxmj runs: the three dcmotor types together with one control."""
+  gain, dyn, bias = s["gaintype"], s["dyntype"], s["biastype"]
+  if dyn == "pid" and gain != "pid":
+    raise node.error("dyntype 'pid' requires gaintype 'pid'", "dyntype")
+  if gain == "pid" and bias != "affine":
+    raise node.error("pid requires biastype 'affine'", "biastype")
+  if gain == "pid" and dyn != "pid" and _padded(s["gainprm"])[0] != 0:
+    raise node.error("ki (gainprm[0]) requires dyntype 'pid'", "gaintype")
+  if gain == "pid":
+    motor.inputs(node, s.get("input") or "", ("pos", "vel", "ff"), "gaintype 'pid'")
+  if "dcmotor" in (gain, dyn, bias) and not gain == dyn == bias:
+    raise node.error("dcmotor gain, bias and dynamics types mixed with others are not "
+                     "supported by jaxmj yet", "gaintype")
+  if gain == "dcmotor" and not s["actearly"]:
+    raise node.error("actearly cannot be false for a DC motor actuator", "actearly")
+  if gain == "dcmotor" and s.get("input") not in ("voltage", "pos", "vel", None, ""):
+    raise node.error("gaintype 'dcmotor' needs input 'voltage', 'pos' or 'vel' in jaxmj (one "
+                     "control per actuator)", "input")
+
+
+def _history_adr(history: np.ndarray, ctrlnum: np.ndarray) -> np.ndarray:
+  """Addresses in mjData.history of the actuators' ctrl buffers (nsample (1 + ctrlnum) + 2
+  slots: user slot, cursor, times, values), -1 without one; sensor buffers follow."""
+  size = np.where(history[:, 0] > 0, (1 + ctrlnum) * history[:, 0] + 2, 0)
   return np.where(size > 0, np.cumsum(size) - size, -1).astype(np.int32)
 
 
@@ -350,7 +405,8 @@ def _inherit_range(node: Node, s: dict, row: dict, f: dict) -> None:
   """position/intvelocity inheritrange: ctrlrange (or actrange) from the target's range."""
   ratio = s["inheritrange"]
   servo = (row["gaintype"] == GainType.FIXED and row["biastype"] == BiasType.AFFINE
-           and row["gainprm"][0] == -row["biasprm"][1])
+           and row["gainprm"][0] == -row["biasprm"][1]) or (
+    row["gaintype"] == GainType.PID and row["ctrlspec"] & _INPUT["pos"])
   if ratio <= 0 or not servo:
     return
   trn, tid = row["trntype"], row["trnid"][0]
@@ -364,43 +420,48 @@ def _inherit_range(node: Node, s: dict, row: dict, f: dict) -> None:
   if not limited:
     raise node.error("inheritrange needs a target with a range", "inheritrange")
   mid, half = (rng[0] + rng[1]) / 2, (rng[1] - rng[0]) / 2 * ratio
-  key = "actrange" if row["dyntype"] == DynType.INTEGRATOR else "ctrlrange"
-  row[key] = np.array([mid - half, mid + half])
-  row[key.replace("range", "limited")] = True
+  if row["dyntype"] == DynType.INTEGRATOR:
+    row["actrange"], row["actlimited"] = np.array([mid - half, mid + half]), True
+  else:  # the first control: the position setpoint
+    row["ctrlrange"][0], row["ctrllimited"][0] = (mid - half, mid + half), True
 
 
 def _arrays(rows: list[dict], f: dict) -> dict:
+  """Model fields of the actuators; each has one output (the parsers refuse the rest), so
+  nactuator = nout and outadr = id, and one or more controls."""
   nu = len(rows)
+  ctrlnum = np.array([len(r["ctrlrange"]) for r in rows], np.int32)
   actnum = np.array([r["actnum"] for r in rows], np.int32)
   actadr = np.where(actnum > 0, np.cumsum(actnum) - actnum, -1).astype(np.int32)
   col = lambda k, dt=float, shape=(): np.array([r[k] for r in rows], dt).reshape((nu,) + shape)
   out = {
-    "nu": nu, "na": int(actnum.sum()),
+    "nu": int(ctrlnum.sum()), "nactuator": nu, "nout": nu, "na": int(actnum.sum()),
     "actuator_trntype": col("trntype", np.int32), "actuator_dyntype": col("dyntype", np.int32),
     "actuator_gaintype": col("gaintype", np.int32),
     "actuator_biastype": col("biastype", np.int32),
     "actuator_trnid": col("trnid", np.int32, (2,)), "actuator_actadr": actadr,
     "actuator_actnum": actnum, "actuator_group": col("group", np.int32),
-    "actuator_ctrllimited": col("ctrllimited", bool),
+    "actuator_ctrllimited": np.concatenate([r["ctrllimited"] for r in rows] or [[]]).astype(
+      bool),
     "actuator_forcelimited": col("forcelimited", bool),
     "actuator_actlimited": col("actlimited", bool), "actuator_actearly": col("actearly", bool),
-    "actuator_ctrladr": np.arange(nu, dtype=np.int32),
-    "actuator_ctrlnum": np.ones(nu, np.int32), "actuator_outadr": np.arange(nu, dtype=np.int32),
+    "actuator_ctrladr": (np.cumsum(ctrlnum) - ctrlnum).astype(np.int32),
+    "actuator_ctrlnum": ctrlnum, "actuator_outadr": np.arange(nu, dtype=np.int32),
     "actuator_outnum": np.ones(nu, np.int32), "actuator_ctrlspec": col("ctrlspec", np.int32),
     "actuator_history": col("history", np.int32, (2,)),
-    "actuator_historyadr": _history_adr(col("history", np.int32, (2,))),
+    "actuator_historyadr": _history_adr(col("history", np.int32, (2,)), ctrlnum),
     "actuator_plugin": np.full(nu, -1, np.int32),
     "actuator_dynprm": col("dynprm", float, (10,)), "actuator_gainprm": col("gainprm", float,
                                                                            (10,)),
     "actuator_biasprm": col("biasprm", float, (10,)),
-    "actuator_ctrlrange": col("ctrlrange", float, (2,)),
+    "actuator_ctrlrange": np.concatenate([r["ctrlrange"] for r in rows] or [np.zeros((0, 2))]),
     "actuator_forcerange": col("forcerange", float, (2,)),
     "actuator_actrange": col("actrange", float, (2,)), "actuator_gear": col("gear", float, (6,)),
     "actuator_cranklength": col("cranklength"), "actuator_lengthrange": col("lengthrange",
                                                                             float, (2,)),
     "actuator_delay": col("delay"), "actuator_damping": col("damping"),
     "actuator_dampingpoly": col("dampingpoly", float, (2,)),
-    "actuator_armature": col("armature"),
+    "actuator_armature": col("armature"), "actuator_slots": col("slots", np.int32, (5,)),
     "actuator_acc0": np.zeros(nu), "actuator_length0": np.zeros(nu),
     "actuator_names": [r["name"] for r in rows], "_actuator_nodes": [r["node"] for r in rows],
   }
@@ -417,9 +478,10 @@ def unsupported(f: dict) -> list[tuple[str, int]]:
 
 
 def actuator_constants(f: dict, root: Node) -> dict:
-  """actuator_length0, actuator_acc0 (nu,), dampratio -> kv in actuator_biasprm, and the
-  muscle actuator_lengthrange, as mj_setConst and mj_setLengthRange compute them."""
-  nu = f.get("nu", 0)
+  """actuator_length0, actuator_acc0 (nout,), dampratio -> kv in actuator_biasprm, and the
+  muscle actuator_lengthrange, as mj_setConst and mj_setLengthRange compute them (one output
+  per actuator here, so outputs are indexed by actuator id)."""
+  nu = f.get("nactuator", 0)
   if not nu:
     return {}
   s = setconst._Qpos0(f)
@@ -432,13 +494,13 @@ def actuator_constants(f: dict, root: Node) -> dict:
   gainprm = f["actuator_gainprm"]
   for i in range(nu):
     ratio = biasprm[i, 2]
-    servo = (f["actuator_gaintype"][i] == GainType.FIXED
-             and f["actuator_biastype"][i] == BiasType.AFFINE
-             and gainprm[i, 0] == -biasprm[i, 1])
+    servo = f["actuator_biastype"][i] == BiasType.AFFINE and (
+      (f["actuator_gaintype"][i] == GainType.FIXED and gainprm[i, 0] == -biasprm[i, 1])
+      or f["actuator_gaintype"][i] == GainType.PID)
     if servo and ratio > 0:
-      # reflected mass (J M^-1 J')^-1 at qpos0
+      # reflected mass (J M^-1 J')^-1 at qpos0; kp is -biasprm[1] (= gainprm[0] for servos)
       mass = 1 / max(_MINVAL, float(moments[i] @ inv[i]))
-      biasprm[i, 2] = -2 * ratio * np.sqrt(gainprm[i, 0] * mass)
+      biasprm[i, 2] = -2 * ratio * np.sqrt(-biasprm[i, 1] * mass)
   out = dict(actuator_length0=lengths, actuator_acc0=acc0, actuator_biasprm=biasprm)
   out["actuator_lengthrange"], pending = _lengthranges(f, root)
   if pending:

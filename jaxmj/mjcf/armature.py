@@ -25,7 +25,7 @@ def actuator_targets(f: dict) -> dict:
   """jnt_actuatorid (njnt,), tendon_actuatorid (ntendon,) int32; jaxmj's static
   tendon_hasarmature (ntendon,) bool; and "_tendon_armature_all" (ntendon,), the tendon's
   armature plus what its actuators reflect, for the qpos0 constants of setconst."""
-  njnt, ntendon, nu = len(f["jnt_type"]), f.get("ntendon", 0), f.get("nu", 0)
+  njnt, ntendon, nu = len(f["jnt_type"]), f.get("ntendon", 0), f.get("nactuator", 0)
   jnt_id = np.full(njnt, -1, np.int32)
   ten_id = np.full(ntendon, -1, np.int32)
   ten_arm = np.array(f["tendon_armature"], float) if ntendon else np.zeros(0)

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from jaxmj.mjcf import frames, hfield, mesh, meshbuiltin, texture
+from jaxmj.mjcf import frames, hfield, mesh, meshbuiltin, meshpoly, texture
 from jaxmj.mjcf.parse import Defaults, Node
 from jaxmj.types import GeomType
 
@@ -82,6 +82,12 @@ def _compile_mesh(node: Node, v: dict, needhull: bool, compiler: dict, path: str
   face = np.asarray(v["face"] if v["face"] is not None else np.zeros(0), np.int64)
   mode = v["inertia"]
   if v.get("builtin") is not None:
+    for other in ("vertex", "file"):
+      if v[other] is not None:
+        raise node.error(f"Schema violation: at most one of 'builtin', '{other}' can be "
+                         "specified", other)
+    if v["params"] is None:
+      raise node.error("required attribute missing: 'params'", "params")
     vert, face, forced = meshbuiltin.make(node, v["builtin"], v["params"])
     mode = forced or mode
   if v["maxhullvert"] != -1 and v["maxhullvert"] <= 3:
@@ -166,7 +172,7 @@ def _mesh_fields(meshes: list[mesh.Mesh]) -> dict:
     "mesh_pos": np.array([m.pos for m in meshes]).reshape(-1, 3),
     "mesh_quat": np.array([m.quat for m in meshes]).reshape(-1, 4),
     "mesh_scale": np.array([m.scale for m in meshes]).reshape(-1, 3),
-    "mesh_hullnum": hullnum, "mesh_hullvert": hullvert,
+    "mesh_hullnum": hullnum, "mesh_hullvert": hullvert, **meshpoly.fields(meshes),
   }
 
 

@@ -24,6 +24,7 @@ from jaxmj.mjcf import (
   hfieldgrid,
   inertia,
   parse,
+  plastic,
   schema,
   sensor,
   setconst,
@@ -127,6 +128,7 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
   f.update(actuator.compile_actuators(root, bodies, f, compiler))
   f.update(armature.actuator_targets(f))
   f.update(setconst.mass_constants(f))
+  f.update(plastic.compile_plastic(f))
   f.update(tendon.tendon_constants(f))
   f.update(actuator.actuator_constants(f, root))
   f.update(_contact(root, bodies, defaults, f))
@@ -180,7 +182,7 @@ def _walk(node, body_id, fpos, fquat, childclass, bodies, defaults, compiler) ->
         raise child.error("mocap bodies must be children of the world body", "mocap")
       bodies.append(new)
       _walk(child, len(bodies) - 1, np.zeros(3), _IDENTITY, cls, bodies, defaults, compiler)
-    elif tag == "inertial":
+    elif tag in ("inertial", "worldbody/inertial"):  # the latter: a URDF world link's
       body.inertial = child  # at most one: parse checks schema.UNIQUE
     elif tag == "freejoint":
       body.joints.append((child, {"type": "free", "group": child.get("group") or 0}, True))
@@ -280,7 +282,7 @@ def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]
                        "jnt_limited", "jnt_actfrclimited", "jnt_actgravcomp", "jnt_solref",
                        "jnt_solimp", "jnt_pos", "jnt_axis", "jnt_stiffness", "jnt_stiffnesspoly",
                        "jnt_range", "jnt_actfrcrange", "jnt_margin", "qpos0", "qpos_spring",
-                       "_frictionloss")}
+                       "_frictionloss", "jnt_springyield", "_springdamper")}
   d = {k: [] for k in ("dof_bodyid", "dof_jntid", "dof_parentid", "dof_solref", "dof_solimp",
                        "dof_frictionloss", "dof_armature", "dof_damping",
                        "dof_dampingpoly")}
@@ -319,8 +321,9 @@ def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]
       if np.linalg.norm(axis) < MINVAL:
         raise node.error("joint axis is zero", "axis")
       j["jnt_axis"].append(axis / np.linalg.norm(axis))
-      if np.any(np.asarray(full["springdamper"]) != 0):
-        raise node.error("springdamper is not supported by jaxmj yet", "springdamper")
+      springyield, springdamper = plastic.joint_attrs(node, full, jtype, deg)
+      j["jnt_springyield"].append(springyield)
+      j["_springdamper"].append(springdamper)
       stiffness, damping = _poly3(full["stiffness"]), _poly3(full["damping"])
       j["jnt_stiffness"].append(stiffness[0])
       j["jnt_stiffnesspoly"].append(stiffness[1:])
@@ -491,6 +494,8 @@ def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
   gmass = _geom_masses(f)
   lo, hi = compiler["inertiagrouprange"]
   mode = compiler["inertiafromgeom"]
+  if bodies[0].inertial is not None:
+    mass[0], ipos[0], inert[0], iquat[0] = _explicit_inertial(bodies[0].inertial, compiler)
   for b in range(1, nbody):
     if bodies[b].inertia is not None:
       mass[b], ipos[b], inert[b], iquat[b] = bodies[b].inertia
@@ -523,9 +528,9 @@ def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
       i0, i1, i2 = inert[b]
       if i0 + i1 < i2 or i0 + i2 < i1 or i1 + i2 < i0:
         inert[b] = (i0 + i1 + i2) / 3.0
-  if compiler["settotalmass"] > 0 and mass.sum() > 0:
-    scale = compiler["settotalmass"] / mass.sum()
-    mass, inert = mass * scale, inert * scale
+  if compiler["settotalmass"] > 0 and mass[1:].sum() > 0:  # a URDF world's mass stays
+    scale = compiler["settotalmass"] / mass[1:].sum()
+    mass[1:], inert[1:] = mass[1:] * scale, inert[1:] * scale
   for b in range(1, nbody):
     i0, i1, i2 = inert[b]
     if i0 + i1 < i2 - 1e-12 or i0 + i2 < i1 - 1e-12 or i1 + i2 < i0 - 1e-12:
@@ -747,6 +752,7 @@ def _check_unique(bodies: list[_Body], kind: str, items: list) -> None:
 
 def _model(root, bodies, f, opt, size, path) -> Model:
   keys, key_names = _keyframes(root, f, size["nkey"])
+  keys["key_plastic"] = plastic.key_plastic(root, f, len(keys["key_time"]))
   jnodes = [(n, n.attrs.get("name", "")) for b in bodies for n, _, _ in b.joints]
   gnodes = [(g[0], g[0].attrs.get("name", "")) for b in bodies for g in b.geoms]
   snodes = [(s[0], s[0].attrs.get("name", "")) for b in bodies for s in b.sites]
@@ -780,7 +786,6 @@ def _model(root, bodies, f, opt, size, path) -> Model:
   f["flg_surfacevel"] = int(np.any(f["geom_surfacevel"] != 0))
   unsupported += sensor.unsupported(f)
   unsupported += actuator.unsupported(f)
-  unsupported += tendon.unsupported(f)
 
   a = lambda x: jnp.asarray(x)
   option = Option(
@@ -816,7 +821,8 @@ def _model(root, bodies, f, opt, size, path) -> Model:
               pair_solimp=a(np.zeros((0, 5))), pair_margin=a(np.zeros(0)),
               pair_gap=a(np.zeros(0)), pair_friction=a(np.zeros((0, 5))))
   kw.update(
-    nu=f.get("nu", 0), na=f.get("na", 0), nmocap=nmocap, nkey=len(keys["key_time"]),
+    nu=f.get("nu", 0), nactuator=f.get("nactuator", 0), nout=f.get("nout", 0),
+    na=f.get("na", 0), nmocap=nmocap, nkey=len(keys["key_time"]),
     nuserdata=size["nuserdata"],
     opt=option, names=names, body_depth=depths(f["body_parentid"]),
     dof_depth=depths(f["dof_parentid"]),

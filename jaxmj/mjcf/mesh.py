@@ -1,9 +1,9 @@
 """Mesh assets as MuJoCo 4.0's compiler processes them (host side, numpy + scipy).
 
 Reading (inline vertex/face, binary STL, OBJ, MSH), the reference transform (refpos,
-refquat, scale), the convex hull graph, volume / centre of mass / inertia in each of the four
-`inertia` modes, and the re-centring of the vertices into the principal frame
-(mesh_pos/mesh_quat), following mjCMesh (user_mesh.cc) step by step.
+refquat, scale), the convex hull graph and its polygons (meshpoly.py), volume / centre of
+mass / inertia in each of the four `inertia` modes, and the re-centring of the vertices into
+the principal frame (mesh_pos/mesh_quat), following mjCMesh (user_mesh.cc) step by step.
 
 The hull is qhull's (scipy.spatial.ConvexHull with MuJoCo's "Qt" option), so the hull's
 vertices, its triangles (their order and orientation) and each vertex's set of neighbours
@@ -23,7 +23,7 @@ import struct
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
-from jaxmj.mjcf import frames, inertia
+from jaxmj.mjcf import frames, inertia, meshpoly
 
 MINVAL = 1e-15  # mjMINVAL
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
@@ -47,6 +47,8 @@ class Mesh:
   volume: float  # volume, or surface area for inertia="shell"
   boxsz: np.ndarray  # (3,)  half-sizes of the box with the mesh's unit-density inertia
   aamm: np.ndarray  # (6,)  bounding box (min, max) in the mesh frame
+  poly: list  # vertex paths of the hull's polygons (meshpoly.py), [] without a hull graph
+  polynormal: np.ndarray  # (npoly, 3)  polygon normals, mesh frame
 
   def size(self) -> np.ndarray:
     """geom_size of a mesh geom: the box's largest extent along each axis."""
@@ -205,12 +207,17 @@ def hull_graph(vert: np.ndarray, maxhullvert: int = -1) -> np.ndarray:
   face = np.where(outward[:, None], tri, tri[:, [1, 0, 2]])
   ids = list(dict.fromkeys(tri.ravel().tolist()))
   local = {g: i for i, g in enumerate(ids)}
+  # each vertex's triangles in triangle order (a stable sort groups them by vertex)
+  order = np.argsort(tri.ravel(), kind="stable")
+  start = np.searchsorted(tri.ravel()[order], ids, "left").tolist()
+  end = np.searchsorted(tri.ravel()[order], ids, "right").tolist()
+  rows = tri.tolist()
   edges, adr = [], []
-  for v in ids:
+  for k, v in enumerate(ids):
     adr.append(len(edges))
-    seen = []
-    for t in tri[np.any(tri == v, axis=1)]:
-      seen.extend(int(u) for u in t if u != v and int(u) not in seen)
+    seen = {}
+    for t in (order[start[k]:end[k]] // 3).tolist():
+      seen.update((u, None) for u in rows[t] if u != v)
     edges.extend([local[u] for u in seen] + [-1])
   nv, nf = len(ids), len(tri)
   return np.concatenate([[nv, nf], adr, ids, edges, face.ravel()]).astype(np.int32)
@@ -321,9 +328,11 @@ def process(vert32: np.ndarray, face: np.ndarray, *, scale, refpos, refquat, mod
   # for inertia or faces; a mirroring scale then flips its triangles to stay outward.
   graph = hull_graph(vert, maxhullvert) if (needhull or mode == "convex" or not face.size) \
     else None
+  poly = [] if graph is None else meshpoly.polygons(vert, graph_faces(graph))
   if graph is not None and np.prod(scale) < 0:
     tri = graph_faces(graph)
     tri[:] = tri[:, [0, 2, 1]]
+    poly = [p[:1] + p[:0:-1] for p in poly]  # MuJoCo reverses each path after its first vertex
   if not face.size:
     face = graph_faces(graph).copy()
   hull = _hull_vertices(vert, graph)
@@ -354,7 +363,8 @@ def process(vert32: np.ndarray, face: np.ndarray, *, scale, refpos, refquat, mod
   vert = (vert - com) @ frames.quat_to_mat(quat)
   aamm = np.concatenate([np.minimum(vert.min(0), 1e10), np.maximum(vert.max(0), -1e10)])
   return Mesh(vert=vert, face=face, graph=graph, hull=hull, pos=com, quat=quat,
-              scale=np.asarray(scale, float), volume=float(volume), boxsz=boxsz, aamm=aamm)
+              scale=np.asarray(scale, float), volume=float(volume), boxsz=boxsz, aamm=aamm,
+              poly=poly, polynormal=meshpoly.normals(vert, poly))
 
 
 # ---------------------------------------------------------------- fitted primitives

@@ -2,13 +2,15 @@
 (mjs_makeMesh), vertex for vertex and face for face, in float32 as MuJoCo stores them.
 
 Supported: sphere, hemisphere, supersphere, supertorus, cone, wedge and plate (the wedge's and
-plate's per-vertex tangent frames are normals, which jaxmj does not keep). The volumetric
-grid/box/cylinder/ellipsoid and the square/disc generators are named as unsupported.
+plate's per-vertex tangent frames are normals, which jaxmj does not keep), and the flexcomp
+generators grid, box, cylinder, ellipsoid, square and disc (meshgrid.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from jaxmj.mjcf import meshgrid
 
 _F32 = np.float32
 
@@ -183,8 +185,15 @@ _COUNTS = {"sphere": 1, "hemisphere": 1, "supersphere": 3, "supertorus": 4, "con
 def make(node, kind: str, params) -> tuple[np.ndarray, np.ndarray, str | None]:
   """(vertices (n, 3) float32, faces (m, 3), forced inertia mode or None) of builtin mesh
   `kind`; `node` (the <mesh>) names errors."""
+  if kind in meshgrid.KINDS:
+    try:
+      return meshgrid.make(kind, [] if params is None else [float(x) for x in params])
+    except meshgrid.GridError as e:
+      raise node.error(str(e), "params") from None
+  if kind == "none":
+    raise node.error("Unsupported mesh type", "builtin")
   if kind not in _COUNTS:
-    raise node.error(f"builtin mesh type '{kind}' is not supported by jaxmj yet", "builtin")
+    raise node.error(f"invalid keyword: '{kind}'", "builtin")
   p = [] if params is None else [float(x) for x in params]
   if len(p) != _COUNTS[kind]:
     raise node.error(f"{kind} mesh type requires {_COUNTS[kind]} parameter"

@@ -156,6 +156,7 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "solreffriction": SOLREF,
     "solimpfriction": SOLIMP,
     "stiffness": (fv(-1), (0.0, 0.0, 0.0)),  # linear, quadratic, cubic
+    "springyield": (F, 0.0),  # plasticity: jaxmj/mjcf/plastic.py
     "range": (fv(2), (0.0, 0.0)),
     "actuatorfrcrange": (fv(2), (0.0, 0.0)),
     "actuatorgravcomp": (B, False),
@@ -243,6 +244,7 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "ctrl": (fv(-1), None),
     "mpos": (fv(-1), None),
     "mquat": (fv(-1), None),
+    "plastic": (fv(-1), None),
   },
 }
 
@@ -451,7 +453,25 @@ CHILDREN["compiler"] = CHILDREN.get("compiler", ()) + ("lengthrange",)
 UNIQUE["compiler"] = UNIQUE.get("compiler", ()) + ("lengthrange",)
 MAX_VALUES.update({"gear": 6, "dynprm": 10, "gainprm": 10, "biasprm": 10})
 NOT_IN_DEFAULT["muscle"] = ("tausmooth",)  # MuJoCo's schema: not in a default class
-UNSUPPORTED.update({t: f"<{t}> actuators" for t in ("pid", "dcmotor", "orientation")})
+# <pid> and <dcmotor> (expanded by jaxmj/mjcf/motor.py); <input> is a set of keywords
+ACTUATORS += ("pid", "dcmotor")
+ATTRS["pid"] = {**_ACT_COMMON, "kp": (F, 1.0), "kv": (F, None), "dampratio": (F, None),
+                "ki": (F, 0.0), "imax": (F, 0.0), "slewmax": (F, 0.0), "inheritrange": (F, 0.0),
+                "input": (S, None), "posrange": (fv(2), None), "velrange": (fv(2), None),
+                "ffrange": (fv(2), None)}
+ATTRS["dcmotor"] = {k: v for k, v in _ACT_COMMON.items() if k not in ("forcelimited",
+                                                                     "forcerange")}
+ATTRS["dcmotor"].update({"motorconst": (fv(-1), None), "resistance": (F, None),
+                         "nominal": (fv(-1), None), "saturation": (fv(-1), None),
+                         "inductance": (fv(-1), None), "cogging": (fv(-1), None),
+                         "controller": (fv(-1), None), "thermal": (fv(-1), None),
+                         "lugre": (fv(-1), None), "input": (S, None)})
+MAX_VALUES.update({"motorconst": 2, "nominal": 3, "saturation": 3, "inductance": 2,
+                   "cogging": 3, "controller": 6, "thermal": 6, "lugre": 5})
+CHILDREN["actuator"] = ACTUATORS
+CHILDREN["default"] += ("pid", "dcmotor")
+UNSUPPORTED["orientation"] = ("<orientation> actuators (SO3 servos with 3 or 4 controls and 3 "
+                              "force outputs; jaxmj runs one output per actuator)")
 
 # ---- assets: meshes and heightfields (compiled by jaxmj/mjcf/asset.py) ----
 ATTRS["compiler"].update({
@@ -530,6 +550,10 @@ ATTRS["light"] = {
 }
 for _tag in ("worldbody", "body", "frame"):
   CHILDREN[_tag] += ("camera", "light")
+# The <inertial> of a URDF link named "world" (MuJoCo's URDF reader gives it to the world
+# body; an MJCF <worldbody> cannot hold one): only mjcf/urdf.py makes this scoped tag.
+CHILDREN["worldbody"] += ("worldbody/inertial",)
+ATTRS["worldbody/inertial"] = ATTRS["inertial"]
 CHILDREN["default"] += ("camera", "light")
 UNIQUE["default"] += ("camera", "light")
 DEFAULTABLE += ("camera", "light")

@@ -237,7 +237,8 @@ def _contact_objects(node: Node, ids: dict) -> tuple:
 
 
 def compile_sensors(root: Node, bodies: list, f: dict) -> dict:
-  """sensor_* arrays (mjModel names and shapes) and the sensor names for the names buffer."""
+  """sensor_* arrays (mjModel names and shapes) and the sensor names for the names buffer;
+  sensor_user and nuser_sensor are compiled with the other kinds' in user.py."""
   for c in root.children:
     if c.tag == "contact" and c.attrs:
       raise c.error(f"unknown attribute '{next(iter(c.attrs))}'", next(iter(c.attrs)))
@@ -248,7 +249,6 @@ def compile_sensors(root: Node, bodies: list, f: dict) -> dict:
     row = _sensor(node, ids, f)
     row["cutoff"] = node.get("cutoff") or 0.0
     row["noise"] = node.get("noise") or 0.0
-    row["user"] = node.get("user") if node.get("user") is not None else np.zeros(0)
     row["nsample"] = node.get("nsample") or 0
     row["interp"] = ["zoh", "linear", "cubic"].index(node.get("interp") or "zoh")
     row["delay"] = node.get("delay") or 0.0
@@ -268,17 +268,14 @@ def compile_sensors(root: Node, bodies: list, f: dict) -> dict:
   n = len(rows)
   col = lambda k, dt=np.int32: np.array([r[k] for r in rows], dt)  # noqa: E731
   dim = col("dim")
-  nuser = max([len(r["user"]) for r in rows], default=0)
-  user = np.zeros((n, nuser))
-  for i, r in enumerate(rows):
-    user[i, : len(r["user"])] = r["user"]
-  # History buffers follow the actuators' (1 value each: nsample * 2 + 2 slots).
+  # History buffers follow the actuators' (ctrlnum values each: nsample (1 + ctrlnum) + 2).
   act_n = np.asarray(f.get("actuator_history", np.zeros((0, 2), np.int32)))[:, 0]
-  act_hist = int(np.sum(np.where(act_n > 0, 2 * act_n + 2, 0)))
+  act_dim = np.asarray(f.get("actuator_ctrlnum", np.ones(len(act_n), np.int32)))
+  act_hist = int(np.sum(np.where(act_n > 0, (1 + act_dim) * act_n + 2, 0)))
   hist_size = [(r["dim"] + 1) * r["nsample"] + 2 if r["nsample"] > 0 else 0 for r in rows]
   hist_adr = act_hist + np.cumsum([0] + hist_size[:-1]) if n else np.zeros(0)
   return {
-    "nsensor": n, "nsensordata": int(dim.sum()), "nuser_sensor": nuser,
+    "nsensor": n, "nsensordata": int(dim.sum()),
     "nhistory": act_hist + int(sum(hist_size)),
     "sensor_type": col("type"), "sensor_datatype": col("datatype"),
     "sensor_needstage": col("needstage"), "sensor_objtype": col("objtype"),
@@ -293,7 +290,6 @@ def compile_sensors(root: Node, bodies: list, f: dict) -> dict:
     "sensor_cutoff": col("cutoff", float), "sensor_noise": col("noise", float),
     "sensor_delay": col("delay", float),
     "sensor_interval": np.array([r["interval"] for r in rows], float).reshape(n, 2),
-    "sensor_user": user,
     "_sensor_names": [node.attrs.get("name", "") for node in nodes],
     "_sensor_nodes": nodes,
   }

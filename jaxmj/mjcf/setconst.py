@@ -67,6 +67,7 @@ def structure_fields(f: dict, simple_off: np.ndarray | None = None) -> dict:
     out.update(_trees(f, out["body_weldid"], out["dof_treeid"], out["ntree"]))
     out.update(_sameframes(f))
     out["body_simple"] = _body_simple(f, out["body_rootid"], out["body_sameframe"])
+    out["body_sameframe"][0] = SAMEFRAME_BODY  # MuJoCo's, even with a URDF world inertial
     if simple_off is not None:
         out["body_simple"][np.asarray(simple_off, bool)] = 0
     out["dof_simplenum"] = _dof_simplenum(f, out["body_simple"])

@@ -15,9 +15,9 @@ import types
 import numpy as np
 
 from jaxmj import tendon as runtime
-from jaxmj.mjcf import frames, parse, schema, setconst
+from jaxmj.mjcf import frames, parse, plastic, schema, setconst
 from jaxmj.mjcf.parse import Defaults, Node
-from jaxmj.types import DisableBit, GeomType, JointType, WrapType
+from jaxmj.types import GeomType, JointType, WrapType
 
 _GEOM_WRAP = {GeomType.SPHERE: WrapType.SPHERE, GeomType.CYLINDER: WrapType.CYLINDER}
 
@@ -159,6 +159,7 @@ def _row(node: Node, v: dict, compiler: dict, adr: int, num: int) -> dict:
     raise node.error("springlength takes one or two values", "springlength")
   if spring[0] > spring[1]:
     raise node.error("springlength must be non-decreasing", "springlength")
+  plastic.check_yield(node, v["springyield"], "tendon")
   stiff = _poly(v["stiffness"])
   damp = _poly(v["damping"])
   return {
@@ -319,13 +320,3 @@ def _trees(f: dict, plan, body_treeid: np.ndarray) -> dict:
     num[t] = len(seen)
     ids[t, :min(2, len(seen))] = seen[:2]
   return {"tendon_treenum": num, "tendon_treeid": ids}
-
-
-def unsupported(f: dict) -> list[tuple[str, int]]:
-  """Tendon features the runtime cannot simulate yet, as (feature, disable bits)."""
-  out = []
-  if f.get("ntendon") and np.any(np.asarray(f["tendon_springyield"]) != 0):
-    out.append(("tendon plasticity (springyield)", int(DisableBit.SPRING)))
-  return out
-
-

@@ -15,7 +15,8 @@ What MuJoCo 4.0 does with URDF, measured against it (tests/mjcf/test_urdf.py):
   effort the actuator force range; <dynamics> damping and friction (frictionloss). <mimic>
   becomes a joint equality (polycoef offset, multiplier) when both joints are 1-dof.
 - <inertial>: mass and a full inertia in the <origin> frame; all-zero moments stay zero.
-  Links without one take their inertia from their geoms.
+  Links without one take their inertia from their geoms. The world link's goes to the world
+  body (body_mass[0] ...; the world's inertial frame stays the world frame at run time).
 - <collision> geoms collide; <visual> geoms are group 1, massless and non-colliding, and
   dropped under discardvisual. A visual's <material> color (inline, or a named <material>
   with a <color> anywhere in the file, the first of a name winning) colors it, the link's
@@ -248,10 +249,10 @@ def _body(links: list[_Link], i: int, ctx: _Context) -> list[Node]:
   geoms = _geoms(link.el, ctx)
   kids = [n for c in link.children for n in _body(links, c, ctx)]
   if link.name == "world":
-    if _child(link.el, "inertial", ctx) is not None:
-      raise ctx.error(_child(link.el, "inertial", ctx), "an <inertial> on the URDF link "
-                      "'world' (MuJoCo gives it to the world body) is not supported by jaxmj")
-    return geoms + kids
+    inertial = _inertial(link.el, ctx)
+    if inertial is not None:  # MuJoCo's URDF reader gives it to the world body
+      inertial.tag = "worldbody/inertial"
+    return ([inertial] if inertial is not None else []) + geoms + kids
   attrs = {"name": link.name}
   joints = []
   if link.joint is not None:

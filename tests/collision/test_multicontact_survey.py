@@ -1,10 +1,11 @@
-"""How many contacts MuJoCo 4.0 returns for convex pairs resting flat on each other, against
-the one contact jaxmj's convex collider returns (host-side only: no GJK/EPA compile).
+"""How many contacts MuJoCo 4.0 returns for convex pairs resting flat on each other, and the
+contact slots jaxmj's collision plan gives them (host-side only: no GJK/EPA compile).
 
 MuJoCo 4.0's multiccd clips aligned features (box faces, mesh hull polygons, cylinder caps as
 16-gons, capsule and cylinder side segments) into contact polygons of up to four points;
-jaxmj reproduces MuJoCo's first contact only (see the Limitations in collision/convex.py).
-These measured counts back convex.MUJOCO_MAX_CONTACTS and the docstring's numbers.
+jaxmj's collision/multiccd.py reproduces it, and tests/collision/test_multiccd.py holds our
+contacts for these very cases against MuJoCo's (counts, depths, positions). These measured
+counts back convex.MUJOCO_MAX_CONTACTS.
 """
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import jaxmj  # noqa: E402
-from jaxmj.collision import convex  # noqa: E402
+from jaxmj.collision import convex, multiccd  # noqa: E402
 from jaxmj.collision.driver import collision_plan  # noqa: E402
 from jaxmj.types import GeomType  # noqa: E402
 
@@ -63,7 +64,9 @@ def test_flat_resting_contact_counts(margin):
     assert count <= convex.MUJOCO_MAX_CONTACTS[types], (types, count)
     if count > 1:  # every point of MuJoCo's polygon is as deep as the face overlap allows
       assert all(c.dist < 0 for c in d.contact[:d.ncon])
-    # jaxmj: the pair goes to the convex collider, one contact slot
+    # jaxmj: the pair goes to the convex collider, with multiccd's four slots when it applies
     plan = collision_plan(jaxmj.Model.from_xml_string(xml))
-    assert [(g["types"], g["slots"]) for g in plan["groups"]] == [("convex", 1)]
+    slots = multiccd.MAX_CONTACTS if multiccd.applies(*types) else 1
+    assert count <= slots
+    assert [(g["types"], g["slots"]) for g in plan["groups"]] == [("convex", slots)]
     assert np.all(plan["geom1"] == [0]) or np.all(plan["geom2"] == [0])

@@ -181,9 +181,9 @@ def test_bad_actuator_is_an_error_naming_it(name):
   assert info.value.line is not None
 
 
-def test_pid_is_unsupported():
-  with pytest.raises(jaxmj.MJCFError, match="pid"):
-    jaxmj.Model.from_xml_string(arm('<pid joint="elbow"/>'))
+def test_plain_pid_takes_two_controls_as_mujoco():
+  m, _ = check(arm('<pid joint="elbow"/>'))  # input "pos vel": nu 2, one actuator
+  assert (m.nu, m.nactuator, m.nout) == (2, 1, 1)
 
 
 def test_actuator_armature_and_damping_targets_match_mujoco():

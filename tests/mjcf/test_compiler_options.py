@@ -241,9 +241,26 @@ def test_builtin_plate_mesh_has_shell_inertia_like_mujoco():
   assert model_differences(m, mj) == []
 
 
-@pytest.mark.parametrize("builtin,params", [("box", "2 2 2 1 1 1"), ("disc", "3 3 1 1 1 1")])
-def test_unsupported_builtin_mesh_is_named(builtin, params):
-  xml = f"""<mujoco><asset><mesh name="m" builtin="{builtin}" params="{params}"/></asset>
+def test_unknown_builtin_mesh_is_rejected_like_mujoco():
+  xml = """<mujoco><asset><mesh name="m" builtin="blob" params="1"/></asset>
     <worldbody><geom type="mesh" mesh="m" contype="0" conaffinity="0"/></worldbody></mujoco>"""
-  with pytest.raises(jaxmj.MJCFError, match=f"builtin mesh type '{builtin}' is not supported"):
+  with pytest.raises(ValueError, match="invalid keyword: 'blob'"):
+    mujoco.MjModel.from_xml_string(xml)
+  with pytest.raises(jaxmj.MJCFError, match="invalid keyword: 'blob'"):
+    jaxmj.Model.from_xml_string(xml)
+
+
+
+@pytest.mark.parametrize("attrs, message", [
+  ('builtin="none" params="1"', "Unsupported mesh type"),
+  ('builtin="sphere"', "required attribute missing: 'params'"),
+  ('builtin="sphere" params="1" vertex="0 0 0 1 0 0 0 1 0 0 0 1"',
+   "at most one of 'builtin', 'vertex' can be specified"),
+])
+def test_bad_builtin_mesh_attributes_rejected_like_mujoco(attrs, message):
+  xml = f"""<mujoco><asset><mesh name="m" {attrs}/></asset>
+    <worldbody><geom type="mesh" mesh="m"/></worldbody></mujoco>"""
+  with pytest.raises(ValueError, match=message):
+    mujoco.MjModel.from_xml_string(xml)
+  with pytest.raises(jaxmj.MJCFError, match=message):
     jaxmj.Model.from_xml_string(xml)

@@ -169,8 +169,8 @@ def test_contact_in_included_file():
 
 def test_geom_adhesion_and_surfacevel_compile():
   """MuJoCo 4.0's geom adhesion and surfacevel (up to 6 values, the rest zero) and pair
-  adhesion parse and take class defaults (both run: tests/test_adhesion.py,
-  tests/test_surfacevel.py)."""
+  adhesion parse and take class defaults (both run: tests/constraint/test_adhesion.py,
+  tests/constraint/test_surfacevel.py)."""
   xml = model('<pair geom1="a0" geom2="post" adhesion=".5"/>',
               '<geom adhesion=".2" surfacevel="1 2"/>')
   m, mj = check(xml)

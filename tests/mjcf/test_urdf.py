@@ -5,6 +5,7 @@ and line."""
 import os
 import shutil
 
+import jax
 import numpy as np
 import pytest
 
@@ -13,6 +14,8 @@ mujoco = pytest.importorskip("mujoco")
 from mujoco_compare import load_both, model_differences  # noqa: E402
 
 import jaxmj  # noqa: E402
+from jaxmj.com import com_pos  # noqa: E402
+from jaxmj.kinematics import kinematics  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.normpath(os.path.join(HERE, "..", "..", "models", "urdf"))
@@ -278,7 +281,29 @@ def test_malformed_urdf_fails_naming_file_and_line(case, tmp_path):
   with pytest.raises(ValueError, match="URDF|[Ee]lement|attribute"):
     mujoco.MjModel.from_xml_path(str(path))  # MuJoCo rejects it too
 
-def test_inertial_on_the_world_link_is_named_as_unsupported():
-  body = _link("world") + _link("b") + _joint("j", "revolute", "world", "b")
-  with pytest.raises(jaxmj.MJCFError, match="<inertial> on the URDF link 'world'"):
-    jaxmj.Model.from_xml_string(_robot(body))
+_WORLD_INERTIA = ('<inertial><origin xyz="0.1 0.2 0.3" rpy="0.1 0.2 0.3"/><mass value="2"/>'
+                  '<inertia ixx="1" iyy="2" izz="2.5" ixy="0.1" ixz="0" iyz="0"/></inertial>')
+
+
+@pytest.mark.filterwarnings("ignore:.*settotalmass")
+@pytest.mark.parametrize("compiler", ["", UNFUSED, 'settotalmass="10"'],
+                         ids=["urdf_defaults", "unfused", "settotalmass"])
+def test_inertial_on_the_world_link_goes_to_the_world_body_like_mujoco(compiler):
+  """MuJoCo's URDF reader gives the world body that mass and inertia (an MJCF <worldbody>
+  cannot have one): it shows in body_mass[0] (settotalmass leaves it alone), the subtree
+  masses and subtree_com; the world's inertial frame stays the world frame."""
+  body = (_link("world", _WORLD_INERTIA) + _link("b") + _link("c") + _joint(
+    "j", "revolute", "world", "b", '<origin xyz="0 0 1"/>') + _joint("k", "fixed", "world", "c"))
+  m, mj = load_both(xml=_robot(body, compiler))
+  assert model_differences(m, mj) == []
+  assert m.body_mass[0] == 2
+  if compiler:
+    return
+  dm = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, dm)
+  run = jax.jit(lambda m, d: com_pos(m, kinematics(m, d)),
+                compiler_options={"xla_backend_optimization_level": 0})
+  d = run(m, jaxmj.make_data(m))
+  for name in ("xipos", "ximat", "subtree_com", "cinert"):
+    np.testing.assert_allclose(np.asarray(getattr(d, name)).reshape(getattr(dm, name).shape),
+                               getattr(dm, name), atol=1e-10, err_msg=name)

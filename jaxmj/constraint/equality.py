@@ -51,12 +51,12 @@ def eq_plan(m) -> dict:
 
 
 def _point_jac(m: Model, d: Data, body: np.ndarray, point: jnp.ndarray):
-  from jaxmj.constraint import point_jacobians
+  from jaxmj.constraint.rows import point_jacobians
 
   return point_jacobians(m, d, body, point)
 
 
-def _frames(m: Model, d: Data, g: dict, site: bool, weld: bool):
+def anchor_frames(m: Model, d: Data, g: dict, site: bool, weld: bool):
   """Global points (and weld orientations) of the two sides of connect / weld constraints."""
   data = m.eq_data[g["eq"]]
   if site:
@@ -75,7 +75,7 @@ def _frames(m: Model, d: Data, g: dict, site: bool, weld: bool):
 
 def _residual(m: Model, d: Data, g: dict, site: bool, weld: bool) -> jnp.ndarray:
   """(n, k) connect / weld position residual: translation, then scaled rotation."""
-  p1, p2, q1, q2 = _frames(m, d, g, site, weld)
+  p1, p2, q1, q2 = anchor_frames(m, d, g, site, weld)
   if not weld:
     return p1 - p2
   err = math.quat_mul(math.quat_conj(q2), q1)[:, 1:] * m.eq_data[g["eq"], 10][:, None]
@@ -98,7 +98,7 @@ def _jdot_v(m: Model, d: Data, g: dict, site: bool, weld: bool) -> jnp.ndarray:
 
 def _connect_weld(m: Model, d: Data, g: dict, site: bool, weld: bool):
   """(n, k, nv) Jacobians, (n, k) positions and diagApprox of connect (k=3) / weld (k=6)."""
-  p1, p2, q1, q2 = _frames(m, d, g, site, weld)
+  p1, p2, q1, q2 = anchor_frames(m, d, g, site, weld)
   jp1, jr1 = _point_jac(m, d, g["body1"], p1)
   jp2, jr2 = _point_jac(m, d, g["body2"], p2)
   iw = m.body_invweight0

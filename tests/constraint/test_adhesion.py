@@ -1,4 +1,4 @@
-"""Contact adhesion (geom / pair adhesion, jaxmj/adhesion.py) against mujoco 4.0.0.
+"""Contact adhesion (geom / pair adhesion, jaxmj/constraint/adhesion.py) against mujoco 4.0.0.
 
 A sphere (margin: it adheres before touching), a capsule with priority and a box on an
 explicit <pair> rest on an adhesive floor. The pull in qfrc_passive and the shifted

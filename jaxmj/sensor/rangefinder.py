@@ -1,4 +1,4 @@
-"""Surface normals at ray hits (the `normal` output of mj_ray, used by rangefinders).
+"""Rangefinder sensors: rays along a site's z axis, and the surface normal at the hit.
 
 The normal is the outward normal of the hit geom at the hit point, whichever side the ray
 came from: each geom type has a function of the hit point in the geom's local frame (box
@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.ray import _box_faces, mesh_triangles, triangle_hits
+from jaxmj import math
+from jaxmj.ray import box_faces, candidates, cast, mesh_triangles, triangle_hits
 from jaxmj.types import Data, GeomType, Model
 
 MINVAL = 1e-15
@@ -45,7 +46,7 @@ def _cylinder(size, h, p, v):
 
 
 def _box(size, h, p, v):
-  k = jnp.argmin(_box_faces(size, p, v))  # faces -x, +x, -y, +y, -z, +z
+  k = jnp.argmin(box_faces(size, p, v))  # faces -x, +x, -y, +y, -z, +z
   return jnp.eye(3, dtype=h.dtype)[k // 2] * jnp.where(k % 2 == 0, -1.0, 1.0)
 
 
@@ -81,3 +82,20 @@ def hit_normal(m: Model, d: Data, ids: np.ndarray, pnt, vec, dist, geomid):
     mine = jnp.asarray(sel) == geomid
     out = out + jnp.sum(jnp.where(mine[:, None], world, 0.0), axis=0)
   return out
+
+
+def rangefinder(m, d, g):
+  """Site rangefinders: fields dist, dir, origin, point, normal, depth (= dist for a site)
+  of the ray along the site's z axis, its own body excluded."""
+  ids = candidates(m)
+  pnt, vec = d.site_xpos[g.obj], d.site_xmat[g.obj][:, :, 2]
+  exclude = jnp.asarray(m.site_bodyid[g.obj])
+  dist, gid = jax.vmap(lambda p, v, b: cast(m, d, ids, p, v, b))(pnt, vec, exclude)
+  hit = (dist >= 0)[:, None]
+  unit = math.normalize(vec)
+  fields = {0: dist[:, None], 1: jnp.where(hit, unit, 0.0), 2: pnt,
+            3: jnp.where(hit, pnt + dist[:, None] * vec, 0.0), 5: dist[:, None]}
+  if g.intprm[0] >> 4 & 1:
+    normal = jax.vmap(lambda p, v, x, i: hit_normal(m, d, ids, p, v, x, i))(pnt, vec, dist, gid)
+    fields[4] = jnp.where(hit, normal, 0.0)
+  return jnp.concatenate([fields[k] for k in range(6) if g.intprm[0] >> k & 1], axis=-1)

@@ -1,4 +1,4 @@
-"""mj_geomDistance for the collision sensors (distance, normal, fromto), all geom pairs.
+"""The collision sensors (geomdist, geomnormal, geomfromto) and mj_geomDistance for them.
 
 MuJoCo 4.0 (nativeccd, its default) measures pairs its collision table sends to the convex
 collider, box-box included, with one GJK/EPA query cut off at distmax; every other pair
@@ -14,7 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.types import GeomType
+from jaxmj.sensor.objects import MINVAL
+from jaxmj.types import GeomType, ObjType
 
 _CCD = "ccd"  # group key of the pairs MuJoCo measures with one GJK/EPA query
 
@@ -110,3 +111,52 @@ def geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax):
     ft = jnp.concatenate([pos - half, pos + half], axis=-1)
     fromto = fromto.at[sel].set(jnp.where(found[:, None], ft, 0.0))
   return dist, fromto
+
+
+def _body_geoms(m, objtype: int, oid: int) -> list[int]:
+  if objtype == ObjType.GEOM:
+    return [int(oid)]
+  adr, num = int(m.body_geomadr[oid]), int(m.body_geomnum[oid])
+  return list(range(adr, adr + num))
+
+
+def collision(kind: str):
+  """geomdist, geomnormal, geomfromto: the smallest signed distance over the geom pairs of
+  the two geoms or bodies, searched up to the sensor's cutoff (MuJoCo's distmax)."""
+
+  def fn(m, d, g):
+    pairs, owner = [], []
+    for k, (o, r) in enumerate(zip(g.obj, g.ref)):
+      for x in _body_geoms(m, g.objtype, o):
+        for y in _body_geoms(m, g.reftype, r):
+          pairs.append((x, y))
+          owner.append(k)
+    n = len(g.obj)
+    cutoff = m.sensor_cutoff[g.ids]
+    if not pairs:
+      dist, fromto = cutoff, jnp.zeros((n, 6), d.qpos.dtype)
+    else:
+      g1, g2 = (np.array(c) for c in zip(*pairs))
+      owner = np.array(owner)
+      pd, pft = geom_distance(m, d, g1, g2, cutoff[owner])
+      # First pair (in MuJoCo's loop order) attaining the smallest distance, per sensor.
+      width = max(np.bincount(owner, minlength=n))
+      slot = np.full((n, width), -1)
+      for k in range(n):
+        ids = np.flatnonzero(owner == k)
+        slot[k, : len(ids)] = ids
+      cand = jnp.where(slot >= 0, pd[np.maximum(slot, 0)], jnp.inf)
+      best = jnp.argmin(cand, axis=1)
+      pick = jnp.asarray(np.maximum(slot, 0))[jnp.arange(n), best]
+      found = cand[jnp.arange(n), best] < cutoff
+      dist = jnp.where(found, pd[pick], cutoff)
+      fromto = jnp.where(found[:, None], pft[pick], 0.0)
+    if kind == "dist":
+      return dist[:, None]
+    if kind == "fromto":
+      return fromto
+    diff = fromto[:, 3:] - fromto[:, :3]
+    norm = jnp.sqrt(jnp.sum(diff * diff, -1, keepdims=True))
+    return jnp.where(norm > MINVAL, diff / jnp.where(norm > MINVAL, norm, 1.0), 0.0)
+
+  return fn

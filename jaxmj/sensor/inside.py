@@ -1,13 +1,16 @@
-"""insidesite with enclosed="true": how far an object juts out of a site.
+"""insidesite sensors: is an object's frame inside a site (mju_insideGeom), and, with
+enclosed="true", how far an object juts out of a site.
 
-The value is the directed Hausdorff distance max_{x in object} sd_site(x), sd_site the
-site's signed distance (negative inside). sd_site is convex, so the maximum over a convex
-object is reached at its extreme points: a box's or mesh's vertices, and for a sphere
-(capsule) its centre (segment ends) plus the radius, since sd_site grows at unit rate
-away from the site. Body objects take the maximum over their geoms (xbody: the subtree's).
+The enclosed value is the directed Hausdorff distance max_{x in object} sd_site(x), sd_site
+the site's signed distance (negative inside). sd_site is convex, so the maximum over a
+convex object is reached at its extreme points: a box's or mesh's vertices, and for a
+sphere (capsule) its centre (segment ends) plus the radius, since sd_site grows at unit
+rate away from the site. Body objects take the maximum over their geoms (xbody: the
+subtree's).
 
-Sites: sphere, capsule, box, cylinder. Objects: sphere, capsule, box and mesh geoms or
-sites; other shapes (ellipsoids, cylinders as objects, ellipsoid sites) are refused.
+Enclosed sites: sphere, capsule, box, cylinder. Objects: sphere, capsule, box and mesh
+geoms or sites; other shapes (ellipsoids, cylinders as objects, ellipsoid sites) are
+refused.
 """
 
 from __future__ import annotations
@@ -17,11 +20,42 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.scan import body_plan
+from jaxmj.sensor.objects import frame, mat_t_vec
 from jaxmj.types import GeomType, ObjType
 
 SITE_TYPES = (GeomType.SPHERE, GeomType.CAPSULE, GeomType.BOX, GeomType.CYLINDER)
 OBJECT_TYPES = (GeomType.SPHERE, GeomType.CAPSULE, GeomType.BOX, GeomType.MESH)
 _CORNERS = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+
+
+def inside_geom(geom_type, size, p):
+  """mju_insideGeom: () bool, is local point p (3,) inside a sphere, capsule, ellipsoid,
+  cylinder or box of the given type (traced) and size (3,)."""
+  r2 = size[0] * size[0]
+  xy = p[0] ** 2 + p[1] ** 2
+  capsule = (xy + jnp.maximum(jnp.abs(p[2]) - size[1], 0.0) ** 2) <= r2
+  tests = {
+    GeomType.SPHERE: p @ p <= r2,
+    GeomType.CAPSULE: capsule,
+    GeomType.ELLIPSOID: jnp.sum((p / size) ** 2) <= 1.0,
+    GeomType.CYLINDER: (xy <= r2) & (jnp.abs(p[2]) <= size[1]),
+    GeomType.BOX: jnp.all(jnp.abs(p) <= size),
+  }
+  out = jnp.zeros((), bool)
+  for t, v in tests.items():
+    out = jnp.where(geom_type == t, v, out)
+  return out
+
+
+def insidesite(m, d, g):
+  """(n, 1) insidesite: 1 where the object's frame origin is inside the site, else 0; with
+  enclosed="true" (intprm[0]) the object's distance outside the site (`enclosed`)."""
+  if g.intprm[0]:
+    return enclosed(m, d, g)
+  pos, _ = frame(m, d, g.objtype, g.obj)
+  local = mat_t_vec(d.site_xmat[g.ref], pos - d.site_xpos[g.ref])
+  inside = jax.vmap(inside_geom)(jnp.asarray(m.site_type[g.ref]), m.site_size[g.ref], local)
+  return inside.astype(pos.dtype)[:, None]
 
 
 def _norm(v):

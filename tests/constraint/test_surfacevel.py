@@ -1,4 +1,4 @@
-"""Geom surface velocity (geom surfacevel, jaxmj/surfacevel.py) against mujoco 4.0.0.
+"""Geom surface velocity (geom surfacevel, jaxmj/constraint/surfacevel.py) against mujoco 4.0.0.
 
 A tilted conveyor box carries a ball; a floor spinning about its normal carries a sphere
 with its own surface velocity (condim 4: spin row). Held to 1e-10: the contacts'
@@ -16,7 +16,7 @@ mujoco = pytest.importorskip("mujoco")
 from mujoco_compare import load_both, rollout_error, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
-from jaxmj.surfacevel import contact_surfacevel  # noqa: E402
+from jaxmj.constraint.surfacevel import contact_surfacevel  # noqa: E402
 
 FAST = {"xla_backend_optimization_level": 0}
 EXACT, SOLVED = 1e-10, 1e-6

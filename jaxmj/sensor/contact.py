@@ -15,6 +15,7 @@ import numpy as np
 
 from jaxmj import support
 from jaxmj.scan import body_plan
+from jaxmj.sensor.inside import inside_geom
 from jaxmj.types import ObjType
 
 MINVAL = 1e-15
@@ -40,8 +41,6 @@ def _side(m, objtype: int, oid: int, geoms: np.ndarray) -> np.ndarray:
 
 def _matches(m, d, g):
   """(match (n, ncon) bool, flipped (n, ncon) static bool) of each sensor's contacts."""
-  from jaxmj.sensor import _inside
-
   c = d.contact
   n, ncon = len(g.obj), len(c.dim)
   direct, flipped = np.zeros((n, ncon), bool), np.zeros((n, ncon), bool)
@@ -56,7 +55,7 @@ def _matches(m, d, g):
   if site:
     local = jnp.einsum("nji,cnj->cni", d.site_xmat[g.obj],
                        c.pos[:, None] - d.site_xpos[g.obj][None])
-    inside = jax.vmap(jax.vmap(_inside, (None, None, 0)), (0, 0, 1))(
+    inside = jax.vmap(jax.vmap(inside_geom, (None, None, 0)), (0, 0, 1))(
       jnp.asarray(m.site_type[g.obj]), m.site_size[g.obj], local)
     match &= inside
   return match, flipped

@@ -1,0 +1,155 @@
+"""Row blocks per constraint kind: friction loss (dofs), joint limits and contacts, each a
+dict of per-row quantities (J, pos, margin, diag, solref, solimp, active, ...) that
+driver.py stacks in MuJoCo's order (equality rows: equality.py; tendon rows: tendon.py).
+
+* Friction loss: one row per dof whose frictionloss is > 0 in the *compiled* model. The
+  frictionloss value itself is a leaf (differentiable, batchable), but whether a dof has a
+  row is static: setting it > 0 later on a dof that had 0 adds no row (ignored), setting
+  it to 0 on a dof with a row leaves a row that bounds the force by 0 (no effect).
+  The set is the static Model field `dof_hasfrictionloss`.
+  Friction rows are always active.
+* Joint limits: one row per limited hinge or slide joint, one per limited ball joint.
+  A hinge/slide row stands for whichever side of the range is nearer (lower on a tie),
+  with MuJoCo's sign: J = +1 at the lower limit, -1 at the upper limit. MuJoCo makes two
+  rows when both sides are within the margin at once (a range narrower than 2 * margin):
+  joints whose compiled range is that narrow (static Model.jnt_limitboth) own a lower and
+  an upper row instead. Active when dist < margin. Tendon limits likewise.
+* Contacts: one block per contact slot of `Data.contact`: condim 1 -> 1 frictionless row;
+  pyramidal cones 2 * (condim - 1) rows (edges J_n +- mu_i J_i); elliptic cones condim rows
+  (normal, tangents, then torsion and rolling from the rotational Jacobian). Active when
+  `contact.active`.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj import math
+from jaxmj.constraint.layout import EfcLayout
+from jaxmj.scan import body_plan
+from jaxmj.types import Data, Model
+
+MINVAL = 1e-15  # mjMINVAL
+
+
+def rows(n, nv, dt, **kw) -> dict:
+  """A block of n rows: every per-row quantity, zero unless given."""
+  z = lambda *s: jnp.zeros((n,) + s, dt)
+  out = dict(J=z(nv), pos=z(), margin=z(), frictionloss=z(), diag=z(), solref=z(2),
+             solreffriction=z(2), solimp=z(5), imp_pos=z(), imp_margin=z(),
+             active=jnp.zeros(n, bool), bias=z(), kzero=np.zeros(n, bool),
+             elliptic_friction=np.zeros(n, bool))
+  out.update(kw)
+  return out
+
+
+def friction_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
+  """mj_instantiateFriction (dofs): unit rows, frictionloss, no position, K = 0."""
+  dof = lay.friction_dof
+  dt = d.qpos.dtype
+  return rows(
+    len(dof), m.nv, dt, J=jnp.asarray(np.eye(m.nv)[dof], dt),
+    frictionloss=m.dof_frictionloss[dof], diag=m.dof_invweight0[dof],
+    solref=m.dof_solref[dof], solimp=m.dof_solimp[dof], active=jnp.ones(len(dof), bool),
+    kzero=np.ones(len(dof), bool))
+
+
+def ball_angle_axis(quat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+  """Rotation angle >= 0 and unit axis of a ball joint's quaternion, as mj_instantiateLimit
+  (mju_quat2Vel, then normalize): axis (1, 0, 0) at zero angle. Gradient-safe."""
+  q = math.normalize_quat(quat)
+  e1 = jnp.zeros_like(q[..., 1:]).at[..., 0].set(1.0)
+  v = q[..., 1:]
+  s = math.safe_norm(v, keepdims=True)
+  small = s < MINVAL
+  unit = jnp.where(small, e1, v / jnp.where(small, 1.0, s))
+  speed = 2.0 * jnp.arctan2(s[..., 0], q[..., 0])
+  speed = jnp.where(speed > jnp.pi, speed - 2.0 * jnp.pi, speed)
+  vel = unit * speed[..., None]
+  angle = math.safe_norm(vel, keepdims=True)
+  small = angle < MINVAL
+  axis = jnp.where(small, e1, vel / jnp.where(small, 1.0, angle))
+  return angle[..., 0], axis
+
+
+def limit_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
+  """mj_instantiateLimit (joints): distance to the nearer limit, J = -side on the dof."""
+  dt = d.qpos.dtype
+  n = len(lay.limit_jnt)
+  lin_rows, ball_rows = np.flatnonzero(~lay.limit_ball), np.flatnonzero(lay.limit_ball)
+  lin, ball = lay.limit_jnt[lin_rows], lay.limit_jnt[ball_rows]
+  dist = jnp.zeros(n, dt)
+  J = jnp.zeros((n, m.nv), dt)
+  if len(lin):
+    value = d.qpos[m.jnt_qposadr[lin]]
+    lower = -(m.jnt_range[lin, 0] - value)  # side -1, as MuJoCo writes it
+    upper = m.jnt_range[lin, 1] - value
+    side = lay.limit_side[lin_rows]
+    at_lower = jnp.where(side == 0, lower <= upper, side < 0)
+    dist = dist.at[lin_rows].set(jnp.where(at_lower, lower, upper))
+    J = J.at[lin_rows, m.jnt_dofadr[lin]].set(jnp.where(at_lower, 1.0, -1.0).astype(dt))
+  if len(ball):
+    adr = m.jnt_qposadr[ball][:, None] + np.arange(4)
+    angle, axis = ball_angle_axis(d.qpos[adr])
+    dist = dist.at[ball_rows].set(jnp.maximum(m.jnt_range[ball, 0], m.jnt_range[ball, 1]) - angle)
+    cols = m.jnt_dofadr[ball][:, None] + np.arange(3)
+    J = J.at[ball_rows[:, None], cols].set(-axis)
+  jnt = lay.limit_jnt
+  margin = m.jnt_margin[jnt]
+  return rows(n, m.nv, dt, J=J, pos=dist, margin=margin, imp_pos=dist, imp_margin=margin,
+               diag=m.dof_invweight0[m.jnt_dofadr[jnt]], solref=m.jnt_solref[jnt],
+               solimp=m.jnt_solimp[jnt], active=dist < margin)
+
+
+def point_jacobians(m: Model, d: Data, body: np.ndarray, point: jnp.ndarray):
+  """mj_jac for many (body, point) pairs: translational and rotational (n, 3, nv) Jacobians.
+
+  body: (n,) static body ids; point: (n, 3) global. Reads cdof and subtree_com.
+  """
+  mask = body_plan(m)["body_dof"][body].astype(bool)  # (n, nv)
+  offset = point - d.subtree_com[m.body_rootid[body]]
+  ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
+  jacp = lin[None] + jnp.cross(ang[None], offset[:, None, :])  # (n, nv, 3)
+  jacp = jnp.where(mask[..., None], jacp, 0.0)
+  jacr = jnp.where(mask[..., None], ang[None], 0.0)
+  return jnp.swapaxes(jacp, 1, 2), jnp.swapaxes(jacr, 1, 2)
+
+
+def contact_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
+  """mj_instantiateContact for the contact slots: frictionless, pyramid or elliptic rows."""
+  dt = d.qpos.dtype
+  if lay.nc == 0:
+    return rows(0, m.nv, dt)
+  con = d.contact
+  slot = lay.con_slot
+  active = con.active
+  # Placeholder slots may hold zero friction; keep divisions by friction finite there.
+  friction = jnp.where(active[:, None], con.friction, 1.0)
+  b1, b2 = m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]
+  p1, r1 = point_jacobians(m, d, b1, con.pos)
+  p2, r2 = point_jacobians(m, d, b2, con.pos)
+  frame = con.frame
+  rows6 = jnp.concatenate([jnp.einsum("sij,sjv->siv", frame, p2 - p1),
+                           jnp.einsum("sij,sjv->siv", frame, r2 - r1)], axis=1)
+  normal = rows6[slot, 0]
+  edge = rows6[slot, lay.con_k]
+  mu = friction[slot, np.maximum(lay.con_edge, 0)]
+  coef = jnp.where(lay.con_pyramid, lay.con_sign * mu, 1.0)
+  J = jnp.where(lay.con_pyramid[:, None], normal, 0.0) + coef[:, None] * edge
+
+  # diagApprox: translation and rotation invweight0 of the two bodies, summed.
+  iw = m.body_invweight0
+  tran, rot = (iw[b1, 0] + iw[b2, 0])[slot], (iw[b1, 1] + iw[b2, 1])[slot]
+  fri = friction[slot, np.maximum(lay.con_edge, 0)]
+  pyr_diag = tran + fri * fri * jnp.where(lay.con_edge < 2, tran, rot)
+  diag = jnp.where(lay.con_pyramid, pyr_diag, jnp.where(lay.con_j < 3, tran, rot))
+
+  dist, margin = con.dist[slot], con.includemargin[slot]
+  normal_row = ~(lay.con_elliptic & (lay.con_j > 0))
+  return rows(
+    lay.nc, m.nv, dt, J=J, pos=jnp.where(normal_row, dist, 0.0),
+    margin=jnp.where(normal_row, margin, 0.0), imp_pos=dist, imp_margin=margin, diag=diag,
+    solref=con.solref[slot], solreffriction=con.solreffriction[slot],
+    solimp=con.solimp[slot], active=active[slot],
+    elliptic_friction=lay.con_elliptic & (lay.con_j > 0))

@@ -1,0 +1,205 @@
+"""Constraint islands (jaxmj/island.py) and the per-island solve (jaxmj/solver.py) against
+MuJoCo 4.0, whose solver treats each island as its own problem (islands on by default): at
+few iterations (what RL users run) that differs from one global solve, since every island
+takes its own step sizes and stops on its own.
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import MODELS
+from mujoco_compare import full_m, mujoco, rollout_error
+
+import jaxmj
+from jaxmj import island, solver
+from jaxmj.types import DisableBit, Solver
+
+# two boxes on the floor (two islands), a pendulum pressed into its limit (one island), two
+# free bodies joined by a connect equality (two trees, one island), a sphere in the air (none)
+XML = """<mujoco>
+  <option solver="{solver}" iterations="{iterations}" ls_iterations="{ls}" cone="{cone}">
+    <flag island="{island}"/></option>
+  <worldbody>
+    <geom type="plane" size="5 5 .1"/>
+    <body pos="0 0 .098"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    <body pos="1 0 .097" euler="10 20 30"><freejoint/><geom type="box" size=".1 .08 .1"/></body>
+    {extra}
+  </worldbody>
+  {equality}
+</mujoco>"""
+EXTRA = """
+    <body pos="3 0 1"><joint type="hinge" axis="0 1 0" range="-.2 .2" frictionloss=".1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -.4" size=".04"/></body>
+    <body pos="4 0 1"><freejoint/><geom type="sphere" size=".1"/></body>
+    <body name="a" pos="0 3 1"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    <body name="b" pos=".3 3 1"><freejoint/><geom type="sphere" size=".08"/></body>"""
+EQUALITY = '<equality><connect body1="a" body2="b" anchor=".15 0 0"/></equality>'
+
+
+def xml(solver_name="Newton", iterations=100, ls=50, cone="pyramidal", island_flag="enable",
+        extra=True):
+  return XML.format(solver=solver_name, iterations=iterations, ls=ls, cone=cone,
+                    island=island_flag, extra=EXTRA if extra else "",
+                    equality=EQUALITY if extra else "")
+
+
+def state(mj):
+  d = mujoco.MjData(mj)
+  if mj.njnt > 2:
+    d.qpos[mj.jnt_qposadr[2]] = 0.3  # the pendulum beyond its limit
+  d.qvel[:] = 0.5 * np.random.default_rng(1).normal(size=mj.nv)
+  return d
+
+
+JIT = dict(compiler_options={"xla_backend_optimization_level": 0})
+
+
+@pytest.fixture(scope="module")
+def full():
+  """jaxmj and MuJoCo after mj_forward on the full model, Newton at 2 iterations with truncated
+  line searches (far from converged: each island's iterates are MuJoCo's), islands on."""
+  text = xml("Newton", 2, 4)
+  m, mj = jaxmj.Model.from_xml_string(text), mujoco.MjModel.from_xml_string(text)
+  dm = state(mj)
+  d = jaxmj.make_data(m).replace(qpos=jnp.asarray(dm.qpos), qvel=jnp.asarray(dm.qvel))
+  mujoco.mj_forward(mj, dm)
+  return m, mj, jax.jit(jaxmj.forward, **JIT)(m, d), dm
+
+
+def test_islands_match_mujoco(full):
+  """nisland, tree_island, dof_island and the per-island counts equal mj_island's (numbering
+  too: by smallest tree); efc_island of the equality, friction and limit rows (same row order
+  as MuJoCo's) too, and the contact rows' islands as a set. qacc (2 Newton iterations per
+  island) and the per-island iteration counts are MuJoCo's. With islands disabled there are
+  none, as in MuJoCo."""
+  m, mj, d, dm = full
+  ni = dm.nisland
+  assert int(d.nisland) == ni == 4
+  np.testing.assert_array_equal(d.tree_island, dm.tree_island)
+  np.testing.assert_array_equal(d.dof_island, dm.dof_island)
+  for name in ("island_ntree", "island_nv", "island_nefc", "island_ne", "island_nf"):
+    np.testing.assert_array_equal(np.asarray(getattr(d, name))[:ni], getattr(dm, name), name)
+    assert not np.any(np.asarray(getattr(d, name))[ni:])
+  active = np.asarray(d.efc_active)
+  ours = np.asarray(d.efc_island)[active]
+  nfixed = dm.ne + dm.nf + dm.nl
+  assert nfixed == 5
+  np.testing.assert_array_equal(ours[:nfixed], dm.efc_island[:nfixed])
+  np.testing.assert_array_equal(np.sort(ours[nfixed:]), np.sort(dm.efc_island[nfixed:]))
+  assert np.all(np.asarray(d.efc_island)[~active] == -1)
+  np.testing.assert_allclose(d.qacc, dm.qacc, atol=1e-8 * np.abs(dm.qacc).max())
+  np.testing.assert_array_equal(d.solver_niter, dm.solver_niter[:len(d.solver_niter)])
+  off = m.replace(opt=m.opt.replace(disableflags=m.opt.disableflags | DisableBit.ISLAND))
+  d0 = jax.jit(island.island, **JIT)(off, d)
+  assert int(d0.nisland) == 0
+  assert np.all(np.asarray(d0.tree_island) == -1) and np.all(np.asarray(d0.efc_island) == -1)
+
+
+def problem(d, qm):
+  return dict(qM=qm, qacc_smooth=d.qacc_smooth, qfrc_smooth=qm @ d.qacc_smooth,
+              qacc_warmstart=jnp.zeros_like(d.qacc_smooth), efc_J=d.efc_J, efc_D=d.efc_D,
+              efc_R=d.efc_R, efc_aref=d.efc_aref, efc_frictionloss=d.efc_frictionloss,
+              efc_type=d.efc_type, efc_active=d.efc_active, dof_island=d.dof_island,
+              efc_island=d.efc_island)
+
+
+def test_pgs_runs_per_island_and_converges_to_mujoco(full):
+  """PGS per island (MuJoCo 4.0 runs PGS per island too), on jaxmj's rows and islands: each
+  island counts its own sweeps (they differ), the empty slots none; run to convergence, qacc
+  is MuJoCo's optimum (MuJoCo 4.0 sweeps the rows in a shuffled order, so its PGS iterates
+  are not compared)."""
+  m, mj, d, dm = full
+  qm = jnp.asarray(full_m(mj, dm))
+  res = jax.jit(lambda a: solver.solve_arrays(**a, solver=Solver.PGS, iterations=2000,
+                                              tolerance=1e-14, nisland_max=4), **JIT)(
+    problem(d, qm))
+  niter = np.asarray(res.solver_niter)
+  assert np.all(niter > 0) and len(set(niter.tolist())) > 1
+  ref = mujoco.MjModel.from_xml_string(xml())
+  dr = state(ref)
+  mujoco.mj_forward(ref, dr)
+  np.testing.assert_allclose(res.qacc, dr.qacc, atol=1e-6 * np.abs(dr.qacc).max())
+
+
+def test_per_island_gradient_matches_finite_differences(full):
+  """Reverse mode through the unrolled per-island iterations (implicit_grad=False) at
+  iterations=2, on the full model's rows and islands: the derivative of qacc w.r.t.
+  qacc_smooth equals central finite differences of the same truncated solve (line searches
+  resolved tightly: their step's derivative is that of the line minimum)."""
+  m, mj, d, dm = full
+  qm = jnp.asarray(full_m(mj, dm))
+  w = jnp.asarray(np.random.default_rng(3).normal(size=m.nv))
+
+  @jax.jit
+  def loss(qs):
+    a = dict(problem(d, qm), qacc_smooth=qs, qfrc_smooth=qm @ qs)
+    r = solver.solve_arrays(**a, iterations=2, tolerance=1e-12, implicit_grad=False,
+                            nisland_max=4)
+    return r.qacc @ w
+
+  qs = d.qacc_smooth
+  g = jax.grad(loss)(qs)
+  assert np.all(np.isfinite(g))
+  v = jnp.asarray(np.random.default_rng(4).normal(size=m.nv))
+  fd = (loss(qs + 1e-6 * v) - loss(qs - 1e-6 * v)) / 2e-6
+  np.testing.assert_allclose(float(g @ v), float(fd), rtol=1e-5)
+
+
+# measured, not diagnosed: once the second box rests (step ~14), MuJoCo runs no CG iteration on
+# its island (solver_niter 0) where jaxmj runs one; qpos then drifts 1e-6 over 40 steps
+CG_RESTING = "CG on a resting island: MuJoCo 0 iterations, jaxmj 1 (not diagnosed)"
+
+
+def rollout_case(solver_name, iterations, ls):
+  text = xml(solver_name, iterations, ls, extra=False)
+  m, mj = jaxmj.Model.from_xml_string(text), mujoco.MjModel.from_xml_string(text)
+  dm = state(mj)
+  dm.qvel[:] *= 0.1
+  err, final, dm, ncon = rollout_error(m, mj, 40, dm=dm)
+  assert min(ncon) >= 4
+  assert err < 1e-9, err
+  assert int(final.nisland) == dm.nisland >= 1
+  np.testing.assert_array_equal(final.solver_niter[:2], dm.solver_niter[:2])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver_name,iterations,ls", [
+  ("Newton", 1, 4), ("Newton", 3, 2),
+  *(pytest.param("CG", it, ls, marks=pytest.mark.xfail(strict=False, reason=CG_RESTING))
+    for it, ls in ((2, 50), (3, 3)))])
+def test_two_islands_few_iterations_match_mj_step(solver_name, iterations, ls):
+  """Two boxes dropped side by side (two islands) stepped at 1-3 iterations, with truncated
+  line searches too: each island takes its own steps and stops on its own, as MuJoCo's."""
+  rollout_case(solver_name, iterations, ls)
+
+
+@pytest.mark.slow
+def test_box_pile_one_iteration_matches_mj_step():
+  """The box pile at iterations=1 (several islands while it settles): 7e-3 off with one global
+  solve, MuJoCo's trajectory with per-island solves."""
+  path = os.path.join(MODELS, "box_pile.xml")
+  m, mj = jaxmj.Model.from_xml_path(path), mujoco.MjModel.from_xml_path(path)
+  mj.opt.iterations = 1
+  m = m.replace(opt=m.opt.replace(iterations=1))
+  err, _, dm, _ = rollout_error(m, mj, 150)
+  assert dm.nisland >= 1
+  assert err < 1e-8, err
+
+
+@pytest.mark.slow
+def test_gradient_through_step_with_islands():
+  """jax.grad through jaxmj.step of the two-box model at iterations=2 (implicit derivative of
+  each island's optimum) is finite and nonzero."""
+  text = xml("Newton", 2, 50, extra=False)
+  m = jaxmj.Model.from_xml_string(text)
+  dm = state(mujoco.MjModel.from_xml_string(text))
+  d = jaxmj.make_data(m).replace(qpos=jnp.asarray(dm.qpos), qvel=jnp.asarray(dm.qvel))
+
+  def loss(qvel):
+    return jnp.sum(jaxmj.step(m, d.replace(qvel=qvel)).qvel ** 2)
+
+  g = jax.jit(jax.grad(loss), **JIT)(d.qvel)
+  assert np.all(np.isfinite(g)) and np.any(g != 0)
