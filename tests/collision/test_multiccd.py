@@ -15,6 +15,7 @@ mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from test_multicontact_survey import CUBE, GEOMS  # noqa: E402  (the survey's scenes)
 
 import jaxmj  # noqa: E402
 from jaxmj.collision import multiccd  # noqa: E402
@@ -22,13 +23,6 @@ from jaxmj.collision.primitive import GeomFrame  # noqa: E402
 
 jit0 = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
 
-CUBE = "-1 -1 -1 1 -1 -1 -1 1 -1 1 1 -1 -1 -1 1 1 -1 1 -1 1 1 1 1 1"
-GEOMS = {
-  "slab": 'type="box" size=".3 .3 .05"', "disc": 'type="cylinder" size=".3 .05"',
-  "mslab": 'type="mesh" mesh="slab"', "box": 'type="box" size=".1 .1 .1"',
-  "cyl": 'type="cylinder" size=".1 .1"', "cap": 'type="capsule" size=".05 .1"',
-  "mbox": 'type="mesh" mesh="cube"', "ell": 'type="ellipsoid" size=".1 .1 .1"',
-}
 P = multiccd.NCAP
 
 
