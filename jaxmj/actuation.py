@@ -7,10 +7,11 @@ computes act_dot, actuator_force (nout,) and qfrc_actuator; `next_act` is mj_adv
 activation update.
 
 MuJoCo 4.0 layout: actuator k reads the controls actuator_ctrladr[k] : + ctrlnum[k] and
-writes the outputs actuator_outadr[k] : + outnum[k]. Every actuator jaxmj compiles has one
-output, so the code below computes one value per actuator id and reaches outputs through
-outadr (`_per_actuator`, `_gear`, the scatter of the forces) and its first control through
-ctrladr; the multi-input PID reads its other controls in motor.py.
+writes the outputs actuator_outadr[k] : + outnum[k]. The code below computes one value per
+actuator id and reaches its first output through outadr (`_per_actuator`, `_gear`, the
+scatter of the forces) and its first control through ctrladr; the multi-input PID reads its
+other controls in motor.py, and so3 actuators (3 controls, 3 outputs) are computed whole in
+orientation.py, their per-id placeholder values overwritten.
 
 Static structure decides everything that branches: actuators are grouped by transmission,
 dynamics, gain and bias type with numpy, and each group is computed vectorized through a
@@ -22,7 +23,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import history, math, motor
+from jaxmj import history, math, motor, orientation
 from jaxmj.constraint import point_jacobians
 from jaxmj.scan import cached_plan
 from jaxmj.types import (
@@ -76,7 +77,7 @@ def _common_chain(m, site: int, ref: int, nv: int) -> np.ndarray:
 def _trn_plan(m) -> dict:
   """Actuator ids per transmission kind, with the static ids each kind needs."""
   groups: dict[str, list] = {k: [] for k in ("scalar", "ball", "free", "tendon", "site",
-                                             "refsite", "slidercrank", "body")}
+                                             "refsite", "slidercrank", "body", "so3")}
   for i, (trn, (tid, tid2)) in enumerate(zip(m.actuator_trntype, m.actuator_trnid)):
     if trn in (TrnType.JOINT, TrnType.JOINTINPARENT):
       kind = {JointType.FREE: "free", JointType.BALL: "ball"}.get(m.jnt_type[tid], "scalar")
@@ -88,6 +89,8 @@ def _trn_plan(m) -> dict:
       groups["site" if tid2 < 0 else "refsite"].append((i, tid, tid2))
     elif trn == TrnType.SLIDERCRANK:
       groups["slidercrank"].append((i, tid, tid2))
+    elif trn == TrnType.SO3:
+      groups["so3"].append((i, m.jnt_qposadr[tid], m.jnt_dofadr[tid]))
     else:
       groups["body"].append((i, tid))
   out = {k: tuple(np.array(c) for c in zip(*v)) for k, v in groups.items() if v}
@@ -214,7 +217,7 @@ def _body(m: Model, d: Data, grp) -> tuple:
 
 TRANSMISSIONS = {"scalar": _scalar, "ball": _ball, "free": _free, "tendon": _tendon,
                  "site": _site, "refsite": _refsite, "slidercrank": _slidercrank,
-                 "body": _body}
+                 "body": _body, "so3": orientation.transmission}
 
 
 def transmission(m: Model, d: Data) -> Data:
@@ -227,7 +230,8 @@ def transmission(m: Model, d: Data) -> Data:
   length, moment = jnp.zeros(m.nout), jnp.zeros((m.nout, m.nv))
   for kind, grp in _trn_plan(m).items():
     ln, mo = TRANSMISSIONS[kind](m, d, grp)
-    out = m.actuator_outadr[grp[0]]
+    out = (orientation.rows(m, grp[0], m.actuator_outadr) if kind == "so3"
+           else m.actuator_outadr[grp[0]])
     length, moment = length.at[out].set(ln), moment.at[out].set(mo)
   return d.replace(actuator_length=length, actuator_moment=moment)
 
@@ -323,12 +327,13 @@ GAINS = {
   GainType.AFFINE: lambda prm, ln, vel, lr, acc0: prm[:, 0] + prm[:, 1] * ln + prm[:, 2] * vel,
   GainType.MUSCLE: muscle_gain,
   GainType.PID: _zero, GainType.DCMOTOR: _zero,  # computed by jaxmj.motor
+  GainType.SO3: _zero,  # computed by jaxmj.orientation
 }
 BIASES = {
   BiasType.NONE: lambda prm, ln, vel, lr, acc0: jnp.zeros_like(ln),
   BiasType.AFFINE: lambda prm, ln, vel, lr, acc0: prm[:, 0] + prm[:, 1] * ln + prm[:, 2] * vel,
   BiasType.MUSCLE: lambda prm, ln, vel, lr, acc0: muscle_bias(prm, ln, lr, acc0),
-  BiasType.DCMOTOR: _zero,
+  BiasType.DCMOTOR: _zero, BiasType.SO3: _zero,
 }
 # Each entry: (ctrl, act, dynprm) -> (n,) act_dot.
 DYNAMICS = {
@@ -552,6 +557,11 @@ def fwd_actuation(m: Model, d: Data) -> Data:
   force = motor.mechanical(m, da, act_dot, force,
                            ~np.isin(np.arange(m.nactuator), plan["disabled"]))
   force = jnp.zeros(m.nout, force.dtype).at[out].set(force)
+  so3 = orientation.so3_ids(m)
+  if len(so3):
+    on = ~np.isin(so3, plan["disabled"])
+    f3 = orientation.forces(m, d, controls, m.actuator_forcelimited).reshape(-1, 3)
+    force = force.at[orientation.rows(m, so3, out)].set((f3 * on[:, None]).reshape(-1))
   qfrc = d.actuator_moment.T @ force
   if len(plan["gravcomp_dof"]) and not m.opt.disabled(DisableBit.GRAVITY):
     dof = plan["gravcomp_dof"]

@@ -57,7 +57,7 @@ def _plan(m) -> dict:
 def _reflected(m: Model, act: np.ndarray, target: np.ndarray, n: int, dtype):
   """(armature (n,), damping (n,), dampingpoly (n, 2)) reflected by actuators `act` onto
   targets `target`: each actuator's values times its gear[0]^2, summed per target."""
-  gear2 = m.actuator_gear[act, 0] ** 2
+  gear2 = m.actuator_gear[m.actuator_outadr[act], 0] ** 2
   arm = jnp.zeros(n, dtype).at[target].add(m.actuator_armature[act] * gear2)
   damp = jnp.zeros(n, dtype).at[target].add(m.actuator_damping[act] * gear2)
   poly = jnp.zeros((n, 2), dtype).at[target].add(m.actuator_dampingpoly[act] * gear2[:, None])

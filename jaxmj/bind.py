@@ -122,6 +122,10 @@ def _data_view(m: Model, d: Data, t: ObjType, i: int) -> dict:
   elif t == ObjType.ACTUATOR:
     adr, num = int(m.actuator_ctrladr[i]), int(m.actuator_ctrlnum[i])
     out["ctrl"] = d.ctrl[adr] if num == 1 else d.ctrl[adr:adr + num]
+    adr, num = int(m.actuator_outadr[i]), int(m.actuator_outnum[i])  # per-output fields
+    for name in ("actuator_length", "actuator_velocity", "actuator_force", "actuator_moment"):
+      value = getattr(d, name)
+      out[name.removeprefix("actuator_")] = value[adr] if num == 1 else value[adr:adr + num]
     if m.na:
       adr, num = int(m.actuator_actadr[i]), int(m.actuator_actnum[i])
       out["act"] = d.act[adr:adr + num] if adr >= 0 else d.act[:0]

@@ -113,7 +113,8 @@ def tendon_forces(m: Model, d: Data) -> jnp.ndarray:
   on = np.asarray(m.actuator_trntype) == TrnType.TENDON
   if m.nactuator and np.any(on):
     act = np.flatnonzero(on)
-    f = f.at[m.actuator_trnid[act, 0]].add(m.actuator_gear[act, 0] * d.actuator_force[act])
+    out = m.actuator_outadr[act]
+    f = f.at[m.actuator_trnid[act, 0]].add(m.actuator_gear[out, 0] * d.actuator_force[out])
   arm = armature.tendon_armature(m, d.qvel.dtype)
   return f - arm * (d.ten_J @ d.qacc + armature.jdot_qvel(m, d))
 

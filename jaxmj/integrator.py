@@ -133,7 +133,7 @@ def smooth_vel_derivative(m: Model, d: Data, bias: bool) -> jnp.ndarray:
   friction, motor.implicit_correction drops it too). Entries outside the tree sparsity of M
   (dofs neither ancestor nor descendant of each other) are dropped, as MuJoCo does.
   """
-  from jaxmj import com, motor, passive, rne, tendon
+  from jaxmj import com, motor, orientation, passive, rne, tendon
 
   def smooth(qvel):
     dv = tendon.velocity(m, com.com_vel(m, d.replace(qvel=qvel)))
@@ -146,8 +146,11 @@ def smooth_vel_derivative(m: Model, d: Data, bias: bool) -> jnp.ndarray:
     return frc
 
   deriv = jax.jacfwd(smooth)(d.qvel)
-  fix = motor.implicit_correction(m, d) if m.nactuator else None  # MuJoCo's LuGre derivative
-  deriv = deriv if fix is None else deriv + fix
+  # where MuJoCo drops terms: LuGre friction, so3 actuators at their force cap
+  fixes = (motor.implicit_correction(m, d), orientation.implicit_correction(m, d)) if (
+    m.nactuator) else ()
+  for fix in fixes:
+    deriv = deriv if fix is None else deriv + fix
   anc = np.asarray(m.dof_ancestor, bool)
   return jnp.where(anc | anc.T, deriv, 0.0)
 

@@ -92,7 +92,7 @@ def simulate_lengths(m: Model, indices: np.ndarray, opts: dict) -> tuple[np.ndar
 
   both = jax.vmap(run, in_axes=(None, 0))
   batched = jax.jit(jax.vmap(both, in_axes=(0, None)))
-  args = (jnp.asarray(np.asarray(indices, np.int32)),
+  args = (jnp.asarray(np.asarray(m.actuator_outadr[np.asarray(indices, int)], np.int32)),
           jnp.array([-1.0, 1.0], sim.opt.timestep.dtype))
   # one call of a small scan: XLA's backend optimizations cost more than they save
   compiled = batched.lower(*args).compile({"xla_backend_optimization_level": 0})
@@ -142,5 +142,5 @@ def apply_pending(m: Model, pending: tuple[list[int], dict], nodes: list) -> Mod
     if err is not None:
       raise nodes[i].error(err, None)
   lr = np.array(m.actuator_lengthrange, float)
-  lr[np.asarray(indices)] = rows
+  lr[m.actuator_outadr[np.asarray(indices)]] = rows  # one output each (so3 is never pending)
   return m.replace(actuator_lengthrange=jnp.asarray(lr, m.actuator_lengthrange.dtype))

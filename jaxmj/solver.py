@@ -3,7 +3,8 @@
 Every solver follows MuJoCo's engine_solver.c step by step (cost per row type, exact Newton
 line search, warm start, termination tests) with static bounds on its loops (`opt.iterations`,
 `opt.ls_iterations`): once MuJoCo's loop would have stopped (improvement or gradient below
-`opt.tolerance`, or a line search returning alpha = 0), the remaining iterations leave the
+`opt.tolerance`, a line search returning alpha = 0, or for CG an island whose expected first
+decrease is below `opt.tolerance` at the start), the remaining iterations leave the
 carry unchanged, so the result is MuJoCo's and `solver_niter` counts the iterations MuJoCo runs.
 Loops whose values are not differentiated (the line search always; the solver iterations with
 implicit gradients, the default) stop there instead, as a while_loop bounded by the same
@@ -363,6 +364,11 @@ def _primal(p: _Problem, isl: Islands, qacc0, newton: bool, iterations: int,
     if newton:
       search = -mgrad
     else:
+      # MuJoCo 4.0's CG runs no iteration on an island whose expected decrease along the first
+      # direction, 0.5 g'M^-1 g (scaled), is already below tolerance (an island at rest);
+      # measured against mj_step's solver_niter, Newton has no such test
+      start = 0.5 * scale * seg(isl.dof, grad * mgrad)
+      done = done | ((k == 0) & (start < tolerance))
       beta = _cg_beta(isl, grad, mgrad, c["grad"], c["mgrad"], c["search"])
       search = jnp.where(k == 0, -mgrad, -mgrad + (isl.dof @ beta) * c["search"])
     snorm = safe_sqrt(seg(isl.dof, search * search))

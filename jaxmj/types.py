@@ -273,6 +273,7 @@ class TrnType(enum.IntEnum):
   TENDON = 3
   SITE = 4
   BODY = 5
+  SO3 = 6  # ball joint driven by an <orientation> servo: 3 outputs, identity moment
 
 
 class DynType(enum.IntEnum):
@@ -295,7 +296,7 @@ class GainType(enum.IntEnum):
   AFFINE = 1
   MUSCLE = 2
   DCMOTOR = 3  # K / R (stateless) or K (current state)
-  SO3 = 4  # geodesic servo of <orientation> (not supported by jaxmj yet)
+  SO3 = 4  # geodesic servo of <orientation> (jaxmj/orientation.py)
   PID = 5  # setpoint gains of <pid>: kp or kv on the input, ki on the integral
   USER = 6
 
@@ -687,9 +688,9 @@ class Model:
   # ---- actuators (<actuator>; compiled in mjcf/actuator.py, run in jaxmj/actuation.py) ----
   # MuJoCo 4.0 layout: actuator k reads ctrl[ctrladr[k] : + ctrlnum[k]] and writes the outputs
   # outadr[k] : + outnum[k] (gear, acc0, length0, lengthrange and Data's actuator_length /
-  # velocity / force / moment are per output; ctrlrange / ctrllimited per control). The
-  # compiler refuses actuators with several outputs (<orientation>), so here outadr = id;
-  # a multi-input <pid> has one control per input.
+  # velocity / force / moment are per output; ctrlrange / ctrllimited per control). An
+  # <orientation> (so3) actuator has 3 controls and 3 outputs; a multi-input <pid> has one
+  # control per input.
   nactuator: int = static()  # actuators
   nout: int = static()  # actuator force outputs
   actuator_trntype: np.ndarray = static()  # (nactuator,) int32 TrnType

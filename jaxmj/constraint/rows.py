@@ -116,6 +116,54 @@ def point_jacobians(m: Model, d: Data, body: np.ndarray, point: jnp.ndarray):
   return jnp.swapaxes(jacp, 1, 2), jnp.swapaxes(jacr, 1, 2)
 
 
+def _row_directions(d: Data, lay: EfcLayout, friction: jnp.ndarray):
+  """Linear and angular 3-vectors (u, w) of every contact row, (nc, 3) each, global frame:
+  row r is u_r . (jacp2 - jacp1) + w_r . (jacr2 - jacr1) at the contact point.
+
+  Frame row k of the contact (n, t1, t2 linear; n, t1, t2 again angular for k >= 3) with
+  coefficient 1, plus the normal for a pyramid edge, whose coefficient is +-mu_k.
+  """
+  slot, k = lay.con_slot, lay.con_k
+  frame = d.contact.frame.reshape(-1, 3)
+  axis = frame[slot * 3 + k % 3]
+  pyr = lay.con_pyramid[:, None]
+  mu = friction[slot, np.maximum(lay.con_edge, 0)]
+  coef = jnp.where(lay.con_pyramid, lay.con_sign * mu, 1.0)[:, None] * axis
+  lin = (k < 3)[:, None]
+  u = jnp.where(lin, coef, 0.0)
+  if pyr.any():
+    u = u + jnp.where(pyr, frame[slot * 3], 0.0)
+  return u, jnp.where(lin, 0.0, coef), mu
+
+
+def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, u, w) -> jnp.ndarray:
+  """(nc, nv) contact rows, each built directly from its directions (u, w) and static dof
+  masks: with the mj_jac point Jacobians jacp = lin + ang x off and jacr = ang (cdof
+  columns of the dofs that move the body), u . jacp = u . lin + ang . (off x u), so
+
+    J = (mask2 - mask1) (u . lin + w . ang) + ang . (mask2 (off2 x u) - mask1 (off1 x u)).
+
+  Small (nc, 3) x (3, nv) products: no (n, nv, 3) Jacobians and no gathers of Jacobian
+  rows. Products, not elementwise sums over the 3 components: the elementwise form made
+  the constraint stage alone fast but a whole vmapped box_pile step 2.4x slower on CPU
+  (scripts/profile_step.py; cause not traced).
+  """
+  con = d.contact
+  slot = lay.con_slot
+  b1, b2 = m.geom_bodyid[con.geom1][slot], m.geom_bodyid[con.geom2][slot]
+  body_dof = body_plan(m)["body_dof"].astype(u.dtype)
+  mask1, mask2 = body_dof[b1], body_dof[b2]  # static (nc, nv)
+  pos = con.pos[slot]
+  c1 = jnp.cross(pos - d.subtree_com[m.body_rootid[b1]], u)
+  c2 = jnp.cross(pos - d.subtree_com[m.body_rootid[b2]], u)
+  ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
+  dot = lambda a, b: a @ b.T
+  shared = dot(u, lin)
+  if (lay.con_k >= 3).any():  # torsion / rolling rows; w = 0 everywhere at condim <= 3
+    shared = shared + dot(w, ang)
+  return (mask2 - mask1) * shared + mask2 * dot(c2, ang) - mask1 * dot(c1, ang)
+
+
 def contact_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
   """mj_instantiateContact for the contact slots: frictionless, pyramid or elliptic rows."""
   dt = d.qpos.dtype
@@ -126,22 +174,13 @@ def contact_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
   active = con.active
   # Placeholder slots may hold zero friction; keep divisions by friction finite there.
   friction = jnp.where(active[:, None], con.friction, 1.0)
-  b1, b2 = m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]
-  p1, r1 = point_jacobians(m, d, b1, con.pos)
-  p2, r2 = point_jacobians(m, d, b2, con.pos)
-  frame = con.frame
-  rows6 = jnp.concatenate([jnp.einsum("sij,sjv->siv", frame, p2 - p1),
-                           jnp.einsum("sij,sjv->siv", frame, r2 - r1)], axis=1)
-  normal = rows6[slot, 0]
-  edge = rows6[slot, lay.con_k]
-  mu = friction[slot, np.maximum(lay.con_edge, 0)]
-  coef = jnp.where(lay.con_pyramid, lay.con_sign * mu, 1.0)
-  J = jnp.where(lay.con_pyramid[:, None], normal, 0.0) + coef[:, None] * edge
+  u, w, fri = _row_directions(d, lay, friction)
+  J = _contact_jacobian(m, d, lay, u, w)
 
   # diagApprox: translation and rotation invweight0 of the two bodies, summed.
+  b1, b2 = m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]
   iw = m.body_invweight0
   tran, rot = (iw[b1, 0] + iw[b2, 0])[slot], (iw[b1, 1] + iw[b2, 1])[slot]
-  fri = friction[slot, np.maximum(lay.con_edge, 0)]
   pyr_diag = tran + fri * fri * jnp.where(lay.con_edge < 2, tran, rot)
   diag = jnp.where(lay.con_pyramid, pyr_diag, jnp.where(lay.con_j < 3, tran, rot))
 

@@ -2,7 +2,7 @@
 
 Every shortcut (motor, position, velocity, intvelocity, damper, cylinder, muscle, adhesion;
 pid and dcmotor in mjcf/motor.py) is expanded into <general>'s dyntype/gaintype/biastype and
-their parameters; <orientation> (3 or 4 controls, 3 outputs) is not supported. A pid has one
+their parameters; <orientation> (3 controls, 3 outputs) in mjcf/orientation.py. A pid has one
 control per input (ctrlrange and ctrllimited per control, MuJoCo 4.0's nu > nactuator).
 Default classes hold one actuator spec per class, as MuJoCo's do: a shortcut inside <default>
 rewrites that spec. An element starts from its class's spec; a shortcut whose class spec was
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmj.mjcf import frames, motor, schema, setconst
+from jaxmj.mjcf import frames, motor, orientation, schema, setconst
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.mjcf.parse import Node, overlay
 from jaxmj.types import BiasType, DynType, GainType, JointType, TrnType
@@ -139,6 +139,7 @@ _SHORTCUTS = {
   "intvelocity": lambda node, s: _servo(node, s, integrated=True),
   "velocity": _velocity, "damper": _damper, "cylinder": _cylinder, "muscle": _muscle,
   "adhesion": _adhesion, "pid": motor.pid, "dcmotor": motor.dcmotor,
+  "orientation": orientation.shortcut,
 }
 # Attributes a shortcut reads itself rather than copying onto the spec.
 _OWN = {"kp", "kv", "dampratio", "timeconst", "inheritrange", "area", "diameter", "bias",
@@ -299,7 +300,7 @@ def _target(node: Node, s: dict, ids: dict) -> tuple[TrnType, int, int]:
 
 def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
   for attr in ("dyntype", "gaintype", "biastype"):
-    if s[attr] in ("user", "so3"):
+    if s[attr] == "user":
       raise node.error(f"{attr} '{s[attr]}' is not supported by jaxmj yet", attr)
   if s["delay"] < 0:
     raise node.error("delay cannot be negative", "delay")
@@ -310,6 +311,8 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
   if any(t not in _INPUT for t in tokens):
     raise node.error(f"actuator input '{inp}' is not supported by jaxmj yet", "input")
   trntype, trnid, trnid2 = _target(node, s, ids)
+  if orientation.is_so3(s):
+    orientation.check(node, s, f, trntype, trnid)
   dyn = DynType[s["dyntype"].upper()]
   _check_motor(node, s)
   slots = motor.slots(s["dyntype"], _padded(s["gainprm"]), _padded(s["dynprm"]))
@@ -345,10 +348,14 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
                _INPUT["voltage"] if dyn == DynType.DCMOTOR else 0),
              name=s.get("name") or "",
              history=(max(s["nsample"], 0), ["zoh", "linear", "cubic"].index(s["interp"])),
-             delay=s["delay"], slots=slots)
+             delay=s["delay"], slots=slots, outnum=1)
+  if orientation.is_so3(s):
+    orientation.finish(node, row)
   row["ctrllimited"] = _ctrl_limited(node, s, row["ctrlrange"], compiler)
   row["forcelimited"] = _limited(node, s, "forcelimited", "forcerange", compiler)
   row["actlimited"] = _limited(node, s, "actlimited", "actrange", compiler)
+  if row["trntype"] == TrnType.SO3:
+    orientation.check_forcerange(node, row)
   if np.any(row["actrange"] != 0) and dyn == DynType.NONE and row["actlimited"]:
     raise node.error("actrange specified but dyntype is 'none' in actuator", "actrange")
   _inherit_range(node, s, row, f)
@@ -427,15 +434,19 @@ def _inherit_range(node: Node, s: dict, row: dict, f: dict) -> None:
 
 
 def _arrays(rows: list[dict], f: dict) -> dict:
-  """Model fields of the actuators; each has one output (the parsers refuse the rest), so
-  nactuator = nout and outadr = id, and one or more controls."""
+  """Model fields of the actuators: one or more controls each, one output each except so3
+  actuators (three)."""
   nu = len(rows)
   ctrlnum = np.array([len(r["ctrlrange"]) for r in rows], np.int32)
+  outnum = np.array([r["outnum"] for r in rows], np.int32)
+  per_out = lambda k: np.concatenate([np.broadcast_to(r[k], (r["outnum"], 2)) for r in rows]
+                                     or [np.zeros((0, 2))])
   actnum = np.array([r["actnum"] for r in rows], np.int32)
   actadr = np.where(actnum > 0, np.cumsum(actnum) - actnum, -1).astype(np.int32)
   col = lambda k, dt=float, shape=(): np.array([r[k] for r in rows], dt).reshape((nu,) + shape)
   out = {
-    "nu": int(ctrlnum.sum()), "nactuator": nu, "nout": nu, "na": int(actnum.sum()),
+    "nu": int(ctrlnum.sum()), "nactuator": nu, "nout": int(outnum.sum()),
+    "na": int(actnum.sum()),
     "actuator_trntype": col("trntype", np.int32), "actuator_dyntype": col("dyntype", np.int32),
     "actuator_gaintype": col("gaintype", np.int32),
     "actuator_biastype": col("biastype", np.int32),
@@ -446,8 +457,9 @@ def _arrays(rows: list[dict], f: dict) -> dict:
     "actuator_forcelimited": col("forcelimited", bool),
     "actuator_actlimited": col("actlimited", bool), "actuator_actearly": col("actearly", bool),
     "actuator_ctrladr": (np.cumsum(ctrlnum) - ctrlnum).astype(np.int32),
-    "actuator_ctrlnum": ctrlnum, "actuator_outadr": np.arange(nu, dtype=np.int32),
-    "actuator_outnum": np.ones(nu, np.int32), "actuator_ctrlspec": col("ctrlspec", np.int32),
+    "actuator_ctrlnum": ctrlnum, "actuator_outadr": (np.cumsum(outnum) - outnum).astype(
+      np.int32),
+    "actuator_outnum": outnum, "actuator_ctrlspec": col("ctrlspec", np.int32),
     "actuator_history": col("history", np.int32, (2,)),
     "actuator_historyadr": _history_adr(col("history", np.int32, (2,)), ctrlnum),
     "actuator_plugin": np.full(nu, -1, np.int32),
@@ -456,13 +468,14 @@ def _arrays(rows: list[dict], f: dict) -> dict:
     "actuator_biasprm": col("biasprm", float, (10,)),
     "actuator_ctrlrange": np.concatenate([r["ctrlrange"] for r in rows] or [np.zeros((0, 2))]),
     "actuator_forcerange": col("forcerange", float, (2,)),
-    "actuator_actrange": col("actrange", float, (2,)), "actuator_gear": col("gear", float, (6,)),
-    "actuator_cranklength": col("cranklength"), "actuator_lengthrange": col("lengthrange",
-                                                                            float, (2,)),
+    "actuator_actrange": col("actrange", float, (2,)),
+    "actuator_gear": np.concatenate([np.reshape(r["gear"], (-1, 6)) for r in rows]
+                                    or [np.zeros((0, 6))]),
+    "actuator_cranklength": col("cranklength"), "actuator_lengthrange": per_out("lengthrange"),
     "actuator_delay": col("delay"), "actuator_damping": col("damping"),
     "actuator_dampingpoly": col("dampingpoly", float, (2,)),
     "actuator_armature": col("armature"), "actuator_slots": col("slots", np.int32, (5,)),
-    "actuator_acc0": np.zeros(nu), "actuator_length0": np.zeros(nu),
+    "actuator_acc0": np.zeros(outnum.sum()), "actuator_length0": np.zeros(outnum.sum()),
     "actuator_names": [r["name"] for r in rows], "_actuator_nodes": [r["node"] for r in rows],
   }
   return out
@@ -479,27 +492,31 @@ def unsupported(f: dict) -> list[tuple[str, int]]:
 
 def actuator_constants(f: dict, root: Node) -> dict:
   """actuator_length0, actuator_acc0 (nout,), dampratio -> kv in actuator_biasprm, and the
-  muscle actuator_lengthrange, as mj_setConst and mj_setLengthRange compute them (one output
-  per actuator here, so outputs are indexed by actuator id)."""
+  muscle actuator_lengthrange, as mj_setConst and mj_setLengthRange compute them (outputs
+  outadr[i] : + outnum[i] of actuator i)."""
   nu = f.get("nactuator", 0)
   if not nu:
     return {}
   s = setconst._Qpos0(f)
-  lengths, moments = np.zeros(nu), np.zeros((nu, len(s.cdof)))
+  lengths, moments = np.zeros(f["nout"]), np.zeros((f["nout"], len(s.cdof)))
   for i in range(nu):
-    lengths[i], moments[i] = _transmission0(f, s, i)
+    out = slice(f["actuator_outadr"][i], f["actuator_outadr"][i] + f["actuator_outnum"][i])
+    lengths[out], moments[out] = _transmission0(f, s, i)
   inv = setconst._solve(s.qld, s.ancestors, moments.T).T if len(s.cdof) else moments
   acc0 = np.linalg.norm(inv, axis=1)
   biasprm = np.array(f["actuator_biasprm"], float)
   gainprm = f["actuator_gainprm"]
   for i in range(nu):
     ratio = biasprm[i, 2]
-    servo = f["actuator_biastype"][i] == BiasType.AFFINE and (
+    servo = (f["actuator_biastype"][i] == BiasType.AFFINE and (
       (f["actuator_gaintype"][i] == GainType.FIXED and gainprm[i, 0] == -biasprm[i, 1])
-      or f["actuator_gaintype"][i] == GainType.PID)
+      or f["actuator_gaintype"][i] == GainType.PID)) or f["actuator_gaintype"][i] == GainType.SO3
     if servo and ratio > 0:
-      # reflected mass (J M^-1 J')^-1 at qpos0; kp is -biasprm[1] (= gainprm[0] for servos)
-      mass = 1 / max(_MINVAL, float(moments[i] @ inv[i]))
+      # reflected mass (J M^-1 J')^-1 at qpos0, over several outputs the inverse of the mean
+      # J_k M^-1 J_k'; kp is -biasprm[1] (= gainprm[0] for servos)
+      adr, n = f["actuator_outadr"][i], f["actuator_outnum"][i]
+      mass = 1 / max(_MINVAL, float(np.mean(np.sum(moments[adr:adr + n] * inv[adr:adr + n],
+                                                   axis=1))))
       biasprm[i, 2] = -2 * ratio * np.sqrt(-biasprm[i, 1] * mass)
   out = dict(actuator_length0=lengths, actuator_acc0=acc0, actuator_biasprm=biasprm)
   out["actuator_lengthrange"], pending = _lengthranges(f, root)
@@ -517,12 +534,18 @@ def _site_frame(f: dict, s, site: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def _transmission0(f: dict, s, i: int) -> tuple[float, np.ndarray]:
-  """(length, moment (nv,)) of actuator i at qpos0 (mj_transmission)."""
+  """(length, moment (nv,)) of actuator i at qpos0 (mj_transmission); so3: (3,), (3, nv)."""
   nv = len(s.cdof)
   trn, (tid, tid2) = f["actuator_trntype"][i], f["actuator_trnid"][i]
-  gear = np.asarray(f["actuator_gear"][i], float)
+  gear = np.asarray(f["actuator_gear"][f["actuator_outadr"][i]], float)
   moment = np.zeros(nv)
   qpos0 = np.asarray(f["qpos0"], float)
+  if trn == TrnType.SO3:  # the rotation vector of qpos0, the identity on the ball's dofs
+    da = f["jnt_dofadr"][tid]
+    moment = np.zeros((orientation.NOUT, nv))
+    moment[:, da:da + 3] = np.eye(3)
+    qa = f["jnt_qposadr"][tid]
+    return _quat_sub(frames.normalize_quat(qpos0[qa:qa + 4]), np.array([1.0, 0, 0, 0])), moment
   if trn in (TrnType.JOINT, TrnType.JOINTINPARENT):
     jtype, qa, da = f["jnt_type"][tid], f["jnt_qposadr"][tid], f["jnt_dofadr"][tid]
     if jtype in (JointType.HINGE, JointType.SLIDE):
@@ -678,9 +701,12 @@ def _lengthranges(f: dict, root: Node) -> tuple[np.ndarray, list[int]]:
               "all": np.ones_like(muscle)}[opts["mode"]]
   pending = []
   for i in np.flatnonzero(selected):
-    if opts["useexisting"] and out[i, 0] < out[i, 1]:
+    trn, tid, o = f["actuator_trntype"][i], f["actuator_trnid"][i, 0], f["actuator_outadr"][i]
+    if trn == TrnType.SO3:
+      raise f["_actuator_nodes"][i].error("lengthrange mode 'all' on so3 actuators is not "
+                                          "supported by jaxmj yet", None)
+    if opts["useexisting"] and out[o, 0] < out[o, 1]:
       continue
-    trn, tid = f["actuator_trntype"][i], f["actuator_trnid"][i, 0]
     rng = None
     if opts["uselimit"]:
       if trn in (TrnType.JOINT, TrnType.JOINTINPARENT) and f["jnt_limited"][tid]:
@@ -691,5 +717,5 @@ def _lengthranges(f: dict, root: Node) -> tuple[np.ndarray, list[int]]:
     if rng is None:
       pending.append(int(i))
     else:
-      out[i] = rng  # MuJoCo copies the target's range as is, without the gear
+      out[o] = rng  # MuJoCo copies the target's range as is, without the gear
   return out, pending

@@ -38,7 +38,7 @@ def actuator_targets(f: dict) -> dict:
       ids = jnt_id
     elif trn == TrnType.TENDON:
       ids = ten_id
-      gear = float(f["actuator_gear"][k][0])
+      gear = float(f["actuator_gear"][f["actuator_outadr"][k]][0])
       ten_arm[target] += arm * gear * gear
       if arm and _wraps_geom(f, target):
         raise f["_actuator_nodes"][k].error(

@@ -470,8 +470,13 @@ MAX_VALUES.update({"motorconst": 2, "nominal": 3, "saturation": 3, "inductance":
                    "cogging": 3, "controller": 6, "thermal": 6, "lugre": 5})
 CHILDREN["actuator"] = ACTUATORS
 CHILDREN["default"] += ("pid", "dcmotor")
-UNSUPPORTED["orientation"] = ("<orientation> actuators (SO3 servos with 3 or 4 controls and 3 "
-                              "force outputs; jaxmj runs one output per actuator)")
+# <orientation>: SO3 servo on a ball joint, 3 controls and 3 outputs (jaxmj/mjcf/orientation.py)
+ACTUATORS += ("orientation",)
+ATTRS["orientation"] = {k: _ACT_COMMON[k] for k in ("name", "class", "group", "forcelimited",
+                                                    "ctrlrange", "forcerange", "user", "joint")}
+ATTRS["orientation"].update({"kp": (F, 1.0), "kv": (F, 0.0), "dampratio": (F, 0.0)})
+CHILDREN["actuator"] = ACTUATORS
+CHILDREN["default"] += ("orientation",)
 
 # ---- assets: meshes and heightfields (compiled by jaxmj/mjcf/asset.py) ----
 ATTRS["compiler"].update({

@@ -203,6 +203,8 @@ def _sensor(node: Node, ids: dict, f: dict) -> dict:
       raise node.error(f"missing required attribute '{attr}'", attr)
     obj = (int(_OBJECT_ATTR[attr]), _find(node, attr, _OBJECT_ATTR[attr], ids))
     _check_object(node, attr, obj[1], f)
+    if attr == "actuator":  # one value per actuator output (three for so3)
+      dim = int(f["actuator_outnum"][obj[1]])
   return {"type": int(stype), "dim": dim, "datatype": datatype, "needstage": int(stage),
           "objtype": obj[0], "objid": obj[1], "reftype": ref[0], "refid": ref[1],
           "intprm": intprm}

@@ -482,7 +482,8 @@ def _dof_armature(f: dict) -> np.ndarray:
         if a == 0 or f["actuator_trntype"][k] not in (0, 1):
             continue
         j = int(np.reshape(f["actuator_trnid"], (-1, 2))[k, 0])
-        arm[jdof[j]:jdof[j] + width[int(jtype[j])]] += a * gear[k, 0] ** 2
+        out = int(f["actuator_outadr"][k]) if "actuator_outadr" in f else k
+        arm[jdof[j]:jdof[j] + width[int(jtype[j])]] += a * gear[out, 0] ** 2
     return arm
 
 

@@ -11,7 +11,7 @@ from jaxmj import math, support
 from jaxmj.ray import RAY_FUNCS
 from jaxmj.sensor.contact import contact
 from jaxmj.sensor.limit import limit
-from jaxmj.sensor.objects import acceleration, field, mat_t_vec
+from jaxmj.sensor.objects import acceleration, actuator_output, mat_t_vec
 from jaxmj.types import ConstraintType, GeomType, ObjType, SensorType, TrnType
 
 
@@ -72,7 +72,7 @@ def _tendonactfrc(m, d, g):
   """Sum of actuator_force over the actuators transmitting through each tendon."""
   on = (np.asarray(m.actuator_trntype) == TrnType.TENDON)[None] & (
     np.asarray(m.actuator_trnid)[:, 0][None] == g.obj[:, None])
-  return (jnp.asarray(on, d.qpos.dtype) @ d.actuator_force)[:, None]
+  return (jnp.asarray(on, d.qpos.dtype) @ d.actuator_force[m.actuator_outadr])[:, None]
 
 
 def _frameacc(angular: bool):
@@ -90,7 +90,7 @@ SENSOR_ACC = {
   T.TOUCH: _touch, T.ACCELEROMETER: _accelerometer, T.FORCE: _force_torque(False),
   T.TORQUE: _force_torque(True), T.JOINTACTFRC: _jointactfrc,
   T.JOINTLIMITFRC: limit(C.LIMIT_JOINT, "frc"), T.TENDONLIMITFRC: limit(C.LIMIT_TENDON, "frc"),
-  T.ACTUATORFRC: field("actuator_force"),
+  T.ACTUATORFRC: actuator_output("actuator_force"),
   T.TENDONACTFRC: _tendonactfrc, T.CONTACT: contact, T.FRAMELINACC: _frameacc(False),
   T.FRAMEANGACC: _frameacc(True),
 }

@@ -51,7 +51,7 @@ def _groups(m, stage: int, history_only: bool = False) -> list:
   keys = {}
   for i in sel:
     key = (int(m.sensor_type[i]), int(m.sensor_objtype[i]), int(m.sensor_reftype[i]),
-           tuple(int(v) for v in m.sensor_intprm[i]))
+           tuple(int(v) for v in m.sensor_intprm[i]), int(m.sensor_dim[i]))
     keys.setdefault(key, []).append(i)
   return [Group(m, np.array(ids)) for ids in keys.values()]
 

@@ -65,3 +65,12 @@ def field(name: str, index: str = "obj"):
     return getattr(d, name)[getattr(g, index)][:, None]
 
   return fn
+
+
+def actuator_output(name: str):
+  """Actuator sensors: the actuator's outputs d.<name>[outadr : + outnum] (three for so3)."""
+
+  def fn(m, d, g):
+    return getattr(d, name)[m.actuator_outadr[g.obj][:, None] + np.arange(g.cols.shape[1])]
+
+  return fn

@@ -10,7 +10,7 @@ import numpy as np
 from jaxmj import energy, math
 from jaxmj.sensor.distance import collision
 from jaxmj.sensor.inside import insidesite
-from jaxmj.sensor.objects import MINVAL, field, frame, mat_t_vec, quat
+from jaxmj.sensor.objects import MINVAL, actuator_output, field, frame, mat_t_vec, quat
 from jaxmj.sensor.rangefinder import rangefinder
 from jaxmj.types import ObjType, SensorType
 
@@ -94,7 +94,7 @@ T = SensorType
 SENSOR_POS = {
   T.MAGNETOMETER: _magnetometer, T.RANGEFINDER: rangefinder,
   T.CAMPROJECTION: _camprojection, T.JOINTPOS: _jointpos,
-  T.TENDONPOS: field("ten_length"), T.ACTUATORPOS: field("actuator_length"),
+  T.TENDONPOS: field("ten_length"), T.ACTUATORPOS: actuator_output("actuator_length"),
   T.BALLQUAT: _ballquat, T.FRAMEPOS: _framepos, T.FRAMEQUAT: _framequat,
   T.FRAMEXAXIS: _frameaxis(0), T.FRAMEYAXIS: _frameaxis(1), T.FRAMEZAXIS: _frameaxis(2),
   T.SUBTREECOM: _subtreecom, T.INSIDESITE: insidesite, T.GEOMDIST: collision("dist"),

@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxmj.scan import body_plan
 from jaxmj.sensor.limit import limit
-from jaxmj.sensor.objects import MINVAL, field, frame, mat_t_vec, velocity
+from jaxmj.sensor.objects import MINVAL, actuator_output, field, frame, mat_t_vec, velocity
 from jaxmj.types import ConstraintType, Data, ObjType, SensorType
 
 
@@ -73,7 +73,7 @@ C = ConstraintType
 SENSOR_VEL = {
   T.VELOCIMETER: _velocimeter, T.GYRO: _gyro, T.JOINTVEL: _jointvel,
   T.BALLANGVEL: _ballangvel, T.TENDONVEL: field("ten_velocity"),
-  T.ACTUATORVEL: field("actuator_velocity"),
+  T.ACTUATORVEL: actuator_output("actuator_velocity"),
   T.JOINTLIMITPOS: limit(C.LIMIT_JOINT, "pos"), T.JOINTLIMITVEL: limit(C.LIMIT_JOINT, "vel"),
   T.TENDONLIMITPOS: limit(C.LIMIT_TENDON, "pos"),
   T.TENDONLIMITVEL: limit(C.LIMIT_TENDON, "vel"),

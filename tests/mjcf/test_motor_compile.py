@@ -90,7 +90,7 @@ def test_state_slots_follow_the_parameters():
    "actearly", "actearly cannot be false"),
   ('<general joint="h1" gaintype="dcmotor" dyntype="dcmotor" actearly="true"/>', "gaintype",
    "mixed with others are not supported"),
-  ('<orientation joint="h1"/>', None, "<orientation> actuators"),
+  ('<orientation joint="h1"/>', "joint", "requires a ball joint"),
 ])
 def test_errors_name_the_element_and_attribute(actuator, attribute, phrase):
   with pytest.raises(MJCFError) as err:
