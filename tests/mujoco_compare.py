@@ -121,3 +121,29 @@ def rollout_error(m, mj, nstep: int, key: int | None = None, dm=None):
     ncon.append(dm.ncon)
   err = np.abs(np.asarray(traj["qpos"]) - np.array(ref)).max()
   return err, final, dm, ncon
+
+
+def assert_ctrl_jacobian_matches(m, mj, dm, d, atol: float = 1e-6) -> None:
+  """d qfrc_actuator / d ctrl by jax.jacfwd through the position, velocity and actuation
+  stages at jaxmj's `d`, against central differences of `mj_fwdActuation` at MuJoCo's `dm`
+  (which must hold the same state, after `mj_forward`)."""
+  import jax
+
+  from jaxmj.actuation import fwd_actuation
+  from jaxmj.forward import fwd_position, fwd_velocity
+
+  def qfrc(c):
+    return fwd_actuation(m, fwd_velocity(m, fwd_position(m, d.replace(ctrl=c)))).qfrc_actuator
+
+  fast = {"xla_backend_optimization_level": 0}
+  jac = jax.jit(jax.jacfwd(qfrc), compiler_options=fast)(dm.ctrl.copy())
+  fd, eps = np.zeros((mj.nv, mj.nu)), 1e-6
+  for j in range(mj.nu):
+    cols = []
+    for s in (1, -1):
+      dm.ctrl[j] += s * eps
+      mujoco.mj_fwdActuation(mj, dm)
+      cols.append(dm.qfrc_actuator.copy())
+      dm.ctrl[j] -= s * eps
+    fd[:, j] = (cols[0] - cols[1]) / (2 * eps)
+  np.testing.assert_allclose(np.asarray(jac), fd, atol=atol)

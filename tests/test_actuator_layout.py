@@ -9,11 +9,14 @@ mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from mujoco_compare import load_both, model_differences, to_jaxmj  # noqa: E402
+from mujoco_compare import (  # noqa: E402
+  assert_ctrl_jacobian_matches,
+  load_both,
+  model_differences,
+  to_jaxmj,
+)
 
 import jaxmj  # noqa: E402
-from jaxmj.actuation import fwd_actuation  # noqa: E402
-from jaxmj.forward import fwd_position, fwd_velocity  # noqa: E402
 from jaxmj.mjcf.errors import MJCFError  # noqa: E402
 
 FAST = {"xla_backend_optimization_level": 0}
@@ -116,21 +119,7 @@ def test_multi_input_pid_force_gradient_matches_finite_differences(euler):
   dm.act[:] = [.1, .05]
   mujoco.mj_forward(mj, dm)
   d = to_jaxmj(m, dm).replace(act=dm.act.copy())
-
-  def qfrc(c):
-    return fwd_actuation(m, fwd_velocity(m, fwd_position(m, d.replace(ctrl=c)))).qfrc_actuator
-
-  jac = jax.jit(jax.jacfwd(qfrc), compiler_options=FAST)(dm.ctrl.copy())
-  fd, eps = np.zeros((mj.nv, mj.nu)), 1e-6
-  for j in range(mj.nu):
-    cols = []
-    for s in (1, -1):
-      dm.ctrl[j] += s * eps
-      mujoco.mj_fwdActuation(mj, dm)
-      cols.append(dm.qfrc_actuator.copy())
-      dm.ctrl[j] -= s * eps
-    fd[:, j] = (cols[0] - cols[1]) / (2 * eps)
-  np.testing.assert_allclose(np.asarray(jac), fd, atol=1e-6)
+  assert_ctrl_jacobian_matches(m, mj, dm, d)
 
 
 @pytest.mark.parametrize("actuator, message", [

@@ -10,11 +10,14 @@ mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from mujoco_compare import load_both, model_differences, to_jaxmj  # noqa: E402
+from mujoco_compare import (  # noqa: E402
+  assert_ctrl_jacobian_matches,
+  load_both,
+  model_differences,
+  to_jaxmj,
+)
 
 import jaxmj  # noqa: E402
-from jaxmj.actuation import fwd_actuation  # noqa: E402
-from jaxmj.forward import fwd_position, fwd_velocity  # noqa: E402
 from jaxmj.mjcf.errors import MJCFError  # noqa: E402
 
 FAST = {"xla_backend_optimization_level": 0}
@@ -99,6 +102,17 @@ def test_orientation_trajectory_matches_mj_step(euler):
     np.testing.assert_allclose(ours[k], ref[k], atol=1e-8, err_msg=k)
 
 
+def test_delayed_orientation_matches_mj_step():
+  """A control delay on the 3-control so3 actuator: its history holds 3 values per sample."""
+  acts = ACTUATORS.replace('dampratio="1" forcerange',
+                           'dampratio="1" delay=".012" nsample="4" interp="linear" forcerange')
+  m, mj = load_both(xml=_xml("Euler", acts))
+  assert mj.actuator_history[1].tolist() == [4, 1]
+  ours, ref = _trajectories(m, mj, _state(mj))
+  for k in ours:
+    np.testing.assert_allclose(ours[k], ref[k], atol=1e-8, err_msg=k)
+
+
 @pytest.mark.slow
 def test_orientation_implicitfast_matches_mj_step():
   """MuJoCo's implicit derivative drops a capped so3 actuator's velocity term when the
@@ -123,21 +137,7 @@ def test_orientation_force_gradient_matches_finite_differences(euler):
   dm.ctrl[:] *= .3  # inside the ranges and under the force cap
   mujoco.mj_forward(mj, dm)
   d = to_jaxmj(m, dm)
-
-  def qfrc(c):
-    return fwd_actuation(m, fwd_velocity(m, fwd_position(m, d.replace(ctrl=c)))).qfrc_actuator
-
-  jac = jax.jit(jax.jacfwd(qfrc), compiler_options=FAST)(dm.ctrl.copy())
-  fd, eps = np.zeros((mj.nv, mj.nu)), 1e-6
-  for j in range(mj.nu):
-    cols = []
-    for s in (1, -1):
-      dm.ctrl[j] += s * eps
-      mujoco.mj_fwdActuation(mj, dm)
-      cols.append(dm.qfrc_actuator.copy())
-      dm.ctrl[j] -= s * eps
-    fd[:, j] = (cols[0] - cols[1]) / (2 * eps)
-  np.testing.assert_allclose(np.asarray(jac), fd, atol=1e-6)
+  assert_ctrl_jacobian_matches(m, mj, dm, d)
 
 
 @pytest.mark.parametrize("actuator, joint, message", [
@@ -150,6 +150,7 @@ def test_orientation_force_gradient_matches_finite_differences(euler):
    'dyntype="filter"/>', "ball", "dyntype 'none' or 'integrator'"),
   ('<general joint="b" gaintype="so3" biastype="so3" gainprm="1" biasprm="0 -1" '
    'dyntype="integrator"/>', "ball", "not supported by jaxmj yet"),
+  ('<orientation joint="b" kp="2" input="pos"/>', "ball", "input is not supported by jaxmj"),
 ])
 def test_so3_errors(actuator, joint, message):
   with pytest.raises(MJCFError, match=message):

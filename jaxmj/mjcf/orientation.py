@@ -23,6 +23,9 @@ _GEAR = np.array([1.0, 0, 0, 0, 0, 0])
 
 def shortcut(node: Node, s: dict) -> None:
   """<orientation>: kp, and kv or dampratio (dampratio becomes kv in actuator_constants)."""
+  for attr, what in (("site", "site transmission (with refsite)"), ("input", "input")):
+    if node.get(attr) is not None:
+      raise node.error(f"<orientation> {what} is not supported by jaxmj yet", attr)
   kp = node.get("kp") if node.get("kp") is not None else s["gainprm"][0]
   kv, ratio = node.get("kv"), node.get("dampratio")
   for name, v in (("kv", kv), ("dampratio", ratio)):

@@ -473,8 +473,10 @@ CHILDREN["default"] += ("pid", "dcmotor")
 # <orientation>: SO3 servo on a ball joint, 3 controls and 3 outputs (jaxmj/mjcf/orientation.py)
 ACTUATORS += ("orientation",)
 ATTRS["orientation"] = {k: _ACT_COMMON[k] for k in ("name", "class", "group", "forcelimited",
-                                                    "ctrlrange", "forcerange", "user", "joint")}
-ATTRS["orientation"].update({"kp": (F, 1.0), "kv": (F, 0.0), "dampratio": (F, 0.0)})
+                                                    "ctrlrange", "forcerange", "user", "joint",
+                                                    "delay", "nsample", "interp", "site")}
+ATTRS["orientation"].update({"kp": (F, 1.0), "kv": (F, 0.0), "dampratio": (F, 0.0),
+                             "input": (S, None)})
 CHILDREN["actuator"] = ACTUATORS
 CHILDREN["default"] += ("orientation",)
 
