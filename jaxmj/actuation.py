@@ -10,8 +10,9 @@ MuJoCo 4.0 layout: actuator k reads the controls actuator_ctrladr[k] : + ctrlnum
 writes the outputs actuator_outadr[k] : + outnum[k]. The code below computes one value per
 actuator id and reaches its first output through outadr (`_per_actuator`, `_gear`, the
 scatter of the forces) and its first control through ctrladr; the multi-input PID reads its
-other controls in motor.py, and so3 actuators (3 controls, 3 outputs) are computed whole in
-orientation.py, their per-id placeholder values overwritten.
+other controls in motor.py, and so3 actuators (3 or 4 controls, 3 outputs, 3 activations as
+integrators) are computed whole in orientation.py, their per-id placeholder values
+overwritten.
 
 Static structure decides everything that branches: actuators are grouped by transmission,
 dynamics, gain and bias type with numpy, and each group is computed vectorized through a
@@ -90,7 +91,7 @@ def _trn_plan(m) -> dict:
     elif trn == TrnType.SLIDERCRANK:
       groups["slidercrank"].append((i, tid, tid2))
     elif trn == TrnType.SO3:
-      groups["so3"].append((i, m.jnt_qposadr[tid], m.jnt_dofadr[tid]))
+      groups["so3"].append((i, tid, tid2))
     else:
       groups["body"].append((i, tid))
   out = {k: tuple(np.array(c) for c in zip(*v)) for k, v in groups.items() if v}
@@ -351,8 +352,14 @@ def _act_plan(m, disableactuator: int) -> dict:
   group = m.actuator_group
   disabled = (group >= 0) & (group <= 30) & ((disableactuator >> np.clip(group, 0, 30)) & 1
                                              == 1)
-  stateful = ids[m.actuator_actadr >= 0]
+  # so3 actuators without dynamics may hold inert states: never read, never moved
+  stateful = ids[(m.actuator_actadr >= 0) & (m.actuator_dyntype != DynType.NONE)]
+  inert = ids[(m.actuator_actadr >= 0) & (m.actuator_dyntype == DynType.NONE)]
   simple = stateful[~np.isin(m.actuator_dyntype[stateful], (DynType.PID, DynType.DCMOTOR))]
+  slots = [np.arange(m.actuator_actadr[i], m.actuator_actadr[i] + m.actuator_actnum[i])
+           for i in ids]
+  limited = simple[m.actuator_actlimited[simple]]
+  early = stateful[m.actuator_actearly[stateful]]
   tendon = ids[m.actuator_trntype == TrnType.TENDON]
   if len(tendon) and m.ntendon:
     tendon = tendon[m.tendon_actfrclimited[m.actuator_trnid[tendon, 0]]]
@@ -373,9 +380,13 @@ def _act_plan(m, disableactuator: int) -> dict:
     "bias": {t: ids[m.actuator_biastype == t] for t in np.unique(m.actuator_biastype)},
     "dyn": {t: simple[m.actuator_dyntype[simple] == t]
             for t in np.unique(m.actuator_dyntype[simple])},
-    "stateful": stateful, "early": stateful[m.actuator_actearly[stateful]],
+    "stateful": stateful, "early": early,
+    "inert_slots": np.concatenate([slots[i] for i in inert] + [[]]).astype(int),
+    "early_slots": np.isin(np.arange(m.na), np.concatenate([slots[i] for i in early] + [[]])),
     "exact": stateful[m.actuator_dyntype[stateful] == DynType.FILTEREXACT],
-    "actlimited": simple[m.actuator_actlimited[simple]],
+    "actlimited": limited,  # their activation slots (so3 integrators have 3) and owners
+    "actlimited_slots": np.concatenate([slots[i] for i in limited] + [[]]).astype(int),
+    "actlimited_owner": np.repeat(limited, m.actuator_actnum[limited]),
     "ctrllimited": np.flatnonzero(m.actuator_ctrllimited),  # control indices
     "forcelimited": ids[m.actuator_forcelimited],
     "disabled": ids[disabled], "tendon": tendon, "circle": ids[rotational & servo],
@@ -432,8 +443,7 @@ def _next(m: Model, plan: dict, d: Data, act: jnp.ndarray, act_dot: jnp.ndarray)
     tau = _safe(m.actuator_dynprm[plan["exact"], 0])
     new = new.at[adr].set(act[adr] + act_dot[adr] * tau * (1 - jnp.exp(-h / tau)))
   if len(plan["actlimited"]):
-    adr = m.actuator_actadr[plan["actlimited"]]
-    rng = m.actuator_actrange[plan["actlimited"]]
+    adr, rng = plan["actlimited_slots"], m.actuator_actrange[plan["actlimited_owner"]]
     new = new.at[adr].set(jnp.clip(new[adr], rng[:, 0], rng[:, 1]))
   return new
 
@@ -491,9 +501,13 @@ def _tendon_limit(m: Model, plan: dict, force: jnp.ndarray) -> jnp.ndarray:
 
 
 def _act_dot(m: Model, d: Data, plan: dict, ctrl: jnp.ndarray) -> jnp.ndarray:
-  """act_dot (na,) of the stateful actuators, each dynamics type by its table entry."""
+  """act_dot (na,) of the stateful actuators, each dynamics type by its table entry; 0 in
+  the inert states of actuators without dynamics."""
+  act_dot = d.act_dot
+  if len(plan["inert_slots"]):
+    act_dot = act_dot.at[plan["inert_slots"]].set(0.0)
   if len(plan["stateful"]) == 0:
-    return d.act_dot
+    return act_dot
   adr = m.actuator_actadr
   act = d.act[adr]
   setpoint = ctrl
@@ -501,7 +515,15 @@ def _act_dot(m: Model, d: Data, plan: dict, ctrl: jnp.ndarray) -> jnp.ndarray:
     idx = plan["filtered_circle"]
     setpoint = ctrl.at[idx].set(_on_circle(m, idx, act[idx], ctrl[idx]))
   rate = _by_type(DYNAMICS, plan["dyn"], m.nactuator, setpoint, act, m.actuator_dynprm)
-  return d.act_dot.at[adr[plan["stateful"]]].set(rate[plan["stateful"]])
+  return act_dot.at[adr[plan["stateful"]]].set(rate[plan["stateful"]])
+
+
+def gain_act(m: Model, plan: dict, d: Data, act_dot: jnp.ndarray) -> jnp.ndarray:
+  """(na,) the activations gains read: act, next step's in every slot of actearly actuators.
+  d: per-actuator lengths (_per_actuator)."""
+  if not len(plan["early"]):
+    return d.act
+  return jnp.where(plan["early_slots"], _next(m, plan, d, d.act, act_dot), d.act)
 
 
 def _input(m: Model, d: Data, plan: dict, ctrl, act_dot) -> jnp.ndarray:
@@ -509,12 +531,8 @@ def _input(m: Model, d: Data, plan: dict, ctrl, act_dot) -> jnp.ndarray:
   of servos on the circle taken nearest the actuator length."""
   inp = ctrl
   if len(plan["stateful"]):
-    adr = m.actuator_actadr[plan["stateful"]]
-    act = d.act
-    if len(plan["early"]):
-      act = _next(m, plan, d, d.act, act_dot)
-      act = jnp.where(jnp.isin(jnp.arange(m.na), m.actuator_actadr[plan["early"]]), act, d.act)
-    inp = inp.at[plan["stateful"]].set(act[adr])
+    last = m.actuator_actadr + m.actuator_actnum - 1  # the last state drives the gain
+    inp = inp.at[plan["stateful"]].set(gain_act(m, plan, d, act_dot)[last[plan["stateful"]]])
   if len(plan["circle"]):
     idx = plan["circle"]
     inp = inp.at[idx].set(_on_circle(m, idx, d.actuator_length[idx], inp[idx]))
@@ -532,17 +550,18 @@ def fwd_actuation(m: Model, d: Data) -> Data:
     return d.replace(actuator_force=jnp.zeros(m.nout), qfrc_actuator=jnp.zeros(m.nv))
   plan = _act_plan(m, m.opt.disableactuator)
   controls, bad = _ctrl(m, d, plan)
-  ctrl = controls[m.actuator_ctrladr]  # each actuator's first control
+  # each actuator's first control (a zero past the end for actuators without controls)
+  ctrl = jnp.concatenate([controls, jnp.zeros(1, controls.dtype)])[m.actuator_ctrladr]
   da = _per_actuator(m, d)
-  act_dot = _act_dot(m, da, plan, ctrl)
-  ids, motor_force, act_dot = motor.forces(m, da, controls, act_dot)
+  act_dot = orientation.act_dot(m, controls, _act_dot(m, da, plan, ctrl))
+  act_dot, controls = motor.dynamics(m, da, controls, act_dot)
   out = m.actuator_outadr
   args = (da.actuator_length, da.actuator_velocity, m.actuator_lengthrange[out],
           m.actuator_acc0[out])
   gain = _by_type(GAINS, plan["gain"], m.nactuator, m.actuator_gainprm, *args)
   bias = _by_type(BIASES, plan["bias"], m.nactuator, m.actuator_biasprm, *args)
   inp = _input(m, da, plan, ctrl, act_dot)
-  force = (gain * inp + bias).at[ids].set(motor_force)
+  force, act_dot = motor.forces(m, da, controls, act_dot, gain, bias, inp)
   if len(plan["disabled"]):
     force = force.at[plan["disabled"]].set(0.0)
   if len(plan["tendon"]):
@@ -560,7 +579,8 @@ def fwd_actuation(m: Model, d: Data) -> Data:
   so3 = orientation.so3_ids(m)
   if len(so3):
     on = ~np.isin(so3, plan["disabled"])
-    f3 = orientation.forces(m, d, controls, m.actuator_forcelimited).reshape(-1, 3)
+    f3 = orientation.forces(m, d, controls, gain_act(m, plan, da, act_dot),
+                            m.actuator_forcelimited).reshape(-1, 3)
     force = force.at[orientation.rows(m, so3, out)].set((f3 * on[:, None]).reshape(-1))
   qfrc = d.actuator_moment.T @ force
   if len(plan["gravcomp_dof"]) and not m.opt.disabled(DisableBit.GRAVITY):

@@ -55,6 +55,24 @@ _COUNT = {
 }
 
 
+# MuJoCo 4.0's actuator fields with rows per output (actuator_outadr, actuator_outnum: nout
+# rows) or per control (actuator_ctrladr, actuator_ctrlnum: nu rows), not per actuator
+_PER_OUTPUT = {"model": ("gear", "acc0", "length0", "lengthrange"),
+               "data": ("length", "velocity", "force", "moment")}
+_PER_CONTROL = {"model": ("ctrllimited", "ctrlrange"), "data": ()}
+
+
+def _actuator_slots(m: Model, obj, side: str, i: int, out: dict) -> None:
+  """The actuator's rows of its per-output and per-control fields (`side`: "model" or
+  "data"): one row when it has one output (control), else its (num, ...) block."""
+  for names, adr, num in ((_PER_OUTPUT[side], m.actuator_outadr, m.actuator_outnum),
+                          (_PER_CONTROL[side], m.actuator_ctrladr, m.actuator_ctrlnum)):
+    a, n = int(adr[i]), int(num[i])
+    for name in names:
+      value = getattr(obj, "actuator_" + name)
+      out[name] = value[a] if n == 1 else value[a:a + n]
+
+
 def _fields(obj) -> list[tuple[str, object]]:
   return [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)]
 
@@ -88,6 +106,8 @@ def _model_view(m: Model, t: ObjType, i: int) -> dict:
   out = {"id": i}
   count = getattr(m, _COUNT[t])
   _per_object(_fields(m), _LAYOUT[t][0], count, i, out)
+  if t == ObjType.ACTUATOR:
+    _actuator_slots(m, m, "model", i, out)
   if t == ObjType.JOINT:
     q, v = _joint_slices(m, i)
     out.update(qpos0=m.qpos0[q], qpos_spring=m.qpos_spring[q])
@@ -122,10 +142,7 @@ def _data_view(m: Model, d: Data, t: ObjType, i: int) -> dict:
   elif t == ObjType.ACTUATOR:
     adr, num = int(m.actuator_ctrladr[i]), int(m.actuator_ctrlnum[i])
     out["ctrl"] = d.ctrl[adr] if num == 1 else d.ctrl[adr:adr + num]
-    adr, num = int(m.actuator_outadr[i]), int(m.actuator_outnum[i])  # per-output fields
-    for name in ("actuator_length", "actuator_velocity", "actuator_force", "actuator_moment"):
-      value = getattr(d, name)
-      out[name.removeprefix("actuator_")] = value[adr] if num == 1 else value[adr:adr + num]
+    _actuator_slots(m, d, "data", i, out)
     if m.na:
       adr, num = int(m.actuator_actadr[i]), int(m.actuator_actnum[i])
       out["act"] = d.act[adr:adr + num] if adr >= 0 else d.act[:0]

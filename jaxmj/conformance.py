@@ -10,28 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def mesh_graph_difference(m, mj) -> str | None:
-  """Convex hull graphs agree up to the numbering of hull vertices and the order of
-  neighbours (see types.Model): same sizes, hull vertices, triangles (in order), and each
-  vertex's set of neighbours (as global ids)."""
-  if not np.array_equal(m.mesh_graphadr, mj.mesh_graphadr):
-    return "mesh_graphadr differs"
-  for adr in (int(a) for a in mj.mesh_graphadr if a >= 0):
-    parts = []
-    for g in (np.asarray(m.mesh_graph), mj.mesh_graph):
-      nv, nf = int(g[adr]), int(g[adr + 1])
-      edgeadr = g[adr + 2: adr + 2 + nv]
-      ids = g[adr + 2 + nv: adr + 2 + 2 * nv]
-      edges = g[adr + 2 + 2 * nv: adr + 2 + 3 * nv + 3 * nf]
-      faces = g[adr + 2 + 3 * nv + 3 * nf: adr + 2 + 3 * nv + 6 * nf]
-      nbrs = {int(ids[i]): sorted(int(ids[e]) for e in edges[edgeadr[i]:]
-                                  [:list(edges[edgeadr[i]:]).index(-1)]) for i in range(nv)}
-      parts.append((nv, nf, nbrs, faces.tolist()))
-    if parts[0] != parts[1]:
-      return f"mesh_graph at {adr}: hulls differ"
-  return None
-
-
 def cam_fovy_difference(m, mj) -> str | None:
   """A camera with a sensor size gets its fovy from float32 intrinsics: equal to float32
   precision (MuJoCo's own rounding differs between focal and focalpixel)."""
@@ -43,7 +21,7 @@ def cam_fovy_difference(m, mj) -> str | None:
 
 
 # Fields compared by a function of (jaxmj Model, MjModel) -> error text or None.
-SPECIAL = {"mesh_graph": mesh_graph_difference, "cam_fovy": cam_fovy_difference}
+SPECIAL = {"cam_fovy": cam_fovy_difference}
 
 
 def float32_tol(ref: np.ndarray, atol: float) -> np.ndarray:

@@ -55,7 +55,7 @@ def equality_wrenches(m: Model, d: Data) -> jnp.ndarray:
 def _weld_torque(q1, q2, torquescale, frc) -> jnp.ndarray:
   """(n, 3) torque on body1 of weld rotation rows with forces frc (n, 3): A' frc, where the
   rows' Jacobian is A (jacr1 - jacr2), A's column i = 0.5 torquescale
-  vec(conj(q2) [0, e_i] q1) (equality._connect_weld)."""
+  vec(conj(q2) [0, e_i] q1) (constraint.equality._connect_weld)."""
   axes = jnp.eye(3, dtype=frc.dtype)
   pure = jnp.concatenate([jnp.zeros((3, 1), frc.dtype), axes], axis=1)  # (3, 4)
   conj2 = math.quat_conj(q2)

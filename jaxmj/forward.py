@@ -14,10 +14,13 @@ from jaxmj import (
   com,
   constraint,
   energy,
+  flags,
+  fwdinv,
   history,
   integrator,
   kinematics,
   mass,
+  noslip,
   passive,
   plastic,
   rne,
@@ -36,9 +39,11 @@ def check_supported(m: Model) -> None:
   """Raises NotImplementedError naming each feature of `m` the runtime cannot simulate yet.
 
   Each entry of `m.unsupported` is (feature, disable bits): the feature is active unless
-  one of those bits is set in `opt.disableflags`.
+  one of those bits is set in `opt.disableflags`. Option flags jaxmj cannot honour are
+  read from `m.opt` itself (flags.py), so flags switched after compiling count too.
   """
   active = [name for name, bits in m.unsupported if not m.opt.disableflags & bits]
+  active += flags.unsupported(m)
   if active:
     raise NotImplementedError(
       f"model {m.model_name!r} uses features jaxmj cannot simulate yet: {'; '.join(active)}"
@@ -81,7 +86,7 @@ def fwd_constraint(m: Model, d: Data) -> Data:
   """mj_fwdConstraint: qacc from the constraint solver, or qacc_smooth without rows."""
   if d.efc_J.shape[0] == 0:
     return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth))
-  return solver.solve(m, d)
+  return noslip.noslip(m, solver.solve(m, d))
 
 
 def forward(m: Model, d: Data) -> Data:
@@ -95,6 +100,21 @@ def _acceleration_stages(m: Model, d: Data) -> Data:
   d = fwd_acceleration(m, d)
   d = fwd_constraint(m, d)
   return sensor.sensor_acc(m, d)
+
+
+def _compare_fwd_inv(m: Model, d: Data) -> Data:
+  """The fwdinv flag's diagnostics: MuJoCo 4.0 computes them in mj_step and mj_step2
+  before integrating, not in mj_forward."""
+  return fwdinv.compare_fwd_inv(m, d) if m.opt.enabled(EnableBit.FWDINV) else d
+
+
+def _forward_skip_sensor(m: Model, d: Data) -> Data:
+  """mj_forwardSkip(skipsensor=1), RK4's later stages: forward without the sensors, so
+  sensordata, cacc, cfrc_int and cfrc_ext keep the values they came in with."""
+  d = fwd_velocity(m, fwd_position(m, d))
+  if m.opt.enabled(EnableBit.ENERGY):
+    d = energy.energy(m, d)
+  return fwd_constraint(m, fwd_acceleration(m, actuation.fwd_actuation(m, d)))
 
 
 def _bad(x: jnp.ndarray) -> jnp.ndarray:
@@ -111,12 +131,11 @@ def step(m: Model, d: Data) -> Data:
   diverged values and only the counters tell.
   """
   bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
-  d = _acceleration_stages(m, _step1(m, d))
+  d = _compare_fwd_inv(m, _acceleration_stages(m, _step1(m, d)))
   pushed = history.push(m, d)  # the samples of this step, read only by later steps
   d = history.delay_sensors(m, d)
   if m.opt.integrator == Integrator.RK4:
-    # MuJoCo skips the sensors in RK4's later stages: sensordata stays stage 1's
-    new = integrator.rk4(m, d, forward).replace(sensordata=d.sensordata)
+    new = integrator.rk4(m, d, _forward_skip_sensor)
   else:
     new = _integrate(m, d)
   new = plastic.update(m, d, new)  # spring references yield at the new positions
@@ -170,7 +189,7 @@ def step2(m: Model, d: Data) -> Data:
   `warning` and reset the world as in step.
   """
   bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
-  d = _acceleration_stages(m, sensor.sensor_fresh(m, d))
+  d = _compare_fwd_inv(m, _acceleration_stages(m, sensor.sensor_fresh(m, d)))
   pushed = history.push(m, d)
   d = history.delay_sensors(m, d)
   new = plastic.update(m, d, _integrate(m, d))

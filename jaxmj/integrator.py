@@ -87,9 +87,13 @@ def rk4(m: Model, d: Data, forward) -> Data:
   Ball and free rotations use MuJoCo 4.0's Munthe-Kaas form (stage velocities through
   dexp^-1, _dexpinv), 4th order on orientations too.
 
-  `d` holds a completed forward pass (stage 1); `forward` recomputes the later stages.
-  Stage i sits at qpos = integrate(qpos0, h sum_j a_ij v_j), qvel = qvel0 + h sum_j a_ij a_j;
-  the step combines the four stages with weights B. Writes qpos, qvel, act, time.
+  `d` holds a completed forward pass (stage 1); `forward` recomputes the later stages
+  (MuJoCo's mj_forwardSkip with skipsensor: fields only sensors write, sensordata, cacc,
+  cfrc_int, cfrc_ext, stay stage 1's). Stage i sits at qpos = integrate(qpos0,
+  h sum_j a_ij v_j), qvel = qvel0 + h sum_j a_ij a_j; the step combines the four stages with
+  weights B. Writes qpos, qvel, act, time; as mj_RungeKutta, the other computed fields are
+  the last stage's except qacc, the combined acceleration sum_i b_i a_i (qacc_warmstart is
+  the last stage's qacc; measured, mujoco 4.0.0).
   """
   h = m.opt.timestep
   d0 = d
@@ -107,7 +111,7 @@ def rk4(m: Model, d: Data, forward) -> Data:
   a = sum(w * x for w, x in zip(RK4_B, acc))
   ad = sum(w * x for w, x in zip(RK4_B, actdot))
   return d.replace(
-    qpos=integrate_pos(m, d0.qpos, v, h), qvel=d0.qvel + h * a,
+    qpos=integrate_pos(m, d0.qpos, v, h), qvel=d0.qvel + h * a, qacc=a,
     act=actuation.next_act(m, d0, ad), time=d0.time + h, qacc_warmstart=d.qacc)
 
 

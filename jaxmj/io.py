@@ -71,6 +71,7 @@ def _constraint_fields(m: Model, dt) -> dict:
     efc_diagA=z(nefc), efc_D=z(nefc), efc_R=z(nefc), efc_vel=z(nefc), efc_aref=z(nefc),
     efc_force=z(nefc), efc_state=jnp.zeros(nefc, jnp.int32),
     solver_niter=jnp.zeros(ni, jnp.int32), solver_improvement=z(ni), solver_gradient=z(ni),
+    solver_fwdinv=z(2),
     nisland=jnp.zeros((), jnp.int32), tree_island=-jnp.ones(m.ntree, jnp.int32),
     dof_island=-jnp.ones(m.nv, jnp.int32), efc_island=-jnp.ones(nefc, jnp.int32),
     **{k: jnp.zeros(ni, jnp.int32) for k in ("island_ntree", "island_nv", "island_nefc",

@@ -142,5 +142,5 @@ def apply_pending(m: Model, pending: tuple[list[int], dict], nodes: list) -> Mod
     if err is not None:
       raise nodes[i].error(err, None)
   lr = np.array(m.actuator_lengthrange, float)
-  lr[m.actuator_outadr[np.asarray(indices)]] = rows  # one output each (so3 is never pending)
+  lr[m.actuator_outadr[np.asarray(indices)]] = rows  # the first output (so3: of three)
   return m.replace(actuator_lengthrange=jnp.asarray(lr, m.actuator_lengthrange.dtype))

@@ -105,6 +105,8 @@ class _Prep(NamedTuple):
   jv: jax.Array
   cq: jax.Array  # (ncone, 3) summed row quadratics (bottom zone)
   cu: jax.Array  # (ncone, 6): U0, V0, UU, UV, VV, Dm
+  err: jax.Array  # (ni, 2): scale of the roundoff in d cost/d alpha, r0 + |alpha| r1 (sums of
+  # the magnitudes of its terms; see `_tolerance`)
 
 
 def prepare(p: _Problem, isl: Islands, ma, search, mv, jar, jv) -> _Prep:
@@ -123,7 +125,11 @@ def prepare(p: _Problem, isl: Islands, ma, search, mv, jar, jv) -> _Prep:
     dm = safe_div(ext(p.D)[p.cidx[:, 0]], mu * mu * (1 + mu * mu))
     cu = jnp.stack([u[:, 0], v[:, 0], jnp.sum(u[:, 1:] ** 2, 1), jnp.sum(u[:, 1:] * v[:, 1:], 1),
                     jnp.sum(v[:, 1:] ** 2, 1), dm], axis=1)
-  return _Prep(gauss=gauss, quad=quad, jar=jar, jv=jv, cq=cq, cu=cu)
+  r0 = seg(isl.dof, jnp.abs(search) * (jnp.abs(ma) + jnp.abs(p.qfrc_smooth)))
+  r0 = r0 + seg(isl.efc, jnp.abs(jv) * (jnp.abs(dj) + p.floss))
+  r1 = 2 * (gauss[:, 1] + seg(isl.efc, quad[:, 2]))
+  return _Prep(gauss=gauss, quad=quad, jar=jar, jv=jv, cq=cq, cu=cu,
+               err=jnp.stack([r0, r1], axis=1))
 
 
 def _friction_cost(x, f, rf, d):
@@ -172,14 +178,14 @@ def _evaluate(p: _Problem, isl: Islands, pr: _Prep, alpha: jax.Array) -> jax.Arr
   row = row + jnp.where(p.is_fric, fdif, 0.0)
   fq = p.is_fric & (zx == 0)
   fd1 = jnp.where(fq, dd * x * pr.jv, jnp.where(zx == -1, -floss * pr.jv, floss * pr.jv))
-  d1 = seg(isl.efc, jnp.where(p.is_fric, fd1, 0.0))
-  d2 = seg(isl.efc, jnp.where(fq, dd * pr.jv * pr.jv, 0.0))
-  cost = seg(isl.efc, row)
-  q1 = seg(isl.efc, use * pr.quad[:, 1]) + pr.gauss[:, 0]
-  q2 = seg(isl.efc, use * pr.quad[:, 2]) + pr.gauss[:, 1]
+  # the per-island sums of all five row terms in one product (k, 5, nefc) @ (nefc, ni)
+  terms = jnp.stack([row, jnp.where(p.is_fric, fd1, 0.0), jnp.where(fq, dd * pr.jv * pr.jv, 0.0),
+                     use * pr.quad[:, 1], use * pr.quad[:, 2]], axis=-2)
+  cost, d1, d2, q1, q2 = jnp.moveaxis(seg(isl.efc, terms), -2, 0)
+  q1, q2 = q1 + pr.gauss[:, 0], q2 + pr.gauss[:, 1]
   if p.cidx.shape[0]:
-    c, d1c, d2c = _cone_eval(p, pr, alpha @ isl.cone.T)
-    cost, d1, d2 = cost + seg(isl.cone, c), d1 + seg(isl.cone, d1c), d2 + seg(isl.cone, d2c)
+    cone = seg(isl.cone, jnp.stack(_cone_eval(p, pr, alpha @ isl.cone.T), axis=-2))
+    cost, d1, d2 = cost + cone[..., 0, :], d1 + cone[..., 1, :], d2 + cone[..., 2, :]
   cost = cost + alpha * alpha * q2 + alpha * q1
   d1 = d1 + 2 * alpha * q2 + q1
   d2 = d2 + 2 * q2
@@ -215,6 +221,10 @@ def _cone_eval(p: _Problem, pr: _Prep, a: jax.Array):
 
 
 _ONE, _BRACKET, _DONE = 0, 1, 2
+# A derivative within _ROUNDOFF * eps of the sum of its terms' magnitudes is 0 to the precision
+# of the dtype: further Newton steps only follow roundoff (in float32 MuJoCo's gtol is usually
+# far below that level, and the search would run to its budget; in float64 gtol is larger)
+_ROUNDOFF = 4.0
 
 
 def _newton_pt(pt):
@@ -256,24 +266,38 @@ def _ls_brackets(st, qa):
   return q1, f1, q2, f2
 
 
-def _ls_step(st, qa, qb, brk, gtol, dirn, lsmax: int):
-  """One island's step of the line-search state machine, given its evaluations: qa at
-  (Newton point of p1, bracket midpoint), qb at the Newton points of the updated brackets."""
-  phase, p1, p2, p1n, p2n, it, res = st
-  q, pmid = qa[0], qa[1]
+def _tolerance(pt, tl):
+  """Convergence tolerance on d cost/d alpha at a point: MuJoCo's gtol, or the roundoff of the
+  derivative if that is larger (tl: [gtol, c eps r0, c eps r1], `_ROUNDOFF`)."""
+  return jnp.maximum(tl[..., 0], tl[..., 1] + tl[..., 2] * jnp.abs(pt[..., 0]))
 
-  # one-sided phase: step to the Newton point of p1 while the slope keeps its sign
-  loop = (p1[2] * dirn <= -gtol) & (it < lsmax)
-  qconv = jnp.abs(q[2]) < gtol
+
+def _ls_one(st, qa, tl, dirn, lsmax: int):
+  """One island's step of the one-sided phase, given qa: evaluations at (the Newton point of
+  p1, the midpoint of p1 and p2). Islands in another phase keep their state."""
+  phase, p1, p2, p1n, p2n, it, res = st
+  q = qa[0]
+  # step to the Newton point of p1 while the slope keeps its sign; a Newton point that equals
+  # p1 (a step below half an ulp of alpha) would repeat p1 until the budget runs out, which
+  # ends as p1: stop there at once
+  desc = p1[2] * dirn <= -_tolerance(p1, tl)
+  qconv = jnp.abs(q[2]) < _tolerance(q, tl)
+  fail = (it >= lsmax) | (desc & ~qconv & (q[0] == p1[0]))  # could not bracket: return p1
   body = (jnp.where(qconv, _DONE, _ONE), q, p1, p1n, p2n, it + 1, jnp.where(qconv, q, res))
-  fail = it >= lsmax  # could not bracket: return p1
+  # bracketed from here: p1's Newton point is q (just evaluated), p2's is p1
   leave = (jnp.where(fail, _DONE, _BRACKET), p1, p2, jnp.where(fail, p1n, q),
            jnp.where(fail, p2n, p1), it + jnp.where(fail, 0, 1), jnp.where(fail, p1, res))
-  one = _ls_select(loop, body, leave)
+  return _ls_select(phase == _ONE, _ls_select(desc & ~fail, body, leave), st)
 
-  # bracketed phase: midpoint and the Newton points of both bracket ends
+
+def _ls_bracket(st, qa, qb, brk, tl, lsmax: int):
+  """One island's step of the bracketed phase, given its evaluations: qa[1] at the bracket
+  midpoint, qb at the Newton points of the updated brackets (`brk`). Islands in another
+  phase keep their state."""
+  phase, p1, p2, p1n, p2n, it, res = st
+  pmid = qa[1]
   cands = (p1n, p2n, pmid)
-  ok = jnp.stack([jnp.abs(c[2]) < gtol for c in cands])
+  ok = jnp.stack([jnp.abs(c[2]) < _tolerance(c, tl) for c in cands])
   costs = jnp.where(ok, jnp.stack([c[1] for c in cands]), jnp.inf)
   best = jnp.stack(cands)[jnp.argmin(costs)]
   q1, f1, q2, f2 = brk
@@ -285,19 +309,18 @@ def _ls_step(st, qa, qb, brk, gtol, dirn, lsmax: int):
   found = (_DONE, p1, p2, p1n, p2n, it + 1, best)
   over = (_DONE, p1, p2, p1n, p2n, it, _ls_final_choice(p1, p2))
   brkt = _ls_select(it < lsmax, _ls_select(jnp.any(ok), found, moved), over)
-
-  return _ls_select(phase == _ONE, one, _ls_select(phase == _BRACKET, brkt, st))
+  return _ls_select(phase == _BRACKET, brkt, st)
 
 
 def _linesearch(p: _Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations: int):
   """PrimalSearch: MuJoCo 4.0's exact Newton-bracketing line search, one per island.
 
   snorm, gtol: (ni,). Returns each island's chosen point (ni, 4) [alpha, cost(alpha) -
-  cost(0), d1, d2] (alpha = 0: no step). As in MuJoCo 4.0 the first Newton step is kept even
-  when it raises the cost (no fallback to alpha = 0), the bracket starts from it, and when the
-  evaluation budget runs out during the one-sided phase the last Newton point is returned,
-  better or not; the bracketed phase then returns the better bracket end only if it decreases
-  the cost.
+  cost(0), d1, d2] (alpha = 0: no step) and its loop trips (ni,). As in MuJoCo 4.0 the first
+  Newton step is kept even when it raises the cost (no fallback to alpha = 0), the bracket
+  starts from it, and when the evaluation budget runs out during the one-sided phase the last
+  Newton point is returned, better or not; the bracketed phase then returns the better bracket
+  end only if it decreases the cost.
 
   The while-loops of PrimalSearch become a loop of at most `ls_iterations` steps over a small
   state machine per island (one-sided phase, bracketed phase, done); every step that does not
@@ -305,33 +328,48 @@ def _linesearch(p: _Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations
   reach MuJoCo's return value. Each step evaluates the candidates of both phases for every
   island at once (one pass over the rows) and selects, so the body has no branches (as under
   vmap anyway); an island that is done keeps its state.
+
+  Roundoff (float32): a derivative counts as converged below MuJoCo's gtol or below the
+  roundoff of its own evaluation (`_tolerance`), whichever is larger, and a one-sided Newton
+  point that does not move ends the search as MuJoCo's would once its budget ran out (with p1).
+  In float64 gtol is far above the roundoff, so the search is MuJoCo's; in float32 gtol is
+  usually below it, and without these tests a search could follow roundoff to its budget (a
+  batched while loop pays the slowest world's trips).
   """
   ev = lambda a: jnp.swapaxes(_evaluate(p, isl, pr, a), 0, 1)  # noqa: E731  (k, ni)->(ni, k, 4)
   lsmax = ls_iterations
   p0 = ev(jnp.zeros((1, isl.ni), snorm.dtype))[:, 0]
   p1 = ev(_newton_pt(p0)[None])[:, 0]
   small = snorm < MINVAL
-  conv = jnp.abs(p1[:, 2]) < gtol
+  eps = _ROUNDOFF * jnp.finfo(p0.dtype).eps
+  tl = jnp.stack([gtol, eps * pr.err[:, 0], eps * pr.err[:, 1]], axis=1)
+  conv = jnp.abs(p1[:, 2]) < _tolerance(p1, tl)
   dirn = jnp.where(p1[:, 2] < 0, 1.0, -1.0)
   vm = jax.vmap
 
-  def step(_, st):
+  def step(_, carry):
+    st, trips = carry
+    trips = trips + (st[0] != _DONE).astype(jnp.int32)
+    # an island that leaves the one-sided phase keeps p1 and p2, so the midpoint evaluated
+    # here is already its first bracketed midpoint: both phases' steps run in one trip
     qa = ev(jnp.stack([_newton_pt(st[1]), 0.5 * (st[1][:, 0] + st[2][:, 0])]))
+    st = vm(lambda s, a, g, d: _ls_one(s, a, g, d, lsmax))(st, qa, tl, dirn)
     brk = vm(_ls_brackets)(st, qa)
     qb = ev(jnp.stack([_newton_pt(brk[0]), _newton_pt(brk[2])]))
-    return vm(lambda s, a, b, k, g, d: _ls_step(s, a, b, k, g, d, lsmax))(
-      st, qa, qb, brk, gtol, dirn)
+    st = vm(lambda s, a, b, k, g: _ls_bracket(s, a, b, k, g, lsmax))(st, qa, qb, brk, tl)
+    return st, trips
 
   zero = jnp.zeros_like(p0)
   two = jnp.full(small.shape, 2, jnp.int32)
   st0 = _ls_norm((jnp.where(small | conv, _DONE, _ONE), p1, p0, p1, p1, two,
                   jnp.where(small[:, None], zero, p1)))
   # the search's values are never differentiated (see differentiable_alpha): stop early
-  phase, p1, p2, _, _, _, res = bounded_loop(lsmax, step, st0,
-                                             lambda st: jnp.all(st[0] == _DONE), True)
+  st, trips = bounded_loop(lsmax, step, (st0, jnp.zeros(small.shape, jnp.int32)),
+                           lambda c: jnp.all(c[0][0] == _DONE), True)
+  phase, p1, p2, _, _, _, res = st
   final = vm(_ls_final_choice)(p1, p2)
   return jnp.where((phase == _ONE)[:, None], p1,
-                   jnp.where((phase == _BRACKET)[:, None], final, res))
+                   jnp.where((phase == _BRACKET)[:, None], final, res)), trips
 
 
 def differentiable_alpha(p: _Problem, isl: Islands, pr: _Prep, snorm, gtol,
@@ -346,7 +384,7 @@ def differentiable_alpha(p: _Problem, isl: Islands, pr: _Prep, snorm, gtol,
   gradient is exactly that. alpha = 0 (no step) has zero derivative.
   """
   sg = jax.lax.stop_gradient
-  pt = sg(_linesearch(sg(p), sg(isl), sg(pr), sg(snorm), sg(gtol), ls_iterations))
+  pt = sg(_linesearch(sg(p), sg(isl), sg(pr), sg(snorm), sg(gtol), ls_iterations)[0])
   alpha0 = pt[:, 0]
   ev = _evaluate(p, isl, pr, alpha0[None])[0]
   corr = -ev[:, 2] / ev[:, 3]  # ev[:, 3] >= MINVAL

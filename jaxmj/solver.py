@@ -26,9 +26,9 @@ are products with one-hot island matrices, the Hessian (block diagonal over isla
 factored once, and an island that has stopped keeps its iterate while others go on; the loop
 ends when every island has stopped. With islands disabled all rows form one problem over all
 dofs. Converged results are the same either way; at few iterations they differ, and these
-follow MuJoCo's island solves iterate for iterate (Newton and CG). MuJoCo 4.0's PGS sweeps rows
-in a shuffled order (a different permutation every sweep, measured: not the published row
-order this module follows), so PGS iterates agree only once converged.
+follow MuJoCo's island solves iterate for iterate, PGS too: MuJoCo 4.0's PGS sweeps each
+island's blocks in a PCG32-shuffled order with Nesterov extrapolation between sweeps, not the
+published engine_solver.c loop (read from the 4.0.0 binary: jaxmj/pgs_order.py).
 
 Derivatives: by default (`implicit_grad=True`) the loops run on stopped values and the outputs
 carry the implicit-function derivative of the optimum (see `solve_arrays`); with
@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import island, mass
+from jaxmj import island, mass, pgs_order
 from jaxmj.linesearch import (
   MINVAL,
   Islands,
@@ -376,7 +376,10 @@ def _primal(p: _Problem, isl: Islands, qacc0, newton: bool, iterations: int,
     mv = p.M @ search
     jv = p.J @ search
     pr = prepare(p, isl, c["ma"], search, mv, c["jar"], jv)
-    alpha, lsimp = differentiable_alpha(p, isl, pr, snorm, gtol, ls_iterations)
+    # an island that has stopped does not move: its search (a direction that may be all
+    # roundoff) ends at once, as for a null direction
+    alpha, lsimp = differentiable_alpha(p, isl, pr, jnp.where(done, 0.0, snorm), gtol,
+                                        ls_iterations)
     move = ~done & (alpha != 0)
     step = jnp.where(move, alpha, 0.0)
     sv, se = isl.dof @ step, isl.efc @ step
@@ -447,15 +450,48 @@ def _dual_state(p: _Problem, force, floss) -> jax.Array:
   return jnp.where(p.active, st, _SAT).astype(jnp.int32)
 
 
+def _project(p: _Problem, f):
+  """Dual forces projected onto the constraint set, as MuJoCo 4.0's PGS after extrapolating:
+  friction loss into [-floss, floss], inequalities >= 0, an elliptic contact with a negative
+  normal to 0, else its friction scaled onto the dual cone when outside it."""
+  f = jnp.where(p.is_fric, jnp.clip(f, -p.floss, p.floss), f)
+  f = jnp.where(p.is_ineq, jnp.maximum(f, 0.0), f)
+  if not p.cidx.shape[0]:
+    return f
+  fc = ext(f)[p.cidx]
+  n, t = fc[:, 0], fc[:, 1:]
+  s = jnp.sum(jnp.where(p.cmask[:, 1:], safe_div(t * t, p.cfric[:, 1:] ** 2), 0.0), axis=1)
+  t = jnp.where((s > n * n)[:, None], t * safe_sqrt(n * n / jnp.maximum(MINVAL, s))[:, None], t)
+  proj = jnp.where((n < 0)[:, None], 0.0, jnp.concatenate([n[:, None], t], axis=1))
+  proj = jnp.where(p.cactive[:, None] & p.cmask, proj, fc)
+  return ext(f).at[jnp.asarray(p.cidx)].set(proj)[:-1]
+
+
+def _pgs_blocks(cidx: np.ndarray, nefc: int):
+  """Static PGS blocks in row order: kind (0 row, 1 elliptic cone), row or cone id, first row."""
+  cone_first = {int(r[0]): c for c, r in enumerate(cidx)}
+  in_cone = np.zeros(nefc + 1, bool)
+  in_cone[cidx.ravel()] = True
+  blocks = [(1, cone_first[i]) if i in cone_first else (0, i)
+            for i in range(nefc) if i in cone_first or not in_cone[i]]
+  kinds = np.array([k for k, _ in blocks], np.int32)
+  ids = np.array([j for _, j in blocks], np.int32)
+  first = np.array([cidx[j, 0] if k else j for k, j in blocks], np.int32)
+  return kinds, ids, first
+
+
 def _pgs(p: _Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, scale,
-         early_exit: bool):
-  """mj_solPGS: projected Gauss-Seidel on the dual, sweeping rows (and cones) in row order.
+         early_exit: bool, efc_order: np.ndarray):
+  """mj_solPGS as MuJoCo 4.0 runs it: projected Gauss-Seidel on the dual over blocks (rows,
+  elliptic cones), each sweep in a PCG32-shuffled order, with Nesterov extrapolation and
+  adaptive restart between sweeps (jaxmj/pgs_order.py; `efc_order`: (nefc,) static, MuJoCo's
+  row order, which ranks each island's blocks before the shuffles).
 
   ar = J M^-1 J' + diag(R) and b = J qacc_smooth - aref (efc_AR, efc_b). Islands (MuJoCo 4.0
-  runs PGS per island too): improvement, termination (`scale`: (ni,)) and iteration counts are
-  per island; a sweep updates every row, and the rows of islands that have stopped keep their
-  forces (islands do not couple, so this is each island's own sweep). Returns (force,
-  qfrc_constraint, dual state, iterations run (ni,), last improvement (ni,)).
+  runs PGS per island too): shuffles, extrapolation, improvement, termination (`scale`: (ni,))
+  and iteration counts are per island; a sweep updates every row, and the rows of islands that
+  have stopped keep their forces (islands do not couple, so this is each island's own sweep).
+  Returns (force, qfrc_constraint, dual state, iterations run (ni,), last improvement (ni,)).
   """
   nefc = p.J.shape[0]
   ar = jnp.where(p.active[:, None] & p.active[None, :], ar, 0.0)
@@ -464,20 +500,10 @@ def _pgs(p: _Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, s
   b_ext = ext(b)
   floss = p.floss
 
-  # static block list in row order: ("row", i) or ("cone", c)
-  cone_first = {int(r[0]): c for c, r in enumerate(p.cidx)}
-  in_cone = np.zeros(nefc + 1, bool)
-  in_cone[p.cidx.ravel()] = True
-  blocks = []
-  for i in range(nefc):
-    if i in cone_first:
-      blocks.append((1, cone_first[i]))
-    elif not in_cone[i]:
-      blocks.append((0, i))
-  kinds = np.array([k for k, _ in blocks], np.int32)
-  ids = np.array([j for _, j in blocks], np.int32)
-  first = np.array([p.cidx[j, 0] if k else j for k, j in blocks], np.int32)
-  block_isl = isl.efc[jnp.asarray(first)]  # (nblock, ni) one-hot
+  kinds, ids, first = _pgs_blocks(p.cidx, nefc)
+  block_isl = isl.efc[jnp.asarray(first)] * p.active[first][:, None]  # (nblock, ni) one-hot
+  bisl = jnp.where(jnp.sum(block_isl, axis=1) > 0, jnp.argmax(block_isl, axis=1), -1)
+  rank, count = pgs_order.block_ranks(bisl, np.asarray(efc_order)[first], isl.ni)
 
   def row_update(f, i):
     res = b[i] + ar[i] @ f
@@ -536,20 +562,31 @@ def _pgs(p: _Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, s
     return (f, improvement - change * onehot), None
 
   def sweep(_, c):
-    f, done, niter, last = c
-    (fn, improvement), _ = jax.lax.scan(block, (f, jnp.zeros(isl.ni, f.dtype)),
-                                        (jnp.asarray(kinds), jnp.asarray(ids), block_isl))
-    f = jnp.where(isl.efc @ done.astype(f.dtype) > 0, f, fn)
+    f, done, niter, last, prev, k, perm, hi, lo = c
+    beta = (k - 1).astype(f.dtype) / (k + 2).astype(f.dtype)
+    ex = (niter > 0) & (beta > 0) & ~done
+    row_ex = isl.efc @ ex.astype(f.dtype) > 0
+    start = isl.efc @ jnp.where(ex, beta, 0.0) * (f - prev) + f
+    start = jnp.where(row_ex, _project(p, start), f)
+    perm, hi, lo = pgs_order.shuffle(perm, hi, lo, count, ~done & (count >= 2))
+    order = pgs_order.sweep_order(perm, rank, bisl)
+    (fn, improvement), _ = jax.lax.scan(block, (start, jnp.zeros(isl.ni, f.dtype)),
+                                        (jnp.asarray(kinds)[order], jnp.asarray(ids)[order],
+                                         block_isl[order]))
+    restart = (niter > 0) & (seg(isl.efc, (fn - start) * (start - f)) < 0)
+    k = jnp.where(done, k, jnp.where(restart, 0, k + 1))
+    fn = jnp.where(isl.efc @ done.astype(f.dtype) > 0, f, fn)
     niter = niter + jnp.where(done, 0, 1).astype(niter.dtype)
     last = jnp.where(done, last, improvement * scale)
     done = done | (improvement * scale < tolerance)
-    return f, done, niter, last
+    return fn, done, niter, last, f, k, perm, hi, lo
 
   absent = jnp.sum(isl.efc * p.active[:, None], axis=0) == 0  # islands without rows never run
   zero = jnp.zeros(isl.ni, force0.dtype)
-  force, _, niter, improvement = bounded_loop(
-    iterations, sweep, (force0, absent, jnp.zeros(isl.ni, jnp.int32), zero),
-    lambda c: jnp.all(c[1]), early_exit)
+  izero = jnp.zeros(isl.ni, jnp.int32)
+  carry = (force0, absent, izero, zero, force0, izero, *pgs_order.init_state(isl.ni, len(kinds)))
+  force, _, niter, improvement, *_ = bounded_loop(iterations, sweep, carry,
+                                                  lambda c: jnp.all(c[1]), early_exit)
   force = jnp.where(p.active, force, 0.0)
   qfrc_c = p.J.T @ force
   return force, qfrc_c, _dual_state(p, force, floss), niter, improvement
@@ -585,6 +622,7 @@ def solve_arrays(
   dof_island: jax.Array | None = None,
   efc_island: jax.Array | None = None,
   nisland_max: int = 1,
+  efc_order: np.ndarray | None = None,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -603,6 +641,8 @@ def solve_arrays(
   island iterates (own directions, step sizes, termination) until it stops. Without them the
   rows form one problem over all dofs (MuJoCo with islands disabled). Statistics
   (solver_niter, solver_improvement, solver_gradient) are per island: (nisland_max,).
+  `efc_order` (nefc,) static: MuJoCo's order of the rows (PGS's blocks are ranked by it before
+  MuJoCo 4.0 shuffles them; default: the rows' own order, as when they are MuJoCo's rows).
 
   Derivatives (`implicit_grad`, default True): the iterations run under stop_gradient and the
   outputs carry the implicit-function derivative of the optimum they converge to, added as a
@@ -653,8 +693,9 @@ def solve_arrays(
       force0 = jnp.where(f @ b + 0.5 * f @ (ar @ f) > 0, 0.0, f)
     else:
       force0 = jnp.zeros(nefc, dt)
+    order = np.arange(nefc) if efc_order is None else efc_order
     force, qfrc_c, state, niter, improvement = _pgs(ps, isl, force0, ar, b, iterations,
-                                                    tolerance, scale, early_exit=implicit_grad)
+                                                    tolerance, scale, implicit_grad, order)
     res = SolverResult(qacc=ps.qacc_smooth + solve_m_loop(qfrc_c), efc_force=force,
                        efc_state=state, qfrc_constraint=qfrc_c, solver_niter=niter,
                        solver_improvement=improvement,
@@ -736,6 +777,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool = True) -> Data:
     ls_iterations=m.opt.ls_iterations, tolerance=m.opt.tolerance,
     ls_tolerance=m.opt.ls_tolerance, warmstart=not m.opt.disabled(DisableBit.WARMSTART),
     solve_m=lambda x: mass.solve_m(m, d, x), implicit_grad=implicit_grad, **islands,
+    efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
   )
   return d.replace(qacc=res.qacc, efc_force=res.efc_force,
                    efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,

@@ -273,7 +273,7 @@ class TrnType(enum.IntEnum):
   TENDON = 3
   SITE = 4
   BODY = 5
-  SO3 = 6  # ball joint driven by an <orientation> servo: 3 outputs, identity moment
+  SO3 = 6  # <orientation> servo on a ball joint or site/refsite: 3 outputs (orientation.py)
 
 
 class DynType(enum.IntEnum):
@@ -689,8 +689,8 @@ class Model:
   # MuJoCo 4.0 layout: actuator k reads ctrl[ctrladr[k] : + ctrlnum[k]] and writes the outputs
   # outadr[k] : + outnum[k] (gear, acc0, length0, lengthrange and Data's actuator_length /
   # velocity / force / moment are per output; ctrlrange / ctrllimited per control). An
-  # <orientation> (so3) actuator has 3 controls and 3 outputs; a multi-input <pid> has one
-  # control per input.
+  # <orientation> (so3) actuator has 3 controls (4 with input quat), 3 outputs and, as an
+  # integrator, 3 activations; a multi-input <pid> has one control per input.
   nactuator: int = static()  # actuators
   nout: int = static()  # actuator force outputs
   actuator_trntype: np.ndarray = static()  # (nactuator,) int32 TrnType
@@ -699,7 +699,8 @@ class Model:
   actuator_biastype: np.ndarray = static()  # (nactuator,) int32 BiasType
   actuator_trnid: np.ndarray = static()  # (nactuator, 2) int32  target id; refsite/slidersite or -1
   actuator_actadr: np.ndarray = static()  # (nactuator,) int32  first act entry, -1 if stateless
-  actuator_actnum: np.ndarray = static()  # (nactuator,) int32  act entries (0 or 1)
+  actuator_actnum: np.ndarray = static()  # (nactuator,) int32  act entries (0 or 1; pid,
+  # dcmotor: their states; so3: 3 as integrator, actdim inert ones without dynamics)
   actuator_group: np.ndarray = static()  # (nactuator,) int32  for opt.disableactuator
   actuator_ctrllimited: np.ndarray = static()  # (nu,) bool
   actuator_forcelimited: np.ndarray = static()  # (nactuator,) bool
@@ -801,9 +802,7 @@ class Model:
   mesh_graph: np.ndarray = static()  # (nmeshgraph,) int32  convex hull per mesh, MuJoCo's
   # layout: numvert, numface, vert_edgeadr(numvert), vert_globalid(numvert),
   # edge_localid(numvert + 3 numface; neighbours then -1 per vertex), face_globalid(3 numface).
-  # Same hull and triangles (same order) as MuJoCo; the numbering of hull vertices (order of
-  # vert_globalid) may differ, and so may the order within a neighbour list where qhull
-  # triangulated a polygon (see mjcf/mesh.py)
+  # Equal to MuJoCo's entry for entry: qhull's vertex and facet order (mjcf/qhull.py)
   mesh_pos: np.ndarray = static()  # (nmesh, 3)  mesh frame in the asset's frame (after
   # refpos/refquat/scale)
   mesh_quat: np.ndarray = static()  # (nmesh, 4)
@@ -1042,6 +1041,8 @@ class Data:
   efc_state: jax.Array  # (nefc,) int32 ConstraintState
   solver_niter: jax.Array  # (max(1, ntree),) int32  iterations the solver ran, per island
   # (mjData's has mjNISLAND entries; entry 0 only with islands disabled)
+  solver_fwdinv: jax.Array  # (2,)  fwdinv flag: |qfrc_constraint forward - inverse|,
+  # |applied forces - qfrc_inverse| (jaxmj/fwdinv.py)
   solver_improvement: jax.Array  # (max(1, ntree),)  jaxmj: per island, mjData.solver[island,
   # niter-1].improvement, the scaled cost decrease of the solver's last iteration
   solver_gradient: jax.Array  # (max(1, ntree),)  jaxmj: per island, mjData.solver[island,

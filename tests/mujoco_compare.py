@@ -19,7 +19,8 @@ SIZES = ("nq", "nv", "nbody", "njnt", "ngeom", "nsite", "nmocap", "nkey", "ntree
          "ntex", "ntexdata", "nmat", "nsensor", "nsensordata", "nuser_sensor", "ntendon",
          "nwrap", "neq", "ncam", "nlight", "nuser_cam", "nplastic",
          "nuser_body", "nuser_jnt", "nuser_geom", "nuser_site", "nuser_tendon",
-         "nuser_actuator")
+         "nuser_actuator", "nhistory", "nuserdata", "nnumeric", "nnumericdata", "ntext",
+         "ntextdata", "ntuple", "ntupledata")
 # jaxmj fields with these prefixes that mjModel lacks (documented in types.Model).
 JAXMJ_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss",
               "mesh_hullnum", "mesh_hullvert", "geom_hfieldwindow", "tendon_hasfrictionloss",
@@ -34,7 +35,11 @@ def load_both(path: str | None = None, xml: str | None = None):
 
 
 def model_differences(m, mj, atol: float = 1e-10) -> list[str]:
-  """Names (with the worst error) of every compared field where the two models differ."""
+  """Names (with the worst error) of every compared field where the two models differ.
+
+  Sizes and integer fields must be equal. A real entry agrees when |ours - ref| <=
+  atol * max(1, |ref|): absolute below magnitude 1, relative above (MuJoCo's float32 fields
+  also get 2.5e-7 relative, an ulp of rounding; conformance.float32_tol)."""
   bad = []
   for n in SIZES:
     if getattr(m, n) != getattr(mj, n):
@@ -53,7 +58,7 @@ def model_differences(m, mj, atol: float = 1e-10) -> list[str]:
     if ours.shape != ref.shape:
       bad.append(f"{n}: shape {ours.shape} != {ref.shape}")
     elif ours.size and np.any(np.abs(ours.astype(float) - ref.astype(float))
-                              > _float32_tol(ref, atol)):
+                              > np.maximum(_float32_tol(ref, atol), atol * np.abs(ref))):
       err = np.max(np.abs(ours.astype(float) - ref.astype(float)))
       bad.append(f"{n}: max error {err:.3g}")
   return bad

@@ -125,7 +125,7 @@ def test_multi_input_pid_force_gradient_matches_finite_differences(euler):
 @pytest.mark.parametrize("actuator, message", [
   ('<orientation joint="h0" kp="2"/>', "requires a ball joint"),
   ('<pid joint="h1" kp="2" input="vel pos"/>', "canonical order"),
-  ('<dcmotor joint="h1" motorconst="1" resistance="1" input="pos vel"/>', "one control"),
+  ('<dcmotor joint="h1" motorconst="1" resistance="1" input="voltage pos"/>', "canonical order"),
 ])
 def test_unsupported_inputs_are_refused_clearly(actuator, message):
   with pytest.raises(MJCFError, match=message):

@@ -81,3 +81,41 @@ def test_unknown_names_and_ids_are_clear_errors(both):
     jaxmj.bind(m, d).body("nope")
   with pytest.raises(IndexError, match="out of range"):
     jaxmj.bind(m, d).geom(10_000)
+
+
+# nactuator 4, nu 7 (the orientation takes 3 controls, the pid 2), nout 6 (the orientation
+# has 3 outputs): rows of per-output and per-control fields are not actuator ids
+SLOTS = """<mujoco><worldbody><body><joint name="b" type="ball"/><geom size=".1" pos=".1 0 0"/>
+  <body pos=".2 0 0"><joint name="h" axis="0 1 0"/><geom size=".05"/></body></body>
+  </worldbody><actuator><motor joint="h" gear="2" ctrlrange="-1 1"/>
+  <orientation name="o" joint="b" kp="3" ctrlrange="-1.5 1.5"/>
+  <pid name="p" joint="h" kp="3" kv=".2" input="pos vel" posrange="-.5 .5"/>
+  <motor name="last" joint="h" gear="3"/></actuator></mujoco>"""
+
+
+def test_actuator_views_follow_output_and_control_addresses():
+  """Per-output (gear, acc0, length0, lengthrange; length, velocity, force, moment) and
+  per-control (ctrlrange, ctrllimited; ctrl) rows are read through actuator_outadr/outnum
+  and ctrladr/ctrlnum, as mujoco's m.actuator(i) / d.actuator(i): one row as a scalar (or
+  row) when the actuator has one, else its block."""
+  m, mj = load_both(xml=SLOTS)
+  assert (mj.nactuator, mj.nu, mj.nout) == (4, 7, 6)
+  md = mujoco.MjData(mj)
+  md.qvel[:] = [.3, -.2, .5, 1.0]
+  md.ctrl[:] = np.arange(mj.nu) / 10
+  mujoco.mj_forward(mj, md)
+  moment = np.zeros((mj.nout, mj.nv))
+  mujoco.mju_sparse2dense(moment, md.actuator_moment, md.moment_rownnz, md.moment_rowadr,
+                          md.moment_colind)
+  d = jaxmj.make_data(m).replace(
+    ctrl=md.ctrl.copy(), actuator_length=md.actuator_length.copy(),
+    actuator_velocity=md.actuator_velocity.copy(), actuator_force=md.actuator_force.copy(),
+    actuator_moment=moment)
+  for i in range(mj.nactuator):
+    ours, ref = jaxmj.bind(m).actuator(i), mj.actuator(i)
+    for name in ("gear", "acc0", "length0", "lengthrange", "ctrlrange", "ctrllimited",
+                 "gainprm", "trnid"):
+      _same(getattr(ours, name), getattr(ref, name))
+    ours, ref = jaxmj.bind(m, d).actuator(i), md.actuator(i)
+    for name in ("ctrl", "length", "velocity", "force", "moment"):  # moment: dense rows
+      _same(getattr(ours, name), getattr(ref, name))

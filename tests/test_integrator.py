@@ -151,3 +151,66 @@ def test_repository_model_trajectory_matches_mj_step(name, nstep):
     qpos.append(dm.qpos.copy())
   atol = 1e-7 if name == "swimmer" else 1e-5
   np.testing.assert_allclose(traj["qpos"], np.array(qpos), atol=atol)
+
+
+RK4_FIELDS = """<mujoco><option integrator="RK4" timestep="0.01">
+<flag contact="disable" energy="enable"/></option><worldbody><site name="anchor" pos="0 0 2"/>
+<body pos="0 0 1"><joint name="h1" axis="0 1 0" damping=".3" range="-.05 .05"/>
+  <geom type="capsule" fromto="0 0 0 .5 0 0" size=".05"/><site name="s1" pos=".3 0 0"/>
+  <body pos=".5 0 0"><joint name="h2" axis="1 1 0" stiffness="2"/>
+    <geom type="box" size=".2 .05 .03" pos=".2 0 0"/><site name="s2" pos=".2 0 0"/>
+    <camera pos="0 .1 0"/></body></body>
+<body pos="1 0 0"><joint type="ball"/><geom size=".1" pos=".1 0 0"/></body></worldbody>
+<tendon><fixed name="t" damping=".4"><joint joint="h1" coef="1"/><joint joint="h2" coef="-.5"/>
+</fixed><spatial name="sp" stiffness="3"><site site="anchor"/><site site="s1"/><site site="s2"/>
+</spatial></tendon>
+<actuator><motor name="a0" joint="h1" gear="2"/><position joint="h2" kp="5" kv=".5"/>
+  <general tendon="sp" dyntype="filter" dynprm=".1" gainprm="2"/></actuator>
+<sensor><jointpos joint="h1"/><tendonpos tendon="sp"/><actuatorfrc actuator="a0"/>
+  <accelerometer site="s2"/><framelinacc objtype="site" objname="s1"/></sensor></mujoco>"""
+
+
+def _mjdata_field(mj, dm, name: str, ours: np.ndarray) -> np.ndarray:
+  """MjData's `name` in jaxmj's layout (dense ten_J and actuator_moment, active efc rows,
+  per-island arrays cut to nisland)."""
+  sparse = {"ten_J": (mj.ten_J_rownnz, mj.ten_J_rowadr, mj.ten_J_colind),
+            "actuator_moment": (dm.moment_rownnz, dm.moment_rowadr, dm.moment_colind)}
+  if name in sparse:
+    out = np.zeros(ours.shape)
+    mujoco.mju_sparse2dense(out, getattr(dm, name), *sparse[name])
+    return out
+  return np.asarray(getattr(dm, name))
+
+
+def test_rk4_step_leaves_every_data_field_as_mj_step():
+  """After an RK4 mj_step MuJoCo 4.0 holds the last stage's computed fields (positions,
+  tendons, actuators, constraint rows, solver_niter, energy, cameras) except qacc, the
+  combined sum b_i a_i, and the fields only sensors write (sensordata, cacc, cfrc_int,
+  cfrc_ext), which stay stage 1's: its later stages skip the sensors. Every Data field MjData
+  also has is compared (float64); the joint limit turns active only in the later stages of
+  the first step."""
+  m, mj = load_both(xml=RK4_FIELDS)
+  dm = mujoco.MjData(mj)
+  dm.qvel[:] = [3, -2, 1, 2, -1]
+  dm.ctrl[:] = [.5, -.3, 1]
+  dm.act[:] = [.2]
+  d = to_jaxmj(m, dm).replace(ctrl=dm.ctrl.copy(), act=dm.act.copy())
+  step = jax.jit(jaxmj.step, compiler_options=FAST)
+  skip = {"contact", "warning", "qLD"}  # MjContact structs, MjWarningStat, sparse factor
+  for _ in range(2):
+    mujoco.mj_step(mj, dm)
+    d = step(m, d)
+    compared = 0
+    for name in type(d)._leaf_names + type(d)._static_names:
+      if name in skip or not hasattr(dm, name):
+        continue
+      ours = np.asarray(getattr(d, name))
+      ref = _mjdata_field(mj, dm, name, ours)
+      if name.startswith("efc_"):
+        ours = ours[np.asarray(d.efc_active)]
+      if name.startswith("island_") or name == "solver_niter":
+        ours, ref = ours[:max(1, dm.nisland)], ref[:max(1, dm.nisland)]
+      np.testing.assert_allclose(ours.reshape(ref.shape).astype(float), ref.astype(float),
+                                 atol=1e-9, err_msg=name)
+      compared += 1
+    assert compared > 50

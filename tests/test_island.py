@@ -109,8 +109,7 @@ def problem(d, qm):
 def test_pgs_runs_per_island_and_converges_to_mujoco(full):
   """PGS per island (MuJoCo 4.0 runs PGS per island too), on jaxmj's rows and islands: each
   island counts its own sweeps (they differ), the empty slots none; run to convergence, qacc
-  is MuJoCo's optimum (MuJoCo 4.0 sweeps the rows in a shuffled order, so its PGS iterates
-  are not compared)."""
+  is MuJoCo's optimum (its iterates: test_pgs_few_iterations_matches_mj_step)."""
   m, mj, d, dm = full
   qm = jnp.asarray(full_m(mj, dm))
   res = jax.jit(lambda a: solver.solve_arrays(**a, solver=Solver.PGS, iterations=2000,
@@ -227,6 +226,45 @@ def test_box_pile_one_iteration_matches_mj_step():
   m = m.replace(opt=m.opt.replace(iterations=1))
   err, _, dm, _ = rollout_error(m, mj, 150)
   assert dm.nisland >= 1
+  assert err < 1e-8, err
+
+
+# a box resting on a box (box-box contacts: jaxmj's slots list them before the plane's,
+# MuJoCo's contact order after) and a sphere apart: two islands
+PGS_XML = """<mujoco><option solver="PGS" iterations="{iterations}" cone="{cone}"/><worldbody>
+    <geom type="plane" size="5 5 .1"/>
+    <body pos="0 0 .103"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    <body pos=".02 .01 .31" euler="0 0 20"><freejoint/><geom type="box" size=".08 .07 .09"/></body>
+    <body pos="1 0 .102"><freejoint/><geom type="sphere" size=".1"/></body>
+  </worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("cone,iterations,nstep", [
+  ("pyramidal", 3, 100), pytest.param("elliptic", 1, 200, marks=pytest.mark.slow),
+  pytest.param("elliptic", 2, 200, marks=pytest.mark.slow)])
+def test_pgs_few_iterations_matches_mj_step(cone, iterations, nstep):
+  """PGS at 1-3 sweeps stepped from rest: MuJoCo 4.0's shuffled, extrapolated sweeps per
+  island, over each island's rows in MuJoCo's contact order (not jaxmj's slot order), give
+  MuJoCo's trajectory (1e-8) and per-island sweep counts."""
+  text = PGS_XML.format(iterations=iterations, cone=cone)
+  m, mj = jaxmj.Model.from_xml_string(text), mujoco.MjModel.from_xml_string(text)
+  err, final, dm, ncon = rollout_error(m, mj, nstep)
+  assert max(ncon) == 11 and dm.nisland == 2
+  assert err < 1e-8, err
+  np.testing.assert_array_equal(final.solver_niter[:2], dm.solver_niter[:2])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cone,iterations,nstep", [("pyramidal", 3, 150), ("elliptic", 2, 300)])
+def test_box_pile_pgs_matches_mj_step(cone, iterations, nstep):
+  """The box pile under PGS at 2-3 sweeps: MuJoCo's trajectory (several islands, up to 23
+  contacts in MuJoCo's order)."""
+  path = os.path.join(MODELS, "box_pile.xml")
+  m, mj = jaxmj.Model.from_xml_path(path), mujoco.MjModel.from_xml_path(path)
+  mj.opt.solver, mj.opt.iterations = mujoco.mjtSolver.mjSOL_PGS, iterations
+  mj.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC if cone == "elliptic" else mj.opt.cone
+  m = m.replace(opt=m.opt.replace(solver=Solver.PGS, iterations=iterations, cone=mj.opt.cone))
+  err, _, dm, _ = rollout_error(m, mj, nstep)
   assert err < 1e-8, err
 
 

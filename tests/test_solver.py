@@ -1,9 +1,9 @@
 """Constraint solvers (jaxmj.solver) against MuJoCo, on MuJoCo's own constraint rows.
 
 MuJoCo builds the rows (mj_forward with a dense Jacobian, islands off so that its solver is the
-monolithic one we mirror); jaxmj solves them. Newton and CG follow MuJoCo iteration for
-iteration, also with truncated line searches (small ls_iterations); PGS is run to convergence and
-held against MuJoCo's converged optimum (the constrained problem has a unique solution). A few
+monolithic one we mirror); jaxmj solves them. Newton, CG and PGS follow MuJoCo iteration for
+iteration, Newton and CG also with truncated line searches (small ls_iterations); PGS run to
+convergence reaches MuJoCo's optimum (the constrained problem has a unique solution). A few
 inactive garbage rows (and an inactive elliptic contact) are appended to every problem:
 efc_active False must make them absent.
 """
@@ -212,31 +212,53 @@ def test_truncated_line_search_matches_mujoco(case, solver_name, iterations, ls_
                              rtol=1e-9 if solver_name == "Newton" else 1e-6, atol=1e-13)
 
 
-@pytest.mark.parametrize("case", ["pyramidal", "elliptic"])
-@pytest.mark.parametrize("solver_name,iterations", [("PGS", 1000)])
-def test_cg_pgs_converge_to_mujoco(case, solver_name, iterations):
-  """PGS, iterated to convergence (tolerance < 0: never stop early), reaches MuJoCo's optimum
-  (MuJoCo Newton at tolerance 1e-12) to 1e-6 of the largest entry.
-
-  (MuJoCo 4.0's PGS iterates are not reproduced step for step: its sweep order differs from the
-  published engine_solver.c, which jaxmj follows. Converged results agree.)
-  """
-  m_ref, d_ref = mj_solve(case, "Newton", iterations=100, tolerance=1e-12)
-  m, d = mj_solve(case, solver_name, iterations=5000, tolerance=1e-14)
+@pytest.mark.parametrize("case,iterations", [
+  ("pyramidal", 3), ("elliptic", 12),
+  pytest.param("pyramidal", 1, marks=pytest.mark.slow),
+  pytest.param("elliptic", 2, marks=pytest.mark.slow),
+  pytest.param("pyramidal", 40, marks=pytest.mark.slow)])
+def test_pgs_matches_mujoco_sweep_for_sweep(case, iterations):
+  """MuJoCo 4.0's PGS (PCG32-shuffled block order every sweep, Nesterov extrapolation from the
+  third sweep, adaptive restarts: the elliptic case restarts on its way to stopping on the
+  tolerance after 10 sweeps, and fails without them) at few sweeps: forces, qacc, dual states,
+  sweep count and the last sweep's improvement are MuJoCo's (the inactive rows appended to the
+  problem take no part in the order)."""
+  m, d = mj_solve(case, "PGS", iterations=iterations)
   arrays, cone_args, opts = problem(m, d)
-  opts.update(iterations=iterations, tolerance=-1.0)
-  res = run(arrays, cone_args, SOLVERS[solver_name], **opts)
+  res = run(arrays, cone_args, Solver.PGS, **opts)
+  n, niter = d.nefc, int(d.solver_niter[0])
+  assert niter <= iterations
+  assert_close(res.efc_force[:n], d.efc_force, 1e-10, "efc_force")
+  assert_close(res.qacc, d.qacc, 1e-10, "qacc")
+  np.testing.assert_array_equal(res.efc_state[:n], d.efc_state)
+  assert int(res.solver_niter[0]) == niter
+  np.testing.assert_allclose(res.solver_improvement[0], d.solver.improvement[niter - 1],
+                             rtol=1e-9, atol=1e-14)
+
+
+@pytest.mark.parametrize("case", ["pyramidal", "elliptic"])
+def test_pgs_long_runs_match_mujoco(case):
+  """1000 PGS sweeps (tolerance < 0: never stop early) are MuJoCo's 1000 sweeps (1e-9 of the
+  largest entry). Pyramidal: that is the optimum (MuJoCo Newton at tolerance 1e-12, to 1e-6),
+  with MuJoCo's dual states. Elliptic: MuJoCo 4.0's PGS (shuffled, extrapolated sweeps) stalls
+  short of the optimum (qacc ~6% off) and so does ours."""
+  iterations = 1000
+  m_ref, d_ref = mj_solve(case, "Newton", iterations=100, tolerance=1e-12)
+  m, d = mj_solve(case, "PGS", iterations=iterations, tolerance=-1.0)
+  arrays, cone_args, opts = problem(m, d)
+  res = run(arrays, cone_args, Solver.PGS, **opts)
   n = d.nefc
-  assert_close(res.qacc, d_ref.qacc, 1e-6, "qacc")
-  assert_close(res.efc_force[:n], d_ref.efc_force, 1e-6, "efc_force")
-  assert_close(res.qfrc_constraint, d_ref.qfrc_constraint, 1e-6, "qfrc_constraint")
-  assert int(res.solver_niter[0]) == iterations
+  assert int(res.solver_niter[0]) == int(d.solver_niter[0]) == iterations
+  assert_close(res.qacc, d.qacc, 1e-9, "qacc")
+  assert_close(res.efc_force[:n], d.efc_force, 1e-9, "efc_force")
   np.testing.assert_array_equal(res.efc_force[n:], 0.0)
-  if solver_name == "CG":  # primal states: those of the optimum
-    np.testing.assert_array_equal(res.efc_state[:n], d_ref.efc_state)
-  mj_converged = np.max(np.abs(d.qacc - d_ref.qacc)) <= 1e-6 * np.max(np.abs(d_ref.qacc))
-  if solver_name == "PGS" and mj_converged:  # dual states: as MuJoCo's own converged PGS
-    np.testing.assert_array_equal(res.efc_state[:n], d.efc_state)
+  np.testing.assert_array_equal(res.efc_state[:n], d.efc_state)
+  off = np.max(np.abs(d.qacc - d_ref.qacc)) / np.max(np.abs(d_ref.qacc))
+  if case == "pyramidal":
+    assert_close(res.qacc, d_ref.qacc, 1e-6, "qacc")
+    assert_close(res.qfrc_constraint, d_ref.qfrc_constraint, 1e-6, "qfrc_constraint")
+  else:
+    assert off > 1e-2
 
 
 @pytest.mark.parametrize("case,implicit", [("elliptic", True), ("pyramidal", False)])

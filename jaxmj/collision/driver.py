@@ -82,10 +82,12 @@ def _plan(m, disable: int) -> dict:
     pairs = []
   else:
     explicit = [(int(a), int(b), i) for i, (a, b) in enumerate(zip(m.pair_geom1, m.pair_geom2))]
-    taken = {int(s) for s in m.pair_signature}
+    # a geom pair listed in <pair> is not collided again dynamically (MuJoCo skips it in
+    # either order); other geom pairs of the same two bodies still are
+    taken = {(min(a, b), max(a, b)) for a, b, _ in explicit}
     dyn1, dyn2 = _dynamic_pairs(m, disable)
-    sig = _signature(m.geom_bodyid[dyn1], m.geom_bodyid[dyn2])
-    dynamic = [(int(a), int(b), -1) for a, b, s in zip(dyn1, dyn2, sig) if int(s) not in taken]
+    dynamic = [(int(a), int(b), -1) for a, b in zip(dyn1.tolist(), dyn2.tolist())
+               if (a, b) not in taken]
     pairs = explicit + dynamic
   from jaxmj.collision import hfield, multiccd
 
@@ -218,7 +220,8 @@ def collision(m: Model, d: Data) -> Data:
     frames = [GeomFrame(pos=d.geom_xpos[g], mat=d.geom_xmat[g], size=m.geom_size[g])
               for g in (g1, g2)]
     extra = pair_arguments(m, group["types"], g1, g2) + more
-    dist, pos, fr = jax.vmap(fn)(*frames, params["margin"] + params["gap"], *types, *extra)
+    run = fn if group["types"] == HFIELD else jax.vmap(fn)  # hfield: batched over the group
+    dist, pos, fr = run(*frames, params["margin"] + params["gap"], *types, *extra)
     far = broadphase.out_of_reach(m, d, g1, g2, params["margin"] + params["gap"])
     dist = jnp.where(far.reshape((-1,) + (1,) * (dist.ndim - 1)), NO_CONTACT, dist)
     rep = functools.partial(jnp.repeat, repeats=slots, axis=0)

@@ -14,10 +14,13 @@ hfield_size) bounds how many grid columns / rows a geom's bounding box, grown by
 can span. Every pair gets one slot
 per prism of its window, slots outside the geom's box or past MuJoCo's 50 read dist = 1e10.
 All heightfield pairs form one group with the geom types traced, so the prism-vs-geom
-GJK/EPA is compiled once for all of them (a prism is a 6-vertex convex mesh).
+GJK/EPA is compiled once for all of them (a prism is a 6-vertex convex mesh), and the prisms
+of all pairs go through it as one flat batch.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -69,9 +72,10 @@ def _prisms(hsize, heights, nrow, ncol, cmin, rmin, cols: int, rows: int, dtype)
   return jnp.concatenate([bottom, top], axis=1).astype(dtype), r, c
 
 
-def _hfield_pair(hf: GeomFrame, geom: GeomFrame, margin, type2, verts2, hsize, nrow, ncol,
-                 adr, rbound, data, *, cols: int, rows: int, tolerance, iterations: int):
-  """All prism contacts of one heightfield-geom pair: (dist (P,), pos (P, 3), frame)."""
+def _pair_setup(hf: GeomFrame, geom: GeomFrame, margin, type2, verts2, hsize, nrow, ncol, adr,
+                rbound, data, *, cols: int, rows: int):
+  """One heightfield-geom pair before the convex search: the geom in the heightfield frame
+  (GeomFrame), the prisms of its window (P, 6, 3) and which of them MuJoCo tests (P,)."""
   dtype = geom.pos.dtype
   pos = _local(hf.mat, geom.pos - hf.pos)
   mat = hf.mat[0][:, None] * geom.mat[0] + hf.mat[1][:, None] * geom.mat[1] + hf.mat[2][
@@ -102,25 +106,27 @@ def _hfield_pair(hf: GeomFrame, geom: GeomFrame, margin, type2, verts2, hsize, n
   prism, r, c = _prisms(hsize, heights, nrow, ncol, cmin, rmin, cols, rows, dtype)
   inside = (r < rmax) & (c <= cmax)
   tall = ~jnp.all(prism[:, 3:, 2] + margin < lo[2], axis=1)  # MuJoCo's prism height test
+  return rel, prism, near & overlap & inside & tall
 
-  def one(p):
-    center = (p[0] + p[1] + p[2] + p[3] + p[4] + p[5]) * (1.0 / 6.0)  # mjc_prism_center
-    frame = GeomFrame(center, jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype))
-    return convex.collide_convex(convex.PRISM, code, frame, rel, margin, tolerance,
-                                 iterations=iterations, verts1=p, verts2=verts2)
 
-  # like MuJoCo, the search runs in the heightfield frame; results are mapped back
-  dist, lpos, lframe = jax.vmap(one)(prism)
-  found = near & overlap & inside & tall & (dist < 0.5 * NO_CONTACT)
-  kept = found & (jnp.cumsum(found) <= MAX_CONTACTS)
-  cpos = jax.vmap(lambda v: _mat_vec(hf.mat, v) + hf.pos)(lpos)
-  cframe = convex.make_frame(jax.vmap(lambda v: _mat_vec(hf.mat, v))(lframe[:, 0]))
-  return jnp.where(kept, dist, NO_CONTACT), cpos, cframe
+def _prism_contact(p, rel: GeomFrame, margin, code, verts2, *, tolerance, iterations: int):
+  """The convex search of one prism (6, 3) against the geom, both in the heightfield frame:
+  (dist, pos (3,), frame (3, 3)) in that frame."""
+  dtype = p.dtype
+  center = (p[0] + p[1] + p[2] + p[3] + p[4] + p[5]) * (1.0 / 6.0)  # mjc_prism_center
+  frame = GeomFrame(center, jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype))
+  return convex.collide_convex(convex.PRISM, code, frame, rel, margin, tolerance,
+                               iterations=iterations, verts1=p, verts2=verts2)
 
 
 def collider(m, g1: np.ndarray, g2: np.ndarray, tolerance, iterations: int):
-  """The group's vmappable collider fn(hf, geom, margin, type2, hsize, nrow, ncol, adr,
-  rbound[, verts2]) and its per-pair extra arguments (everything after `margin`)."""
+  """The group's collider fn(hf, geom, margin, type2, hsize, nrow, ncol, adr, rbound[, verts2])
+  on the whole group (every argument has a leading pair axis; no vmap needed), and the
+  per-pair extra arguments (everything after `margin`). Returns (dist (npair, P),
+  pos (npair, P, 3), frame (npair, P, 3, 3)), P = slots(m, g2).
+
+  The prisms of all pairs go through one flat vmap of the convex search: a vmap over pairs
+  of a vmap over prisms would batch (and lower) the large GJK/EPA program twice."""
   cols, rows = (int(x) for x in np.max(m.geom_hfieldwindow[g2], axis=0))
   hid = m.geom_dataid[g1]
   has_mesh = bool(np.any(m.geom_type[g2] == GeomType.MESH))
@@ -129,10 +135,25 @@ def collider(m, g1: np.ndarray, g2: np.ndarray, tolerance, iterations: int):
   if has_mesh:
     is_mesh = jnp.asarray(m.geom_type[g2] == GeomType.MESH)[:, None, None]
     extra.append(jnp.where(is_mesh, m.mesh_hullvert[np.maximum(m.geom_dataid[g2], 0)], 0.0))
+  setup = functools.partial(_pair_setup, data=m.hfield_data, cols=cols, rows=rows)
+  search = functools.partial(_prism_contact, tolerance=tolerance, iterations=iterations)
 
   def fn(hf, geom, margin, type2, hsize, nrow, ncol, adr, rbound, verts2=None):
-    return _hfield_pair(hf, geom, margin, type2, verts2, hsize, nrow, ncol, adr, rbound,
-                        m.hfield_data, cols=cols, rows=rows, tolerance=tolerance,
-                        iterations=iterations)
+    rel, prism, live = jax.vmap(setup)(hf, geom, margin, type2, verts2, hsize, nrow, ncol, adr,
+                                       rbound)
+    npair, nprism = live.shape
+    per_prism = lambda x: None if x is None else jnp.repeat(x, nprism, axis=0)
+    code = type2.astype(jnp.int32)
+    dist, lpos, lframe = jax.vmap(search)(
+      prism.reshape(-1, 6, 3), jax.tree.map(per_prism, rel), per_prism(margin),
+      per_prism(code), per_prism(verts2))
+    dist = dist.reshape(npair, nprism)
+    found = live & (dist < 0.5 * NO_CONTACT)
+    kept = found & (jnp.cumsum(found, axis=1) <= MAX_CONTACTS)
+    # like MuJoCo, the search runs in the heightfield frame; results are mapped back
+    to_global = jax.vmap(jax.vmap(_mat_vec, in_axes=(None, 0)))
+    cpos = to_global(hf.mat, lpos.reshape(npair, nprism, 3)) + hf.pos[:, None]
+    cframe = convex.make_frame(to_global(hf.mat, lframe[:, 0].reshape(npair, nprism, 3)))
+    return jnp.where(kept, dist, NO_CONTACT), cpos, cframe
 
   return fn, tuple(extra)

@@ -32,7 +32,7 @@ _SHORTCUT_OWNED = ("dyntype", "dynprm", "gaintype", "gainprm", "biastype", "bias
 _TARGETS = {"joint": TrnType.JOINT, "jointinparent": TrnType.JOINTINPARENT,
             "tendon": TrnType.TENDON, "cranksite": TrnType.SLIDERCRANK, "site": TrnType.SITE,
             "body": TrnType.BODY}
-_INPUT = {"pos": 1, "vel": 2, "ff": 4, "voltage": 8, "pressure": 32}
+_INPUT = {"pos": 1, "vel": 2, "ff": 4, "voltage": 8, "none": 16, "pressure": 32}
 _MUSCLE_DEFAULTS = (0.75, 1.05, -1.0, 200.0, 0.5, 1.6, 1.5, 1.3, 1.2)
 
 
@@ -249,20 +249,25 @@ def _limited(node: Node, s: dict, attr: str, rng: str, compiler: dict) -> bool:
   return val == "true"
 
 
-def _per_control(rng, n: int) -> np.ndarray:
-  """(n, 2) control ranges: one row per control, a single (lo, hi) shared by all."""
-  rng = np.asarray(rng, float).reshape(-1, 2)
-  return np.array(np.broadcast_to(rng, (n, 2)) if len(rng) == 1 else rng)
-
-
-def _ctrl_limited(node: Node, s: dict, rng: np.ndarray, compiler: dict) -> np.ndarray:
-  """(ncontrol,) bool: ctrllimited per control ('auto': the control has a range; 'true' on
-  several controls: those with a range, as MuJoCo 4.0 does)."""
-  if (s["ctrllimited"] == "auto" and compiler["autolimits"]) or (
-      s["ctrllimited"] == "true" and len(rng) > 1):
-    return rng[:, 0] < rng[:, 1]
-  _limited(node, s, "ctrllimited", "ctrlrange", compiler)  # the autolimits-off check
-  return np.full(len(rng), s["ctrllimited"] == "true")
+def _control_rows(node: Node, s: dict, tokens: list[str], compiler: dict) -> tuple:
+  """(ncontrol, 2) control ranges and (ncontrol,) ctrllimited. ctrlrange and ctrllimited
+  belong to the actuator's primary control and are shared by all its controls, except that
+  a pid's vel and ff controls take velrange / ffrange, each limited when lo < hi, and a pid
+  without the pos input drops ctrlrange (MuJoCo 4.0). 'none' has no controls."""
+  n = 0 if tokens == ["none"] else max(1, len(tokens))
+  limited = _limited(node, s, "ctrllimited", "ctrlrange", compiler)
+  rows = np.array(np.broadcast_to(np.asarray(s["ctrlrange"], float), (n, 2)))
+  lim = np.full(n, limited)
+  pid = s["gaintype"] == "pid"
+  if limited and (n == 0 or pid and "pos" not in tokens) and s["ctrlrange"][0] >= s[
+      "ctrlrange"][1]:
+    raise node.error("invalid control range for actuator", "ctrlrange")
+  for k, t in enumerate(tokens if pid else ()):
+    if t in ("vel", "ff"):
+      given = s.get(f"{t}range")
+      rows[k] = (0.0, 0.0) if given is None else given
+      lim[k] = rows[k, 0] < rows[k, 1]
+  return rows, lim
 
 
 def _target(node: Node, s: dict, ids: dict) -> tuple[TrnType, int, int]:
@@ -298,6 +303,33 @@ def _target(node: Node, s: dict, ids: dict) -> tuple[TrnType, int, int]:
   return _TARGETS[attr], ids[kind][name], second
 
 
+def _actnum(node: Node, s: dict, dyn: DynType, slots: np.ndarray) -> int:
+  """The actuator's number of activations, with MuJoCo 4.0's actdim errors. A negative
+  actdim (any, not only the default -1) means one state with dynamics, none without; pid
+  and dcmotor dynamics take the states their parameters ask for (a pid's actdim 0 reads as
+  auto, as in mujoco 4.0.0). An so3 actuator without
+  dynamics may take actdim > 1 states (MuJoCo allocates them; nothing reads or moves them)."""
+  actdim = max(int(s["actdim"]), -1)
+  if dyn in (DynType.PID, DynType.DCMOTOR):
+    actnum = int(np.sum(slots >= 0))
+    pid = dyn == DynType.PID
+    if actdim not in (-1, actnum) and not (pid and actdim == 0):  # pid: 0 is auto too
+      what = "pid controller states require matching" if pid else "DC motor parameters require"
+      raise node.error(f"{what} actdim {actnum}, got {actdim}", "actdim")
+    if pid and actnum == 0:
+      raise node.error("invalid actdim 0 in stateful actuator: a pid's states are the slew "
+                       "(slewmax > 0) and the integral (ki > 0)", "dyntype")
+    return actnum
+  if actdim > 1 and not orientation.is_so3(s):
+    raise node.error("actdim > 1 is only allowed for dyntype 'user', 'dcmotor' and 'pid'",
+                     "actdim")
+  if actdim == 1 and dyn == DynType.NONE:
+    raise node.error("invalid actdim 1 in stateless actuator", "actdim")
+  if actdim == 0 and dyn != DynType.NONE:
+    raise node.error("invalid actdim 0 in stateful actuator", "actdim")
+  return int(dyn != DynType.NONE) if actdim < 0 else actdim
+
+
 def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
   for attr in ("dyntype", "gaintype", "biastype"):
     if s[attr] == "user":
@@ -306,30 +338,21 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
     raise node.error("delay cannot be negative", "delay")
   if s["delay"] > 0 and s["nsample"] <= 0:
     raise node.error("delay requires a positive nsample", "delay")
-  inp = s.get("input")
-  tokens = str(inp or "").split()
-  if any(t not in _INPUT for t in tokens):
-    raise node.error(f"actuator input '{inp}' is not supported by jaxmj yet", "input")
+  tokens = orientation.input_tokens(s.get("input"))  # checked when read (mjcf/inputs.py)
   trntype, trnid, trnid2 = _target(node, s, ids)
   if orientation.is_so3(s):
     orientation.check(node, s, f, trntype, trnid)
   dyn = DynType[s["dyntype"].upper()]
   _check_motor(node, s)
-  slots = motor.slots(s["dyntype"], _padded(s["gainprm"]), _padded(s["dynprm"]))
-  actdim = s["actdim"]
-  if dyn in (DynType.PID, DynType.DCMOTOR):
-    actnum = int(np.sum(slots >= 0))
-    if actdim not in (-1, actnum):
-      raise node.error(f"actdim {actdim} does not match the {actnum} states the "
-                       f"{s['dyntype']} parameters ask for", "actdim")
-  else:
-    actnum = int(dyn != DynType.NONE) if actdim == -1 else actdim
-  if dyn not in (DynType.NONE, DynType.PID, DynType.DCMOTOR) and actnum != 1:
-    raise node.error(f"invalid actdim {actdim} in stateful actuator", "actdim")
-  if dyn == DynType.NONE and actnum != 0:
-    raise node.error("actdim > 0 needs user dynamics, not supported by jaxmj yet", "actdim")
+  slots = motor.slots(s["dyntype"], s["gaintype"], _padded(s["gainprm"]), _padded(s["dynprm"]))
+  actnum = _actnum(node, s, dyn, slots)
+  if s["gaintype"] == "dcmotor" and actnum != np.sum(slots >= 0):
+    raise node.error(f"inconsistent state array dimension in DC motor: its parameters ask for "
+                     f"{np.sum(slots >= 0)} states, dyntype '{s['dyntype']}' has {actnum}",
+                     "dyntype")
   if trntype == TrnType.SLIDERCRANK and s["cranklength"] <= 0:
     raise node.error("slider-crank transmission needs a positive cranklength", "cranklength")
+  ctrlrange, ctrllimited = _control_rows(node, s, tokens, compiler)
   gear = np.array(schema.ATTRS["general"]["gear"][1])
   gear[: len(s["gear"])] = np.asarray(s["gear"], float)[:6]
   damping = np.zeros(3)
@@ -339,19 +362,19 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
              group=s["group"], actearly=bool(s["actearly"]), gear=gear,
              cranklength=s["cranklength"], dynprm=_padded(s["dynprm"]),
              gainprm=_padded(s["gainprm"]), biasprm=_padded(s["biasprm"]),
-             ctrlrange=_per_control(s["ctrlrange"], max(1, len(tokens))),
+             ctrlrange=ctrlrange,
              forcerange=np.asarray(s["forcerange"], float),
              actrange=np.asarray(s["actrange"], float),
              lengthrange=np.asarray(s["lengthrange"], float), damping=damping[0],
              dampingpoly=damping[1:], armature=s["armature"],
              ctrlspec=sum(_INPUT[t] for t in tokens) or (
-               _INPUT["voltage"] if dyn == DynType.DCMOTOR else 0),
+               _INPUT["voltage"] if s["gaintype"] == "dcmotor" else 0),
              name=s.get("name") or "",
              history=(max(s["nsample"], 0), ["zoh", "linear", "cubic"].index(s["interp"])),
              delay=s["delay"], slots=slots, outnum=1)
   if orientation.is_so3(s):
     orientation.finish(node, row)
-  row["ctrllimited"] = _ctrl_limited(node, s, row["ctrlrange"], compiler)
+  row["ctrllimited"] = np.resize(ctrllimited, len(row["ctrlrange"]))  # so3: shared
   row["forcelimited"] = _limited(node, s, "forcelimited", "forcerange", compiler)
   row["actlimited"] = _limited(node, s, "actlimited", "actrange", compiler)
   if row["trntype"] == TrnType.SO3:
@@ -365,7 +388,7 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
   for lim, rng, what in (("forcelimited", "forcerange", "force"),
                          ("actlimited", "actrange", "activation")):
     lo, hi = row[rng]
-    if row[lim] and lo > hi:
+    if row[lim] and lo >= hi:  # limited needs lo < hi (MuJoCo: "invalid force range")
       raise node.error(f"invalid {what} range for actuator", rng)
   if node.tag in ("damper", "adhesion") and row["ctrlrange"][0, 0] < 0:
     raise node.error(f"{node.tag} control range cannot be negative", "ctrlrange")
@@ -373,9 +396,11 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
 
 
 def _check_motor(node: Node, s: dict) -> None:
-  """What MuJoCo requires of <general> actuators using the pid / dcmotor types directly, and
-  the combinations jaxmj runs: the three dcmotor types together with one control."""
+  """What MuJoCo requires of the inputs and of <general> actuators using the pid / dcmotor
+  types directly (the dcmotor types mix with the others); and the few combinations that
+  leave MuJoCo reading outside the actuator, refused."""
   gain, dyn, bias = s["gaintype"], s["dyntype"], s["biastype"]
+  tokens = str(s.get("input") or "").split()
   if dyn == "pid" and gain != "pid":
     raise node.error("dyntype 'pid' requires gaintype 'pid'", "dyntype")
   if gain == "pid" and bias != "affine":
@@ -384,14 +409,28 @@ def _check_motor(node: Node, s: dict) -> None:
     raise node.error("ki (gainprm[0]) requires dyntype 'pid'", "gaintype")
   if gain == "pid":
     motor.inputs(node, s.get("input") or "", ("pos", "vel", "ff"), "gaintype 'pid'")
-  if "dcmotor" in (gain, dyn, bias) and not gain == dyn == bias:
-    raise node.error("dcmotor gain, bias and dynamics types mixed with others are not "
-                     "supported by jaxmj yet", "gaintype")
-  if gain == "dcmotor" and not s["actearly"]:
+    if _padded(s["dynprm"])[0] < 0:
+      raise node.error("imax (dynprm[0]) must be non-negative",
+                       "imax" if node.tag == "pid" else "dynprm")
+  if gain in ("fixed", "affine") and tokens not in ([], ["pos"], ["vel"], ["pressure"]):
+    raise node.error("fixed and affine gains take one input, 'pos', 'vel' or 'pressure'",
+                     "input")
+  if gain in ("muscle", "user") and tokens:
+    raise node.error("input is not available for muscle and user gains", "input")
+  if dyn == "dcmotor" and not s["actearly"]:
     raise node.error("actearly cannot be false for a DC motor actuator", "actearly")
-  if gain == "dcmotor" and s.get("input") not in ("voltage", "pos", "vel", None, ""):
-    raise node.error("gaintype 'dcmotor' needs input 'voltage', 'pos' or 'vel' in jaxmj (one "
-                     "control per actuator)", "input")
+  if gain == "dcmotor":
+    tokens = motor.dc_inputs(node, s.get("input"))
+    motor.check_dc(node, _padded(s["gainprm"]), _padded(s["dynprm"]), tokens)
+    if tokens == ["none"] and dyn not in ("none", "dcmotor"):
+      raise node.error(f"dcmotor input 'none' leaves dyntype '{dyn}' no control to read",
+                       "input")
+    if len(tokens) > 1 and dyn == "integrator":
+      raise node.error("an integrator over several dcmotor inputs is not supported by jaxmj "
+                       "(MuJoCo writes outside the actuator's one state)", "input")
+  if bias == "dcmotor" and dyn != "dcmotor" and _padded(s["dynprm"])[5] > 0:
+    raise node.error("LuGre friction (dynprm[5] > 0) of a dcmotor bias needs dyntype "
+                     "'dcmotor' in jaxmj (its bristle state)", "dynprm")
 
 
 def _history_adr(history: np.ndarray, ctrlnum: np.ndarray) -> np.ndarray:
@@ -540,12 +579,8 @@ def _transmission0(f: dict, s, i: int) -> tuple[float, np.ndarray]:
   gear = np.asarray(f["actuator_gear"][f["actuator_outadr"][i]], float)
   moment = np.zeros(nv)
   qpos0 = np.asarray(f["qpos0"], float)
-  if trn == TrnType.SO3:  # the rotation vector of qpos0, the identity on the ball's dofs
-    da = f["jnt_dofadr"][tid]
-    moment = np.zeros((orientation.NOUT, nv))
-    moment[:, da:da + 3] = np.eye(3)
-    qa = f["jnt_qposadr"][tid]
-    return _quat_sub(frames.normalize_quat(qpos0[qa:qa + 4]), np.array([1.0, 0, 0, 0])), moment
+  if trn == TrnType.SO3:
+    return orientation.transmission0(f, s, tid, tid2)
   if trn in (TrnType.JOINT, TrnType.JOINTINPARENT):
     jtype, qa, da = f["jnt_type"][tid], f["jnt_qposadr"][tid], f["jnt_dofadr"][tid]
     if jtype in (JointType.HINGE, JointType.SLIDE):
@@ -701,10 +736,8 @@ def _lengthranges(f: dict, root: Node) -> tuple[np.ndarray, list[int]]:
               "all": np.ones_like(muscle)}[opts["mode"]]
   pending = []
   for i in np.flatnonzero(selected):
+    # multi-output (so3) actuators: MuJoCo simulates their first output only
     trn, tid, o = f["actuator_trntype"][i], f["actuator_trnid"][i, 0], f["actuator_outadr"][i]
-    if trn == TrnType.SO3:
-      raise f["_actuator_nodes"][i].error("lengthrange mode 'all' on so3 actuators is not "
-                                          "supported by jaxmj yet", None)
     if opts["useexisting"] and out[o, 0] < out[o, 1]:
       continue
     rng = None

@@ -608,7 +608,7 @@ def _check_masses(bodies: list[_Body], f: dict) -> None:
 
 def _option(root: Node) -> dict:
   opt, nodes = _section(root, "option")
-  disable, enable = 0, 0
+  disable, enable, ipc = 0, 0, None
   for n in nodes:
     for flag in (c for c in n.children if c.tag == "flag"):
       for name, val in flag.attrs.items():
@@ -618,6 +618,10 @@ def _option(root: Node) -> dict:
         else:
           bit = int(EnableBit[name.upper()])
           enable = enable | bit if val == "enable" else enable & ~bit
+          ipc = flag if name == "ipc" else ipc
+  if enable & EnableBit.IPC:  # MuJoCo refuses it too: jaxmj has no discrete integrator
+    raise ipc.error("flag ipc requires integrator='discrete', which jaxmj does not support",
+                    "ipc")
   opt["disableflags"], opt["enableflags"] = disable, enable
   return opt
 

@@ -1,18 +1,13 @@
-"""Mesh assets as MuJoCo 4.0's compiler processes them (host side, numpy + scipy).
+"""Mesh assets as MuJoCo 4.0's compiler processes them (host side, numpy + qhull).
 
 Reading (inline vertex/face, binary STL, OBJ, MSH), the reference transform (refpos,
 refquat, scale), the convex hull graph and its polygons (meshpoly.py), volume / centre of
 mass / inertia in each of the four `inertia` modes, and the re-centring of the vertices into
 the principal frame (mesh_pos/mesh_quat), following mjCMesh (user_mesh.cc) step by step.
 
-The hull is qhull's (scipy.spatial.ConvexHull with MuJoCo's "Qt" option), so the hull's
-vertices, its triangles (their order and orientation) and each vertex's set of neighbours
-are MuJoCo's. Two differences in the graph's bookkeeping: qhull's internal vertex list
-order, which MuJoCo uses to number the hull vertices (vert_globalid, and with it the local
-ids in edge_localid), is not exposed by scipy, so jaxmj numbers hull vertices by first
-appearance in the triangle list; and neighbours are listed in triangle order, which is
-MuJoCo's order except around polygons qhull triangulated. Either way the graph describes the
-same hull.
+The hull graph is qhull's, read from qhull's own lists as MuJoCo reads them (qhull.py: the
+same qhull release and options), so the graph -- vertex numbering, neighbour order,
+triangles and their orientation -- equals MuJoCo's entry for entry.
 """
 
 from __future__ import annotations
@@ -21,9 +16,8 @@ import dataclasses
 import struct
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
 
-from jaxmj.mjcf import frames, inertia, meshpoly
+from jaxmj.mjcf import frames, inertia, meshpoly, qhull
 
 MINVAL = 1e-15  # mjMINVAL
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
@@ -184,42 +178,40 @@ def _dot3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def hull_graph(vert: np.ndarray, maxhullvert: int = -1) -> np.ndarray:
-  """MuJoCo's convex hull graph of `vert` (n, 3), qhull stopping after `maxhullvert`
-  vertices when positive (MuJoCo's options Q9 TA<maxhullvert - 4>: TA counts the vertices
-  added to the initial simplex):
+  """MuJoCo's convex hull graph of `vert` (n, 3) (mjCMesh::MakeGraph), qhull stopping after
+  `maxhullvert` vertices when positive (MuJoCo's options Q9 TA<maxhullvert - 4>: TA counts
+  the vertices added to the initial simplex):
 
   [numvert, numface, vert_edgeadr(numvert), vert_globalid(numvert),
    edge_localid(numvert + 3 numface), face_globalid(3 numface)]
 
-  Each vertex's edge list holds its hull neighbours (local ids) followed by -1, gathered
-  over its triangles in triangle order; triangles are oriented outward.
+  Hull vertices in qhull's vertex-list order; each one's edge list holds the other vertices
+  of its neighbouring facets (in qhull's neighbour-set order, first occurrences, local ids)
+  followed by -1; triangles in qhull's facet order, the first two swapped where qhull's
+  toporient flag is set, which makes every normal point outward.
   """
+  options = f"Q9 TA{maxhullvert - 4}" if maxhullvert > 0 else ""
   try:
-    hull = ConvexHull(vert, qhull_options="Qt" + (f" Q9 TA{maxhullvert - 4}"
-                                                  if maxhullvert > 0 else ""))
-  except (QhullError, ValueError) as e:
-    raise MeshError(f"qhull error: {str(e).splitlines()[0]}") from None
-  tri = hull.simplices.astype(np.int64)
-  # qhull lists each facet's vertices in its own order; MuJoCo swaps the first two when
-  # qhull's orientation flag says so, which makes every triangle's normal point outward.
-  a, b, c = vert[tri[:, 0]], vert[tri[:, 1]], vert[tri[:, 2]]
-  outward = np.sum(np.cross(b - a, c - a) * hull.equations[:, :3], axis=1) > 0
-  face = np.where(outward[:, None], tri, tri[:, [1, 0, 2]])
-  ids = list(dict.fromkeys(tri.ravel().tolist()))
-  local = {g: i for i, g in enumerate(ids)}
-  # each vertex's triangles in triangle order (a stable sort groups them by vertex)
-  order = np.argsort(tri.ravel(), kind="stable")
-  start = np.searchsorted(tri.ravel()[order], ids, "left").tolist()
-  end = np.searchsorted(tri.ravel()[order], ids, "right").tolist()
-  rows = tri.tolist()
-  edges, adr = [], []
-  for k, v in enumerate(ids):
-    adr.append(len(edges))
-    seen = {}
-    for t in (order[start[k]:end[k]] // 3).tolist():
-      seen.update((u, None) for u in rows[t] if u != v)
-    edges.extend([local[u] for u in seen] + [-1])
+    ids, nbrs, count, tri, top = qhull.hull(vert, options)
+  except qhull.QhullError as e:
+    raise MeshError(f"qhull error: {e}") from None
   nv, nf = len(ids), len(tri)
+  face = np.where(top[:, None], tri[:, [1, 0, 2]], tri)
+  local = np.full(len(vert), -1, np.int64)
+  local[ids] = np.arange(nv)
+  # candidates: each vertex's neighbouring facets' vertices in order, minus itself; the first
+  # occurrence of each (vertex, neighbour) pair keeps its place
+  owner = np.repeat(np.arange(nv), 3 * count)
+  cand = local[tri[nbrs]].ravel()
+  owner, cand = owner[cand != owner], cand[cand != owner]
+  first = np.sort(np.unique(owner * nv + cand, return_index=True)[1])
+  owner, cand = owner[first], cand[first]
+  deg = np.bincount(owner, minlength=nv)
+  adr = np.concatenate([[0], np.cumsum(deg + 1)[:-1]])
+  edges = np.full(nv + len(cand), -1, np.int64)
+  edges[adr[owner] + np.arange(len(cand)) - np.repeat(np.cumsum(deg) - deg, deg)] = cand
+  if len(edges) != nv + 3 * nf:  # a closed triangulated surface; MuJoCo checks the same
+    raise MeshError("wrong size in convex hull graph")
   return np.concatenate([[nv, nf], adr, ids, edges, face.ravel()]).astype(np.int32)
 
 

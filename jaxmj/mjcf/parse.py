@@ -11,7 +11,7 @@ import os
 import numpy as np
 from lxml import etree
 
-from jaxmj.mjcf import schema
+from jaxmj.mjcf import inputs, schema
 from jaxmj.mjcf.errors import MJCFError
 
 
@@ -41,6 +41,8 @@ def convert(node: Node, name: str, text: str):
   typ = schema.ATTRS[node.tag][name][0]
   try:
     if typ == schema.S:
+      if name == "input" and node.tag in schema.ACTUATORS:
+        inputs.check(text)
       return text
     if isinstance(typ, frozenset):
       if text not in typ:
@@ -177,6 +179,10 @@ def _parse_raw(xml, path, where: Node):
   return root
 
 
+# MuJoCo's reason ("World body cannot have ...") for elements only a moving body takes
+_WORLD_CANNOT = {"inertial": "inertia", "joint": "joints", "freejoint": "joints"}
+
+
 def validate(node: Node, parent: Node | None) -> None:
   """Checks tags, attributes and values against the schema, recursively."""
   seen = set()
@@ -190,7 +196,9 @@ def validate(node: Node, parent: Node | None) -> None:
         raise child.error(f"element <{child.tag}> ({schema.UNSUPPORTED[child.tag]}) is not "
                           "supported by jaxmj yet")
       if child.tag in schema.ATTRS:
-        raise child.error(f"element <{child.tag}> is not allowed inside <{node.tag}>")
+        why = _WORLD_CANNOT.get(child.tag) if node.tag == "worldbody" else None
+        why = f"the world body cannot have {why}: " if why else ""
+        raise child.error(f"{why}element <{child.tag}> is not allowed inside <{node.tag}>")
       raise child.error(f"unknown element <{child.tag}>")
     if child.tag in schema.UNIQUE.get(node.tag, ()):
       if child.tag in seen:

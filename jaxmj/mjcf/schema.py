@@ -474,7 +474,8 @@ CHILDREN["default"] += ("pid", "dcmotor")
 ACTUATORS += ("orientation",)
 ATTRS["orientation"] = {k: _ACT_COMMON[k] for k in ("name", "class", "group", "forcelimited",
                                                     "ctrlrange", "forcerange", "user", "joint",
-                                                    "delay", "nsample", "interp", "site")}
+                                                    "delay", "nsample", "interp", "site",
+                                                    "refsite")}
 ATTRS["orientation"].update({"kp": (F, 1.0), "kv": (F, 0.0), "dampratio": (F, 0.0),
                              "input": (S, None)})
 CHILDREN["actuator"] = ACTUATORS

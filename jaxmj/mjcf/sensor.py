@@ -2,7 +2,7 @@
 
 Every sensor element of MuJoCo 4.0 outside plugins, tactile and user sensors is compiled
 with its type, data type, stage, attached objects, integer parameters, output width and
-address in sensordata. Which of them the runtime computes is decided in jaxmj/sensor.py.
+address in sensordata. Which of them the runtime computes is decided in jaxmj/sensor/.
 """
 
 from __future__ import annotations

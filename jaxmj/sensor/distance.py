@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.sensor.objects import MINVAL
-from jaxmj.types import GeomType, ObjType
+from jaxmj.types import DisableBit, GeomType, ObjType
 
 _CCD = "ccd"  # group key of the pairs MuJoCo measures with one GJK/EPA query
 
@@ -98,6 +98,10 @@ def geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax):
       raise NotImplementedError(f"collision sensors (distance, normal, fromto) on {names} "
                                 "geom pairs are not supported by jaxmj yet")
     groups.setdefault(_CCD if table[key] == _CCD else key, []).append(i)
+  if _CCD in groups and m.opt.disableflags & DisableBit.NATIVECCD:
+    # MuJoCo then measures these pairs with libccd, whose distances differ (jaxmj/flags.py)
+    raise NotImplementedError("flag nativeccd disabled: collision sensors (distance, normal, "
+                              "fromto) on convex geom pairs are not supported by jaxmj")
   for key, sel in sorted(groups.items(), key=lambda kv: str(kv[0])):
     sel = np.array(sel)
     if key == _CCD:

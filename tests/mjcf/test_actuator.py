@@ -5,6 +5,8 @@ Each case compiles the same MJCF with jaxmj and mujoco and compares every actuat
 (tests/mujoco_compare.PREFIXES) along with the rest of the model.
 """
 
+import re
+
 import pytest
 
 mujoco = pytest.importorskip("mujoco")
@@ -86,6 +88,10 @@ SHORTCUTS = {
   "refsite": '<position site="hand" refsite="anchor" gear="0 1 0 0 0 0" kp="4" dampratio="1"/>',
   "refsite_rot": '<motor site="tip" refsite="s_upper" gear="0 0 0 1 1 0"/>',
   "slidercrank": '<motor cranksite="s_upper" slidersite="crank" cranklength="1.1"/>',
+  "negative_actdim": ('<general joint="elbow" dyntype="filter" actdim="-3"/>'
+                      '<general joint="shoulder" actdim="-2"/>'),  # any negative: auto
+  "pid_actdim_0": ('<general joint="elbow" gaintype="pid" biastype="affine" dyntype="pid" '
+                   'gainprm="1" input="pos" actdim="0"/>'),  # a pid's 0 is auto too
 }
 
 
@@ -195,3 +201,49 @@ def test_actuator_armature_and_damping_targets_match_mujoco():
                    '<motor joint="ball" gear="2 0 0 0 0 0" armature=".1"/>'))
   assert list(m.jnt_actuatorid) == [-1, -2, 3, -1, -1]
   assert m.unsupported == ()
+
+
+# (default class, actuators, attribute, message): mujoco 4.0.0 refuses each too. The input
+# keywords are checked when read, in every element and default class (even an unused one),
+# before anything else: "pos pos" is a duplicate even where only one input is allowed.
+MUJOCO_ERRORS = {
+  "actdim_1_stateless": ("", '<general joint="elbow" actdim="1"/>', "actdim",
+                         "invalid actdim 1 in stateless actuator"),
+  "actdim_2_stateless": ("", '<general joint="elbow" actdim="2"/>', "actdim",
+                         "actdim > 1 is only allowed for dyntype 'user', 'dcmotor' and 'pid'"),
+  "actdim_2_filter": ("", '<general joint="elbow" dyntype="filter" actdim="2"/>', "actdim",
+                      "actdim > 1 is only allowed"),
+  "actdim_0_filter": ("", '<general joint="elbow" dyntype="muscle" actdim="0"/>', "actdim",
+                      "invalid actdim 0 in stateful actuator"),
+  "actdim_pid": ("", '<general joint="elbow" gaintype="pid" biastype="affine" dyntype="pid" '
+                 'gainprm="1" input="pos" actdim="2"/>', "actdim",
+                 "pid controller states require matching actdim"),
+  "input_duplicate": ("", '<general joint="elbow" input="pos pos"/>', "input",
+                      "duplicate keyword 'pos'"),
+  "input_duplicate_first": ("", '<general joint="elbow" input="vel pos pos bogus"/>', "input",
+                            "duplicate keyword 'pos'"),
+  "input_duplicate_pid": ("", '<pid joint="elbow" input="pos vel vel"/>', "input",
+                          "duplicate keyword 'vel'"),
+  "input_duplicate_dcmotor": ("", '<dcmotor joint="elbow" motorconst="1" resistance="1" '
+                              'input="ff ff"/>', "input", "duplicate keyword 'ff'"),
+  "input_duplicate_so3": ("", '<orientation joint="ball" input="pos pos"/>', "input",
+                          "duplicate keyword 'pos'"),
+  "input_standalone_twice": ("", '<orientation joint="ball" input="quat quat"/>', "input",
+                             "invalid keyword 'quat'"),
+  "input_unknown": ("", '<general joint="elbow" input="pos Vel"/>', "input",
+                    "invalid keyword 'Vel'"),
+  "input_order": ("", '<general joint="elbow" input="vel pos"/>', "input", "canonical order"),
+  "input_in_unused_default": ('<default class="c"><general input="voltage voltage"/></default>',
+                              '<motor joint="elbow"/>', "input", "duplicate keyword"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUJOCO_ERRORS))
+def test_actdim_and_input_errors_match_mujoco(name):
+  default, act, attribute, msg = MUJOCO_ERRORS[name]
+  xml = arm(act, default=default)
+  with pytest.raises(jaxmj.MJCFError, match=re.escape(msg)) as info:
+    jaxmj.Model.from_xml_string(xml)
+  assert info.value.line is not None and info.value.attribute == attribute
+  with pytest.raises(ValueError, match=re.escape(msg.split(" '")[0])):  # MuJoCo: '(null)'
+    mujoco.MjModel.from_xml_string(xml)

@@ -22,30 +22,22 @@ import jaxmj  # noqa: E402
 
 # body_iquat is held to 1e-10 like everything else: inertia.eig3 reproduces MuJoCo's mju_eig3
 # to ~1e-15 for well-separated principal moments (with nearly equal moments the principal
-# frame is ill-determined; none of the cases here hits that).
-# These come from solving with the mass matrix at qpos0 (values ~1e4 for light links); at
-# that size 1e-10 absolute is below double precision of the factorization, so they are
-# held to 1e-10 relative instead.
-RELATIVE = ("body_invweight0", "dof_invweight0", "dof_M0")
+# frame is ill-determined; none of the cases here hits that). Large values (invweight0 and
+# dof_M0 of light links, ~1e4) are held relative: model_differences' rule.
 # Offsets from the subtree com at qpos0 inherit the ~1e-9 xipos differences of bodies with
 # float32-rounded orientations (mjx convex.xml); the com itself is not a compared field.
 LOOSE = {"cam_poscom0": 1e-8, "light_poscom0": 1e-8}
 
 
 def differences(m, mj, atol=1e-10) -> list[str]:
-  """model_differences, with the RELATIVE fields compared relative to their size, and the
-  <contact> fields (npair, nexclude, pair_*, exclude_signature) compared exactly."""
+  """model_differences, with the LOOSE fields at their own tolerance, and the <contact>
+  fields (npair, nexclude, pair_*, exclude_signature) compared exactly."""
   out = contact_differences(m, mj)
   for diff in model_differences(m, mj, atol):
     name = diff.split(":")[0]
     if name in LOOSE and np.allclose(getattr(m, name), getattr(mj, name), rtol=0,
                                      atol=LOOSE[name]):
       continue
-    if name in RELATIVE:
-      ours, ref = np.asarray(getattr(m, name)), np.asarray(getattr(mj, name))
-      if ours.shape == ref.shape and np.all(
-          np.abs(ours - ref) <= atol * np.maximum(1.0, np.abs(ref))):
-        continue
     out.append(diff)
   return out
 
@@ -516,6 +508,9 @@ def test_bundled_files_found():
 
 @pytest.mark.parametrize("rel", BUNDLED)
 def test_bundled(rel, tmp_path, monkeypatch):
+  """The file compiles like MuJoCo (fields and names). A file listed in EXPECTED_UNSUPPORTED
+  raises the listed MJCFError instead, and its supported subset (what jaxmj lacks stripped,
+  both compilers given the same XML) still exercises the compiler on a real model."""
   monkeypatch.chdir(tmp_path)  # mujoco may write MUJOCO_LOG.TXT
   path = os.path.join(MJ_DIR, rel)
   try:
@@ -528,9 +523,16 @@ def test_bundled(rel, tmp_path, monkeypatch):
       with pytest.raises(jaxmj.MJCFError) as info:
         jaxmj.Model.from_xml_path(path)
       assert EXPECTED_UNSUPPORTED[rel] in str(info.value)
-      return
-    m = jaxmj.Model.from_xml_path(path)
+      xml = _supported_subset(path)
+      try:
+        mj = mujoco.MjModel.from_xml_string(xml)
+      except ValueError as e:
+        pytest.skip(f"mujoco rejects the stripped model: {str(e).splitlines()[0]}")
+      m = jaxmj.Model.from_xml_string(xml)
+    else:
+      m = jaxmj.Model.from_xml_path(path)
   assert differences(m, mj) == []
+  same_names(m, mj)
 
 
 def _supported_subset(path: str):
@@ -567,18 +569,3 @@ def _supported_subset(path: str):
   root = expand(path)
   prune(root)
   return etree.tostring(root).decode()
-
-
-@pytest.mark.parametrize("rel", BUNDLED)
-def test_bundled_supported_subset(rel, tmp_path, monkeypatch):
-  """The unsupported files still exercise the supported compiler on real models: strip what
-  jaxmj lacks, and both compilers must agree on what is left."""
-  monkeypatch.chdir(tmp_path)
-  xml = _supported_subset(os.path.join(MJ_DIR, rel))
-  try:
-    mj = mujoco.MjModel.from_xml_string(xml)
-  except ValueError as e:
-    pytest.skip(f"mujoco rejects the stripped model: {str(e).splitlines()[0]}")
-  m = jaxmj.Model.from_xml_string(xml)
-  assert differences(m, mj) == []
-  same_names(m, mj)

@@ -208,3 +208,20 @@ def test_candidate_pairs_follow_excludes_and_pairs(contact, expect_contacts):
   mujoco.mj_forward(mj, d)
   assert (d.ncon > 0) == expect_contacts
   assert (collision_plan(m)["ncon"] > 0) == expect_contacts
+
+
+def test_pair_skips_only_its_own_geom_pair_dynamically():
+  """A <pair> removes its geom pair (either order) from the dynamic pairs; the other geom
+  pairs of the same two bodies still collide, as in mj_collision."""
+  xml = ("<mujoco><worldbody><body name='A'><freejoint/><geom name='a1' size='.1'/>"
+         "<geom name='a2' size='.1' pos='1 0 0'/></body><body name='B' pos='0 0 .15'>"
+         "<freejoint/><geom name='b1' size='.1'/><geom name='b2' size='.1' pos='1 0 0'/>"
+         "</body></worldbody><contact><pair geom1='b1' geom2='a1'/></contact></mujoco>")
+  m, mj = check(xml)
+  d = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, d)
+  jd = jaxmj.forward(m, jaxmj.make_data(m))
+  active = np.asarray(jd.contact.active)
+  ours = sorted(zip(np.asarray(jd.contact.geom1)[active].tolist(),
+                    np.asarray(jd.contact.geom2)[active].tolist()))
+  assert ours == sorted((int(c.geom1), int(c.geom2)) for c in d.contact) == [(0, 2), (1, 3)]

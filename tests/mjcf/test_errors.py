@@ -198,7 +198,12 @@ CASES = {
                               "</default>"), 2, "geom", "class", ["in a default class"]),
   "plane_without_spacing": (wrap('<geom type="plane" size="1 1 0"/>'), 4, "geom", "size",
                             ["size 2", "'plane'"]),
-  "joint_in_world": (wrap("<joint/>"), 4, "joint", None, ["not allowed inside <worldbody>"]),
+  "joint_in_world": (wrap("<joint/>"), 4, "joint", None,
+                     ["world body cannot have joints", "not allowed inside <worldbody>"]),
+  "freejoint_in_world": (wrap("<freejoint/>"), 4, "freejoint", None,
+                         ["world body cannot have joints"]),
+  "inertial_in_world": (wrap('<inertial pos="0 0 0" mass="1"/>'), 4, "inertial", None,
+                        ["world body cannot have inertia", "not allowed inside <worldbody>"]),
   "not_mujoco_root": ("<notmujoco/>", 1, "notmujoco", None, ["root element must be <mujoco>"]),
   "springdamper": (wrap(f'<body><joint springdamper="0 1"/>{GEOM}</body>'), 4, "joint",
                    "springdamper", ["must be positive"]),
@@ -296,6 +301,17 @@ def test_error_in_string(name):
   with pytest.raises(MJCFError) as info:
     jaxmj.Model.from_xml_string(xml)
   check_error(info.value, "<string>", line, element, attribute, *phrases)
+
+
+@pytest.mark.parametrize("name,what", [("joint_in_world", "joints"),
+                                       ("freejoint_in_world", "joints"),
+                                       ("inertial_in_world", "inertia")])
+def test_world_body_errors_give_mujocos_reason(name, what):
+  xml = CASES[name][0]
+  with pytest.raises(ValueError, match=f"World body cannot have {what}"):
+    mujoco.MjModel.from_xml_string(xml)
+  with pytest.raises(MJCFError, match=f"the world body cannot have {what}"):
+    jaxmj.Model.from_xml_string(xml)
 
 
 def test_mjcf_error_is_value_error_and_exported():

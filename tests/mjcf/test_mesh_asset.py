@@ -1,7 +1,7 @@
 """Mesh assets against MuJoCo 4.0: inline and file meshes, hulls, inertia modes, fitted geoms.
 
 Every case compiles the same MJCF with jaxmj and mujoco and compares all model fields
-(mujoco_compare: mesh_*, geom_*, body_* ...; mesh_graph up to hull-vertex numbering).
+(mujoco_compare: mesh_*, geom_*, body_* ...; mesh_graph exactly, hull-vertex numbering included).
 Test mesh files are generated here (STL/OBJ/MSH bytes) or authored in models/assets/.
 """
 
@@ -172,6 +172,9 @@ def test_asset_names():
    "<geom type='capsule' mesh='a' fromto='0 0 0 1 0 0'/>", None, "fromto"),
   ("<mesh name='a' vertex='0 0 0 1 0 0 0 1 0 0 0 1' face='0 1 2 0 1 3 0 3 2 1 2 3' "
    "inertia='exact'/>", "<geom type='mesh' mesh='a'/>", None, "inconsistent orientation"),
+  # a flat point set: qhull's own message comes through (ctypes, mjcf/qhull.py)
+  ("<mesh name='a' vertex='0 0 0 1 0 0 0 1 0 1 1 0 2 3 0'/>", "<geom type='mesh' mesh='a'/>",
+   None, "qhull error: QH6154 Qhull precision error: Initial simplex is flat"),
 ])
 def test_mesh_errors_match_mujoco(asset, body, assets, message):
   xml = _model(asset, body or "<geom size='0.1'/>")
@@ -179,6 +182,46 @@ def test_mesh_errors_match_mujoco(asset, body, assets, message):
     mujoco.MjModel.from_xml_string(xml, assets or {})
   with pytest.raises(jaxmj.MJCFError, match=message):
     jaxmj.Model.from_xml_string(xml, assets=assets)
+
+
+def test_hull_graph_equals_mujocos_entry_for_entry():
+  """qhull's vertex-list numbering and neighbour-set order, also where qhull merged coplanar
+  facets and triangulated the polygons (a grid on a box's faces), and on a cloud."""
+  grid = np.stack(np.meshgrid(*[np.linspace(-1, 1, 4)] * 3), -1).reshape(-1, 3)
+  cloud = 0.1 * np.random.default_rng(5).normal(size=(300, 3))
+  for points in (grid * [0.3, 0.2, 0.1], cloud):
+    text = " ".join(f"{x:.9g}" for x in points.ravel())
+    m, mj = check(_model(f"<mesh name='p' vertex='{text}'/>", "<geom type='mesh' mesh='p'/>"))
+    np.testing.assert_array_equal(m.mesh_graph, mj.mesh_graph)
+
+
+def test_hull_graph_without_the_qhull_wheel_is_mujocos_up_to_numbering(monkeypatch):
+  """Where cmeel-qhull cannot be used, scipy's qhull gives the same hull with a warning:
+  same triangles (order and orientation, point ids) and each point's neighbour set."""
+  from jaxmj.mjcf import qhull
+
+  def missing():
+    raise ImportError("no cmeel-qhull")
+
+  monkeypatch.setattr(qhull, "_lib", missing)
+  qhull._warn_fallback.cache_clear()
+  grid = np.stack(np.meshgrid(*[np.linspace(-1, 1, 4)] * 3), -1).reshape(-1, 3)
+  text = " ".join(f"{x:.9g}" for x in (grid * [0.3, 0.2, 0.1]).ravel())
+  xml = _model(f"<mesh name='p' vertex='{text}'/>", "<geom type='mesh' mesh='p'/>")
+  with pytest.warns(UserWarning, match="numbering of hull vertices"):
+    m = jaxmj.Model.from_xml_string(xml)
+  mj = mujoco.MjModel.from_xml_string(xml)
+
+  def parts(g):
+    nv, nf = int(g[0]), int(g[1])
+    adr, ids = g[2:2 + nv], g[2 + nv:2 + 2 * nv]
+    edges, faces = g[2 + 2 * nv:2 + 3 * nv + 3 * nf], g[2 + 3 * nv + 3 * nf:]
+    nbrs = {int(ids[i]): sorted(int(ids[e]) for e in edges[adr[i]:][:list(edges[adr[i]:])
+                                                                     .index(-1)])
+            for i in range(nv)}
+    return nv, nf, nbrs, faces.tolist()
+
+  assert parts(np.asarray(m.mesh_graph)) == parts(mj.mesh_graph)
 
 
 def test_maxhullvert_mesh_matches_mujoco():

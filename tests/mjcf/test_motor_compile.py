@@ -1,7 +1,8 @@
 """<pid> and <dcmotor> (jaxmj/mjcf/motor.py) compiled as mujoco 4.0.0 compiles them: the
 parameter layouts, values derived from a nominal operating point, saturation, inductance and
-thermal constants, default classes, dampratio and inheritrange; and the errors for what
-MuJoCo rejects and for what jaxmj does not run (several controls, SO3 servos)."""
+thermal constants, default classes, dampratio and inheritrange, the dcmotor's several or no
+inputs and its types mixed with others in <general>; and the errors for what MuJoCo rejects
+(each also rejected by mujoco 4.0.0 in tests/test_dcmotor_inputs.py)."""
 
 import pytest
 
@@ -74,7 +75,15 @@ def test_state_slots_follow_the_parameters():
   ('<pid joint="h1" input="pos voltage"/>', "input", "pid input 'pos voltage' is not supported"),
   ('<pid joint="h1" input="vel" ki="1"/>', "input", "require the pos input"),
   ('<pid joint="h1" input="pos" kv="1" dampratio="1"/>', "kv", "cannot both be defined"),
-  ('<pid joint="h1" input="pos" ki="-1"/>', "ki", "cannot be negative"),
+  ('<pid joint="h1" input="pos" ki="-1"/>', "dyntype", "invalid actdim 0"),
+  ('<pid joint="h1" input="pos" ki="1" imax="-1"/>', "imax", "must be non-negative"),
+  ('<dcmotor joint="h1" motorconst="-1 2" resistance="1"/>', "motorconst", "non-negative"),
+  ('<dcmotor joint="h1" motorconst="1" resistance="1" inductance="1 -1"/>', "inductance",
+   "electrical time constant must be non-negative"),
+  ('<dcmotor joint="h1" motorconst="1" resistance="1" thermal="0 0 5"/>', "thermal",
+   "thermal resistance must be positive"),
+  ('<dcmotor joint="h1" motorconst="1" resistance="-1" nominal="12 1 100"/>', "resistance",
+   "resistance R must be positive"),
   ('<dcmotor joint="h1" motorconst=".1"/>', "resistance", "resistance R must be positive"),
   ('<dcmotor joint="h1" resistance="1"/>', "motorconst", "motor constant K must be positive"),
   ('<dcmotor joint="h1" motorconst=".1" resistance="1" thermal="1"/>', "thermal",
@@ -83,13 +92,24 @@ def test_state_slots_follow_the_parameters():
    "require a controller input"),
   ('<dcmotor joint="h1" motorconst=".1" resistance="1" input="vel" controller="1 1"/>',
    "controller", "integral gain requires the pos input"),
-  ('<dcmotor joint="h1" motorconst=".1" resistance="1" input="none"/>', "input",
-   "not supported"),
+  ('<dcmotor joint="h1" motorconst=".1" resistance="1" input="vel pressure"/>', "input",
+   "a subset of [pos, vel, ff, voltage]"),
+  ('<dcmotor joint="h1" motorconst=".1" resistance="1" input="voltage pos"/>', "input",
+   "canonical order"),
+  ('<dcmotor joint="h1" motorconst=".1" resistance="1" input="none pos"/>', "input",
+   "invalid keyword"),
+  ('<dcmotor joint="h1" motorconst=".1" resistance="1" input="pos" controller="0 0 0 1"/>'
+   '<dcmotor joint="h1" motorconst=".1" resistance="1" input="none" controller="0 0 0 1"/>',
+   "controller", "slew rate limiting requires a controller input"),
   ('<general joint="h1" dyntype="pid" actdim="1"/>', "dyntype", "requires gaintype 'pid'"),
   ('<general joint="h1" gaintype="dcmotor" biastype="dcmotor" dyntype="dcmotor"/>',
    "actearly", "actearly cannot be false"),
-  ('<general joint="h1" gaintype="dcmotor" dyntype="dcmotor" actearly="true"/>', "gaintype",
-   "mixed with others are not supported"),
+  ('<general joint="h1" gaintype="dcmotor" actearly="true"/>', "dyntype",
+   "inconsistent state array dimension in DC motor"),
+  ('<general joint="h1" dyntype="dcmotor"/>', "actearly", "actearly cannot be false"),
+  ('<general joint="h1" gaintype="dcmotor" dynprm="0" gainprm="1 1 0 0 1" input="voltage"/>',
+   "gainprm", "controller gains require a controller input"),
+  ('<general joint="h1" input="pos vel"/>', "input", "fixed and affine gains take one input"),
   ('<orientation joint="h1"/>', "joint", "requires a ball joint"),
 ])
 def test_errors_name_the_element_and_attribute(actuator, attribute, phrase):
@@ -98,3 +118,54 @@ def test_errors_name_the_element_and_attribute(actuator, attribute, phrase):
   assert phrase in str(err.value)
   if attribute is not None:
     assert f"attribute '{attribute}'" in str(err.value)
+
+
+_PIDG = '<general joint="h1" gaintype="pid" biastype="affine" gainprm="0" biasprm="0 -1 -1" '
+_DCG = '<general joint="h1" gaintype="dcmotor" gainprm="1 1" dynprm="0" '
+
+
+@pytest.mark.parametrize("actuator", [
+  # a pid's ctrlrange / ctrllimited (posrange) is its pos control's, dropped without it;
+  # velrange and ffrange limit their controls when lo < hi, whatever ctrllimited says
+  _PIDG + 'input="pos vel" ctrlrange="-1 1"/>', _PIDG + 'input="pos vel" velrange="-1 1"/>',
+  _PIDG + 'input="vel ff" ctrlrange="-1 1" ffrange="-2 2" ctrllimited="false"/>',
+  '<pid joint="h1" input="vel ff" ctrlrange="-1 1"/>',
+  '<pid joint="h1" input="vel ff" ctrllimited="true" ctrlrange="-1 1" velrange="-2 2"/>',
+  '<pid joint="h1" input="vel ff" ctrllimited="true" velrange="-1 1"/>',
+  '<pid joint="h1" input="pos vel ff" ctrlrange="-1 1" ctrllimited="false" velrange="-1 1"/>',
+  '<pid joint="h1" input="vel" velrange="-1 1" ctrllimited="false"/>',
+  '<pid joint="h1" input="pos vel" ctrllimited="true" posrange="-1 1" velrange="2 -2"/>',
+  '<pid joint="h1" input="pos vel" ctrllimited="true" posrange="-1 1" ctrlrange="-2 2"/>',
+  '<pid joint="h1" ctrllimited="true"/>', '<pid joint="h1" forcelimited="true"/>',
+  # a dcmotor's ctrlrange is shared by its controls, and checked even without any
+  _DCG + 'input="pos vel" ctrlrange="-1 1"/>', _DCG + 'input="pos vel" velrange="-1 1"/>',
+  _DCG + 'input="none" ctrllimited="true"/>',
+  '<dcmotor joint="h1" motorconst="1" resistance="1" input="pos vel" ctrllimited="true"/>',
+  '<dcmotor joint="h1" motorconst="1" resistance="1" input="none" ctrllimited="true"'
+  ' ctrlrange="-1 1"/>',
+  # limited force and activation ranges need lo < hi
+  '<motor joint="h1" forcelimited="true" forcerange="1 1"/>',
+  '<dcmotor joint="h1" motorconst="1" resistance="1" saturation="-1 2"/>',
+  # values MuJoCo 4.0 takes, ignores or derives: a passive motor without K, a thermal model
+  # off unless RT, C or its time constant is positive, negative limits dropped
+  '<dcmotor joint="h1" resistance=".5" input="none"/>',
+  '<dcmotor joint="h1" motorconst="1" resistance="1" thermal="0 -1 0 1 2 3"/>',
+  '<dcmotor joint="h1" motorconst="1" resistance="1" thermal="2 -1 3"/>',
+  '<dcmotor joint="h1" motorconst="1" resistance="1" thermal="0 3 6 .1 .2 .3"/>',
+  '<dcmotor joint="h1" motorconst="1" resistance="1" thermal="-2 3 5"/>',
+  '<dcmotor joint="h1" motorconst="1" resistance="1" saturation="0 0 -1" input="pos"'
+  ' controller="1 0 0 0 0 -1"/>',
+  '<dcmotor joint="h1" motorconst="0 2" resistance="1" inductance="2 3"/>',
+  '<pid joint="h1" ki="-1" imax="2" slewmax="1"/>', '<pid joint="h1" imax="-1"/>',
+  '<general joint="h1" dyntype="integrator" actlimited="true"/>',
+])
+def test_ranges_and_values_compile_as_mujoco_or_are_refused_alike(actuator):
+  xml = MODEL.format(actuator)
+  try:
+    mujoco.MjModel.from_xml_string(xml)
+  except ValueError:
+    with pytest.raises(MJCFError):
+      jaxmj.Model.from_xml_string(xml)
+    return
+  m, mj = load_both(xml=xml)
+  assert model_differences(m, mj) == []

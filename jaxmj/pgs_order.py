@@ -1,0 +1,163 @@
+"""MuJoCo 4.0's PGS sweep order and extrapolation, with fixed shapes (used by jaxmj/solver.py).
+
+MuJoCo 4.0's PGS (solPGS, per island) is not the published engine_solver.c sweep in row
+order; read from the 4.0.0 binary and held against it (tests/test_pgs_order.py):
+- The constraint blocks of an island (one per scalar row, one per elliptic contact) are
+  listed in the island's row order, and before every sweep that list is shuffled in place
+  (the shuffles compound) by a Fisher-Yates pass (i = n .. 2: j = r % i, swap entries i-1
+  and j) whose numbers r come from PCG32 (XSH-RR output of the old state, then state =
+  state * 6364136223846793005 + 1 mod 2^64), its state 1 at the start of every island's
+  solve. Nothing is carried between solves, so it is no Data or mjSTATE field.
+- From the third sweep on, a Nesterov step with adaptive restart: before sweep t (k sweeps
+  since the last restart, beta = (k-1)/(k+2) > 0) force += beta * (force - prev), where prev
+  is the force the previous sweep started from before its own step, and the result is
+  projected back onto the constraint set (friction loss box, nonnegative normal, the dual
+  friction cone scaled onto its surface); k restarts at 0 when (force after the sweep -
+  force it started from) . (force it started from - prev) < 0.
+
+MuJoCo sweeps the blocks of an island in its own row order, which for contact rows is
+MuJoCo's contact order (`efc_order` gives it for jaxmj's rows, see `mujoco_efc_order`): each
+island's block list is ranked by it, islands are independent, so one pass over all blocks in
+(island, shuffled position) order is each island's own sweep.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj.types import DisableBit, Model
+
+_U32 = jnp.uint32
+_MUL_HI, _MUL_LO = 0x5851F42D, 0x4C957F2D  # PCG32's 64-bit multiplier, as two 32-bit halves
+
+
+def _mul32(a, b):
+  """Full 64-bit product of uint32 a, b as (hi, lo) uint32 (16-bit limbs: no uint64 needed,
+  so this also runs without jax_enable_x64)."""
+  m16 = _U32(0xFFFF)
+  a0, a1, b0, b1 = a & m16, a >> 16, b & m16, b >> 16
+  p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+  mid = p01 + p10
+  mid_carry = (mid < p01).astype(_U32)
+  lo = p00 + (mid << 16)
+  lo_carry = (lo < p00).astype(_U32)
+  hi = p11 + (mid >> 16) + (mid_carry << 16) + lo_carry
+  return hi, lo
+
+
+def pcg32(hi, lo):
+  """One PCG32 draw: (output uint32, next state hi, lo) from the 64-bit state (hi, lo)."""
+  x = (((lo ^ ((lo >> 18) | (hi << 14))) >> 27) | ((hi ^ (hi >> 18)) << 5))
+  rot = hi >> 27
+  out = (x >> rot) | (x << ((_U32(32) - rot) & _U32(31)))
+  phi, plo = _mul32(lo, _U32(_MUL_LO))
+  phi = phi + lo * _U32(_MUL_HI) + hi * _U32(_MUL_LO)
+  nlo = plo + _U32(1)
+  nhi = phi + (nlo == 0).astype(_U32)
+  return out, nhi, nlo
+
+
+def shuffle(perm, hi, lo, n, go):
+  """One Fisher-Yates pass per island over the first n entries of perm (ni, nb) int32, drawing
+  from PCG32 states (hi, lo) (ni,) uint32; islands with go False keep perm and state."""
+  nb = perm.shape[1]
+
+  def one(perm, hi, lo, n, go):
+    def step(s, c):
+      perm, hi, lo = c
+      i = nb - s  # nb .. 2
+      out, nhi, nlo = pcg32(hi, lo)
+      act = go & (i <= n)
+      j = (out % i.astype(_U32)).astype(jnp.int32)
+      a, b = perm[i - 1], perm[j]  # two element writes per step, not a select over perm
+      perm = perm.at[i - 1].set(jnp.where(act, b, a)).at[j].set(jnp.where(act, a, b))
+      return perm, jnp.where(act, nhi, hi), jnp.where(act, nlo, lo)
+
+    return jax.lax.fori_loop(0, nb - 1, step, (perm, hi, lo))
+
+  return jax.vmap(one)(perm, hi, lo, n, go)
+
+
+def block_ranks(block_isl, key, ni: int):
+  """Rank of each block within its island by `key` (nb,), and the islands' block counts.
+
+  block_isl: (nb,) int island of the block (-1: inactive). Returns rank (nb,) int32 and
+  count (ni,) int32.
+  """
+  nb = block_isl.shape[0]
+  isl = jnp.where(block_isl >= 0, block_isl, ni)
+  srt = jnp.argsort(isl * nb + jnp.argsort(jnp.argsort(key)))
+  count = jnp.sum(isl[:, None] == jnp.arange(ni)[None, :], axis=0).astype(jnp.int32)
+  first = jnp.concatenate([jnp.zeros(1, jnp.int32), jnp.cumsum(count)])
+  pos = jnp.zeros(nb, jnp.int32).at[srt].set(jnp.arange(nb, dtype=jnp.int32))
+  return pos - first[jnp.minimum(isl, ni)], count
+
+
+def sweep_order(perm, rank, block_isl):
+  """Global block order for one sweep: island by island, each in its shuffled order.
+
+  perm (ni, nb): island list position -> block rank; rank, block_isl (nb,). Inactive blocks
+  (island -1) go last.
+  """
+  ni, nb = perm.shape
+  inv = jax.vmap(lambda p: jnp.zeros(nb, jnp.int32).at[p].set(jnp.arange(nb, dtype=jnp.int32)))(
+    perm)
+  safe = jnp.maximum(block_isl, 0)
+  pos = inv[safe, jnp.clip(rank, 0, nb - 1)]
+  key = jnp.where(block_isl >= 0, safe * nb + pos, ni * nb + jnp.arange(nb))
+  return jnp.argsort(key)
+
+
+def init_state(ni: int, nb: int):
+  """Identity block lists and PCG32 state 1 for every island."""
+  perm = jnp.broadcast_to(jnp.arange(nb, dtype=jnp.int32), (ni, nb))
+  return perm, jnp.zeros(ni, _U32), jnp.ones(ni, _U32)
+
+
+# ------------------------------------------------------------------ MuJoCo's contact order
+
+
+def _contact_keys(m: Model, plan: dict) -> list:
+  """Sort key of every contact slot in mj_collision's order: body pairs by signature (an
+  explicit <pair> before the dynamic contacts of its body pair), geom pairs within a body
+  pair in loop order (midphase: sorted by (geom1, geom2)), then the collider's own order."""
+  midphase = not int(m.opt.disableflags) & DisableBit.MIDPHASE
+  body, gnum, bvh = m.geom_bodyid, m.body_geomnum, m.body_bvhadr
+  keys = [None] * plan["ncon"]
+  for grp in plan["groups"]:
+    for r, (g1, g2, p) in enumerate(zip(grp["g1"], grp["g2"], grp["pair"])):
+      b1, b2 = int(body[g1]), int(body[g2])
+      if p >= 0:
+        k = (int(m.pair_signature[p]), 0, int(p), 0)
+      else:
+        lo, hi = (g1, g2) if b1 < b2 else (g2, g1)
+        tree = midphase and bvh[b1] >= 0 and bvh[b2] >= 0 and not gnum[b1] == gnum[b2] == 1
+        ga, gb = (int(g1), int(g2)) if tree else (int(lo), int(hi))
+        k = ((min(b1, b2) << 16) + max(b1, b2), 1, ga, gb)
+      for s in range(grp["slots"]):
+        keys[grp["start"] + r * grp["slots"] + s] = (*k, s)
+  return keys
+
+
+def mujoco_efc_order(m: Model, contact_dims) -> np.ndarray:
+  """(nefc,) int: each efc row's position in MuJoCo's row order, were every contact slot
+  active (ranks among the active rows are then MuJoCo's). Non-contact rows already come in
+  MuJoCo's order; contact rows follow `_contact_keys`. contact_dims: Contact.dim (static)."""
+  from jaxmj.collision.driver import collision_plan
+  from jaxmj.constraint import efc_layout
+
+  layout = efc_layout(m, contact_dims)
+  order = np.arange(layout.nefc)
+  adr = np.asarray(layout.contact_efc_address)
+  slots = np.flatnonzero(adr >= 0)
+  if not len(slots):
+    return order
+  keys = _contact_keys(m, collision_plan(m))
+  nrows = np.bincount(np.asarray(layout.con_slot), minlength=len(adr))
+  pos = layout.contact0
+  for s in sorted(slots, key=lambda s: keys[s]):
+    order[adr[s]:adr[s] + nrows[s]] = np.arange(pos, pos + nrows[s])
+    pos += nrows[s]
+  return order
