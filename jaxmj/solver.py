@@ -360,6 +360,12 @@ def _primal(p: _Problem, isl: Islands, qacc0, newton: bool, iterations: int,
     gradient = scale * safe_sqrt(seg(isl.dof, grad * grad))
     conv = c["moved"] & (((improvement > 0) & (improvement < tolerance))
                          | (gradient < tolerance))
+    if newton:
+      # MuJoCo 4.0's Newton also stops once the expected decrease of the next Newton step,
+      # 0.5 g'H^-1 g (scaled, clamped at 0), is below tolerance (read from libmujoco 4.0.0's
+      # mj_solPrimal; matched against solver_niter of mj_step)
+      decrease = jnp.maximum(0.5 * scale * seg(isl.dof, grad * mgrad), 0.0)
+      conv = conv | (c["moved"] & (decrease < tolerance))
     done = c["done"] | conv | (niter >= iterations)
     if newton:
       search = -mgrad

@@ -364,3 +364,26 @@ def test_mjx_humanoid_low_iterations_trajectory():
   _, traj = run(m, jaxmj.make_data(m))
   assert d.ncon > 0
   np.testing.assert_allclose(np.asarray(traj["qpos"]), np.array(ref), atol=1e-9)
+
+
+def test_newton_stops_when_expected_decrease_is_below_tolerance():
+  """MuJoCo 4.0's Newton also stops once 0.5 g'H^-1 g (scaled) is below tolerance, with the
+  improvement and gradient still above it: mjx's sensor model, step 80 from MuJoCo's state,
+  stops after 2 iterations (gradient ~4e-8, expected decrease ~1e-15)."""
+  path = os.path.join(os.path.dirname(mujoco.__file__), "mjx/test_data/sensor/model.xml")
+  m = mujoco.MjModel.from_xml_path(path)
+  m.opt.jacobian = mujoco.mjtJacobian.mjJAC_DENSE
+  d = mujoco.MjData(m)
+  for _ in range(79):
+    mujoco.mj_step(m, d)
+  mujoco.mj_forward(m, d)
+  last = d.solver[int(d.solver_niter[0]) - 1]
+  assert int(d.solver_niter[0]) == 2 and min(last.improvement, last.gradient) > m.opt.tolerance
+  arrays, _, opts = problem(m, d, pad=0)
+  arrays["qacc_warmstart"] = jnp.asarray(d.qacc_warmstart)
+  isl = np.asarray(d.dof_island)
+  res = run(arrays, (None, None, None), Solver.NEWTON, **opts,
+            dof_island=jnp.asarray(isl), efc_island=jnp.asarray(d.efc_island),
+            nisland_max=max(1, d.nisland))
+  assert int(res.solver_niter[0]) == 2
+  assert_close(res.qacc, d.qacc, 1e-9, "qacc")

@@ -35,6 +35,14 @@ iteration's support gap, margins handled by the core pass below):
 * x1, x2 = witness points; pos = (x1 + x2)/2, normal = (x1 - x2)/|x1 - x2|, which points from
   geom 1 into geom 2; dist = margin + the ccd distance.
 
+Known difference: near touching (GJK's iterate shorter than ccd_tolerance on curved shapes)
+the 4.0 binary stops GJK early, may skip EPA after a final separation check, and builds
+EPA's start from a triangle with a rewritten polytope3 that is in no published source; it
+then reports dist = -|iterate| along the iterate's direction where this collider runs EPA.
+Depth and normal of such barely-touching contacts can differ (e.g. testdata/model.xml, a
+cylinder on a heightfield prism: dist -6.3e-7 vs -4.8e-8 and another normal); porting the
+GJK rules without the new polytope3 measured worse, so neither is ported yet.
+
 JAX structure: fixed-trip lax.fori_loop over fixed-size arrays (MuJoCo's own polytope
 capacity, 6 * ccd_iterations faces), no Python branching on traced values, no while_loop.
 EPA's horizon is found for all visible faces at once (flood fill through visible neighbours)

@@ -53,9 +53,7 @@ KNOWN_DIFFERENT = {
                         "the normal (test_hfield pins this at the keyframe); at step 76 a "
                         "contact within ccd_tolerance of touching, where MuJoCo 4.0 reports the "
                         "GJK distance (6e-7) as the depth with a normal into the heightfield "
-                        "and jaxmj its EPA depth (5e-8, normal up); from step 82 MuJoCo's "
-                        "multiccd gives the cylinder-box pair (13, 15) a second (duplicate) "
-                        "contact and jaxmj one",
+                        "and jaxmj its EPA depth (5e-8, normal up; see collision/convex.py)",
 }
 
 # Chaotic under mj_step itself: a 1e-14 nudge of MuJoCo's own qvel moves its qpos by more than
