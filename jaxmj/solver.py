@@ -3,7 +3,8 @@
 Every solver follows MuJoCo's engine_solver.c step by step (cost per row type, exact Newton
 line search, warm start, termination tests) with static bounds on its loops (`opt.iterations`,
 `opt.ls_iterations`): once MuJoCo's loop would have stopped (improvement or gradient below
-`opt.tolerance`, a line search returning alpha = 0, or for CG an island whose expected first
+`opt.tolerance`, a line search returning alpha = 0, for Newton an expected decrease
+0.5 g'H^-1 g below `opt.tolerance` after an iteration, or for CG an island whose expected first
 decrease is below `opt.tolerance` at the start), the remaining iterations leave the
 carry unchanged, so the result is MuJoCo's and `solver_niter` counts the iterations MuJoCo runs.
 Loops whose values are not differentiated (the line search always; the solver iterations with

@@ -16,6 +16,7 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 
+import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from mujoco_compare import model_differences  # noqa: E402
 
@@ -220,7 +221,7 @@ def test_pair_skips_only_its_own_geom_pair_dynamically():
   m, mj = check(xml)
   d = mujoco.MjData(mj)
   mujoco.mj_forward(mj, d)
-  jd = jaxmj.forward(m, jaxmj.make_data(m))
+  jd = jax.jit(jaxmj.forward)(m, jaxmj.make_data(m))
   active = np.asarray(jd.contact.active)
   ours = sorted(zip(np.asarray(jd.contact.geom1)[active].tolist(),
                     np.asarray(jd.contact.geom2)[active].tolist()))
