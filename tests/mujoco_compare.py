@@ -152,3 +152,45 @@ def assert_ctrl_jacobian_matches(m, mj, dm, d, atol: float = 1e-6) -> None:
       dm.ctrl[j] -= s * eps
     fd[:, j] = (cols[0] - cols[1]) / (2 * eps)
   np.testing.assert_allclose(np.asarray(jac), fd, atol=atol)
+
+
+def assert_ctrl_rollout_matches(m, mj, qpos, qvel, steps: int, atol: float = 1e-8) -> None:
+  """`steps` steps from (qpos, qvel) under controls sin(0.05 t + i) per control i: jaxmj's
+  jitted rollout against mj_step in qpos, qvel, act and sensordata."""
+  import jax
+  import jax.numpy as jnp
+
+  ctrl = np.sin(np.arange(steps)[:, None] * 0.05 + np.arange(mj.nu))
+  d = mujoco.MjData(mj)
+  d.qpos[:], d.qvel[:] = qpos, qvel
+  d0 = jaxmj.make_data(m).replace(qpos=d.qpos.copy(), qvel=d.qvel.copy())
+  fields = ("qpos", "qvel", "act", "sensordata")
+  ref = []
+  for u in ctrl:
+    d.ctrl[:] = u
+    mujoco.mj_step(mj, d)
+    ref.append(np.concatenate([getattr(d, k) for k in fields]))
+  run = jax.jit(lambda m, d, u: jaxmj.rollout(m, d, u, fields=fields)[1],
+                compiler_options={"xla_backend_optimization_level": 0})
+  traj = run(m, d0, jnp.asarray(ctrl))
+  ours = np.concatenate([traj[k] for k in fields], axis=1)
+  np.testing.assert_allclose(ours, np.array(ref), atol=atol, rtol=0)
+
+
+def assert_compiles_alike_or_refused(xml: str, forward: bool = False) -> None:
+  """Where mujoco rejects `xml` (at compile, or at mj_forward when `forward`: some checks run
+  there), jaxmj raises its MJCFError; otherwise every compiled field is MuJoCo's."""
+  import pytest
+
+  from jaxmj.mjcf.errors import MJCFError
+
+  try:
+    mj = mujoco.MjModel.from_xml_string(xml)
+    if forward:
+      mujoco.mj_forward(mj, mujoco.MjData(mj))
+  except ValueError:
+    with pytest.raises(MJCFError):
+      jaxmj.Model.from_xml_string(xml)
+    return
+  m, mj = load_both(xml=xml)
+  assert model_differences(m, mj) == []

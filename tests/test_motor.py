@@ -11,7 +11,13 @@ mujoco = pytest.importorskip("mujoco")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from mujoco_compare import load_both, model_differences, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import (  # noqa: E402
+  assert_ctrl_rollout_matches,
+  load_both,
+  model_differences,
+  random_state,
+  to_jaxmj,
+)
 
 import jaxmj  # noqa: E402
 from jaxmj.actuation import fwd_actuation  # noqa: E402
@@ -96,22 +102,8 @@ def test_forces_and_activation_rates_match_mujoco_at_random_states(euler):
 @pytest.mark.parametrize("integrator", ["Euler", "implicitfast"])
 def test_trajectory_matches_mj_step(integrator):
   m, mj = load_both(xml=_model(integrator, _with_names(ACTUATORS)))
-  steps = 200
-  ctrl = np.sin(np.arange(steps)[:, None] * 0.05 + np.arange(mj.nu))
-  d = mujoco.MjData(mj)
-  d.qpos[:] = [0.3, -0.1, 0.2, 0.05, -0.4]
-  d.qvel[:] = [0.5, -0.3, 1.0, 0.2, -0.7]
-  d0 = jaxmj.make_data(m).replace(qpos=d.qpos.copy(), qvel=d.qvel.copy())
-  ref = []
-  for u in ctrl:
-    d.ctrl[:] = u
-    mujoco.mj_step(mj, d)
-    ref.append(np.concatenate([d.qpos, d.qvel, d.act, d.sensordata]))
-  run = jax.jit(lambda m, d, u: jaxmj.rollout(m, d, u, fields=(
-    "qpos", "qvel", "act", "sensordata"))[1], compiler_options=FAST)
-  traj = run(m, d0, jnp.asarray(ctrl))
-  ours = np.concatenate([traj[k] for k in ("qpos", "qvel", "act", "sensordata")], axis=1)
-  np.testing.assert_allclose(ours, np.array(ref), atol=1e-8, rtol=0)
+  assert_ctrl_rollout_matches(m, mj, [0.3, -0.1, 0.2, 0.05, -0.4], [0.5, -0.3, 1.0, 0.2, -0.7],
+                              steps=200)
 
 
 def _fd_check(f, x, mask, seed, eps=1e-6):
