@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jaxmj import (
   actuation,
   armature,
+  autoreset,
   camlight,
   com,
   constraint,
@@ -29,10 +30,7 @@ from jaxmj import (
   tendon,
 )
 from jaxmj.collision import driver
-from jaxmj.io import reset_state
-from jaxmj.types import Data, DisableBit, EnableBit, Integrator, Model, Stage, Warning
-
-MAXVAL = 1e10  # mjMAXVAL: a state entry beyond this counts as diverged
+from jaxmj.types import Data, EnableBit, Integrator, Model, Stage
 
 
 def check_supported(m: Model) -> None:
@@ -117,21 +115,18 @@ def _forward_skip_sensor(m: Model, d: Data) -> Data:
   return fwd_constraint(m, fwd_acceleration(m, actuation.fwd_actuation(m, d)))
 
 
-def _bad(x: jnp.ndarray) -> jnp.ndarray:
-  return jnp.any(~jnp.isfinite(x) | (jnp.abs(x) > MAXVAL))
-
-
 def step(m: Model, d: Data) -> Data:
   """mj_step: forward, then integrate one timestep.
 
   A state that is NaN or beyond 1e10 in qpos, qvel or qacc counts in `warning` (BADQPOS,
   BADQVEL, BADQACC) instead of raising. Unless autoreset is disabled the world is then
-  reset to qpos0 (as MuJoCo does) and its integration is skipped for this step, so a
-  diverged world in a batch never spreads NaN; with autoreset disabled it keeps the
-  diverged values and only the counters tell.
+  reset as MuJoCo resets it: a bad qpos or qvel before the step (which then runs from the
+  reset state), a bad qacc after forward (the reset state is returned unintegrated, one
+  step behind MuJoCo: autoreset.py). A diverged world in a batch never spreads NaN; with
+  autoreset disabled it keeps the diverged values and only the counters tell.
   """
-  bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
-  d = _compare_fwd_inv(m, _acceleration_stages(m, _step1(m, d)))
+  d_in, reset = autoreset.check_state_read(m, d)
+  d = _compare_fwd_inv(m, _acceleration_stages(m, _step1(m, d_in)))
   pushed = history.push(m, d)  # the samples of this step, read only by later steps
   d = history.delay_sensors(m, d)
   if m.opt.integrator == Integrator.RK4:
@@ -139,7 +134,7 @@ def step(m: Model, d: Data) -> Data:
   else:
     new = _integrate(m, d)
   new = plastic.update(m, d, new)  # spring references yield at the new positions
-  return _checked(m, d, new.replace(history=pushed), bad_pos, bad_vel)
+  return autoreset.check_step(m, d_in, d, new.replace(history=pushed), reset)
 
 
 def _integrate(m: Model, d: Data) -> Data:
@@ -149,24 +144,12 @@ def _integrate(m: Model, d: Data) -> Data:
   return integrator.euler(m, d)
 
 
-def _checked(m: Model, d: Data, new: Data, bad_pos, bad_vel) -> Data:
-  """Counts bad qpos / qvel / qacc in `warning` and resets a diverged world (see step)."""
-  bad_acc = _bad(d.qacc)
-  codes = jnp.array([Warning.BADQPOS, Warning.BADQVEL, Warning.BADQACC])
-  flags = jnp.stack([bad_pos, bad_vel, bad_acc])
-  warning = d.warning.at[codes].add(flags.astype(d.warning.dtype))
-  new = new.replace(warning=warning)
-  if m.opt.disabled(DisableBit.AUTORESET):
-    return new
-  diverged = jnp.any(flags)
-  fresh = reset_state(m, new).replace(warning=warning)
-  return jax.tree.map(lambda a, b: jnp.where(diverged, a, b), fresh, new)
-
-
 def step1(m: Model, d: Data) -> Data:
   """mj_step1: the position and velocity stages of a step (with their sensors and energy),
   so a controller can read them and set ctrl before step2. Integrates nothing. As in
-  MuJoCo, those sensors already report their delayed (or held interval) values."""
+  MuJoCo, those sensors already report their delayed (or held interval) values, and a bad
+  qpos or qvel is counted (and reset) here, as in step."""
+  d = autoreset.check_state(m, d)
   return history.delay_sensors(m, _step1(m, d), (Stage.POS, Stage.VEL))
 
 
@@ -185,15 +168,14 @@ def _step1(m: Model, d: Data) -> Data:
 def step2(m: Model, d: Data) -> Data:
   """mj_step2: actuation, acceleration, constraint solve and acceleration sensors on a Data
   that went through step1, then integration. As in MuJoCo, RK4 cannot be split (its later
-  stages rerun forward), so step2 integrates RK4 models with Euler. Bad states count in
-  `warning` and reset the world as in step.
+  stages rerun forward), so step2 integrates RK4 models with Euler. A bad qacc counts in
+  `warning` and resets the world as in step (qpos and qvel were checked by step1).
   """
-  bad_pos, bad_vel = _bad(d.qpos), _bad(d.qvel)
   d = _compare_fwd_inv(m, _acceleration_stages(m, sensor.sensor_fresh(m, d)))
   pushed = history.push(m, d)
   d = history.delay_sensors(m, d)
   new = plastic.update(m, d, _integrate(m, d))
-  return _checked(m, d, new.replace(history=pushed), bad_pos, bad_vel)
+  return autoreset.check_acc(m, d, new.replace(history=pushed))
 
 
 def rollout(

@@ -122,14 +122,15 @@ def _ctrl_cols(m: Model, ids: np.ndarray, dim: int) -> np.ndarray:
 
 def ctrl(m: Model, d: Data, ctrl: jax.Array) -> jax.Array:
   """mj_readCtrl for every actuator: ctrl, with delayed actuators' values read from their
-  buffers at time - actuator_delay."""
+  buffers at time - actuator_delay. A negative delay (MuJoCo 4.0 takes it) reads the newest
+  sample, the previous step's ctrl."""
   ctrl = jnp.asarray(ctrl)
   for (kind, n, dim, interp), (ids, adr) in _plan(m).items():
     if kind == "ctrl":
       delay = m.actuator_delay[ids]
       old = _read(d.history, adr, n, dim, interp, d.time - delay)
       cols = _ctrl_cols(m, ids, dim)
-      ctrl = ctrl.at[cols].set(jnp.where(delay[:, None] > 0, old, ctrl[cols]))
+      ctrl = ctrl.at[cols].set(jnp.where(delay[:, None] != 0, old, ctrl[cols]))
   return ctrl
 
 

@@ -78,11 +78,6 @@ def _constraint_fields(m: Model, dt) -> dict:
                                             "island_ne", "island_nf")})
 
 
-def reset_state(m: Model, d: Data) -> Data:
-  """mj_resetData: `d` back to the model defaults; warning counters are kept."""
-  return make_data(m).replace(warning=d.warning)
-
-
 def reset(m: Model, key: int | str | None = None) -> Data:
   """Data at the model defaults, or at keyframe `key` (index or name) as mj_resetDataKeyframe.
 

@@ -7,7 +7,10 @@ a NaN gradient from an unselected `where` branch poisons a whole rollout.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+import numpy as np
+from jax import lax
 
 MINVAL = 1e-15  # mjMINVAL: below this a norm counts as zero
 
@@ -25,54 +28,130 @@ def normalize(x: jnp.ndarray, axis: int = -1) -> jnp.ndarray:
   return jnp.where(n < MINVAL, x, x / jnp.where(n < MINVAL, 1.0, n))
 
 
-def normalize_quat(q: jnp.ndarray) -> jnp.ndarray:
-  """Unit quaternion; a near-zero quaternion becomes the identity (mju_normalize4)."""
-  n = safe_norm(q, keepdims=True)
-  small = n < MINVAL
+def opaque_zero(x: jnp.ndarray) -> jnp.ndarray:
+  """An unsigned-integer zero of x's width that the compiler cannot prove zero: the sign bit
+  of x, which the caller knows is not negative (a sum of squares of traced data)."""
+  u = jnp.uint64 if x.dtype == jnp.float64 else jnp.uint32
+  return lax.shift_right_logical(lax.bitcast_convert_type(x, u), u(8 * x.dtype.itemsize - 1))
+
+
+def nofma(p: jnp.ndarray, z: jnp.ndarray | None) -> jnp.ndarray:
+  """Product p rounded on its own, never fused into the sum it feeds (z: `opaque_zero`).
+
+  XLA contracts a*b + c into one fused multiply-add (one rounding where MuJoCo rounds
+  twice); a bit-level identity the compiler cannot see through (p's bits or z) keeps p
+  apart. Values and derivatives are p's. z=None: no guard.
+  """
+  return p if z is None else _nofma(p, z)
+
+
+@jax.custom_jvp
+def _nofma(p, z):
+  return lax.bitcast_convert_type(lax.bitcast_convert_type(p, z.dtype) | z, p.dtype)
+
+
+@_nofma.defjvp
+def _nofma_jvp(primals, tangents):
+  return _nofma(*primals), tangents[0]
+
+
+@jax.custom_jvp
+def _normalize4(q: jnp.ndarray, z) -> jnp.ndarray:
+  p = nofma(q * q, z)
+  sq = (p[..., 0] + p[..., 1]) + (p[..., 2] + p[..., 3])
+  n = jnp.sqrt(sq)[..., None]  # the rule below gives the derivative, finite at 0
   ident = jnp.zeros_like(q).at[..., 0].set(1.0)
-  return jnp.where(small, ident, q / jnp.where(small, 1.0, n))
+  scaled = jnp.where(jnp.abs(n - 1.0) > MINVAL, q * (1.0 / n), q)
+  return jnp.where(n < MINVAL, ident, scaled)
 
 
-def quat_mul(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
-  """Hamilton product a * b."""
-  aw, ax, ay, az = (a[..., i] for i in range(4))
-  bw, bx, by, bz = (b[..., i] for i in range(4))
-  return jnp.stack(
-    [
-      aw * bw - ax * bx - ay * by - az * bz,
-      aw * bx + ax * bw + ay * bz - az * by,
-      aw * by - ax * bz + ay * bw + az * bx,
-      aw * bz + ax * by - ay * bx + az * bw,
-    ],
-    axis=-1,
-  )
+@_normalize4.defjvp
+def _normalize4_jvp(primals, tangents):
+  q, z = primals
+  t = tangents[0]
+  out = _normalize4(q, z)
+  n = safe_norm(q, keepdims=True)
+  ok = n >= MINVAL
+  u = q / jnp.where(ok, n, 1.0)
+  dt = (t - u * jnp.sum(u * t, axis=-1, keepdims=True)) / jnp.where(ok, n, 1.0)
+  return out, jnp.where(ok, dt, 0.0)
+
+
+def normalize_quat(q: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
+  """Unit quaternion as mju_normalize4: q * (1/|q|), kept as is when |q| is within MINVAL
+  of 1, the identity when |q| < MINVAL. Gradients are those of q/|q| (zero at the identity
+  fallback), also where the value is kept. z: `nofma` guard (bit-equal to MuJoCo)."""
+  return _normalize4(q, z)
+
+
+# Index tables: each product is formed once, vectorized, with its sign folded into the first
+# factor (exact), then summed in MuJoCo's grouping; x - y is x + (-y) bit for bit.
+_QMUL_A = np.array([0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 3, 2])
+_QMUL_B = np.array([0, 1, 2, 3, 1, 0, 3, 2, 2, 3, 0, 1, 3, 2, 0, 1])
+_QMUL_S = np.array([1, -1, -1, -1, 1, 1, 1, -1, 1, -1, 1, 1, 1, 1, 1, -1], float)
+
+
+def _signed_products(a, ia, b, ib, sign, z):
+  return nofma((a[..., ia] * sign.astype(a.dtype)) * b[..., ib], z)
+
+
+def quat_mul(a: jnp.ndarray, b: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
+  """Hamilton product a * b, in mju_mulQuat's order of operations:
+  r0 = (a0b0 - a1b1) - (a2b2 + a3b3), r1 = (a0b1 + a1b0) + (a2b3 - a3b2),
+  r2 = (a0b2 - a1b3) + (a2b0 + a3b1), r3 = (a0b3 + a1b2) + (a3b0 - a2b1)."""
+  a, b = jnp.broadcast_arrays(a, b)
+  p = _signed_products(a, _QMUL_A, b, _QMUL_B, _QMUL_S, z).reshape(a.shape[:-1] + (4, 4))
+  return (p[..., 0] + p[..., 1]) + (p[..., 2] + p[..., 3])
 
 
 def quat_conj(q: jnp.ndarray) -> jnp.ndarray:
   return q * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
 
 
-def rot_vec_quat(v: jnp.ndarray, q: jnp.ndarray) -> jnp.ndarray:
-  """Rotates v by unit quaternion q (mju_rotVecQuat)."""
-  w = q[..., :1]
-  u = q[..., 1:]
-  t = 2.0 * jnp.cross(u, v)
-  return v + w * t + jnp.cross(u, t)
+_ROT_TQ = np.array([0, 2, 3, 0, 3, 1, 0, 1, 2])  # t = w v + u x v, u = q[1:]
+_ROT_TV = np.array([0, 2, 1, 1, 0, 2, 2, 1, 0])
+_ROT_TS = np.array([1, 1, -1] * 3, float)
+_ROT_RQ = np.array([2, 3, 3, 1, 1, 2])  # u x t
+_ROT_RT = np.array([2, 1, 0, 2, 1, 0])
+_ROT_RS = np.array([1, -1] * 3, float)
 
 
-def quat_to_mat(q: jnp.ndarray) -> jnp.ndarray:
-  """Rotation matrix (..., 3, 3) of a unit quaternion."""
-  w, x, y, z = (q[..., i] for i in range(4))
-  ww, xx, yy, zz = w * w, x * x, y * y, z * z
-  wx, wy, wz, xy, xz, yz = w * x, w * y, w * z, x * y, x * z, y * z
-  return jnp.stack(
-    [
-      jnp.stack([ww + xx - yy - zz, 2 * (xy - wz), 2 * (xz + wy)], axis=-1),
-      jnp.stack([2 * (xy + wz), ww - xx + yy - zz, 2 * (yz - wx)], axis=-1),
-      jnp.stack([2 * (xz - wy), 2 * (yz + wx), ww - xx - yy + zz], axis=-1),
-    ],
-    axis=-2,
-  )
+def rot_vec_quat(v: jnp.ndarray, q: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
+  """Rotates v by unit quaternion q: v + 2 u x t, t = w v + u x v, u = q[1:], in
+  mju_rotVecQuat's order of operations (t0 = (w v0 + u1 v2) - u2 v1, r0 = u1 t2 - u2 t1,
+  then (r0 + r0) + v0, ...)."""
+  v, q = jnp.broadcast_arrays(v, q[..., :1])[0], jnp.broadcast_arrays(q, v[..., :1])[0]
+  p = _signed_products(q, _ROT_TQ, v, _ROT_TV, _ROT_TS, z).reshape(v.shape + (3,))
+  t = (p[..., 0] + p[..., 1]) + p[..., 2]
+  p = _signed_products(q, _ROT_RQ, t, _ROT_RT, _ROT_RS, z).reshape(v.shape + (2,))
+  r = p[..., 0] + p[..., 1]
+  return (r + r) + v
+
+
+def mat_vec3(mat: jnp.ndarray, v: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
+  """(..., 3, 3) matrix times (..., 3) vector, each row summed left to right (mju_mulMatVec3)."""
+  p = nofma(mat * v[..., None, :], z)
+  return (p[..., 0] + p[..., 1]) + p[..., 2]
+
+
+# products ww xx yy zz, then xy wz xz wy yz wx
+_MAT_I = np.array([0, 1, 2, 3, 1, 0, 1, 0, 2, 0])
+_MAT_J = np.array([0, 1, 2, 3, 2, 3, 3, 2, 3, 1])
+_MAT_ORDER = np.array([0, 3, 4, 5, 1, 6, 7, 8, 2])  # [diagonal(3), off-diagonal(6)] -> row-major
+
+
+def quat_to_mat(q: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
+  """Rotation matrix (..., 3, 3) of a unit quaternion, in mju_quat2Mat's order of operations:
+  diagonal (ww - yy) + (xx - zz), (ww + yy) - (xx + zz), (ww - yy) - (xx - zz); off-diagonal
+  twice (xy - wz) and so on."""
+  p = nofma(q[..., _MAT_I] * q[..., _MAT_J], z)
+  # ww - yy, xx - zz, ww + yy, xx + zz
+  u = p[..., [0, 1, 0, 1]] + p[..., [2, 3, 2, 3]] * np.array([-1, -1, 1, 1], q.dtype)
+  diag = u[..., [0, 2, 0]] + u[..., [1, 3, 1]] * np.array([1, -1, -1], q.dtype)
+  off = p[..., [4, 6, 4, 8, 6, 8]] + p[..., [5, 7, 5, 9, 7, 9]] * np.array(
+    [-1, 1, 1, -1, -1, 1], q.dtype)
+  mat = jnp.concatenate([diag, off + off], axis=-1)[..., _MAT_ORDER]
+  return mat.reshape(q.shape[:-1] + (3, 3))
 
 
 def axis_angle_to_quat(axis: jnp.ndarray, angle: jnp.ndarray) -> jnp.ndarray:

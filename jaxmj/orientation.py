@@ -148,8 +148,11 @@ def implicit_correction(m: Model, d: Data) -> jnp.ndarray | None:
 
   "Binds", as probed in mujoco 4.0.0: forcelimited and the norm of the capped actuator_force
   >= forcerange[1], so a capped force whose norm rounds just below the cap keeps the term
-  (3 to 16% of capped states in our probes). jaxmj's so3 forces agree with MuJoCo's to a few
-  ulps but not bit for bit, so that rounding cannot be reproduced; deciding by the uncapped
+  (3 to 16% of capped states in our probes). That test is rounding noise: in float64, one
+  ulp more or less in one component of an uncapped force flips it for ~25% of capped forces
+  (measured on random forces). jaxmj's so3 forces agree with MuJoCo's to a few ulps but not
+  bit for bit (quaternion log/exp go through XLA's own atan2, sin and cos, not libm's), so
+  that rounding cannot be reproduced; deciding by the uncapped
   norm > forcerange[1] (drop whenever capped) agrees with MuJoCo more often (87-97% of capped
   states against 81-94% for MuJoCo's own rule on jaxmj's bits), and is used."""
   import jax

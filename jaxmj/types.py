@@ -505,6 +505,7 @@ class Model:
   geom_priority: np.ndarray = static()  # (ngeom,) int32
   geom_sameframe: np.ndarray = static()  # (ngeom,) uint8 SameFrame
   geom_rgba: np.ndarray = static()  # (ngeom, 4) float32  visual only
+  geom_castshadow: np.ndarray = static()  # (ngeom,) bool  visual only
   geom_solmix: jax.Array  # (ngeom,)
   geom_solref: jax.Array  # (ngeom, 2)
   geom_solimp: jax.Array  # (ngeom, 5)
@@ -782,6 +783,7 @@ class Model:
   tree_bodynum: np.ndarray = static()  # (ntree,) int32
   tree_dofadr: np.ndarray = static()  # (ntree,) int32
   tree_dofnum: np.ndarray = static()  # (ntree,) int32
+  tree_sleep_policy: np.ndarray = static()  # (ntree,) int32  mjtSleepPolicy (mjcf/sleep.py)
 
   # ---- meshes and heightfields (<asset>; compiled by mjcf/asset.py) ----
   # A mesh's vertices are in its own frame: centred at its centre of mass (or surface
@@ -892,6 +894,8 @@ class Model:
   name_tendonadr: np.ndarray = static()  # (ntendon,) int32
   name_keyadr: np.ndarray = static()  # (nkey,) int32
   name_actuatoradr: np.ndarray = static()  # (nactuator,) int32
+  name_pairadr: np.ndarray = static()  # (npair,) int32  in sorted pair order
+  name_excludeadr: np.ndarray = static()  # (nexclude,) int32  in sorted exclude order
 
   # ---- jaxmj additions ----
   body_depth: np.ndarray = static()  # (nbody,) int32  tree depth, world = 0

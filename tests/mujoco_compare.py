@@ -11,7 +11,7 @@ from jaxmj.conformance import float32_tol as _float32_tol
 mujoco = __import__("pytest").importorskip("mujoco")
 
 PREFIXES = ("body_", "jnt_", "dof_", "geom_", "site_", "tree_", "actuator_", "mesh_", "hfield_",
-            "tex_", "mat_", "sensor_", "tendon_", "wrap_", "eq_", "cam_", "light_")
+            "tex_", "mat_", "sensor_", "tendon_", "wrap_", "eq_", "cam_", "light_", "name_")
 SIZES = ("nq", "nv", "nbody", "njnt", "ngeom", "nsite", "nmocap", "nkey", "ntree", "nu",
          "nactuator", "nout",
          "na", "nmesh", "nmeshvert", "nmeshface", "nmeshgraph", "nmeshpoly", "nmeshpolyvert",

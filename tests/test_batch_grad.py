@@ -276,16 +276,6 @@ def test_rollout_gradient_from_zero_velocity_under_gravity():
 # ------------------------------------------------------------------ divergence
 
 
-def _no_autoreset(name: str) -> jaxmj.Model:
-  with open(os.path.join(MODELS, f"{name}.xml")) as f:
-    xml = f.read()
-  xml = xml.replace("<flag contact=\"disable\"/>",
-                    "<flag contact=\"disable\" autoreset=\"disable\"/>", 1)
-  m = jaxmj.Model.from_xml_string(xml)
-  assert m.opt.disabled(jaxmj.DisableBit.AUTORESET)
-  return m
-
-
 def _bad_states(m):
   d = jaxmj.make_data(m)
   return {
@@ -300,29 +290,15 @@ def test_divergence_is_flagged_and_reset(case):
   d, code = _bad_states(m)[case]
   out = _step(m, d)
   warning = np.asarray(out.warning)
-  assert warning[code] == 1
-  assert warning[[jaxmj.Warning.BADQPOS, jaxmj.Warning.BADQVEL, jaxmj.Warning.BADQACC]].sum() > 0
-  # Reset to the model defaults, warning counters kept.
-  np.testing.assert_array_equal(out.qpos, m.qpos0)
-  np.testing.assert_array_equal(out.qvel, np.zeros(m.nv))
-  assert np.all(np.isfinite(np.asarray(out.qacc)))
+  assert warning[code] == 1 and warning.sum() == 1  # mj_resetData clears the others
+  # Reset to the model defaults before the step, which then runs from there (as mj_step).
+  fresh = _step(m, jaxmj.make_data(m))
+  for f in ("time", "qpos", "qvel", "qacc"):
+    np.testing.assert_array_equal(getattr(out, f), getattr(fresh, f), err_msg=f)
   # The reset world steps on normally and keeps its count.
   again = _step(m, out)
   assert np.asarray(again.warning)[code] == 1
   assert np.all(np.isfinite(np.asarray(again.qpos)))
-
-
-@pytest.mark.parametrize("case", ["huge_qvel", "nan_qpos"])
-def test_divergence_without_autoreset_keeps_bad_state(case):
-  m = _no_autoreset("double_pendulum")
-  d, code = _bad_states(m)[case]
-  counts = []
-  for _ in range(3):
-    d = _step(m, d)
-    counts.append(int(np.asarray(d.warning)[code]))
-    state = np.concatenate([np.asarray(d.qpos), np.asarray(d.qvel)])
-    assert np.any(~np.isfinite(state) | (np.abs(state) > 1e10))
-  assert counts == [1, 2, 3]
 
 
 def test_one_diverged_world_does_not_spread_in_a_batch():
@@ -340,7 +316,7 @@ def test_one_diverged_world_does_not_spread_in_a_batch():
     np.testing.assert_allclose(batch.qvel[i], alone.qvel, rtol=1e-12, atol=1e-12)
     assert not np.any(np.asarray(batch.warning[i]))
   assert np.asarray(batch.warning[bad])[jaxmj.Warning.BADQPOS] == 1
-  reset_then_stepped = run(_step, m, jaxmj.make_data(m), 4)
+  reset_then_stepped = run(_step, m, jaxmj.make_data(m), 5)  # reset before its first step
   np.testing.assert_allclose(batch.qpos[bad], reset_then_stepped.qpos, rtol=1e-12, atol=1e-12)
   assert np.all(np.isfinite(np.asarray(batch.qpos))) and np.all(np.isfinite(batch.qvel))
 

@@ -53,3 +53,21 @@ def test_trajectory_error_is_measured_against_mj_step():
   assert compare.trajectory_error(m, mj, 30, key=False) < 1e-12
   mj.opt.gravity[2] = -5.0
   assert compare.trajectory_error(m, mj, 30, key=False) > 1e-6
+
+
+def test_single_steps_from_mujocos_state_are_measured_against_mj_step():
+  m, mj = jaxmj.Model.from_xml_path(PENDULUM), mujoco.MjModel.from_xml_path(PENDULUM)
+  assert compare.step_error(m, mj, 10, key=False) < 1e-12
+  assert compare.mujoco_spread(mj, 10, key=False) < 1e-10  # a pendulum is not chaotic
+  mj.opt.gravity[2] = -5.0
+  assert compare.step_error(m, mj, 10, key=False) > 1e-6
+
+
+def test_parted_trajectories_count_as_chaotic_only_when_mujoco_parts_too():
+  rep = compare.Report("m.xml", traj_err=5e-3, mujoco_spread=4e-3, step_err=1e-14)
+  assert rep.verdict(1e-6) == "chaotic" and rep.ok(1e-6)
+  assert compare.Report("m.xml", traj_err=5e-3, mujoco_spread=1e-9,
+                        step_err=1e-14).verdict(1e-6) == "NO"
+  assert compare.Report("m.xml", traj_err=5e-3, mujoco_spread=4e-3,
+                        step_err=1e-4).verdict(1e-6) == "NO"
+  assert compare.Report("m.xml", traj_err=1e-9).verdict(1e-6) == "yes"

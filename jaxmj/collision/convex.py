@@ -35,13 +35,36 @@ iteration's support gap, margins handled by the core pass below):
 * x1, x2 = witness points; pos = (x1 + x2)/2, normal = (x1 - x2)/|x1 - x2|, which points from
   geom 1 into geom 2; dist = margin + the ccd distance.
 
-Known difference: near touching (GJK's iterate shorter than ccd_tolerance on curved shapes)
-the 4.0 binary stops GJK early, may skip EPA after a final separation check, and builds
-EPA's start from a triangle with a rewritten polytope3 that is in no published source; it
-then reports dist = -|iterate| along the iterate's direction where this collider runs EPA.
-Depth and normal of such barely-touching contacts can differ (e.g. testdata/model.xml, a
-cylinder on a heightfield prism: dist -6.3e-7 vs -4.8e-8 and another normal); porting the
-GJK rules without the new polytope3 measured worse, so neither is ported yet.
+Near touching (MuJoCo 4.0's rules, read from the 4.0.0 binary; the stored C sources are
+older): EPA starts from 4.0's polytope3 (supports along both normals of GJK's triangle, then
+the hexahedron or tetrahedron of those five points that encloses the segment between them,
+faces turned away from the vertices' centroid, the origin allowed within the tolerance
+outside a face) and reports no contact when its first support falls short of the closest
+face by more than the tolerance; so barely touching shapes get MuJoCo's contact or none
+(tests/collision/test_convex.py, near-touching cases). Known differences: (1) 4.0's GJK
+also stops once its iterate is shorter than ccd_tolerance on curved shapes, takes the
+origin's projection on the simplex as the next iterate, skips the Frank-Wolfe test on its
+first iteration, and ends with a separating-plane test; ported, these reproduce more
+near-touching contacts (e.g. testdata/model.xml's cylinder on a heightfield prism at step
+76, depth 6.3e-7 with MuJoCo's normal into the heightfield, where this collider gives
+4.8e-8, normal up) but break exact agreement for meshes on heightfields with a margin
+(tests/collision/test_hfield.py, cause not found), so they are not in this module yet.
+(2) 4.0's polytope3 rebuilds from an edge of the triangle with polytope2 when the origin
+lies exactly on a face (within 1e-15); here that is no contact. (3) polytope2/4 hand a failed
+face to polytope3 as before (4.0 picks it with a new replaceBestSimplex3). The GJK distance
+pass is chaotic where it converges slowly (a curved core within ~1e-5 of another shape):
+last-bit rounding, XLA's batched vs unbatched arithmetic included, decides its last
+iteration, so such contacts agree to ~1e-5 in the normal (test_convex's GJK_TOL).
+
+float32 (jax's default, what RL users run): MuJoCo's exact tests (mjMINVAL) sit below float32's
+resolution, so with exact support ties (axis-aligned, centred placements) GJK ended on a flat
+tetrahedron or stalled on a box corner tie and EPA's start polytope failed: clearly
+penetrating pairs got no contact. For dtypes narrower than float64 those thresholds scale with
+the rounding noise of the pair's coordinates (_noise), and EPA runs whenever GJK's last
+support does not prove the shapes apart; float64 runs MuJoCo's thresholds unchanged (bit for
+bit). Held by tests/collision/test_convex_float32.py; one known remainder: an ellipsoid on a
+box face's symmetry plane 1e-5..1e-4 deep can still be missed (GJK stalls on a segment in
+that plane and polytope2's hexahedron around it fails).
 
 JAX structure: fixed-trip lax.fori_loop over fixed-size arrays (MuJoCo's own polytope
 capacity, 6 * ccd_iterations faces), no Python branching on traced values, no while_loop.
@@ -95,6 +118,9 @@ from jaxmj.types import GeomType
 
 _MINVAL = 1e-15  # mjMINVAL
 _MINVAL2 = _MINVAL * _MINVAL
+# float32: the search's "exactly zero / coplanar / converged" tests use this many units of
+# rounding noise (eps x the pair's coordinate scale) instead of mjMINVAL, see _noise
+_NOISE_K = 8.0
 NO_CONTACT_DIST = 1e10
 _HORIZON = 24  # MuJoCo's horizon buffer holds 24 edges
 
@@ -179,6 +205,38 @@ def _normalize3(v):
 
 def _same_sign(a, b):
   return ((a > 0) & (b > 0)) | ((a < 0) & (b < 0))
+
+
+def _noise(g1: GeomFrame, g2: GeomFrame, verts1, verts2, margin):
+  """Rounding noise of the search's coordinates for dtypes narrower than float64, else None.
+
+  MuJoCo's exact tests (mjMINVAL = 1e-15: the origin on a simplex or face, a support on the
+  plane of a triangle, GJK's iterate converged) sit far below float32's resolution: there an
+  origin that lies on a face of the Minkowski difference (symmetric, axis-aligned, centred
+  placements: exact support ties) reads as ~1e-8 off it, GJK adds a repeated support and
+  ends on a flat tetrahedron, and EPA's start polytope fails, so a clearly penetrating pair
+  got no contact. For float32 those thresholds become _NOISE_K x eps x the pair's
+  coordinate scale (|pos| of both geoms plus their extents: what a vertex's rounding error
+  is relative to); at float64 MuJoCo's values stand, bit for bit.
+  """
+  dtype = g1.pos.dtype
+  if jnp.finfo(dtype).eps < 1e-12:
+    return None
+
+  def extent(g, verts):
+    e = jnp.sum(jnp.abs(g.size))
+    if verts is not None:
+      e = jnp.maximum(e, jnp.max(jnp.sum(jnp.abs(verts), axis=-1)))
+    return e
+
+  scale = (jnp.sum(jnp.abs(g1.pos)) + jnp.sum(jnp.abs(g2.pos)) + extent(g1, verts1)
+           + extent(g2, verts2) + margin)
+  return _NOISE_K * jnp.finfo(dtype).eps * scale
+
+
+def _at_least(threshold, noise):
+  """max(threshold, noise), or threshold itself when noise is None (float64)."""
+  return threshold if noise is None else jnp.maximum(threshold, noise)
 
 
 def make_frame(normal: jax.Array) -> jax.Array:
@@ -498,19 +556,22 @@ class _Gjk(NamedTuple):
   nocontact: jax.Array
 
 
-def _gjk(pp: _Pass, g1, g2, verts1, verts2, iterations, tolerance):
-  """MuJoCo 4.0's gjk(): returns (dist, x1, x2, nsimplex, simplex, lam, no_contact)."""
+def _gjk(pp: _Pass, g1, g2, verts1, verts2, iterations, tolerance, noise=None):
+  """MuJoCo 4.0's gjk(): returns (dist, x1, x2, nsimplex, simplex, lam, no_contact).
+
+  noise: see _noise (None at float64)."""
   sup = _pair_support(pp.code1, g1, verts1, pp.half1, pp.code2, g2, verts2, pp.half2)
   dtype = g1.pos.dtype
   tol2 = tolerance * tolerance
   eps = jnp.where(pp.discrete, 0.0, 0.5 * tol2)
+  zero_x = _at_least(_MINVAL, noise)  # an iterate shorter than this reads as zero
   cutoff2 = pp.cutoff * pp.cutoff
   idx4 = jnp.arange(4)
 
   def body(_, s: _Gjk):
     def step(s: _Gjk):
       xx = _dot(s.x_k, s.x_k)
-      small = xx < _MINVAL2
+      small = xx < zero_x * zero_x
       x_norm = jnp.sqrt(_safe(xx, small))
       dn = s.x_k * (1.0 / x_norm)
       v = sup(-dn)
@@ -581,11 +642,11 @@ def _tri_affine(v1, v2, v3, p):
   return jnp.stack([jnp.where(bad, third, c / den) for c in (c31, c32, c33)], axis=-1)
 
 
-def _tri_point_intersect(v1, v2, v3, p):
+def _tri_point_intersect(v1, v2, v3, p, noise=None):
   lam = _tri_affine(v1, v2, v3, p)
   pr = v1 * lam[..., 0:1] + v2 * lam[..., 1:2] + v3 * lam[..., 2:3]
   d = pr - p
-  return jnp.all(lam >= 0, axis=-1) & (jnp.sqrt(_dot(d, d)) < _MINVAL)
+  return jnp.all(lam >= 0, axis=-1) & (jnp.sqrt(_dot(d, d)) < _at_least(_MINVAL, noise))
 
 
 def _same_side(p0, p1, p2, p3):
@@ -631,26 +692,104 @@ def _epa_dir(d, dnorm):
   return jnp.where(ok[..., None], d / _safe(dnorm, ~ok)[..., None], ex)
 
 
-def _attach(verts, faces):
-  """attachFace for a list of faces (v1, v2, v3): projections v and squared distances."""
+def _orient(v, v1, center):
+  """MuJoCo 4.0's attachFace turns the face's v away from the polytope's centre."""
+  return jnp.where((_dot(v, v1 - center) < 0)[..., None], -v, v)
+
+
+def _attach(verts, faces, center):
+  """attachFace for a list of faces (v1, v2, v3): oriented projections v and |v|^2."""
   f = jnp.asarray(faces)
   a, b, c = verts[f[:, 2]], verts[f[:, 1]], verts[f[:, 0]]
   v, fail = _project_origin_plane(a, b, c)
+  v = _orient(v, c, center)
   d2 = jnp.where(fail, 0.0, _dot(v, v))
   return v, d2
 
 
 _P2_FACES = ((0, 2, 3), (0, 4, 2), (0, 3, 4), (1, 3, 2), (1, 2, 4), (1, 4, 3))
 _P2_ADJ = ((1, 3, 2), (2, 4, 0), (0, 5, 1), (5, 0, 4), (3, 1, 5), (4, 2, 3))
-_P3_FACES = ((4, 0, 1), (4, 2, 0), (4, 1, 2), (3, 1, 0), (3, 0, 2), (3, 2, 1))
 _P4_FACES = ((0, 1, 2), (0, 3, 1), (0, 2, 3), (3, 2, 1), (0, 1, 2), (0, 1, 2))
 _P4_ADJ = ((1, 3, 2), (2, 3, 0), (0, 3, 1), (2, 0, 1), (0, 0, 0), (0, 0, 0))
 
 
-def _polytope(sup, simplex: _Vtx, nsimplex):
-  """MuJoCo's polytope2/3/4: the initial EPA polytope grown from the GJK simplex.
+_P3_HEXA = ((3, 0, 1), (3, 2, 0), (3, 1, 2), (4, 1, 0), (4, 0, 2), (4, 2, 1))  # b3 = +n, b4 = -n
+_P3_SIDES = ((3, 0, 1, 2), (3, 2, 0, 1), (3, 1, 2, 0), (4, 1, 0, 2), (4, 0, 2, 1), (4, 2, 1, 0))
+_P4_SIDES = ((0, 1, 2, 3), (0, 3, 1, 2), (0, 2, 3, 1), (3, 2, 1, 0))
+# recoverHexa's vertex orders [b0, b1, b2, b3, b4] of the five vertices a0..a4 (triangle, +n, -n)
+# (hexahedra: b3, b4 the apexes; tetrahedra: b0, b1, b3, b4)
+_P3_ORDERS = ((0, 1, 2, 3, 4), (2, 4, 3, 0, 1), (0, 4, 3, 1, 2), (1, 4, 3, 2, 0),
+              (0, 1, 2, 3, 4), (1, 2, 2, 3, 4), (2, 0, 2, 3, 4))
 
-  Returns (verts (5,), nverts, faces (6, 3), adj (6, 3), nfaces, ok).
+
+def _ray_volumes(v1, v2, v3, v4, v5):
+  """rayTriangle's signed volumes: where the segment v1-v2 passes the triangle (v3, v4, v5)."""
+  d12, d13, d14, d15 = v2 - v1, v3 - v1, v4 - v1, v5 - v1
+  return jnp.stack([_det3(d13, d14, d12), _det3(d14, d15, d12), _det3(d15, d13, d12)])
+
+
+def _polytope3(sup, tri: _Vtx, tolerance, noise=None):
+  """MuJoCo 4.0's polytope3: the EPA start polytope around the triangle `tri` (3,).
+
+  Supports v4 at +n and v5 at -n (n the triangle's normal) must lie strictly on either side
+  of its plane. When the segment v4-v5 crosses the triangle the polytope is the hexahedron
+  (triangle, v4, v5); otherwise rayTriangle's volumes pick another triangle of the five
+  vertices that the segment does cross (a hexahedron again) or, failing that, the
+  tetrahedron of v4, v5 and the edge of smallest volume. Faces are oriented away from the
+  vertices' centroid, and each must have the origin on the inner side unless the origin is
+  within the tolerance of it.
+  Returns (verts (5,), nverts, faces (6, 3), adj (6, 3), nfaces, center (3,), ok).
+  """
+  t1, t2, t3 = tri.vert[0], tri.vert[1], tri.vert[2]
+  n = _cross(t2 - t1, t3 - t1)
+  n_norm = jnp.sqrt(_dot(n, n))
+  nn = jnp.stack([-n, n])
+  w54 = jax.vmap(sup)(_epa_dir(nn, jnp.stack([n_norm, n_norm])))  # v5 at -n, then v4 at +n
+  v5, v4 = w54.vert[0], w54.vert[1]
+  inv = _tri_point_intersect(t1, t2, t3, w54.vert, noise)
+  zero_d = _at_least(_MINVAL, noise)
+  eps = zero_d * n_norm
+  flat = (_dot(n, v4 - t1) < eps) | (_dot(-n, v5 - t1) < eps)
+  ok = (n_norm >= _MINVAL) & ~jnp.any(inv) & ~flat
+
+  # a0..a4 = t1, t2, t3, v4, v5
+  five = jax.tree.map(lambda s, x: jnp.concatenate([s, x[::-1]]), tri, w54)
+  x, y, z = _ray_volumes(v4, v5, t1, t2, t3)
+  crosses = ((x >= 0) & (y >= 0) & (z >= 0)) | ((x <= 0) & (y <= 0) & (z <= 0))
+  c = -_MINVAL
+  case = jnp.select(
+    [crosses, (x > 0) & (y < c) & (z < c), (y > 0) & (x < c) & (z < c),
+     (z > 0) & (x < c) & (y < c), (x <= y) & (x <= z), (y <= x) & (y <= z)],
+    [0, 1, 2, 3, 4, 5], 6)
+  hexa = case < 4
+  order = jnp.asarray(_P3_ORDERS)[case]
+  b = _tree_get(five, order)
+  # hexahedron: centroid of all five; tetrahedron (b0, b1, b3, b4): of those four
+  bv = b.vert
+  center = jnp.where(hexa, ((((bv[0] + bv[1]) + bv[2]) + bv[3]) + bv[4]) * 0.2,
+                     (((bv[0] + bv[1]) + bv[3]) + bv[4]) * 0.25)
+  tet_order = jnp.asarray([0, 1, 3, 4, 0])
+  verts = _tree_where(hexa, b, _tree_get(b, tet_order))
+  faces = jnp.where(hexa, jnp.asarray(_P3_HEXA), jnp.asarray(_P4_FACES))
+  adj = jnp.where(hexa, jnp.asarray(_P2_ADJ), jnp.asarray(_P4_ADJ))
+  nfaces = jnp.where(hexa, 6, 4).astype(jnp.int32)
+  _, d2 = _attach(verts.vert, faces, center)
+  live = jnp.arange(6) < nfaces
+  on_face = jnp.any(live & (d2 < _MINVAL2))
+  sides = jnp.where(hexa, jnp.asarray(_P3_SIDES),
+                    jnp.asarray(_P4_SIDES + ((0, 1, 2, 3), (0, 1, 2, 3))))
+  vv = verts.vert[sides]  # (6, 4, 3)
+  tol = _at_least(tolerance, noise)
+  inner = _same_side(vv[:, 0], vv[:, 1], vv[:, 2], vv[:, 3]) | (d2 < tol * tol)
+  ok = ok & ~on_face & jnp.all(inner | ~live)
+  nverts = jnp.where(hexa, 5, 4).astype(jnp.int32)
+  return verts, nverts, faces.astype(jnp.int32), adj.astype(jnp.int32), nfaces, center, ok
+
+
+def _polytope(sup, simplex: _Vtx, nsimplex, tolerance, noise=None):
+  """MuJoCo 4.0's polytope2/3/4: the initial EPA polytope grown from the GJK simplex.
+
+  Returns (verts (5,), nverts, faces (6, 3), adj (6, 3), nfaces, center (3,), ok).
   """
   dtype = simplex.vert.dtype
   # polytope2: hexahedron around the segment (nsimplex == 2)
@@ -665,14 +804,17 @@ def _polytope(sup, simplex: _Vtx, nsimplex):
   dd = jnp.stack([d1, d2, d3])
   w = jax.vmap(sup)(_epa_dir(dd, jnp.sqrt(_dot(dd, dd))))
   p2 = jax.tree.map(lambda s, x: jnp.concatenate([s[:2], x]), simplex, w)
-  _, d2_p2 = _attach(p2.vert, _P2_FACES)
-  bad2 = d2_p2 < _MINVAL2
+  c2 = jnp.mean(p2.vert, axis=0)
+  _, d2_p2 = _attach(p2.vert, _P2_FACES, c2)
+  zero_d = _at_least(_MINVAL, noise)
+  bad2 = d2_p2 < zero_d * zero_d
   fb2, k2 = jnp.any(bad2), jnp.argmax(bad2)
   nonconvex2 = ~_ray_triangle(*[p2.vert[i] for i in range(5)])
 
   # polytope4: the tetrahedron itself (nsimplex == 4)
-  _, d2_p4 = _attach(simplex.vert, _P4_FACES[:4])
-  bad4 = d2_p4 < _MINVAL2
+  c4 = jnp.mean(simplex.vert, axis=0)
+  _, d2_p4 = _attach(simplex.vert, _P4_FACES[:4], c4)
+  bad4 = d2_p4 < zero_d * zero_d
   fb4, k4 = jnp.any(bad4), jnp.argmax(bad4)
   notetra4 = ~_test_tetra(*[simplex.vert[i] for i in range(4)])
 
@@ -681,28 +823,19 @@ def _polytope(sup, simplex: _Vtx, nsimplex):
   tri2 = _tree_get(p2, jnp.asarray(_P2_FACES)[k2])
   tri4 = _tree_get(simplex, jnp.asarray(_P4_FACES)[k4])
   tri = _tree_where(case3, _tree_get(simplex, jnp.arange(3)), _tree_where(case2, tri2, tri4))
-  t1, t2, t3 = tri.vert[0], tri.vert[1], tri.vert[2]
-  n = _cross(t2 - t1, t3 - t1)
-  n_norm = jnp.sqrt(_dot(n, n))
-  bad_normal = n_norm < _MINVAL
-  nn = jnp.stack([-n, n])
-  w54 = jax.vmap(sup)(_epa_dir(nn, jnp.stack([n_norm, n_norm])))  # v5 at -n, then v4 at +n
-  p3 = jax.tree.map(lambda s, x: jnp.concatenate([s, x]), tri, w54)
-  inv = _tri_point_intersect(t1, t2, t3, w54.vert)
-  _, d2_p3 = _attach(p3.vert, _P3_FACES)
-  ok3 = ~bad_normal & ~jnp.any(inv) & ~jnp.any(d2_p3 < _MINVAL2)
+  p3, n3, f3, a3, nf3, c3, ok3 = _polytope3(sup, tri, tolerance, noise)
 
   use3 = case3 | (case2 & fb2) | (case4 & fb4)
   use2 = case2 & ~fb2
   ok = jnp.where(use3, ok3, jnp.where(use2, ~nonconvex2, case4 & ~notetra4))
   p4 = jax.tree.map(lambda x: jnp.concatenate([x, x[:1]]), simplex)
   verts = _tree_where(use3, p3, _tree_where(use2, p2, p4))
-  nverts = jnp.where(use3 | use2, 5, 4).astype(jnp.int32)
-  faces = jnp.where(use3, jnp.asarray(_P3_FACES), jnp.where(use2, jnp.asarray(_P2_FACES),
-                                                            jnp.asarray(_P4_FACES)))
-  adj = jnp.where(use3 | use2, jnp.asarray(_P2_ADJ), jnp.asarray(_P4_ADJ))
-  nfaces = jnp.where(use3 | use2, 6, 4).astype(jnp.int32)
-  return verts, nverts, faces.astype(jnp.int32), adj.astype(jnp.int32), nfaces, ok
+  nverts = jnp.where(use3, n3, jnp.where(use2, 5, 4)).astype(jnp.int32)
+  faces = jnp.where(use3, f3, jnp.where(use2, jnp.asarray(_P2_FACES), jnp.asarray(_P4_FACES)))
+  adj = jnp.where(use3, a3, jnp.where(use2, jnp.asarray(_P2_ADJ), jnp.asarray(_P4_ADJ)))
+  nfaces = jnp.where(use3, nf3, jnp.where(use2, 6, 4)).astype(jnp.int32)
+  center = jnp.where(use3, c3, jnp.where(use2, c2, c4))
+  return verts, nverts, faces.astype(jnp.int32), adj.astype(jnp.int32), nfaces, center, ok
 
 
 class _Epa(NamedTuple):
@@ -721,7 +854,8 @@ class _Epa(NamedTuple):
   done: jax.Array
 
 
-def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, iterations, tolerance, discrete):
+def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolerance,
+         discrete, noise=None):
   """MuJoCo 4.0's epa(): returns (found, face vertex indices (3,), verts, face v, face |v|^2).
 
   The horizon is found for all visible faces at once (flood fill from the closest face through
@@ -732,7 +866,7 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, iterations, tolerance, dis
   nf_max = 6 * iterations  # MuJoCo's polytope capacity
   dtype = verts0.vert.dtype
   big = jnp.asarray(jnp.finfo(dtype).max, dtype)
-  tol = jnp.where(discrete, _MINVAL, tolerance)
+  tol = jnp.where(discrete, _at_least(_MINVAL, noise), tolerance)
 
   def grow(x, fill):
     return jnp.concatenate([x, jnp.full((nv_max - 5,) + x.shape[1:], fill, x.dtype)])
@@ -740,7 +874,7 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, iterations, tolerance, dis
   verts = _Vtx(*(grow(x, -1 if x.dtype == jnp.int32 else 0) for x in verts0))
   fv = jnp.zeros((nf_max, 3), jnp.int32).at[:6].set(faces0)
   adj = jnp.zeros((nf_max, 3), jnp.int32).at[:6].set(adj0)
-  vp, dp = _attach(verts.vert, faces0)
+  vp, dp = _attach(verts.vert, faces0, center)
   live0 = jnp.arange(6) < nfaces0
   v = jnp.zeros((nf_max, 3), dtype).at[:6].set(vp)
   d2 = jnp.zeros((nf_max,), dtype).at[:6].set(dp)
@@ -751,7 +885,7 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, iterations, tolerance, dis
   e_idx = jnp.arange(_HORIZON, dtype=jnp.int32)
   v_idx = jnp.arange(nv_max, dtype=jnp.int32)
 
-  def body(_, s: _Epa):
+  def body(it, s: _Epa):
     def step(s: _Epa):
       pface = s.face
       masked = jnp.where(s.inmap, s.d2, jnp.inf)
@@ -769,13 +903,17 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, iterations, tolerance, dis
       upper = jnp.where(better, upper_k, s.upper)
       upper2 = jnp.where(better, upper * upper, s.upper2)
       conv = upper_k - lower < tol  # MuJoCo 4.0 tests this iteration's bound
+      # MuJoCo 4.0: a first support short of the closest face by more than the tolerance means
+      # that the origin lies outside the shapes' difference (near touching): no contact
+      outside = (it == 0) & conv & (lower - tol > upper)
       wi = s.nverts
       rep = discrete & jnp.any((s.verts.index1 == w.index1) & (s.verts.index2 == w.index2)
                                & (v_idx < wi))
       verts = _tree_set(s.verts, wi, w)
 
       # faces visible from w and connected to f through visible faces
-      vis_test = s.alive & (_dot(s.v, w.vert) - s.d2 > _MINVAL)
+      vis_eps = _at_least(_MINVAL, None if noise is None else noise * jnp.sqrt(s.d2))
+      vis_test = s.alive & (_dot(s.v, w.vert) - s.d2 > vis_eps)
       vis0 = jnp.zeros_like(s.alive).at[f].set(True)
       vis = lax.fori_loop(
         0, 12, lambda _, vis: vis | (vis_test & jnp.any(vis[s.adj], axis=1)), vis0)
@@ -799,8 +937,9 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, iterations, tolerance, dis
       nxt = nid[jnp.argmax((eb[None, :] == ea[:, None]) & valid[None, :], axis=1)]
       new_fv = jnp.stack([jnp.full_like(ea, wi), eb, ea], axis=1)
       new_adj = jnp.stack([prev, g, nxt], axis=1)
-      nvp, nfail = _project_origin_plane(verts.vert[ea], verts.vert[eb],
-                                         jnp.broadcast_to(w.vert, (_HORIZON, 3)))
+      wb = jnp.broadcast_to(w.vert, (_HORIZON, 3))
+      nvp, nfail = _project_origin_plane(verts.vert[ea], verts.vert[eb], wb)
+      nvp = _orient(nvp, wb, center)
       nd2 = jnp.where(nfail, 0.0, _dot(nvp, nvp))
 
       few = nedges < 3
@@ -819,8 +958,8 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, iterations, tolerance, dis
       inmap = (s.inmap & ~vis).at[tgt].set(new_in, mode="drop")
       empty = ~jnp.any(inmap)
 
-      face = jnp.where(invalid, pface, jnp.where(few | (bad & ~(zero | conv | rep | over)),
-                                                 -1, f)).astype(jnp.int32)
+      face = jnp.where(invalid, pface, jnp.where(
+        few | outside | (bad & ~(zero | conv | rep | over)), -1, f)).astype(jnp.int32)
       expanded = _Epa(verts, s.nverts + 1, fv, adj, v, d2, alive, inmap, s.nfaces + nedges,
                       face, upper, upper2, empty)
       stopped = s._replace(face=face, done=jnp.array(True))
@@ -871,6 +1010,7 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
   dtype = g1.pos.dtype
   big = jnp.asarray(jnp.finfo(dtype).max, dtype)
   half, has_core, core1, core2, fm1, fm2, disc = _codes(code1, code2, g1, g2, margin)
+  noise = _noise(g1, g2, verts1, verts2, margin)
   zero = jnp.zeros((), dtype)
   # pass 0: distance between the cores (sphere -> point, capsule -> segment, others
   # uninflated), run when a sphere/capsule is involved or the margin is positive
@@ -885,7 +1025,7 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
     cutoff=jnp.stack([fm1 + fm2, zero]),
   )
   dist_k, x1_k, x2_k, n_k, simplex_k, lam_k, none_k = jax.vmap(
-    lambda pp: _gjk(pp, g1, g2, verts1, verts2, iterations, tolerance))(passes)
+    lambda pp: _gjk(pp, g1, g2, verts1, verts2, iterations, tolerance, noise))(passes)
 
   use_core = has_core | (margin > 0)
   cdist, cx1, cx2, cnone = dist_k[0], x1_k[0], x2_k[0], none_k[0]
@@ -897,10 +1037,21 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
 
   full = _pair_support(code1, g1, verts1, half, code2, g2, verts2, half)
   gsimplex = _tree_get(simplex_k, 1)
-  run_epa = ~none_k[1] & (dist_k[1] <= tolerance) & (n_k[1] > 1)
-  pverts, pnverts, pfaces, padj, pnfaces, pok = _polytope(full, gsimplex, n_k[1])
-  found, fidx, everts, fv, fd2 = _epa(full, pverts, pnverts, pfaces, padj, pnfaces, iterations,
-                                     tolerance, disc & (margin == 0))
+  near = dist_k[1] <= tolerance
+  if noise is not None:
+    # float32: GJK may end a few rounding units short of enclosing the origin (a face of its
+    # last tetrahedron within noise of it), or stall on a support tie (a flat face met
+    # head-on: the sign of its iterate's tiny transverse part is rounding, so it keeps
+    # picking the same corner): EPA decides whenever the support opposite GJK's last
+    # iterate does not prove the shapes apart
+    xk = x1_k[1] - x2_k[1]
+    unproven = _dot(xk, full(-_normalize3(xk)).vert) <= 0
+    near = near | (dist_k[1] <= 4 * noise) | unproven
+  run_epa = ~none_k[1] & near & (n_k[1] > 1)
+  pverts, pnverts, pfaces, padj, pnfaces, pcenter, pok = _polytope(full, gsimplex, n_k[1],
+                                                                  tolerance, noise)
+  found, fidx, everts, fv, fd2 = _epa(full, pverts, pnverts, pfaces, padj, pnfaces, pcenter,
+                                     iterations, tolerance, disc & (margin == 0), noise)
   deep = ~shallow & run_epa & pok & found
   tri = _tree_get(everts, fidx)
   lam = _tri_affine(tri.vert[0], tri.vert[1], tri.vert[2], fv)

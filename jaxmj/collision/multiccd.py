@@ -10,52 +10,54 @@ per call (the driver vmaps them; geom types may be traced):
           poly2=) -> (dist (4,), pos (4, 3), frame (4, 3, 3)): GJK/EPA (convex.py), then
       the stage below; slot 0 holds the convex contact when no features align, empty slots
       read dist = 1e10.
-  polygon_contacts(type1, type2, g1, g2, normal, dir0, margin, poly1=, poly2=) -> the stage
-      alone, from a convex contact's normal.
+  polygon_contacts(type1, type2, g1, g2, normal, dirs, margin, poly1=, poly2=, npoly=, ndirs=,
+      depth=) -> the stage alone (mjc_multicontact), from a convex contact's normal and the
+      support directions of its vertices.
   group_slots / group_collider / mesh_polygons: the driver's convex group (host side).
 
-The 4.0 sources of this feature were not available; the rules below were measured against the
-4.0.0 binary (tests/collision/test_multiccd.py), and the clipping, pruning and cap polygon were
-read from its symbols and disassembly (polygonClip, cylinderFace's tables, the tolerances);
-they agree with the older published box/mesh multicontact (engine_collision_gjk.c) where that
-covers the case:
+The 4.0 sources of this feature were not available; the rules below were read from the 4.0.0
+binary's symbols and disassembly (mjc_multicontact, boxNormals, geomEdgeNormals,
+mjc_cylinderSupport, polygonClip, cylinderFace's tables) and are held against mujoco 4.0.0
+(tests/collision/test_multiccd.py). They extend the older published box/mesh multicontact
+(engine_collision_gjk.c):
 
-* The features come from the contact direction u (the EPA/GJK normal, from geom 1 into geom 2;
-  geom 1 looks along u, geom 2 along -u). A geom offers a face when a face's outward normal
-  is within FACE_TOL of its direction (box faces, cylinder caps, mesh polygons), else an edge:
-  a capsule's segment pushed out by (radius + margin / 2) * (u minus its axial part), then back
-  by margin / 2 along u (MuJoCo inflates each geom by half the margin and moves the points
-  back); a cylinder's side line
-  through the support point of EPA's final face's first vertex (the closest points when the
-  cores are apart); a box edge, the one nearly perpendicular to u, as its two corners; a mesh
-  edge, the polygon edge whose lower end reaches farthest along u.
-* Two faces whose normals are within FACE_TOL of opposite: geom 2's face is clipped
-  (Sutherland-Hodgman) by the planes through geom 1's face edges along geom 1's normal n1 (unit
-  plane normals; an edge crosses a plane at t = dP / (dP - dQ) of its ends' plane distances).
-  Each clipped point p goes to geom 1's face plane along n1 (x), its distance is
-  dist = (x - face2) . n2, its position x - dist/2 n2 and its normal -n2 (geom 2's face).
-* An edge and a face: the edge is clipped by the face's edge planes; each point p has
-  dist = (p - face) . n_face, position p - dist/2 n_face and normal -+n_face (the face's, made
-  to point from geom 1 to geom 2). The edge must be within EDGE_TOL of the face plane; against
-  a cylinder cap a cylinder side or box edge is used only when exactly parallel (measured
-  ~5e-6; PARALLEL_TOL stands in for a rule that is not a tolerance: in 4.0 a cylinder's
-  support point carries its cap as vertex index (mjc_cylinderSupport), the features come from
-  the indices at EPA's final face, and geomEdgeNormals draws a side line from such a vertex to
-  the other cap; "the face spans both caps" alone was tried and contradicts MuJoCo for sides
-  on box faces tilted 0.001-1 degree).
+* The features come from the vertices of EPA's final face (GJK's final simplex when the cores
+  are apart: its first 1-3 vertices), through the vertex index each geom's support function
+  records: a box's corner bits (x 1, y 2, z 4), a cylinder's cap (0 top, 1 bottom: local z of
+  the direction < 0). A geom's dimension is the number of distinct indices (simplexDim: 1 a
+  vertex, 2 an edge, 3 a face; the first index and the second distinct one start its edges).
+  Face normals (the contact direction u points from geom 1 into geom 2, v = x2 - x1 = -|v| u):
+  a box's boxNormals (dimension 3: the face its three corners share; 2: the faces along the
+  edge, x before y before z; 1: the corner's three faces), a cylinder's cap only when all its
+  vertices lie on that cap. Edges (geomEdgeNormals): a capsule's segment through the contact
+  point, pushed out by (radius + margin / 2) * (u minus its axial part), then back by margin /
+  2 along u (MuJoCo inflates each geom by half the margin); a cylinder's side line from its
+  first vertex's rim point to the other cap; a box's edge between its two vertices
+  (dimension 2) or the three edges at its corner (dimension 1).
+* Two faces: the most opposed pair (n1 . n2 < -FACE_TOL, the first smallest in geom 1's
+  order, then geom 2's) among faces turned to the contact (n1 . u > EDGE_TOL, n2 . u <
+  -EDGE_TOL). Geom 2's face is clipped (Sutherland-Hodgman) by the planes through geom 1's
+  face edges along n1 (unit plane normals; an edge crosses a plane at t = dP / (dP - dQ) of
+  its ends' plane distances). Each clipped point p goes to geom 1's face plane along n1 (x),
+  its distance is dist = (x - face2) . n2, its position x - dist/2 n2 and its normal -n2.
+* Else an edge against a face: |e . n| < EDGE_TOL, the face turned to the contact (n . v >
+  1e-15, with geom 1's faces against -v), faces outer, edges inner, the first found. Geom 2's
+  edges go first when it is no face (dimension < 3), geom 1 has faces, and geom 2 has none or
+  a lower dimension; else geom 1's edges (when geom 1 is no face and geom 2 has faces); then
+  the other order. The first aligned pair is final: its edge is clipped by the face's edge
+  planes, and each point has dist = (p - face) . n_face, position p - dist/2 n_face and
+  normal -+n_face (the face's, made to point from geom 1 to geom 2). So a cylinder's side on
+  a cylinder cap counts when its vertices span both caps (exactly parallel, to EPA's
+  round-off: a cylinder lying on a disc gets two contacts at 90.0001 degrees, one at 90.001),
+  and a disc's own side line may be clipped (to nothing) by a tilted cylinder's cap or a box
+  face: there is no tolerance on parallelism beyond EDGE_TOL.
 * Points with dist > margin are dropped (distances are those of the uninflated geoms; a
   margin only lets separated features count). More than four: a quadrilateral of them, by
   polygonQuad's greedy search over the remaining points in polygon order with the area
   0.5 |(a - c) x (b - d)|, keeping its corners unless an area is strictly larger; a clipped
   edge with three or four: the first pair (in order) farthest apart; else all of them in
   order, duplicates included (polygonClip, 4.0.0: a side line across a face's edge clips to
-  the same point twice, and MuJoCo reports both).
-* When EPA gave the contact, a box's face against an edge is not the face nearest u: it is
-  the first face at the box corners of EPA's final face (boxNormals' order) that faces the
-  contact and is within EDGE_TOL of perpendicular to the edge (a cylinder side on a box face 5
-  degrees from u, measured on testdata/model.xml). A cylinder whose three EPA vertices lie on
-  one cap (mjc_cylinderSupport's vertex index is its cap: 0 top, 1 bottom) then offers its
-  side line against that face even when the cap faces u (a box sunk deep into a disc).
+  the same point twice, and MuJoCo reports both). None left: the convex contact stays.
 * Cylinder caps are 16-gons, vertex k at angle 2 pi k / 16 (bottom cap) or -2 pi k / 16 (top
   cap), from MuJoCo's tables of cosines and sines rounded to 15 digits: every face is listed
   clockwise seen from outside, like MuJoCo's box faces.
@@ -66,26 +68,25 @@ covers the case:
   four points are MuJoCo's, bit for bit without fusion and to ~1e-16 with it.
 
 Known differences (measured; tests/collision/test_multiccd.py holds the rest to 1e-9):
+* Meshes do not yet take their features from EPA's vertices (meshNormals needs the
+  vertex-to-polygon map): a mesh offers its hull polygon nearest u when within FACE_TOL (as a
+  face, dimension 3), else the polygon edge reaching farthest along u (dimension 2).
+* The features are as good as the EPA face they come from: where jaxmj's EPA ends on another
+  face than MuJoCo's (convex.py), other features can follow; in 360 random box-disc and
+  cylinder-slab overlaps (240 deep, held in tests/collision/test_multiccd.py, slow; 120 near
+  touching) none picked other features (6 did with the stand-ins these rules replace); under
+  the test suite's compile flags one deep cylinder side line starts 3e-4 away (EPA's first
+  vertex under other round-off).
 * Ties need the same geom frames to the last bit: jaxmj's kinematics gives geom_xmat within
   ~1e-16 of MuJoCo's, not equal, and a cylinder standing on a box then keeps other rim points
   in some steps (its trajectory drifts ~1e-4 in 200 steps).
-* Deep, generic overlaps: MuJoCo 4.0 takes every feature from EPA's final face: a cylinder
-  cap is a face only when all three vertices are on it, mjc_multicontact pairs the most
-  opposed faces that face the contact, and it tries the edges of either geom against the
-  other's faces (four geomEdgeNormals call sites, the first order set by the feature
-  dimensions). Only the box-face rule above is reproduced: of 360 random box-disc and
-  cylinder-slab overlaps (three sets of 120, two of them deep), 6 still differ from MuJoCo's
-  two contacts (13 before the rule), all a box in a disc: five where ours keeps the EPA
-  contact, one with two other points.
 * A capsule whose core penetrates a cylinder cap: the points differ by up to 2.4e-5 with a
-  margin (1e-6 without). MuJoCo draws the line through the support point of EPA's first
-  vertex (geomEdgeNormals); using that direction here fits no better, and cores apart (GJK's
-  path) would get worse, so the contact normal stays.
-* When every clipped point is separated beyond the margin, the EPA contact is kept.
+  margin (1e-6 without). geomEdgeNormals draws the segment through the contact point it is
+  given; the push-out above, measured on cores apart, stands in for it.
 
 Gradients: features, clipping decisions and the quadrilateral are held fixed; the points,
-distances and normals are smooth functions of the geom frames (the EPA vertex direction of a
-cylinder's side line is held fixed too).
+distances and normals are smooth functions of the geom frames (the support directions of
+EPA's vertices are held fixed too).
 """
 
 from __future__ import annotations
@@ -101,9 +102,8 @@ from jaxmj.collision import convex
 from jaxmj.collision.primitive import GeomFrame
 from jaxmj.types import GeomType
 
-FACE_TOL = 0.996  # cos of the largest angle between aligned face normals (measured, 4.0.0)
-EDGE_TOL = 0.0888  # |sin| of the largest angle between an aligned edge and a face (measured)
-PARALLEL_TOL = 5e-6  # cylinder side / box edge against a cylinder cap (see module docstring)
+FACE_TOL = 0.996  # cos of the largest angle between aligned face normals (4.0.0's binary)
+EDGE_TOL = 0.0888  # |sin| of the largest angle between an aligned edge and a face (binary)
 NCAP = 16  # vertices of a cylinder cap polygon
 MAX_CONTACTS = 4
 _MINVAL = 1e-15
@@ -153,7 +153,6 @@ class _Face(NamedTuple):
   verts: jax.Array  # (P, 3) world, clockwise seen from outside; rows >= count repeat row 0
   count: jax.Array  # () int
   normal: jax.Array  # (3,) outward unit normal
-  ok: jax.Array  # () bool: the geom offers this face
 
 
 def _world(g: GeomFrame, local):
@@ -202,80 +201,91 @@ def _pad(verts, n: int):
   return jnp.concatenate([verts, jnp.broadcast_to(verts[:1], (n - verts.shape[0], 3))])
 
 
-def _box_face(g: GeomFrame, u, p: int, z) -> _Face:
-  lu = g.mat.T @ u
-  lu = lu / jnp.sqrt(jnp.maximum(lu @ lu, _MINVAL))
-  k = jnp.argmax(jnp.abs(lu))
-  neg = lu[k] < 0
-  verts = _world_exact(g, jnp.asarray(_BOX_FACES)[2 * k + neg.astype(k.dtype)] * g.size, z)
-  normal = g.mat[:, k] * jnp.where(neg, -1.0, 1.0)
-  return _Face(_pad(verts, p), jnp.array(4, jnp.int32), normal, jnp.abs(lu[k]) > FACE_TOL)
+class _Simplex(NamedTuple):
+  """One geom's vertices of EPA's final face (GJK's final simplex when the cores are apart),
+  as mjc_multicontact reads them: the support directions and mjc_*Support's vertex indices
+  (box: corner bits x 1, y 2, z 4; cylinder: its cap, 0 top, 1 bottom; else 0)."""
+
+  dim: jax.Array  # () int: distinct indices (simplexDim): 1 a vertex, 2 an edge, 3 a face
+  idx: jax.Array  # (3,) int: the three indices (repeats when there are fewer vertices)
+  first: jax.Array  # (2,) int: the first index and the second distinct one (simplexDim's swap)
+  dirs: jax.Array  # (2, 3) their support directions
 
 
-def _cyl_face(g: GeomFrame, u, p: int, z) -> _Face:
-  a = g.mat[:, 2]
-  au = a @ u
-  top = au > 0
+def _simplex(code, g: GeomFrame, dirs, n) -> _Simplex:
+  """dirs (3, 3): the geom's own support directions (geom 2's are minus the pair's); n: how
+  many vertices there are (1-3): rows past it repeat row 0, as mjc_multicontact reads them."""
+  rows = jnp.stack([0, jnp.where(n >= 2, 1, 0), jnp.where(n > 2, 2, 0)])
+  d = dirs[rows]
+  ld = d @ g.mat
+  box = jnp.sum(jnp.where(ld >= 0, jnp.array([1, 2, 4]), 0), axis=1)
+  cyl = (ld[:, 2] < 0).astype(jnp.int32)  # mjc_cylinderSupport: z < 0 is the bottom cap
+  i = jnp.where(code == _BOX, box, jnp.where(code == _CYL, cyl, 0)).astype(jnp.int32)
+  same = i[0] == i[1]
+  swap = same & (i[0] != i[2])
+  dim = jnp.where(same, jnp.where(swap, 2, 1), jnp.where((i[2] == i[0]) | (i[2] == i[1]), 2, 3))
+  second = jnp.where(swap, 2, 1)
+  return _Simplex(dim, i, jnp.stack([i[0], i[second]]), jnp.stack([d[0], d[second]]))
+
+
+def _bits(i):
+  return (i[..., None] >> jnp.arange(3)) & 1
+
+
+def _box_normals(g: GeomFrame, s: _Simplex):
+  """boxNormals (4.0): (normals (3, 3), count, face ids (3,)): dim 3, the face all three
+  corners share (a zero normal if none); dim 2, the faces along the edge, x before y before z;
+  dim 1, the corner's x, y and z faces."""
+  b3, b2 = _bits(s.idx), _bits(s.first)
+  sh3 = jnp.all(b3 == 1, 0).astype(jnp.int32) - jnp.all(b3 == 0, 0).astype(jnp.int32)
+  sh2 = (b2[0] & b2[1]) - ((1 - b2[0]) & (1 - b2[1]))
+  shared = jnp.where(s.dim == 3, sh3, jnp.where(s.dim == 2, sh2, 2 * b2[0] - 1))
+  axes = jnp.argsort(shared == 0, stable=True)  # the shared axes first, in axis order
+  sign = shared[axes]
+  count = jnp.where(s.dim == 3, 1, jnp.sum(shared != 0))
+  normals = g.mat[:, axes].T * sign[:, None].astype(g.mat.dtype)
+  return normals, count, 2 * axes + (sign < 0)
+
+
+def _normals(code, g: GeomFrame, s: _Simplex, u, poly):
+  """The geom's candidate face normals, as mjc_multicontact gathers them: (normals (3, 3),
+  count, tags (3,): box face id, cylinder cap (0 top, 1 bottom), mesh polygon). A cylinder
+  offers its cap only when all its vertices lie on it; a mesh (not yet from EPA's vertices) its
+  polygon nearest u when within FACE_TOL."""
+  zero = jnp.zeros((3, 3), g.mat.dtype)
+  bn, bc, bt = _box_normals(g, s)
+  cap = jnp.where(s.first[0] == 0, 1.0, -1.0) * g.mat[:, 2]
+  normals = jnp.where(code == _BOX, bn, zero.at[0].set(cap))
+  count = jnp.where(code == _BOX, bc, jnp.where((code == _CYL) & (s.dim == 1), 1, 0))
+  tags = jnp.where(code == _BOX, bt, jnp.full(3, s.first[0]))
+  if poly is not None:
+    wn = poly.normal @ g.mat.T
+    score = jnp.where(poly.count > 0, wn @ u, -2.0)
+    k = jnp.argmax(score)
+    mesh = code == _MESH
+    normals = jnp.where(mesh, zero.at[0].set(wn[k]), normals)
+    count = jnp.where(mesh, (score[k] > FACE_TOL).astype(jnp.int32), count)
+    tags = jnp.where(mesh, jnp.full(3, k), tags)
+  return normals, count.astype(jnp.int32), tags.astype(jnp.int32)
+
+
+def _face(code, g: GeomFrame, tag, normal, poly, p: int, z) -> _Face:
+  """The polygon of a face chosen by _normals (tag, unit normal)."""
+  box = _world_exact(g, jnp.asarray(_BOX_FACES)[tag] * g.size, z)
+  top = tag == 0
   r, h = g.size[0], g.size[1]
   local = jnp.stack([r * _CAP_COS, jnp.where(top, -r, r) * _CAP_SIN,
                      jnp.broadcast_to(jnp.where(top, h, -h), (NCAP,))], axis=1)
-  normal = a * jnp.where(top, 1.0, -1.0)
-  count = jnp.array(NCAP, jnp.int32)
-  return _Face(_pad(_world_exact(g, local, z), p), count, normal, jnp.abs(au) > FACE_TOL)
-
-
-def _mesh_face(g: GeomFrame, u, poly: MeshPolygons, p: int, z) -> _Face:
-  wn = poly.normal @ g.mat.T
-  score = jnp.where(poly.count > 0, wn @ u, -2.0)
-  i = jnp.argmax(score)
-  verts = _pad(_world_exact(g, poly.verts[i], z)[::-1], p)  # MuJoCo lists them reversed
-  n = poly.count[i]
-  verts = jnp.roll(verts, n - verts.shape[0], axis=0)  # the reversal put padding first
-  return _Face(verts, n.astype(jnp.int32), wn[i], score[i] > FACE_TOL)
-
-
-def _box_face_at(g: GeomFrame, dirs, edge, w, p: int, z) -> _Face:
-  """The box face that MuJoCo 4.0 pairs with an edge when EPA ran: the first face at the
-  corners of EPA's final face (boxNormals: the face all three corners share; the two faces
-  along a two-corner edge, x before y before z; the three faces at a single corner) whose
-  normal faces w (the box's contact direction) and is within EDGE_TOL of perpendicular to the
-  edge direction. dirs (3, 3): the box's support directions of the face's vertices."""
-  s = (dirs @ g.mat) >= 0  # (vertex, axis): the corner's side of each axis (boxSupport)
-  idx = s.astype(jnp.int32) @ jnp.array([1, 2, 4])
-  two = jnp.where(idx[0] != idx[1], s[1], s[2])
-  dim = jnp.where(idx[0] != idx[1], jnp.where((idx[2] == idx[0]) | (idx[2] == idx[1]), 2, 3),
-                  jnp.where(idx[0] != idx[2], 2, 1))
-  s3 = s.astype(jnp.int32)
-  shared3 = jnp.all(s, 0).astype(jnp.int32) - jnp.all(~s, 0).astype(jnp.int32)
-  shared2 = (s[0] & two).astype(jnp.int32) - (~s[0] & ~two).astype(jnp.int32)
-  # slots (axis, sign): dim 3, the one shared face; dim 2, boxNormals' slots (x, then y in
-  # the first free slot, z always second; an unset slot holds no face); dim 1, x, y, z
-  nz2 = shared2 != 0
-  ax2 = jnp.array([jnp.where(nz2[0], 0, jnp.where(nz2[1], 1, -1)),
-                   jnp.where(nz2[2], 2, jnp.where(nz2[0] & nz2[1], 1, -1)), -1])
-  nz3 = shared3 != 0
-  ax3 = jnp.array([jnp.where(jnp.sum(nz3) == 1, jnp.argmax(nz3), -1), -1, -1])
-  axes = jnp.where(dim == 3, ax3, jnp.where(dim == 2, ax2, jnp.arange(3)))
-  sgn = jnp.where(dim == 3, shared3, jnp.where(dim == 2, shared2, 2 * s3[0] - 1))
-  a = jnp.maximum(axes, 0)
-  sign = sgn[a].astype(g.mat.dtype)
-  normals = g.mat[:, a].T * sign[:, None]  # (3 slots, 3)
-  ok = (axes >= 0) & (normals @ w > _MINVAL) & (jnp.abs(normals @ edge) < EDGE_TOL)
-  k = jnp.argmax(ok)
-  face = 2 * a[k] + (sign[k] < 0).astype(jnp.int32)
-  verts = _world_exact(g, jnp.asarray(_BOX_FACES)[face] * g.size, z)
-  return _Face(_pad(verts, p), jnp.array(4, jnp.int32), normals[k], jnp.any(ok))
-
-
-def _face(code, g: GeomFrame, u, poly, p: int, z) -> _Face:
-  out = _Face(jnp.zeros((p, 3), g.pos.dtype), jnp.array(0, jnp.int32), jnp.zeros(3, g.pos.dtype),
-              jnp.array(False))
-  faces = [(_BOX, _box_face(g, u, p, z)), (_CYL, _cyl_face(g, u, p, z))]
+  cyl = _world_exact(g, local, z)
+  verts = jnp.where(code == _BOX, _pad(box, p), _pad(cyl, p))
+  count = jnp.where(code == _BOX, 4, NCAP)
   if poly is not None:
-    faces.append((_MESH, _mesh_face(g, u, poly, p, z)))
-  for c, f in faces:
-    out = jax.tree.map(lambda x, y, c=c: jnp.where(code == c, x, y), f, out)
-  return out
+    mesh = _pad(_world_exact(g, poly.verts[tag], z)[::-1], p)  # MuJoCo lists them reversed
+    n = poly.count[tag]
+    mesh = jnp.roll(mesh, n - mesh.shape[0], axis=0)  # the reversal put padding first
+    verts = jnp.where(code == _MESH, mesh, verts)
+    count = jnp.where(code == _MESH, n, count)
+  return _Face(verts, count.astype(jnp.int32), normal)
 
 
 def _support(code, g: GeomFrame, d):
@@ -308,42 +318,40 @@ def _mesh_edge(g: GeomFrame, u, d0, poly: MeshPolygons):
   return ends, diff / jnp.sqrt(jnp.maximum(diff @ diff, _MINVAL * _MINVAL))
 
 
-def _edge(code, g: GeomFrame, u, d0, poly, grow):
-  """(ends (2, 3), unit direction, ok) of the geom's edge along its contact direction u.
-  d0: the direction of EPA's first face vertex for this geom (its support point starts a
-  cylinder's side line and picks the first end of a box or mesh edge); grow: half the pair's
-  margin (a capsule's segment moves out by radius + grow, then back by grow along u)."""
-  a = g.mat[:, 2]
-  h = g.size[1]
-  # capsule: the segment pushed out by (radius + grow) * (u without its axial part), then
-  # back by grow along u (measured, 4.0.0: the points of a tilted capsule inside the margin)
+def _unit(v):
+  return v / jnp.sqrt(jnp.maximum(jnp.sum(v * v, -1, keepdims=True), _MINVAL * _MINVAL))
+
+
+def _edges(code, g: GeomFrame, s: _Simplex, u, poly, mesh_face, grow, z):
+  """geomEdgeNormals (4.0): the geom's candidate edges from its first vertex: (ends (3, 2, 3),
+  unit directions (3, 3), count). u: the geom's contact direction; grow: half the pair's margin
+  (a capsule's segment moves out by radius + grow, then back by grow along u)."""
+  a, h = g.mat[:, 2], g.size[1]
+  # capsule: its segment through the contact point (measured, 4.0.0: the points of a tilted
+  # capsule inside the margin)
   side = g.pos + (g.size[0] + grow) * (u - (a @ u) * a) - grow * u
   cap = jnp.stack([side - h * a, side + h * a])
-  # cylinder: the side line through the support point along d0, to the other cap
-  vert0 = _support(code, g, d0)
-  cyl = jnp.stack([vert0, vert0 - 2.0 * ((vert0 - g.pos) @ a) * a])
-  # box: the edge along the local axis most perpendicular to u, d0's corner first
-  lu = g.mat.T @ u
-  k = jnp.argmin(jnp.abs(lu))
-  on_k = jnp.arange(3) == k
-  sgn = jnp.where(lu >= 0, 1.0, -1.0)
-  first = jnp.where((g.mat.T @ d0)[k] >= 0, 1.0, -1.0)
-  corners = jnp.stack([jnp.where(on_k, first, sgn), jnp.where(on_k, -first, sgn)]) * g.size
-  ends = jnp.where(code == _CAP, cap, jnp.where(code == _CYL, cyl, _world(g, corners)))
-  direction = jnp.where(code == _BOX, g.mat[:, k], a)
-  ok = (code == _CAP) | (code == _CYL) | (code == _BOX)
+  # cylinder: the side line from the first vertex (its rim point) to the other cap
+  toward = jnp.where(s.first[0] == 0, -1.0, 1.0) * a
+  start = _support(_CYL, g, s.dirs[0])
+  cyl = jnp.stack([start, start + (2.0 * h) * toward])
+  # box: dim 2, the corners of the first two distinct vertices; dim 1, the corner's three
+  # edges (to the corners across x, y, z)
+  corner = lambda i: _world_exact(g, (2.0 * _bits(i) - 1.0) * g.size, z)
+  c0 = corner(s.first[0])
+  ends = jnp.where(s.dim == 2, corner(s.first[1])[None],
+                   corner(s.first[0] ^ jnp.array([1, 2, 4])))
+  box = jnp.stack([jnp.broadcast_to(c0, (3, 3)), ends], axis=1)
+  one = lambda e: jnp.broadcast_to(e, (3, 2, 3))
+  ends = jnp.where(code == _CAP, one(cap), jnp.where(code == _CYL, one(cyl), box))
+  count = jnp.where(code == _BOX, jnp.where(s.dim == 2, 1, 3),
+                    jnp.where((code == _CAP) | (code == _CYL), 1, 0))
   if poly is not None:
-    mends, mdir = _mesh_edge(g, u, d0, poly)
+    mends, _ = _mesh_edge(g, u, s.dirs[0], poly)
     mesh = code == _MESH
-    ends, direction, ok = jnp.where(mesh, mends, ends), jnp.where(mesh, mdir, direction), ok | mesh
-  return ends, direction, ok
-
-
-def _edge_aligned(direction, code_e, code_f, face: _Face):
-  """The edge lies within tolerance of the face plane (see the module docstring)."""
-  strict = (code_f == _CYL) & (code_e != _CAP)
-  tol = jnp.where(strict, PARALLEL_TOL, EDGE_TOL)
-  return jnp.abs(direction @ face.normal) < tol
+    ends = jnp.where(mesh, one(mends), ends)
+    count = jnp.where(mesh, jnp.where(mesh_face, 0, 1), count)
+  return ends, _unit(ends[:, 1] - ends[:, 0]), count.astype(jnp.int32)
 
 
 # --------------------------------------------------------------------------------------------
@@ -450,37 +458,65 @@ def _farthest(pts, n, z):
 # the pair
 
 
-def _multicontact(code1, code2, g1, g2, u, dir0, margin, polys, p: int, epa=None):
+def _first(hit):
+  """(found, row, col) of the first True of a (3, 3) mask in row-major order."""
+  k = jnp.argmax(hit.reshape(-1))
+  return jnp.any(hit), k // 3, k % 3
+
+
+def _select(n1, c1, n2, c2, e1, ec1, e2, ec2, dim1, dim2, u, vnorm):
+  """mjc_multicontact's choice of features: (ff, ef12, ef21, slot1, slot2, edge slot).
+
+  Faces: the most opposed pair (n1 . n2 < -FACE_TOL) among faces that face the contact
+  (n1 . u > EDGE_TOL, n2 . u < -EDGE_TOL). Else an edge against a face (|e . n| < EDGE_TOL,
+  faces outer, edges inner, the first found, the face facing the contact), geom 2's edges
+  first when dil = geom 2 is no face (dim != 3) and geom 1 has faces and geom 2 none or a
+  lower dimension, else geom 1's first; the other order when none aligns."""
+  slot = jnp.arange(3)
+  ok1, ok2 = slot < c1, slot < c2
+  dots = n1 @ n2.T
+  cand = (ok1 & (n1 @ u > EDGE_TOL))[:, None] & (ok2 & (n2 @ u < -EDGE_TOL))[None] & (
+    dots < -FACE_TOL)
+  k = jnp.argmin(jnp.where(cand, dots, jnp.inf).reshape(-1))
+  ff, fi, fj = jnp.any(cand), k // 3, k % 3
+  # faces outer, edges inner; the face must face the contact (n . v > 1e-15, v = x2 - x1)
+  face2 = ok2 & (-(n2 @ u) * vnorm > _MINVAL)
+  face1 = ok1 & ((n1 @ u) * vnorm > _MINVAL)
+  hit_a = face2[:, None] & (slot < ec1)[None] & (jnp.abs(n2 @ e1.T) < EDGE_TOL)
+  hit_b = face1[:, None] & (slot < ec2)[None] & (jnp.abs(n1 @ e2.T) < EDGE_TOL)
+  found_a, ja, ka = _first(hit_a)
+  found_b, ib, kb = _first(hit_b)
+  ok_a = (dim1 != 3) & (c2 != 0) & (ec1 > 0) & found_a
+  ok_b = (dim2 != 3) & (c1 != 0) & (ec2 > 0) & found_b
+  dil = (dim2 != 3) & (c1 != 0) & ((c2 == 0) | (dim2 < dim1))
+  ef21 = ~ff & ok_b & (dil | ~ok_a)
+  ef12 = ~ff & ok_a & ~(dil & ok_b)
+  slot1 = jnp.where(ff, fi, ib)
+  slot2 = jnp.where(ff, fj, ja)
+  return ff, ef12, ef21, slot1, slot2, jnp.where(ef21, kb, ka)
+
+
+def _multicontact(code1, code2, g1, g2, u, dirs, ndirs, vnorm, margin, polys, p: int):
   """The pair's multiccd contacts: (use, dist (4,), pos (4, 3), normal (3,), valid (4,))."""
   z = _opaque_zero(g1.size[0])
-  f1 = _face(code1, g1, u, polys[0], p, z)
-  f2 = _face(code2, g2, -u, polys[1], p, z)
+  s1, s2 = _simplex(code1, g1, dirs, ndirs), _simplex(code2, g2, -dirs, ndirs)
+  n1, c1, t1 = _normals(code1, g1, s1, u, polys[0])
+  n2, c2, t2 = _normals(code2, g2, s2, -u, polys[1])
+  # a mesh (features from u) is a face when it offers one, else an edge
+  dim1 = jnp.where(code1 == _MESH, jnp.where(c1 > 0, 3, 2), s1.dim)
+  dim2 = jnp.where(code2 == _MESH, jnp.where(c2 > 0, 3, 2), s2.dim)
   grow = 0.5 * margin  # a capsule's share of the margin (MuJoCo inflates each geom by half)
-  ends1, dir1, has1 = _edge(code1, g1, u, dir0, polys[0], grow)
-  ends2, dir2, has2 = _edge(code2, g2, -u, -dir0, polys[1], grow)
-  ff = f1.ok & f2.ok & (f1.normal @ f2.normal < -FACE_TOL)
-  if epa is not None:  # a box's face against an edge comes from EPA's final face
-    dirs, deep = epa
-    e2, e1 = _box_face_at(g2, -dirs, dir1, -u, p, z), _box_face_at(g1, dirs, dir2, u, p, z)
-    pick = lambda a, b, c: jax.tree.map(lambda x, y: jnp.where(c, x, y), a, b)
-    fe2 = pick(e2, f2, deep & (code2 == _BOX))
-    fe1 = pick(e1, f1, deep & (code1 == _BOX))
-    # a cylinder whose three EPA vertices lie on one cap offers its side line against such a
-    # box face even when that cap faces u (mjc_cylinderSupport's vertex index: its cap)
-    one_cap = lambda g, d: jnp.all((d @ g.mat[:, 2] < 0) == (d[0] @ g.mat[:, 2] < 0))
-    side1 = deep & (code1 == _CYL) & (code2 == _BOX) & one_cap(g1, dirs)
-    side2 = deep & (code2 == _CYL) & (code1 == _BOX) & one_cap(g2, -dirs)
-  else:
-    fe1, fe2, side1, side2 = f1, f2, False, False
-  ef12 = ~ff & has1 & (~f1.ok | side1) & fe2.ok & _edge_aligned(dir1, code1, code2, fe2)
-  ef21 = ~ff & ~ef12 & has2 & (~f2.ok | side2) & fe1.ok & _edge_aligned(dir2, code2, code1, fe1)
-  f1, f2 = (jax.tree.map(lambda a, b: jnp.where(ff, a, b), f, fe) for f, fe in ((f1, fe1),
-                                                                                  (f2, fe2)))
+  e1, d1, ec1 = _edges(code1, g1, s1, u, polys[0], c1 > 0, grow, z)
+  e2, d2, ec2 = _edges(code2, g2, s2, -u, polys[1], c2 > 0, grow, z)
+  ff, ef12, ef21, i, j, k = _select(n1, c1, n2, c2, d1, ec1, d2, ec2, dim1, dim2, u, vnorm)
+  f1 = _face(code1, g1, t1[i], n1[i], polys[0], p, z)
+  f2 = _face(code2, g2, t2[j], n2[j], polys[1], p, z)
+  ends = jnp.where(ef21, e2[k], e1[k])
 
   # subject: geom 2's face (face-face) or the edge; clipper: the other geom's face
   clipper = jax.tree.map(lambda a, b: jnp.where(ef12, a, b), f2, f1)
   m = 2 * p
-  subject = jnp.where(ff, _pad(f2.verts, m), _pad(jnp.where(ef21, ends2, ends1), m))
+  subject = jnp.where(ff, _pad(f2.verts, m), _pad(ends, m))
   pts, cnt = _clip(clipper, subject, jnp.where(ff, f2.count, 2), clipper.normal, z)
 
   # face-face: points onto geom 1's face plane along n1; then the distance to the other face
@@ -511,26 +547,29 @@ def _multicontact(code1, code2, g1, g2, u, dir0, margin, polys, p: int, epa=None
   return use, dist[src], pos[src], normal, valid
 
 
-def polygon_contacts(type1, type2, g1: GeomFrame, g2: GeomFrame, normal, dir0, margin,
+def polygon_contacts(type1, type2, g1: GeomFrame, g2: GeomFrame, normal, dirs, margin,
                      poly1: MeshPolygons | None = None, poly2: MeshPolygons | None = None,
-                     npoly: int = NCAP, epa=None):
-  """The multiccd stage alone, from a convex contact's direction: (use (), dist (4,),
-  pos (4, 3), frame (4, 3, 3)); `use` says that the features align (the contacts replace the
+                     npoly: int = NCAP, ndirs=3, depth=1.0):
+  """The multiccd stage alone (mjc_multicontact), from a convex contact: (use (), dist (4,),
+  pos (4, 3), frame (4, 3, 3)); `use` says that features align (the contacts replace the
   convex contact), unused slots read dist = 1e10 and an identity frame.
 
-  normal: the convex contact's unit normal (from geom 1 into geom 2); dir0: the support
-  direction of the first vertex of EPA's final face (of GJK's final simplex when the cores
-  were apart), which places a cylinder's side line and orders box and mesh edges; epa:
-  None, or (dirs (3, 3), deep ()) the support directions of EPA's final face and whether EPA
-  gave the contact, from which a box's face against an edge is taken (else from `normal`).
+  normal: the convex contact's unit normal (from geom 1 into geom 2); dirs (3, 3) or (3,): the
+  support directions (geom 1's sense) of the vertices of EPA's final face, or of GJK's final
+  simplex when the cores were apart, of which the first ndirs count (a single direction: one
+  vertex); their vertex indices choose the features. depth: |x1 - x2| of the convex contact
+  (scales MuJoCo's test that a face faces the contact).
   """
   dtype = jnp.result_type(g1.pos, g2.pos, float)
   frames = [GeomFrame(*(jnp.asarray(x, dtype) for x in g)) for g in (g1, g2)]
   g1, g2 = (g._replace(mat=jnp.reshape(g.mat, (3, 3))) for g in frames)
   code1, code2 = jnp.asarray(type1, jnp.int32), jnp.asarray(type2, jnp.int32)
-  use, dist, pos, normal, valid = _multicontact(code1, code2, g1, g2, jnp.asarray(normal, dtype),
-                                                jnp.asarray(dir0, dtype), margin,
-                                                (poly1, poly2), npoly, epa)
+  dirs = jnp.asarray(dirs, dtype)
+  if dirs.ndim == 1:
+    dirs, ndirs = jnp.broadcast_to(dirs, (3, 3)), 1
+  use, dist, pos, normal, valid = _multicontact(
+    code1, code2, g1, g2, jnp.asarray(normal, dtype), lax.stop_gradient(dirs),
+    jnp.asarray(ndirs, jnp.int32), depth, margin, (poly1, poly2), npoly)
   eye = jnp.eye(3, dtype=dtype)
   frame = jnp.where(valid[:, None, None], convex.make_frame(normal)[None], eye)
   dist = jnp.where(valid, dist, convex.NO_CONTACT_DIST)
@@ -550,12 +589,13 @@ def collide(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e-6, 
                             verts1=verts1, verts2=verts2)
   dist0, pos0, frame0 = convex.contact_from_plan(plan, type1, type2, g1, g2, margin,
                                                  verts1=verts1, verts2=verts2)
-  diff = plan.x1 - plan.x2
-  u = lax.stop_gradient(diff / jnp.sqrt(jnp.maximum(diff @ diff, _MINVAL * _MINVAL)))
-  dir0 = lax.stop_gradient(jnp.where(plan.shallow, plan.core_dirs[0], plan.face_dirs[0]))
-  epa = lax.stop_gradient((plan.face_dirs, plan.deep))
-  use, dist, pos, frame = polygon_contacts(type1, type2, g1, g2, u, dir0, margin, poly1, poly2,
-                                           npoly, epa)
+  diff = lax.stop_gradient(plan.x1 - plan.x2)
+  depth = jnp.sqrt(diff @ diff)
+  u = diff / jnp.maximum(depth, _MINVAL)
+  dirs = jnp.where(plan.shallow, plan.core_dirs[:3], plan.face_dirs)
+  ndirs = jnp.where(plan.shallow, plan.core_n, 3)
+  use, dist, pos, frame = polygon_contacts(type1, type2, g1, g2, u, dirs, margin, poly1, poly2,
+                                           npoly, ndirs, depth)
   use = use & (dist0 < convex.NO_CONTACT_DIST)
   first = jnp.arange(MAX_CONTACTS) == 0
   dist = jnp.where(use, dist, jnp.where(first, dist0, convex.NO_CONTACT_DIST))

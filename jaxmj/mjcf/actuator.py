@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxmj.mjcf import actuator_checks as checks
 from jaxmj.mjcf import frames, motor, orientation, schema, setconst
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.mjcf.parse import Node, overlay
@@ -303,53 +304,22 @@ def _target(node: Node, s: dict, ids: dict) -> tuple[TrnType, int, int]:
   return _TARGETS[attr], ids[kind][name], second
 
 
-def _actnum(node: Node, s: dict, dyn: DynType, slots: np.ndarray) -> int:
-  """The actuator's number of activations, with MuJoCo 4.0's actdim errors. A negative
-  actdim (any, not only the default -1) means one state with dynamics, none without; pid
-  and dcmotor dynamics take the states their parameters ask for (a pid's actdim 0 reads as
-  auto, as in mujoco 4.0.0). An so3 actuator without
-  dynamics may take actdim > 1 states (MuJoCo allocates them; nothing reads or moves them)."""
-  actdim = max(int(s["actdim"]), -1)
-  if dyn in (DynType.PID, DynType.DCMOTOR):
-    actnum = int(np.sum(slots >= 0))
-    pid = dyn == DynType.PID
-    if actdim not in (-1, actnum) and not (pid and actdim == 0):  # pid: 0 is auto too
-      what = "pid controller states require matching" if pid else "DC motor parameters require"
-      raise node.error(f"{what} actdim {actnum}, got {actdim}", "actdim")
-    if pid and actnum == 0:
-      raise node.error("invalid actdim 0 in stateful actuator: a pid's states are the slew "
-                       "(slewmax > 0) and the integral (ki > 0)", "dyntype")
-    return actnum
-  if actdim > 1 and not orientation.is_so3(s):
-    raise node.error("actdim > 1 is only allowed for dyntype 'user', 'dcmotor' and 'pid'",
-                     "actdim")
-  if actdim == 1 and dyn == DynType.NONE:
-    raise node.error("invalid actdim 1 in stateless actuator", "actdim")
-  if actdim == 0 and dyn != DynType.NONE:
-    raise node.error("invalid actdim 0 in stateful actuator", "actdim")
-  return int(dyn != DynType.NONE) if actdim < 0 else actdim
-
-
 def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
+  """One actuator's row. The checks run in mjCActuator::Compile's order (mujoco 4.0.0,
+  disassembled and probed), so that an actuator with several faults gets MuJoCo's error:
+  target, so3, pid / dcmotor / input rules, damping and armature, inheritrange, force,
+  control and activation ranges, actdim, actearly, then the history buffer."""
   for attr in ("dyntype", "gaintype", "biastype"):
     if s[attr] == "user":
       raise node.error(f"{attr} '{s[attr]}' is not supported by jaxmj yet", attr)
-  if s["delay"] < 0:
-    raise node.error("delay cannot be negative", "delay")
-  if s["delay"] > 0 and s["nsample"] <= 0:
-    raise node.error("delay requires a positive nsample", "delay")
+  if s["gaintype"] == "pid" and not s.get("input"):
+    s["input"] = "pos vel"  # a <general> pid without inputs takes the <pid> default
   tokens = orientation.input_tokens(s.get("input"))  # checked when read (mjcf/inputs.py)
   trntype, trnid, trnid2 = _target(node, s, ids)
   if orientation.is_so3(s):
     orientation.check(node, s, f, trntype, trnid)
   dyn = DynType[s["dyntype"].upper()]
-  _check_motor(node, s)
-  slots = motor.slots(s["dyntype"], s["gaintype"], _padded(s["gainprm"]), _padded(s["dynprm"]))
-  actnum = _actnum(node, s, dyn, slots)
-  if s["gaintype"] == "dcmotor" and actnum != np.sum(slots >= 0):
-    raise node.error(f"inconsistent state array dimension in DC motor: its parameters ask for "
-                     f"{np.sum(slots >= 0)} states, dyntype '{s['dyntype']}' has {actnum}",
-                     "dyntype")
+  checks.motor(node, s, trntype)
   if trntype == TrnType.SLIDERCRANK and s["cranklength"] <= 0:
     raise node.error("slider-crank transmission needs a positive cranklength", "cranklength")
   ctrlrange, ctrllimited = _control_rows(node, s, tokens, compiler)
@@ -357,7 +327,8 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
   gear[: len(s["gear"])] = np.asarray(s["gear"], float)[:6]
   damping = np.zeros(3)
   damping[: len(s["damping"])] = np.asarray(s["damping"], float)[:3]
-  row = dict(node=node, trntype=trntype, trnid=(trnid, trnid2), dyntype=dyn, actnum=actnum,
+  slots = motor.slots(s["dyntype"], s["gaintype"], _padded(s["gainprm"]), _padded(s["dynprm"]))
+  row = dict(node=node, trntype=trntype, trnid=(trnid, trnid2), dyntype=dyn, actnum=0,
              gaintype=GainType[s["gaintype"].upper()], biastype=BiasType[s["biastype"].upper()],
              group=s["group"], actearly=bool(s["actearly"]), gear=gear,
              cranklength=s["cranklength"], dynprm=_padded(s["dynprm"]),
@@ -379,58 +350,17 @@ def _row(node: Node, s: dict, ids: dict, f: dict, compiler: dict) -> dict:
   row["actlimited"] = _limited(node, s, "actlimited", "actrange", compiler)
   if row["trntype"] == TrnType.SO3:
     orientation.check_forcerange(node, row)
-  if np.any(row["actrange"] != 0) and dyn == DynType.NONE and row["actlimited"]:
-    raise node.error("actrange specified but dyntype is 'none' in actuator", "actrange")
+  if (damping[0] != 0 or np.any(damping[1:] != 0)) and trntype not in checks.JOINT_OR_TENDON:
+    raise node.error("damping requires joint or tendon transmission", "damping")
+  if s["armature"] != 0 and trntype not in checks.JOINT_OR_TENDON:
+    raise node.error("armature requires joint or tendon transmission", "armature")
   _inherit_range(node, s, row, f)
-  for (lo, hi), on in zip(row["ctrlrange"], row["ctrllimited"]):
-    if on and lo >= hi:
-      raise node.error("invalid control range for actuator", "ctrlrange")
-  for lim, rng, what in (("forcelimited", "forcerange", "force"),
-                         ("actlimited", "actrange", "activation")):
-    lo, hi = row[rng]
-    if row[lim] and lo >= hi:  # limited needs lo < hi (MuJoCo: "invalid force range")
-      raise node.error(f"invalid {what} range for actuator", rng)
+  checks.ranges(node, row)
+  checks.states(node, s, row, dyn)
+  checks.history(node, s, row)
   if node.tag in ("damper", "adhesion") and row["ctrlrange"][0, 0] < 0:
     raise node.error(f"{node.tag} control range cannot be negative", "ctrlrange")
   return row
-
-
-def _check_motor(node: Node, s: dict) -> None:
-  """What MuJoCo requires of the inputs and of <general> actuators using the pid / dcmotor
-  types directly (the dcmotor types mix with the others); and the few combinations that
-  leave MuJoCo reading outside the actuator, refused."""
-  gain, dyn, bias = s["gaintype"], s["dyntype"], s["biastype"]
-  tokens = str(s.get("input") or "").split()
-  if dyn == "pid" and gain != "pid":
-    raise node.error("dyntype 'pid' requires gaintype 'pid'", "dyntype")
-  if gain == "pid" and bias != "affine":
-    raise node.error("pid requires biastype 'affine'", "biastype")
-  if gain == "pid" and dyn != "pid" and _padded(s["gainprm"])[0] != 0:
-    raise node.error("ki (gainprm[0]) requires dyntype 'pid'", "gaintype")
-  if gain == "pid":
-    motor.inputs(node, s.get("input") or "", ("pos", "vel", "ff"), "gaintype 'pid'")
-    if _padded(s["dynprm"])[0] < 0:
-      raise node.error("imax (dynprm[0]) must be non-negative",
-                       "imax" if node.tag == "pid" else "dynprm")
-  if gain in ("fixed", "affine") and tokens not in ([], ["pos"], ["vel"], ["pressure"]):
-    raise node.error("fixed and affine gains take one input, 'pos', 'vel' or 'pressure'",
-                     "input")
-  if gain in ("muscle", "user") and tokens:
-    raise node.error("input is not available for muscle and user gains", "input")
-  if dyn == "dcmotor" and not s["actearly"]:
-    raise node.error("actearly cannot be false for a DC motor actuator", "actearly")
-  if gain == "dcmotor":
-    tokens = motor.dc_inputs(node, s.get("input"))
-    motor.check_dc(node, _padded(s["gainprm"]), _padded(s["dynprm"]), tokens)
-    if tokens == ["none"] and dyn not in ("none", "dcmotor"):
-      raise node.error(f"dcmotor input 'none' leaves dyntype '{dyn}' no control to read",
-                       "input")
-    if len(tokens) > 1 and dyn == "integrator":
-      raise node.error("an integrator over several dcmotor inputs is not supported by jaxmj "
-                       "(MuJoCo writes outside the actuator's one state)", "input")
-  if bias == "dcmotor" and dyn != "dcmotor" and _padded(s["dynprm"])[5] > 0:
-    raise node.error("LuGre friction (dynprm[5] > 0) of a dcmotor bias needs dyntype "
-                     "'dcmotor' in jaxmj (its bristle state)", "dynprm")
 
 
 def _history_adr(history: np.ndarray, ctrlnum: np.ndarray) -> np.ndarray:
@@ -566,9 +496,11 @@ def actuator_constants(f: dict, root: Node) -> dict:
 
 def _site_frame(f: dict, s, site: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
   """Global position, rotation matrix and quaternion of a site at qpos0."""
-  b = int(f["site_bodyid"][site])
-  pos = s.kin["xpos"][b] + s.kin["xmat"][b] @ np.asarray(f["site_pos"][site], float)
-  quat = frames.quat_mul(s.kin["xquat"][b], np.asarray(f["site_quat"][site], float))
+  b = np.asarray(f["site_bodyid"])[site:site + 1]
+  same = np.asarray(f["site_sameframe"])[site:site + 1] if "site_sameframe" in f else None
+  pos = setconst._attached_xpos(s.kin, b, np.reshape(f["site_pos"], (-1, 3))[site:site + 1],
+                                same)[0]
+  quat = frames.quat_mul(s.kin["xquat"][b[0]], np.asarray(f["site_quat"][site], float))
   return pos, frames.quat_to_mat(quat), quat
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from jaxmj.mjcf import (
   actuator,
   align,
+  arena,
   armature,
   asset,
   camlight,
@@ -28,6 +29,7 @@ from jaxmj.mjcf import (
   schema,
   sensor,
   setconst,
+  sleep,
   tendon,
   user,
   visual,
@@ -101,6 +103,9 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
     seq = n.attrs.get("eulerseq")
     if seq is not None and (len(seq) != 3 or any(c not in "xyzXYZ" for c in seq)):
       raise n.error(f"invalid eulerseq {seq!r}: three of x, y, z, X, Y, Z", "eulerseq")
+    for attr, only in (("conflict", "error"), ("passthrough", "none")):  # attach's options
+      if n.attrs.get(attr, only) != only:
+        raise n.error(f"compiler {attr}={n.attrs[attr]!r} is not supported by jaxmj yet", attr)
     if "settotalmass" in n.attrs:
       warnings.warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
                     "MuJoCo and will be removed in a future release", stacklevel=3)
@@ -120,12 +125,16 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
       bodies, asset_fields = fuse.fuse_static(root, bodies, asset_fields)
     align.align_free(bodies, compiler)
   f = _arrays(bodies, defaults, compiler)
+  f["_body_simple_off"] = np.array([b.node is not None and b.node.get("simple") == "false"
+                                    for b in bodies])
+  f.update(visual.geom_flags(bodies))
   f.update(asset_fields)
   _inertia(bodies, f, compiler)
   f.update(tendon.compile_tendons(root, bodies, defaults, compiler))
   f.update(setconst.structure_fields(f))
   _check_masses(bodies, f)
   f.update(actuator.compile_actuators(root, bodies, f, compiler))
+  f.update(sleep.tree_sleep_policy(bodies, f))
   f.update(armature.actuator_targets(f))
   f.update(setconst.mass_constants(f))
   f.update(plastic.compile_plastic(f))
@@ -141,10 +150,11 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
   f.update(asset.finalize(f))
   f.update(hfieldgrid.window_fields(f))
   option = _option(root)
-  size, _ = _section(root, "size")
+  size, size_nodes = _section(root, "size")
   f.update(user.compile_user(root, bodies, defaults, f, size))
   tuple_elements = f.pop("_tuple_elements")
   m = _model(root, bodies, f, option, size, path)
+  arena.check_memory(m, size_nodes)
   if "_lengthrange_pending" in f:  # mj_setLengthRange: simulated with jaxmj's runtime
     from jaxmj import lengthrange
     m = lengthrange.apply_pending(m, f["_lengthrange_pending"], f["_actuator_nodes"])
@@ -704,14 +714,16 @@ def _contact(root: Node, bodies: list[_Body], defaults: Defaults, f: dict) -> di
         "solref": _vec(v["solref"], 2), "solreffriction": _vec(v["solreffriction"], 2),
         "solimp": _solimp(v["solimp"]), "margin": v["margin"], "gap": v["gap"],
         "adhesion": v["adhesion"],
-        "friction": _padded(v["friction"], schema.ATTRS["pair"]["friction"][1])})
+        "friction": _padded(v["friction"], schema.ATTRS["pair"]["friction"][1]),
+        "name": node.attrs.get("name", "")})
     else:
       b1, b2 = (_lookup(node, a, "body", body_ids) for a in ("body1", "body2"))
-      excludes.append((min(b1, b2) << 16) + max(b1, b2))
-  pairs.sort(key=lambda p: p["signature"])  # stable, as MuJoCo's
-  excludes.sort()
+      excludes.append(((min(b1, b2) << 16) + max(b1, b2), node.attrs.get("name", "")))
+  pairs.sort(key=lambda p: p["signature"])  # stable, as MuJoCo's; names follow
+  excludes.sort(key=lambda e: e[0])
   out = {"npair": len(pairs), "nexclude": len(excludes),
-         "exclude_signature": np.array(excludes, np.int32)}
+         "exclude_signature": np.array([e[0] for e in excludes], np.int32),
+         "pair_names": [p["name"] for p in pairs], "exclude_names": [e[1] for e in excludes]}
   for k, (dtype, shape) in {"dim": (np.int32, ()), "geom1": (np.int32, ()),
                             "geom2": (np.int32, ()), "signature": (np.int32, ()),
                             "solref": (float, (2,)), "solreffriction": (float, (2,)),
@@ -774,6 +786,7 @@ def _model(root, bodies, f, opt, size, path) -> Model:
     "geom": [n for _, n in gnodes], "site": [n for _, n in snodes],
     **dict(zip(("cam", "light"), camlight.names(bodies))),
     **dict(zip(("mesh", "hfield", "tex", "mat"), asset.name_groups(f))),
+    "pair": f.pop("pair_names"), "exclude": f.pop("exclude_names"),
     "eq": f.pop("eq_names"), "tendon": f.pop("tendon_names"),
     "actuator": list(f.get("actuator_names", ())), "sensor": sensor.names(f),
     **dict(zip(("numeric", "text", "tuple"), custom.names(f))), "key": key_names,
@@ -817,13 +830,6 @@ def _model(root, bodies, f, opt, size, path) -> Model:
     elif name in keys:
       kw[name] = a(keys[name])
   nmocap = int((f["body_mocapid"] >= 0).sum())
-  if "npair" not in kw:  # <contact> not compiled yet: no explicit pairs or exclusions
-    kw.update(npair=0, nexclude=0, pair_dim=np.zeros(0, np.int32),
-              pair_geom1=np.zeros(0, np.int32), pair_geom2=np.zeros(0, np.int32),
-              pair_signature=np.zeros(0, np.int32), exclude_signature=np.zeros(0, np.int32),
-              pair_solref=a(np.zeros((0, 2))), pair_solreffriction=a(np.zeros((0, 2))),
-              pair_solimp=a(np.zeros((0, 5))), pair_margin=a(np.zeros(0)),
-              pair_gap=a(np.zeros(0)), pair_friction=a(np.zeros((0, 5))))
   kw.update(
     nu=f.get("nu", 0), nactuator=f.get("nactuator", 0), nout=f.get("nout", 0),
     na=f.get("na", 0), nmocap=nmocap, nkey=len(keys["key_time"]),

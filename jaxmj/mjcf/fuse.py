@@ -93,6 +93,11 @@ def _accumulate(parent: tuple, child: tuple, pos: np.ndarray, quat: np.ndarray) 
                          [pinert, child[2]])
 
 
+def _kept(body) -> bool:
+  """<body fuse="false">: the body stays out of fusestatic (MuJoCo 4.0)."""
+  return body.node is not None and body.node.get("fuse") == "false"
+
+
 def fuse_static(root: Node, bodies: list, asset_fields: dict):
   """Build's body list with every fusable static body merged into its parent.
 
@@ -136,7 +141,7 @@ def fuse_static(root: Node, bodies: list, asset_fields: dict):
     b = order[i]
     body = bodies[b]
     p = parent[b]
-    if (body.joints or body.mocap or body.name in keep
+    if (body.joints or body.mocap or body.name in keep or _kept(body)
         or any(s[0].attrs.get("name") in force_sites for s in body.sites)
         or (p != 0 and inert[b][0] >= _MINVAL and body.gravcomp != bodies[p].gravcomp)):
       i += 1

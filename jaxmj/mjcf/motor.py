@@ -24,7 +24,6 @@ import numpy as np
 from jaxmj.mjcf.parse import Node
 
 SLOTS = ("slew", "integral", "temperature", "bristle", "current")
-CANONICAL = ("pos", "vel", "ff", "voltage", "pressure")  # mjtCtrlInput order: ctrl order
 DC_INPUTS = ("pos", "vel", "ff", "voltage")
 
 
@@ -46,28 +45,24 @@ def _overlay(node: Node, name: str, start) -> np.ndarray:
 
 def dc_inputs(node: Node, given) -> list[str]:
   """A DC motor's input keywords: 'none' (no controls: a passive motor, zero voltage) or a
-  subset of pos, vel, ff, voltage in canonical order; 'voltage' when not given."""
+  subset of pos, vel, ff, voltage; 'voltage' when not given. Keywords are unique and in
+  canonical order already (checked when read, mjcf/inputs.py)."""
   tokens = str(given or "").split() or ["voltage"]
-  if len(set(tokens)) < len(tokens):
-    raise node.error(f"duplicate keyword in input '{given}'", "input")
-  if tokens == ["none"]:
-    return tokens
-  if any(t not in CANONICAL for t in tokens):
-    raise node.error(f"invalid keyword in input '{given}'", "input")
-  if any(t not in DC_INPUTS for t in tokens):
+  if tokens != ["none"] and any(t not in DC_INPUTS for t in tokens):
     raise node.error("dcmotor inputs are 'none' or a subset of [pos, vel, ff, voltage]",
-                     "input")
-  if tokens != sorted(tokens, key=CANONICAL.index):
-    raise node.error(f"inputs must be listed in canonical order [{', '.join(CANONICAL)}]",
                      "input")
   return tokens
 
 
 def check_dc(node: Node, gainprm, dynprm, tokens: list[str]) -> None:
-  """MuJoCo's conditions on a DC motor gain's controller: gains need a controller input
-  (pos, vel or ff), the integral gain the pos input, slew limiting a controller input."""
+  """MuJoCo's conditions on a DC motor gain's controller: controller inputs (pos, vel, ff)
+  need a positive motor constant, gains need a controller input, the integral gain the pos
+  input, slew limiting a controller input."""
   ctrl = any(t in ("pos", "vel", "ff") for t in tokens)
   own = node.tag == "dcmotor"
+  if ctrl and gainprm[1] <= 0:
+    raise node.error("dcmotor controller inputs require a positive motor constant",
+                     "motorconst" if own else "gainprm")
   if np.any(np.asarray(gainprm[4:7]) != 0) and not ctrl:
     raise node.error("dcmotor controller gains require a controller input [pos, vel, ff]",
                      "controller" if own else "gainprm")
@@ -77,18 +72,6 @@ def check_dc(node: Node, gainprm, dynprm, tokens: list[str]) -> None:
   if dynprm[7] > 0 and not ctrl:
     raise node.error("dcmotor slew rate limiting requires a controller input [pos, vel, ff]",
                      "controller" if own else "dynprm")
-
-
-def inputs(node: Node, given, allowed: tuple[str, ...], what: str) -> list[str]:
-  """The input keywords, each once and in MuJoCo's canonical order (one control each)."""
-  tokens = str(given).split()
-  if not tokens or any(t not in allowed for t in tokens):
-    raise node.error(f"{what} input '{given}' is not supported: give one or more of "
-                     f"{', '.join(allowed)}", "input")
-  if tokens != sorted(set(tokens), key=CANONICAL.index):
-    raise node.error(f"inputs must be listed in canonical order [{', '.join(CANONICAL)}]",
-                     "input")
-  return tokens
 
 
 def pid(node: Node, s: dict) -> None:
@@ -107,11 +90,8 @@ def pid(node: Node, s: dict) -> None:
   ki = _pick(node, "ki", s["gainprm"][0] if own else 0.0)
   imax = _pick(node, "imax", s["dynprm"][0] if own else 0.0)
   slewmax = _pick(node, "slewmax", s["dynprm"][1] if own else 0.0)
-  given = node.get("input") or (s["input"] if own and s["input"] else "pos vel")
-  inp = inputs(node, given, ("pos", "vel", "ff"), "pid")
+  inp = str(node.get("input") or (s["input"] if own and s["input"] else "pos vel")).split()
   stateful = ki != 0 or slewmax > 0  # a negative ki makes no integral state, but counts
-  if stateful and "pos" not in inp:
-    raise node.error("pid controller states (ki, slewmax) require the pos input", "input")
   s.update(gaintype="pid", biastype="affine", dyntype="pid" if stateful else "none",
            gainprm=_vec10(ki), biasprm=_vec10(0, -kp, b2),
            dynprm=_vec10(imax if ki != 0 else 0.0, slewmax), input=" ".join(inp))

@@ -55,11 +55,11 @@ def check(node: Node, s: dict, f: dict, trntype: TrnType, trnid: int) -> None:
   """MuJoCo's compile errors for so3 actuators; an integrator's actdim is settled here."""
   if s["gaintype"] != "so3" or s["biastype"] != "so3":
     raise node.error("gaintype and biastype must both be 'so3'", "gaintype")
+  if s["dyntype"] not in ("none", "integrator"):
+    raise node.error("so3 requires dyntype 'none' or 'integrator'", "dyntype")
   gain, bias = np.asarray(s["gainprm"], float), np.asarray(s["biasprm"], float)
   if (gain[0] if len(gain) else 0.0) != -(bias[1] if len(bias) > 1 else 0.0):
     raise node.error("so3 requires gainprm[0] == -biasprm[1]", "gainprm")
-  if s["dyntype"] not in ("none", "integrator"):
-    raise node.error("so3 requires dyntype 'none' or 'integrator'", "dyntype")
   if trntype == TrnType.SITE:
     if not s.get("refsite"):
       raise node.error("so3 site transmission requires refsite", "site")
@@ -67,15 +67,15 @@ def check(node: Node, s: dict, f: dict, trntype: TrnType, trnid: int) -> None:
     raise node.error("so3 requires site or ball joint transmission", "gaintype")
   elif f["jnt_type"][trnid] != JointType.BALL:
     raise node.error("so3 joint transmission requires a ball joint", "joint")
-  tokens = input_tokens(s.get("input"))
-  if tokens not in ([], ["pos"], ["vel"]):
-    raise node.error("so3 input must be expmap or quat", "input")
   if s["dyntype"] == "integrator":
-    if tokens == ["vel"]:
-      raise node.error("so3 quat input requires dyntype 'none'", "input")
     if s["actdim"] not in (0, NOUT) and s["actdim"] >= 0:  # negative: left out
       raise node.error("so3 integrator requires actdim 3", "actdim")
     s["actdim"] = -1  # one activation per output, set in finish
+  tokens = input_tokens(s.get("input"))
+  if tokens not in ([], ["pos"], ["vel"]):
+    raise node.error("so3 input must be expmap or quat", "input")
+  if s["dyntype"] == "integrator" and tokens == ["vel"]:
+    raise node.error("so3 quat input requires dyntype 'none'", "input")
 
 
 def finish(node: Node, row: dict) -> None:

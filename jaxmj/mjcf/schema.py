@@ -130,6 +130,9 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "pos": (fv(3), (0.0, 0.0, 0.0)),
     "mocap": (B, False),
     "gravcomp": (F, 0.0),
+    "sleep": (kw("auto", "never", "allowed", "init"), "auto"),  # mjcf/sleep.py
+    "fuse": (kw("auto", "false"), "auto"),  # false: kept out of fusestatic
+    "simple": (kw("auto", "false"), "auto"),  # false: body_simple 0
     **ORIENT,
   },
   "frame": {"name": (S, None), "childclass": (S, None), "pos": (fv(3), (0.0, 0.0, 0.0)),
@@ -191,6 +194,8 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "gap": (F, 0.0),
     "adhesion": (F, 0.0),
     "surfacevel": (fv(-1), (0.0,) * 6),
+    "castshadow": (B, True),
+    "shellinertia": (B, False),
     "fromto": (fv(6), None),
     "pos": (fv(3), (0.0, 0.0, 0.0)),
     **ORIENT,
@@ -198,7 +203,8 @@ ATTRS: dict[str, dict[str, tuple]] = {
   "site": {
     "name": (S, None),
     "class": (S, None),
-    "type": (kw("sphere", "capsule", "ellipsoid", "cylinder", "box"), "sphere"),
+    "type": (kw("sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh"), "sphere"),
+    "mesh": (S, None),  # MuJoCo 4.0's mesh sites: refused (mjcf/visual.geom_flags)
     "group": (I, 0),
     "size": (fv(-1), (0.005, 0.005, 0.005)),
     "rgba": (fv(4), (0.5, 0.5, 0.5, 1.0)),
@@ -506,7 +512,8 @@ ATTRS["hfield"] = {
 ATTRS["geom"]["material"] = (S, None)
 ATTRS["site"]["material"] = (S, None)
 ATTRS["texture"] = {
-  "name": (S, None), "type": (kw("2d", "cube", "skybox"), "cube"),
+  "name": (S, None), "class": (S, None), "embed": (B, True),
+  "type": (kw("2d", "cube", "skybox"), "cube"),
   "colorspace": (kw("auto", "linear", "sRGB"), "auto"), "content_type": (S, None),
   "file": (S, None), "gridsize": (iv(2), (1, 1)), "gridlayout": (S, "............"),
   **{"file" + f: (S, None) for f in ("right", "left", "up", "down", "front", "back")},
@@ -532,6 +539,11 @@ CHILDREN["default"] += ("mesh", "material")
 UNIQUE["default"] += ("mesh", "material")
 DEFAULTABLE += ("mesh", "material")
 NOT_IN_DEFAULT["mesh"] = ("file", "content_type", "vertex", "normal", "texcoord", "face")
+CHILDREN["default"] += ("texture",)  # MuJoCo 4.0: textures take class defaults too
+UNIQUE["default"] += ("texture",)
+DEFAULTABLE += ("texture",)
+NOT_IN_DEFAULT["texture"] = ("file", "content_type") + tuple(
+  "file" + f for f in ("right", "left", "up", "down", "front", "back"))
 for _tag in ("asset", "mesh", "hfield", "texture", "material"):
   UNSUPPORTED.pop(_tag, None)
 
@@ -604,7 +616,12 @@ for _tag in ("custom", "numeric", "text", "tuple"):
 
 # ---- more <compiler> options (jaxmj/mjcf/fuse.py, discard.py, align.py) ----
 ATTRS["compiler"].update({"fusestatic": (B, False), "discardvisual": (B, False),
-                          "alignfree": (B, False), "usethread": (B, True)})
+                          "alignfree": (B, False), "usethread": (B, True),
+                          # what MuJoCo's XML writer saves; the compiled model is the same
+                          "saveinertial": (B, False), "savecompiled": (B, False),
+                          "savecanonical": (B, False),
+                          "conflict": (kw("error", "warning", "merge"), "error"),
+                          "passthrough": (S, "none")})
 
 # ---- user data sizes and `user` attributes (compiled by jaxmj/mjcf/user.py) ----
 ATTRS["size"].update({f"nuser_{k}": (I, -1) for k in ("body", "jnt", "geom", "site", "cam",

@@ -259,13 +259,10 @@ def compile_sensors(root: Node, bodies: list, f: dict) -> dict:
     if given is not None:
       interval[: len(given)] = given
     row["interval"] = interval
+    _check_history(node, row)
     if (row["cutoff"] > 0 and row["datatype"] in (AXIS, QUATERNION)
         and row["type"] != SensorType.GEOMNORMAL):  # its cutoff is a search distance
       raise node.error("cutoff applied to axis or quaternion datatype", "cutoff")
-    if row["delay"] < 0:
-      raise node.error("delay cannot be negative", "delay")
-    if row["delay"] > 0 and row["nsample"] <= 0:
-      raise node.error("delay requires a positive nsample", "delay")
     rows.append(row)
   n = len(rows)
   col = lambda k, dt=np.int32: np.array([r[k] for r in rows], dt)  # noqa: E731
@@ -296,6 +293,22 @@ def compile_sensors(root: Node, bodies: list, f: dict) -> dict:
     "_sensor_nodes": nodes,
   }
 
+
+def _check_history(node, row: dict) -> None:
+  """MuJoCo 4.0's checks of a sensor's interval and history, in its order. A negative delay
+  is taken (and reads the current value, as no delay)."""
+  period, phase = row["interval"]
+  if period < 0:
+    raise node.error("negative interval in sensor", "interval")
+  if phase > 0:
+    raise node.error("positive phase in sensor", "interval")
+  if period > 0 and phase <= -period:
+    raise node.error("phase must be greater than -period in sensor", "interval")
+  if row["delay"] > 0 and row["nsample"] <= 0:
+    raise node.error("setting delay > 0 without a history buffer (nsample)", "delay")
+  if row["nsample"] > 1 << 24:
+    raise node.error(f"at most 2^24 samples in sensor history buffer, got {row['nsample']}",
+                     "nsample")
 
 def names(f: dict) -> list[str]:
   """Sensor names in id order; a repeated name is an error."""

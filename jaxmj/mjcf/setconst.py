@@ -188,7 +188,8 @@ def _body_simple(f: dict, rootid: np.ndarray, sameframe: np.ndarray) -> np.ndarr
     for i in range(1, nbody):
         p = parent[i]
         anchored = rootid[i] == i or (parent[p] == 0 and dofnum[p] == 0)
-        ok = sameframe[i] == SAMEFRAME_BODY and anchored
+        ok = sameframe[i] == SAMEFRAME_BODY and anchored and not f.get(
+            "_body_simple_off", np.zeros(nbody, bool))[i]  # <body simple="false">
         joints = range(int(f["body_jntadr"][i]), int(f["body_jntadr"][i] + f["body_jntnum"][i]))
         rotfound = False
         for j in joints:
@@ -408,13 +409,41 @@ def _kinematics(f: dict, qpos: np.ndarray) -> dict:
     ipos, iquat = _f64(f["body_ipos"]).reshape(-1, 3), _f64(f["body_iquat"]).reshape(-1, 4)
     xipos = xpos + np.einsum("bij,bj->bi", xmat, ipos)
     ximat = np.einsum("bij,bjk->bik", xmat, np.stack([frames.quat_to_mat(q) for q in iquat]))
+    if "body_sameframe" in f:  # copied frames, as mj_kinematics copies them
+        same = np.asarray(f["body_sameframe"])
+        xipos = np.where((same == SAMEFRAME_BODY)[:, None], xpos, xipos)
+        rot = np.isin(same, (SAMEFRAME_BODY, SAMEFRAME_BODYROT))[:, None, None]
+        ximat = np.where(rot, xmat, ximat)
     return dict(xpos=xpos, xquat=xquat, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=xanchor,
                 xaxis=xaxis)
 
 
-def _attached_xpos(kin: dict, bodyid: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Global position of points given in their bodies' frames, (n, 3)."""
-    return kin["xpos"][bodyid] + np.einsum("nij,nj->ni", kin["xmat"][bodyid], pos)
+def _attached_xpos(kin: dict, bodyid: np.ndarray, pos: np.ndarray,
+                   sameframe: np.ndarray | None = None) -> np.ndarray:
+    """Global position of points given in their bodies' frames, (n, 3). Where `sameframe`
+    says a frame coincides (within 1e-6) with its body's or inertial frame, that frame's
+    position is copied, as mj_kinematics does (not recomputed: they differ in rounding)."""
+    out = kin["xpos"][bodyid] + np.einsum("nij,nj->ni", kin["xmat"][bodyid], pos)
+    if sameframe is not None:
+        same = np.asarray(sameframe)[:, None]
+        out = np.where(same == SAMEFRAME_BODY, kin["xpos"][bodyid], out)
+        out = np.where(same == SAMEFRAME_INERTIA, kin["xipos"][bodyid], out)
+    return out
+
+
+def _attached_xmat(kin: dict, bodyid: np.ndarray, quat: np.ndarray,
+                   sameframe: np.ndarray | None = None) -> np.ndarray:
+    """Global rotation matrices (n, 3, 3) of frames given by quaternions (n, 4) in their
+    bodies' frames; copied from the body's or the inertial frame where `sameframe` says so."""
+    local = np.stack([frames.quat_to_mat(q) for q in np.reshape(quat, (-1, 4))])
+    out = np.einsum("nij,njk->nik", kin["xmat"][bodyid], local.reshape(-1, 3, 3))
+    if sameframe is not None:
+        same = np.asarray(sameframe)[:, None, None]
+        out = np.where(np.isin(same, (SAMEFRAME_BODY, SAMEFRAME_BODYROT)),
+                       kin["xmat"][bodyid], out)
+        out = np.where(np.isin(same, (SAMEFRAME_INERTIA, SAMEFRAME_INERTIAROT)),
+                       kin["ximat"][bodyid], out)
+    return out
 
 
 def _reference_points(f: dict, kin: dict, rootid: np.ndarray) -> np.ndarray:
@@ -622,7 +651,8 @@ class _Qpos0:
                 jac[f["jnt_dofadr"][j]] += coef
             return jac
         sbody = _i32(f["site_bodyid"])
-        spos = _attached_xpos(self.kin, sbody, _f64(f["site_pos"]).reshape(-1, 3))
+        spos = _attached_xpos(self.kin, sbody, _f64(f["site_pos"]).reshape(-1, 3),
+                              f.get("site_sameframe"))
         divisor = 1.0
         for k in range(len(types) - 1):
             if types[k] == WRAP_PULLEY:
@@ -706,7 +736,8 @@ def _dof_invweight0(s: _Qpos0) -> np.ndarray:
 
 def _geom_xpos(s: _Qpos0) -> np.ndarray:
     f = s.f
-    return _attached_xpos(s.kin, _i32(f["geom_bodyid"]), _f64(f["geom_pos"]).reshape(-1, 3))
+    return _attached_xpos(s.kin, _i32(f["geom_bodyid"]), _f64(f["geom_pos"]).reshape(-1, 3),
+                          f.get("geom_sameframe"))
 
 
 def _body_sizes(s: _Qpos0) -> np.ndarray:
@@ -781,7 +812,8 @@ def _bounding_box(s: _Qpos0) -> tuple[np.ndarray, np.ndarray]:
     for g, t in enumerate(_i32(f["geom_type"])):
         if rbound[g] <= 0 and t == PLANE:
             rbound[g] = 0.1 * max(size[g, 0], size[g, 1]) if size[g, :2].any() else 0.01
-    site_xpos = _attached_xpos(s.kin, _i32(f["site_bodyid"]), _f64(f["site_pos"]).reshape(-1, 3))
+    site_xpos = _attached_xpos(s.kin, _i32(f["site_bodyid"]), _f64(f["site_pos"]).reshape(-1, 3),
+                               f.get("site_sameframe"))
     points = [s.kin["xpos"][1:], s.kin["xipos"][1:], s.kin["xanchor"], site_xpos]
     gxpos = _geom_xpos(s)
     lo = np.min(np.concatenate(points + [gxpos - rbound[:, None], np.full((1, 3), 1e10)]), 0)

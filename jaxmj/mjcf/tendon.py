@@ -15,7 +15,7 @@ import types
 import numpy as np
 
 from jaxmj import tendon as runtime
-from jaxmj.mjcf import frames, parse, plastic, schema, setconst
+from jaxmj.mjcf import parse, plastic, schema, setconst
 from jaxmj.mjcf.parse import Defaults, Node
 from jaxmj.types import GeomType, JointType, WrapType
 
@@ -245,11 +245,11 @@ def _frames(f: dict, kin: dict) -> dict:
   sb, gb = np.asarray(f["site_bodyid"]), np.asarray(f["geom_bodyid"])
   site_pos = np.asarray(f["site_pos"], float).reshape(-1, 3)
   geom_pos = np.asarray(f["geom_pos"], float).reshape(-1, 3)
-  gmat = np.array([frames.quat_to_mat(q) for q in np.asarray(f["geom_quat"]).reshape(-1, 4)])
+  gsame = f.get("geom_sameframe")
   return dict(
-    site_xpos=kin["xpos"][sb] + np.einsum("nij,nj->ni", kin["xmat"][sb], site_pos),
-    geom_xpos=kin["xpos"][gb] + np.einsum("nij,nj->ni", kin["xmat"][gb], geom_pos),
-    geom_xmat=np.einsum("nij,njk->nik", kin["xmat"][gb], gmat.reshape(-1, 3, 3)))
+    site_xpos=setconst._attached_xpos(kin, sb, site_pos, f.get("site_sameframe")),
+    geom_xpos=setconst._attached_xpos(kin, gb, geom_pos, gsame),
+    geom_xmat=setconst._attached_xmat(kin, gb, np.asarray(f["geom_quat"], float), gsame))
 
 
 def _length(f: dict, plan, kin: dict, qpos: np.ndarray):
@@ -302,11 +302,20 @@ def tendon_constants(f: dict) -> dict:
 
 
 def _trees(f: dict, plan, body_treeid: np.ndarray) -> dict:
-  """Kinematic trees each tendon's joints, sites and wrap geoms belong to, in path order."""
+  """tendon_treenum and the first two trees of each tendon (tendon_treeid)."""
   n = f["ntendon"]
   num, ids = np.zeros(n, np.int32), np.full((n, 2), -1, np.int32)
+  for t, seen in enumerate(tendon_trees(f, body_treeid)):
+    num[t] = len(seen)
+    ids[t, :min(2, len(seen))] = seen[:2]
+  return {"tendon_treenum": num, "tendon_treeid": ids}
+
+
+def tendon_trees(f: dict, body_treeid: np.ndarray) -> list[list[int]]:
+  """Kinematic trees each tendon's joints, sites and wrap geoms belong to, in path order."""
   wtype, obj = np.asarray(f["wrap_type"]), np.asarray(f["wrap_objid"])
-  for t in range(n):
+  out = []
+  for t in range(f["ntendon"]):
     seen = []
     for w in range(f["tendon_adr"][t], f["tendon_adr"][t] + f["tendon_num"][t]):
       body = {WrapType.JOINT: f["jnt_bodyid"], WrapType.SITE: f["site_bodyid"],
@@ -317,6 +326,5 @@ def _trees(f: dict, plan, body_treeid: np.ndarray) -> dict:
       tree = int(body_treeid[body[obj[w]]])
       if tree >= 0 and tree not in seen:
         seen.append(tree)
-    num[t] = len(seen)
-    ids[t, :min(2, len(seen))] = seen[:2]
-  return {"tendon_treenum": num, "tendon_treeid": ids}
+    out.append(seen)
+  return out

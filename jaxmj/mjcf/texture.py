@@ -175,6 +175,9 @@ def compile_textures(nodes: list[Node], defaults: Defaults, read) -> tuple[dict,
   data, names = [], []
   for node in nodes:
     v = defaults.resolve(node, None)
+    if not v["embed"]:
+      raise node.error("texture embed='false' (texture data by reference) is not supported by "
+                       "jaxmj yet", "embed")
     _png_srgb.clear()
     try:
       if v["builtin"] != "none":

@@ -47,3 +47,21 @@ def compile_statistic(root: Node, f: dict) -> visual.Statistic:
   return visual.Statistic(
     **{k: float(stat[k]) for k in ("meaninertia", "meanmass", "meansize", "extent")},
     center=tuple(float(x) for x in stat["center"]))
+
+
+def geom_flags(bodies: list) -> dict:
+  """geom_castshadow (ngeom,) bool, visual only. MuJoCo 4.0's geom shellinertia (a
+  primitive's inertia as a thin shell's) and mesh sites are refused by name."""
+  out = []
+  for b in bodies:
+    for node, v, *_ in b.sites:
+      if v.get("type") == "mesh" or v.get("mesh"):
+        raise node.error("mesh sites are not supported by jaxmj yet",
+                         "type" if v.get("type") == "mesh" else "mesh")
+    for node, v, *_ in b.geoms:
+      if v.get("shellinertia"):
+        raise node.error("shellinertia (a primitive geom's inertia as a thin shell's) is not "
+                         "supported by jaxmj yet", "shellinertia")
+      out.append(bool(v.get("castshadow", True)))
+  return {"geom_castshadow": np.array(out, bool)}
+

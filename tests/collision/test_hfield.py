@@ -71,6 +71,9 @@ def _contacts(mj, d):
 
 def test_heightfield_pairs_match_mj_collision():
   m, mj = jaxmj.Model.from_xml_string(XML), mujoco.MjModel.from_xml_string(XML)
+  # MuJoCo's geom frames bit for bit (kinematics is exact given them): our compiler's mesh
+  # frame is one ulp off MuJoCo's, and a mesh contact here sits on an EPA tie that ulp decides
+  m = m.replace(geom_quat=jax.numpy.asarray(mj.geom_quat))
   fn = jit0(lambda m, d: collision(m, kinematics(m, d)).contact)
   rng = np.random.default_rng(0)
   d = mujoco.MjData(mj)

@@ -92,6 +92,10 @@ SHORTCUTS = {
                       '<general joint="shoulder" actdim="-2"/>'),  # any negative: auto
   "pid_actdim_0": ('<general joint="elbow" gaintype="pid" biastype="affine" dyntype="pid" '
                    'gainprm="1" input="pos" actdim="0"/>'),  # a pid's 0 is auto too
+  "pid_general_without_input": ('<general joint="elbow" gaintype="pid" biastype="affine" '
+                                'gainprm="0" biasprm="0 -1 -.1" ctrlrange="-1 1"/>'),  # pos vel
+  "negative_delay": ('<motor joint="elbow" delay="-.1" nsample="3"/>'
+                     '<motor joint="slide" delay="-1"/>'),  # MuJoCo 4.0 takes it
 }
 
 
@@ -103,7 +107,7 @@ def test_shortcut_matches_mujoco(name):
 def test_all_shortcuts_together_with_names():
   m, mj = check(arm("".join(v.replace(" ", f' name="a{k}" ', 1)
                             for k, v in enumerate(SHORTCUTS.values()))))
-  for i in range(mj.nu):
+  for i in range(mj.nactuator):  # a pid takes two controls: nu > nactuator
     assert jaxmj.id2name(m, "actuator", i) == mujoco.mj_id2name(
       mj, mujoco.mjtObj.mjOBJ_ACTUATOR, i)
   assert jaxmj.name2id(m, "actuator", "a3") == 3
@@ -235,11 +239,52 @@ MUJOCO_ERRORS = {
   "input_order": ("", '<general joint="elbow" input="vel pos"/>', "input", "canonical order"),
   "input_in_unused_default": ('<default class="c"><general input="voltage voltage"/></default>',
                               '<motor joint="elbow"/>', "input", "duplicate keyword"),
+  # several faults at once: the first in mjCActuator::Compile's order wins
+  "dcmotor_actdim_before_actearly": (
+    "", '<general joint="elbow" dyntype="dcmotor" gaintype="dcmotor" biastype="dcmotor" '
+    'gainprm="1 1" actearly="false" actdim="3"/>', "actdim", "DC motor parameters"),
+  "ranges_before_actearly": (
+    "", '<general joint="elbow" dyntype="dcmotor" gaintype="dcmotor" biastype="dcmotor" '
+    'gainprm="1 1" ctrlrange="1 0" ctrllimited="true"/>', "ctrlrange", "invalid control range"),
+  "force_before_control_range": (
+    "", '<general joint="elbow" ctrlrange="1 0" ctrllimited="true" forcerange="1 0" '
+    'forcelimited="true" actdim="2"/>', "forcerange", "invalid force range"),
+  "actrange_before_actdim": ("", '<general joint="elbow" actrange="0 1" actlimited="true" '
+                             'actdim="1"/>', "actrange", "actrange specified but dyntype is"),
+  "pid_dyntype_before_actearly": ("", '<general joint="elbow" dyntype="dcmotor" gaintype="pid" '
+                                  'biastype="affine"/>', "dyntype",
+                                  "pid requires dyntype 'none' or 'pid'"),
+  "pid_body": ("", '<general body="upper" gaintype="pid" biastype="affine" gainprm="0"/>',
+               "body", "pid cannot use body transmission"),
+  "pid_slewmax": ("", '<general joint="elbow" gaintype="pid" biastype="affine" dyntype="pid" '
+                  'gainprm="1" dynprm="0 -1"/>', "dynprm",
+                  "slewmax (dynprm[1]) must be non-negative"),
+  "pid_states_need_pos": ("", '<general joint="elbow" gaintype="pid" biastype="affine" '
+                          'dyntype="pid" gainprm="0" dynprm="0 1" input="vel"/>', "input",
+                          "pid controller states require the pos input"),
+  "dcmotor_controller_needs_K": (
+    "", '<general joint="elbow" dyntype="dcmotor" gaintype="dcmotor" biastype="dcmotor" '
+    'gainprm="1 0" input="pos" actearly="true"/>', "gainprm",
+    "dcmotor controller inputs require a positive motor constant"),
+  "armature_on_site": ("", '<general site="tip" armature="1"/>', "armature",
+                       "armature requires joint or tendon transmission"),
+  "damping_on_body": ("", '<general body="upper" damping="0 1"/>', "damping",
+                      "damping requires joint or tendon transmission"),
+  "so3_dyntype_before_gain": ("", '<general site="tip" refsite="hand" gaintype="so3" '
+                              'biastype="so3" dyntype="filter" gainprm="1" biasprm="0 2"/>',
+                              "dyntype", "so3 requires dyntype 'none' or 'integrator'"),
+  "so3_actdim_before_input": ("", '<general site="tip" refsite="hand" gaintype="so3" '
+                              'biastype="so3" dyntype="integrator" gainprm="1" biasprm="0 -1" '
+                              'actdim="2" input="quat"/>', "actdim",
+                              "so3 integrator requires actdim 3"),
+  "history_needs_input": ("", '<dcmotor joint="elbow" motorconst="1" resistance="1" '
+                          'input="none" nsample="2"/>', "nsample",
+                          "history and delay require an input"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(MUJOCO_ERRORS))
-def test_actdim_and_input_errors_match_mujoco(name):
+def test_errors_and_their_order_match_mujoco(name):
   default, act, attribute, msg = MUJOCO_ERRORS[name]
   xml = arm(act, default=default)
   with pytest.raises(jaxmj.MJCFError, match=re.escape(msg)) as info:

@@ -23,23 +23,16 @@ import jaxmj  # noqa: E402
 # body_iquat is held to 1e-10 like everything else: inertia.eig3 reproduces MuJoCo's mju_eig3
 # to ~1e-15 for well-separated principal moments (with nearly equal moments the principal
 # frame is ill-determined; none of the cases here hits that). Large values (invweight0 and
-# dof_M0 of light links, ~1e4) are held relative: model_differences' rule.
-# Offsets from the subtree com at qpos0 inherit the ~1e-9 xipos differences of bodies with
-# float32-rounded orientations (mjx convex.xml); the com itself is not a compared field.
-LOOSE = {"cam_poscom0": 1e-8, "light_poscom0": 1e-8}
+# dof_M0 of light links, ~1e4) are held relative: model_differences' rule. Frames at qpos0
+# that coincide with their body's or inertial frame within 1e-6 are copied, as
+# mj_kinematics copies them (setconst honours sameframe), so cam_poscom0 and dof_length
+# match too (they were 1e-9 and 5e-11 off when recomposed).
 
 
 def differences(m, mj, atol=1e-10) -> list[str]:
-  """model_differences, with the LOOSE fields at their own tolerance, and the <contact>
-  fields (npair, nexclude, pair_*, exclude_signature) compared exactly."""
-  out = contact_differences(m, mj)
-  for diff in model_differences(m, mj, atol):
-    name = diff.split(":")[0]
-    if name in LOOSE and np.allclose(getattr(m, name), getattr(mj, name), rtol=0,
-                                     atol=LOOSE[name]):
-      continue
-    out.append(diff)
-  return out
+  """model_differences and the <contact> fields (npair, nexclude, pair_*,
+  exclude_signature) compared exactly."""
+  return contact_differences(m, mj) + model_differences(m, mj, atol)
 
 
 def check(xml: str, assets=None):

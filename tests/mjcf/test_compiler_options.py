@@ -27,6 +27,8 @@ BODY = """<worldbody>
   'boundmass="0.5" boundinertia="0.1" balanceinertia="true"', 'inertiagrouprange="0 3"',
   'inertiagrouprange="0 1"', 'usethread="false"', 'angle="radian"',
   'fusestatic="false" discardvisual="false" alignfree="false"',
+  'saveinertial="true" savecompiled="true" savecanonical="true"',  # saving only
+  'conflict="error" passthrough="none"',
 ])
 def test_compiler_option_matches_mujoco(compiler):
   m, mj = load_both(xml=f"<mujoco><compiler {compiler}/>{BODY}</mujoco>")
@@ -86,6 +88,18 @@ def test_fusestatic_matches_mujoco(compiler, extra, nbody):
   assert mj.nbody == nbody
   assert model_differences(m, mj) == []
   same_names(m, mj)
+
+
+def test_body_fuse_and_simple_false_match_mujoco():
+  """MuJoCo 4.0's <body fuse="false"> keeps a static body out of fusestatic; <body
+  simple="false"> takes a body off the simple fast path (body_simple 0)."""
+  fuse = FUSE.replace('<body name="B"', '<body name="B" fuse="false"')
+  m, mj = load_both(xml=f'<mujoco><compiler fusestatic="true"/>{fuse}</mujoco>')
+  assert mj.nbody == 7 and model_differences(m, mj) == []
+  m, mj = load_both(xml='<mujoco><worldbody><body simple="false"><joint type="slide"/>'
+                        '<geom size=".1"/></body><body pos="1 0 0" simple="auto"><joint '
+                        'type="slide"/><geom size=".1"/></body></worldbody></mujoco>')
+  assert list(mj.body_simple) == [1, 0, 2] and model_differences(m, mj) == []
 
 
 @pytest.mark.parametrize("parent,child,fused", [(0.5, 0.5, True), (0.0, 1.0, False)])
@@ -263,4 +277,12 @@ def test_bad_builtin_mesh_attributes_rejected_like_mujoco(attrs, message):
   with pytest.raises(ValueError, match=message):
     mujoco.MjModel.from_xml_string(xml)
   with pytest.raises(jaxmj.MJCFError, match=message):
+    jaxmj.Model.from_xml_string(xml)
+
+
+@pytest.mark.parametrize("attr", ['conflict="merge"', 'conflict="warning"'])
+def test_attach_conflict_modes_refused_by_name(attr):
+  xml = f"<mujoco><compiler {attr}/><worldbody/></mujoco>"
+  mujoco.MjModel.from_xml_string(xml)  # MuJoCo 4.0 takes it
+  with pytest.raises(jaxmj.MJCFError, match="not supported by jaxmj"):
     jaxmj.Model.from_xml_string(xml)

@@ -146,6 +146,20 @@ def test_no_contact_section_gives_empty_arrays():
   assert m.pair_solref.shape == m.pair_solreffriction.shape == (0, 2)
 
 
+def test_pair_and_exclude_names_follow_the_sorted_order():
+  """Names live in MuJoCo's buffer after the materials, in the sorted object order."""
+  m, mj = check(f"""<mujoco>{WORLD}<contact>
+    <pair name="p_b" geom1="b0" geom2="a0"/><pair geom1="a0" geom2="floor"/>
+    <pair name="p_a" geom1="a1" geom2="floor"/>
+    <exclude name="x_ab" body1="b" body2="a"/><exclude body1="world" body2="b"/>
+    </contact></mujoco>""")
+  np.testing.assert_array_equal(m.name_pairadr, mj.name_pairadr)
+  np.testing.assert_array_equal(m.name_excludeadr, mj.name_excludeadr)
+  assert m.names == bytes(mj.names)
+  assert jaxmj.name2id(m, "pair", "p_b") == mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_PAIR, "p_b")
+  assert jaxmj.id2name(m, "exclude", 1) == "x_ab"
+
+
 def test_pairs_are_jax_leaves_and_signatures_static():
   m, _ = check(CASES["pair_all_attributes"])
   leaves = type(m)._leaf_names

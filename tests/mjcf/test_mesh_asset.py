@@ -229,3 +229,18 @@ def test_maxhullvert_mesh_matches_mujoco():
   xml = _model(f"<mesh name='p' vertex='{_points(4, 40)}' maxhullvert='8'/>",
                "<geom type='mesh' mesh='p'/>")
   check(xml)
+
+
+def test_mesh_on_the_inertial_frame_is_copied_as_mujoco():
+  """A 300-point cloud beside a tiny box: the mesh geom sits on the body's inertial frame
+  within 1e-6 (geom_sameframe INERTIA), so MuJoCo copies xipos for it; dof_length (the
+  body size at qpos0) was 5e-11 off when recomposed from geom_pos."""
+  from mujoco_compare import model_differences
+
+  pts = np.random.default_rng(0).normal(size=(300, 3)) * [1, 2, 3] + [.5, 0, 1]
+  vert = " ".join(f"{x:.6f}" for x in pts.ravel())
+  m, mj = check(f'<mujoco><asset><mesh name="c" vertex="{vert}"/></asset><worldbody><body>'
+                '<freejoint/><geom type="box" size=".001 .001 .001" pos="3 0 0"/>'
+                '<geom type="mesh" mesh="c"/></body></worldbody></mujoco>')
+  assert list(m.geom_sameframe) == list(mj.geom_sameframe) == [3, 2]
+  assert model_differences(m, mj, 1e-14) == []

@@ -72,7 +72,7 @@ def test_state_slots_follow_the_parameters():
 
 @pytest.mark.parametrize("actuator, attribute, phrase", [
   ('<pid joint="h1" input="ff pos"/>', "input", "canonical order"),
-  ('<pid joint="h1" input="pos voltage"/>', "input", "pid input 'pos voltage' is not supported"),
+  ('<pid joint="h1" input="pos voltage"/>', "input", "pid inputs are a subset of [pos, vel, ff]"),
   ('<pid joint="h1" input="vel" ki="1"/>', "input", "require the pos input"),
   ('<pid joint="h1" input="pos" kv="1" dampratio="1"/>', "kv", "cannot both be defined"),
   ('<pid joint="h1" input="pos" ki="-1"/>', "dyntype", "invalid actdim 0"),

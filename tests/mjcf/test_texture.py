@@ -74,3 +74,16 @@ def test_random_marks_warn_and_differ_only_in_pixels():
   for name in ("tex_type", "tex_width", "tex_height", "tex_adr", "tex_nchannel"):
     np.testing.assert_array_equal(getattr(m, name), getattr(mj, name))
   assert m.tex_data.shape == mj.tex_data.shape
+
+
+def test_texture_default_classes_as_mujoco():
+  """MuJoCo 4.0's <default><texture>: a texture takes its class (or the main class)."""
+  xml = ('<mujoco><default><texture builtin="checker" width="8" height="8"/><default '
+         'class="t"><texture rgb1="1 0 0" builtin="flat" width="4" height="4" type="2d"/>'
+         '</default></default><asset><texture name="a" class="t" embed="true"/><texture '
+         'name="b" type="2d"/></asset><worldbody/></mujoco>')
+  m, mj = jaxmj.Model.from_xml_string(xml), mujoco.MjModel.from_xml_string(xml)
+  np.testing.assert_array_equal(m.tex_width, mj.tex_width)
+  np.testing.assert_array_equal(np.asarray(m.tex_data), mj.tex_data)
+  with pytest.raises(jaxmj.MJCFError, match="embed='false'.* not supported by jaxmj"):
+    jaxmj.Model.from_xml_string(xml.replace('embed="true"', 'embed="false"'))

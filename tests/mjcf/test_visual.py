@@ -91,3 +91,27 @@ def test_object_model_keeps_visual_cameras_and_custom_data():
       direct.ncam, direct.nlight, direct.nnumeric, direct.ntuple)
     np.testing.assert_array_equal(built.tuple_objid, direct.tuple_objid)
     np.testing.assert_allclose(built.cam_mat0, direct.cam_mat0, atol=1e-12)
+
+
+def test_geom_castshadow_through_defaults_and_shellinertia_refused_by_name():
+  """castshadow is visual only (kept as geom_castshadow); MuJoCo 4.0's geom shellinertia
+  changes mass and inertia and is refused by name when true."""
+  xml = ('<mujoco><default><geom castshadow="false"/><default class="c"><geom '
+         'castshadow="true"/></default></default><worldbody><geom size=".1"/><body>'
+         '<freejoint/><geom class="c" size=".1"/><geom size=".1" shellinertia="{}"/></body>'
+         '</worldbody></mujoco>')
+  m, mj = load_both(xml=xml.format("false"))
+  np.testing.assert_array_equal(m.geom_castshadow, mj.geom_castshadow)
+  assert list(m.geom_castshadow) == [False, True, False]
+  assert mujoco.MjModel.from_xml_string(xml.format("true")).body_mass[1] != mj.body_mass[1]
+  with pytest.raises(jaxmj.MJCFError, match="shellinertia .* not supported by jaxmj"):
+    jaxmj.Model.from_xml_string(xml.format("true"))
+
+
+def test_mesh_site_refused_by_name():
+  xml = ('<mujoco><asset><mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset><worldbody>'
+         '<body><freejoint/><geom size=".1"/><site type="mesh" mesh="m"/></body></worldbody>'
+         '</mujoco>')
+  assert mujoco.MjModel.from_xml_string(xml).site_type[0] == mujoco.mjtGeom.mjGEOM_MESH
+  with pytest.raises(jaxmj.MJCFError, match="mesh sites are not supported by jaxmj"):
+    jaxmj.Model.from_xml_string(xml)
