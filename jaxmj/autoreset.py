@@ -48,49 +48,41 @@ def _count(d: Data, code: Warning, flag: jnp.ndarray) -> jnp.ndarray:
   return d.warning.at[code].add(flag.astype(d.warning.dtype))
 
 
-def _reset_where(m: Model, d: Data, flag: jnp.ndarray, code: Warning) -> Data:
-  """`d` where not `flag`, else mj_resetData's state with `code` counted once."""
-  fresh = make_data(m)
-  fresh = fresh.replace(warning=_count(fresh, code, jnp.asarray(True)))
-  return jax.tree.map(lambda a, b: jnp.where(flag, a, b), fresh, d)
-
-
 # the Data fields a step reads from the previous step (MuJoCo's mjSTATE_INTEGRATION) and the
 # warning counters; every other field a step reads it has written first
 _READ = tuple(_FIELD[c] for c in _components(State.INTEGRATION) if _FIELD[c]) + ("warning",)
 
 
-def check_state(m: Model, d: Data) -> Data:
-  """mj_checkPos then mj_checkVel, at the start of mj_step and mj_step1."""
+def _check_state(m: Model, d: Data, fields) -> tuple[Data, jnp.ndarray]:
+  """mj_checkPos then mj_checkVel: (d with `fields` reset where qpos or qvel is bad, that
+  flag). A bad qpos is counted first: when both are bad only BADQPOS counts."""
   bad_pos, bad_vel = bad(d.qpos), bad(d.qvel)
   if m.opt.disabled(DisableBit.AUTORESET):
-    return d.replace(warning=_count(d.replace(warning=_count(d, Warning.BADQPOS, bad_pos)),
-                                    Warning.BADQVEL, bad_vel))
-  d = _reset_where(m, d, bad_pos, Warning.BADQPOS)
-  return _reset_where(m, d, ~bad_pos & bad_vel, Warning.BADQVEL)
-
-
-def check_acc(m: Model, d: Data, new: Data) -> Data:
-  """mj_checkAcc on the forward pass `d`: `new` (the integrated state) where qacc is good;
-  where it is bad, the count, and with autoreset the reset state (see the module note)."""
-  bad_acc = bad(d.qacc)
-  if m.opt.disabled(DisableBit.AUTORESET):
-    return new.replace(warning=_count(new, Warning.BADQACC, bad_acc))
-  return _reset_where(m, new, bad_acc, Warning.BADQACC)
-
-
-def check_state_read(m: Model, d: Data) -> tuple[Data, jnp.ndarray]:
-  """check_state on the fields a step reads only: (d, reset) where `reset` () marks a
-  world reset for a bad qpos or qvel; `check_step` resets its other fields."""
-  bad_pos, bad_vel = bad(d.qpos), bad(d.qvel)
-  if m.opt.disabled(DisableBit.AUTORESET):
-    return check_state(m, d), jnp.asarray(False)
+    d = d.replace(warning=_count(d, Warning.BADQPOS, bad_pos))
+    return d.replace(warning=_count(d, Warning.BADQVEL, bad_vel)), jnp.asarray(False)
   fresh = make_data(m)
   code = jnp.where(bad_pos, Warning.BADQPOS, Warning.BADQVEL)
   fresh = fresh.replace(warning=fresh.warning.at[code].add(1))
   reset = bad_pos | bad_vel
   return d.replace(**{f: jax.tree.map(lambda a, b: jnp.where(reset, a, b),
-                                      getattr(fresh, f), getattr(d, f)) for f in _READ}), reset
+                                      getattr(fresh, f), getattr(d, f)) for f in fields}), reset
+
+
+def check_state(m: Model, d: Data) -> Data:
+  """mj_checkPos then mj_checkVel at the start of mj_step1: every field reset."""
+  return _check_state(m, d, [f.name for f in dataclasses.fields(d)])[0]
+
+
+def check_acc(m: Model, d: Data, new: Data) -> Data:
+  """mj_checkAcc on the forward pass `d`: `new` (the integrated state) where qacc is good;
+  where it is bad, the count, and with autoreset the reset state (see the module note)."""
+  return check_step(m, d, d, new, jnp.asarray(False))
+
+
+def check_state_read(m: Model, d: Data) -> tuple[Data, jnp.ndarray]:
+  """check_state on the fields a step reads only: (d, reset) where `reset` () marks a
+  world reset for a bad qpos or qvel; `check_step` resets its other fields."""
+  return _check_state(m, d, _READ)
 
 
 def check_step(m: Model, d_in: Data, d: Data, new: Data, reset: jnp.ndarray) -> Data:

@@ -2,7 +2,8 @@
 
 Shared by `scripts/compare.py` (the conformance report users run) and the tests. Each
 function takes a jaxmj `Model` and a `mujoco.MjModel` compiled from the same file and
-returns None when they agree, else a short description; nothing here imports mujoco.
+returns None when they agree, else a short description. `single_step_error` steps both
+engines; it imports mujoco (a test-only dependency) when called, never on import.
 """
 
 from __future__ import annotations
@@ -29,3 +30,32 @@ def float32_tol(ref: np.ndarray, atol: float) -> np.ndarray:
   if ref.dtype == np.float32:
     return np.maximum(atol, 2.5e-7 * np.maximum(1.0, np.abs(ref.astype(float))))
   return np.asarray(atol)
+
+
+def single_step_error(m, mj, md, d, nstep: int):
+  """Steps MuJoCo's MjData `md` `nstep` times in place and, before each step, jaxmj once
+  from md's full integration state (mjSTATE_INTEGRATION): (max |qpos| and |qvel|
+  difference after a single step, jaxmj's last Data). `d` is any jaxmj Data of the model;
+  only its fields outside the state are kept. For models where MuJoCo itself is chaotic,
+  this is the measure that can still agree."""
+  import jax
+  import mujoco
+
+  from jaxmj.forward import step
+  from jaxmj.state import State, set_state, state_size
+
+  sig = int(State.INTEGRATION)
+  size = mujoco.mj_stateSize(mj, sig)
+  if size != state_size(m, sig):
+    raise NotImplementedError(f"state sizes differ: MuJoCo {size}, jaxmj "
+                              f"{state_size(m, sig)}")
+  one = jax.jit(lambda d, s: step(m, set_state(m, d, s, sig)),
+                compiler_options={"xla_backend_optimization_level": 0})
+  state, worst = np.empty(size), 0.0
+  for _ in range(nstep):
+    mujoco.mj_getState(mj, md, state, sig)
+    d = one(d, state.astype(d.qpos.dtype))
+    mujoco.mj_step(mj, md)
+    worst = max(worst, float(np.max(np.abs(np.asarray(d.qpos) - md.qpos), initial=0.0)),
+                float(np.max(np.abs(np.asarray(d.qvel) - md.qvel), initial=0.0)))
+  return worst, d

@@ -34,7 +34,7 @@ import warnings
 
 import numpy as np
 
-from jaxmj.conformance import SPECIAL, float32_tol
+from jaxmj.conformance import SPECIAL, float32_tol, single_step_error
 
 # Fields compared by another route or kept in jaxmj's own layout by design.
 SKIP = {
@@ -182,29 +182,11 @@ def mujoco_spread(mj, steps: int, key: bool, nudge: float = 1e-14) -> float:
 
 def step_error(m, mj, steps: int, key: bool) -> float:
   """max |qpos| and |qvel| difference after one jaxmj.step taken from MuJoCo's full
-  integration state (mjSTATE_INTEGRATION), over `steps` steps of MuJoCo's trajectory."""
-  import jax
-  import mujoco
-
+  integration state, over `steps` steps of MuJoCo's trajectory."""
   import jaxmj
 
-  sig = int(jaxmj.State.INTEGRATION)
-  md = _mujoco_start(mj, key)
   d = jaxmj.reset(m, 0) if key and mj.nkey else jaxmj.make_data(m)
-  size = mujoco.mj_stateSize(mj, sig)
-  if size != jaxmj.state_size(m, sig):
-    raise NotImplementedError(f"state sizes differ: MuJoCo {size}, jaxmj "
-                              f"{jaxmj.state_size(m, sig)}")
-  step = jax.jit(lambda d, s: jaxmj.step(m, jaxmj.set_state(m, d, s, sig)))
-  state = np.empty(size)
-  worst = 0.0
-  for _ in range(steps):
-    mujoco.mj_getState(mj, md, state, sig)
-    d = step(d, state.astype(d.qpos.dtype))
-    mujoco.mj_step(mj, md)
-    worst = max(worst, float(np.max(np.abs(np.asarray(d.qpos) - md.qpos), initial=0.0)),
-                float(np.max(np.abs(np.asarray(d.qvel) - md.qvel), initial=0.0)))
-  return worst
+  return single_step_error(m, mj, _mujoco_start(mj, key), d, steps)[0]
 
 
 def compare_file(path: str, steps: int, atol: float, key: bool,

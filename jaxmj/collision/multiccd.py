@@ -98,6 +98,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxmj import math
 from jaxmj.collision import convex
 from jaxmj.collision.primitive import GeomFrame
 from jaxmj.types import GeomType
@@ -160,22 +161,9 @@ def _world(g: GeomFrame, local):
 
 
 # MuJoCo's choices among nearly tied quadrilaterals (and clipping at a polygon's corners) follow
-# its round-off, so the polygon is built and pruned with MuJoCo's operations in MuJoCo's order.
-# XLA fuses a product into the sum it feeds (one rounding where MuJoCo rounds twice); _nf keeps
-# each product apart with a bit-level identity that the compiler cannot see through (z is an
-# unsigned zero it cannot prove zero). Values and gradients are unchanged.
-
-
-def _opaque_zero(x):
-  """An unsigned-integer zero from x > 0 (its sign bit), of x's width."""
-  u = jnp.uint64 if x.dtype == jnp.float64 else jnp.uint32
-  return lax.shift_right_logical(lax.bitcast_convert_type(x, u), u(8 * x.dtype.itemsize - 1))
-
-
-def _nf(p, z):
-  """p, rounded on its own (not fused into a later sum)."""
-  q = lax.bitcast_convert_type(lax.bitcast_convert_type(p, z.dtype) ^ z, p.dtype)
-  return p + lax.stop_gradient(q - p)
+# its round-off, so the polygon is built and pruned with MuJoCo's operations in MuJoCo's order,
+# each product kept out of fused multiply-adds by `math.nofma` (z: `math.opaque_zero`).
+_nf = math.nofma
 
 
 def _dot3(a, b, z):
@@ -498,7 +486,7 @@ def _select(n1, c1, n2, c2, e1, ec1, e2, ec2, dim1, dim2, u, vnorm):
 
 def _multicontact(code1, code2, g1, g2, u, dirs, ndirs, vnorm, margin, polys, p: int):
   """The pair's multiccd contacts: (use, dist (4,), pos (4, 3), normal (3,), valid (4,))."""
-  z = _opaque_zero(g1.size[0])
+  z = math.opaque_zero(g1.size[0])
   s1, s2 = _simplex(code1, g1, dirs, ndirs), _simplex(code2, g2, -dirs, ndirs)
   n1, c1, t1 = _normals(code1, g1, s1, u, polys[0])
   n2, c2, t2 = _normals(code2, g2, s2, -u, polys[1])

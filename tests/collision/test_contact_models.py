@@ -18,6 +18,8 @@ import pytest
 from conftest import MODELS
 from mujoco_compare import load_both, rollout_error
 
+from jaxmj.conformance import single_step_error
+
 TOL = 1e-5
 
 
@@ -30,24 +32,11 @@ def test_quadruped_lands_and_stands_like_mj_step():
   """Its four feet touch down in the same step (39), where MuJoCo itself is chaotic: a 1e-15
   nudge of its start moves its own trajectory by 4e-3. So the free trajectories must agree
   up to the landing, and from there every single step from MuJoCo's state."""
-  import jax
-  import mujoco
-
-  import jaxmj
-
   m, mj = load_both(os.path.join(MODELS, "quadruped.xml"))
   err, final, dm, ncon = rollout_error(m, mj, 38, key=0)
   assert err < 1e-12, f"before landing: max qpos error {err:.3g}"
-  sig = int(jaxmj.State.INTEGRATION)
-  step = jax.jit(lambda d, s: jaxmj.step(m, jaxmj.set_state(m, d, s, sig)),
-                 compiler_options={"xla_backend_optimization_level": 0})
-  state, worst, d = np.empty(mujoco.mj_stateSize(mj, sig)), 0.0, final
-  for _ in range(262):
-    mujoco.mj_getState(mj, dm, state, sig)
-    d = step(d, state)
-    mujoco.mj_step(mj, dm)
-    worst = max(worst, np.abs(np.asarray(d.qpos) - dm.qpos).max())
-  assert worst < TOL, f"single steps from MuJoCo's state: max qpos error {worst:.3g}"
+  worst, d = single_step_error(m, mj, dm, final, 262)
+  assert worst < TOL, f"single steps from MuJoCo's state: max qpos/qvel error {worst:.3g}"
   assert dm.ncon == 4 and dm.qpos[2] > 0.4 and d.qpos[2] > 0.4  # standing on its four feet
   assert not np.any(np.asarray(d.warning))
 

@@ -18,6 +18,7 @@ import jax.numpy as jnp  # noqa: E402
 from test_multicontact_survey import CUBE, GEOMS  # noqa: E402  (the survey's scenes)
 
 import jaxmj  # noqa: E402
+from jaxmj import math  # noqa: E402
 from jaxmj.collision import multiccd  # noqa: E402
 from jaxmj.collision.primitive import GeomFrame  # noqa: E402
 
@@ -314,7 +315,7 @@ def test_vertex_indices_and_dimensions_follow_mujocos_support_functions():
     b1 = multiccd._simplex(multiccd._BOX, box, dirs, 1)
     c2 = multiccd._simplex(multiccd._CYL, cyl, flat, 3)
     c1 = multiccd._simplex(multiccd._CYL, cyl, flat.at[1, 2].set(1e-9), 3)
-    z = multiccd._opaque_zero(cyl.size[0])
+    z = math.opaque_zero(cyl.size[0])
     return (b3, b2, b1.dim, multiccd._box_normals(box, b2), c2,
             multiccd._normals(multiccd._CYL, cyl, c2, flat[0], None)[1],
             multiccd._edges(multiccd._CYL, cyl, c2, flat[0], None, False, 0.0, z), c1.dim,
