@@ -45,7 +45,9 @@ def _searches(d, qacc0, search, dt):
 
 def test_float32_search_ends_in_few_trips_and_matches_float64():
   m = jaxmj.Model.from_xml_string(XML)
-  d = jaxmj.forward(m, jaxmj.make_data(m))
+  # compiled: op-by-op dispatch of the whole pipeline costs several times its compile
+  d = jax.jit(jaxmj.forward, compiler_options={"xla_backend_optimization_level": 0})(
+    m, jaxmj.make_data(m))
   assert int(np.sum(np.asarray(d.efc_active))) > 10
   qstar = np.asarray(d.qacc)
   rng = np.random.default_rng(0)

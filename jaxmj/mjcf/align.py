@@ -41,8 +41,7 @@ def align_free(bodies, compiler: dict) -> None:
       continue
     mass, ipos, inert, iquat = body.inertia
     body.pos, body.quat = frames.compose(body.pos, body.quat, ipos, iquat)
-    inv_quat = np.array([iquat[0], -iquat[1], -iquat[2], -iquat[3]])
-    inv_pos = -frames.rot_vec(inv_quat, ipos)
+    inv_pos, inv_quat = frames.inverse(ipos, iquat)
     body.geoms = [reexpressed(g, inv_pos, inv_quat) for g in body.geoms]
     body.sites = [reexpressed(s, inv_pos, inv_quat) for s in body.sites]
     body.camlights = [reexpressed(c, inv_pos, inv_quat) for c in body.camlights]

@@ -121,8 +121,9 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
     asset_fields = asset.compile_assets(root, defaults, compiler, bodies, path, assets)
   if compiler["fusestatic"] or align.wanted(root, compiler):
     bodies = discard.with_inertia(bodies, _own_inertia(bodies, asset_fields, compiler))
-    if compiler["fusestatic"]:
+    if compiler["fusestatic"]:  # bodies left without inertia sum their (fused) geoms
       bodies, asset_fields = fuse.fuse_static(root, bodies, asset_fields)
+      bodies = discard.with_inertia(bodies, _own_inertia(bodies, asset_fields, compiler))
     align.align_free(bodies, compiler)
   f = _arrays(bodies, defaults, compiler)
   f["_body_simple_off"] = np.array([b.node is not None and b.node.get("simple") == "false"
@@ -180,8 +181,9 @@ def _walk(node, body_id, fpos, fquat, childclass, bodies, defaults, compiler) ->
     if tag in ("body", "frame"):
       defaults.check_class(child, "childclass")
       vals = {k: child.get(k) for k in child.attrs}
-      written = (_vec(vals.get("pos"), 3), frames.orientation(vals, compiler, child))
-      pos, quat = frames.compose(fpos, fquat, *written)
+      is_body = tag == "body"  # a frame's quat is normalized after composing (frames.placed)
+      written = (_vec(vals.get("pos"), 3), frames.orientation(vals, compiler, child, is_body))
+      pos, quat = (frames.compose if is_body else frames.placed)(fpos, fquat, *written)
       cls = child.attrs.get("childclass", childclass)
       if tag == "frame":
         _walk(child, body_id, pos, quat, cls, bodies, defaults, compiler)
@@ -206,7 +208,7 @@ def _walk(node, body_id, fpos, fquat, childclass, bodies, defaults, compiler) ->
       if tag == "site" and vals.get("fromto") is not None and vals["type"] == "sphere":
         raise child.error("fromto is not allowed for sphere sites", "fromto")
       pos, quat, size = _placement(child, vals, compiler)
-      pos, quat = frames.compose(fpos, fquat, pos, quat)
+      pos, quat = (frames.compose if tag == "geom" else frames.placed)(fpos, fquat, pos, quat)
       (body.geoms if tag == "geom" else body.sites).append((child, vals, pos, quat, size))
 
 
@@ -233,18 +235,17 @@ def _placement(node: Node, vals: dict, compiler: dict):
       raise node.error(f"fromto is not allowed for type '{gtype}'", "fromto")
     if np.any(np.asarray(vals["pos"]) != 0):
       raise node.error("fromto and a nonzero pos cannot both be given", "fromto")
-    a, b = np.asarray(fromto[:3]), np.asarray(fromto[3:])
-    if np.linalg.norm(b - a) < MINVAL:
+    pos, quat, half = frames.fromto(fromto)
+    if half < MINVAL:
       raise node.error("fromto has zero length", "fromto")
-    # MuJoCo aligns the geom's z axis with from - to (the sign matters for iquat).
-    pos, quat = (a + b) / 2, frames.quat_z2vec(a - b)
     if gtype in ("capsule", "cylinder"):
-      size[1] = np.linalg.norm(b - a) / 2
+      size[1] = half
     else:
       # Boxes and ellipsoids get a square cross-section of half-width size[0].
-      size[1], size[2] = size[0], np.linalg.norm(b - a) / 2
+      size[1], size[2] = size[0], half
   else:
-    pos, quat = np.asarray(vals["pos"], float), frames.orientation(vals, compiler, node)
+    pos = np.asarray(vals["pos"], float)
+    quat = frames.orientation(vals, compiler, node, node.tag == "geom")
   if gtype == "plane" and size[2] <= 0:
     raise node.error("size 2 (grid spacing) must be positive for type 'plane'", "size")
   need = _SIZES_NEEDED[gtype] - (1 if fromto is not None and gtype in ("capsule", "cylinder")
@@ -575,9 +576,7 @@ def _explicit_inertial(node: Node, compiler: dict):
     if orient:
       raise node.error("fullinertia sets the principal frame: no orientation may be given",
                        orient[0])
-    xx, yy, zz, xy, xz, yz = full
-    mat = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-    eigval, quat = inertia.eig3(mat)
+    eigval, quat = inertia.full_to_principal(full)
     if np.any(eigval < 0):
       raise node.error("fullinertia must be positive definite", "fullinertia")
     return vals["mass"], np.asarray(vals["pos"]), eigval, quat

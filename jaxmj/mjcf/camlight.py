@@ -24,13 +24,12 @@ def placed(node: Node, vals: dict, compiler: dict, fpos, fquat) -> tuple:
   last entry is its unit direction (lights have no orientation, only `dir`)."""
   pos = np.asarray(vals["pos"], float)
   if node.tag == "camera":
-    return (node, vals, *frames.compose(fpos, fquat, pos, frames.orientation(vals, compiler,
-                                                                            node)))
-  direction = np.asarray(vals["dir"], float)
-  norm = np.linalg.norm(direction)
+    return (node, vals, *frames.placed(fpos, fquat, pos,
+                                       frames.orientation(vals, compiler, node, False)))
+  pos, direction, norm = frames.light(fpos, fquat, pos, vals["dir"])
   if norm < _MINVAL:
     raise node.error("zero direction in light", "dir")
-  return node, vals, fpos + frames.rot_vec(fquat, pos), frames.rot_vec(fquat, direction / norm)
+  return node, vals, pos, direction
 
 
 def _items(bodies, tag: str) -> list:

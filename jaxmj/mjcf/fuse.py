@@ -77,7 +77,8 @@ def reexpressed(item: tuple, pos: np.ndarray, quat: np.ndarray) -> tuple:
   frame is (pos, quat)."""
   if item[0].tag == "light":
     node, vals, lpos, ldir = item
-    return node, vals, pos + frames.rot_vec(quat, lpos), frames.rot_vec(quat, ldir)
+    lpos = frames.compose(pos, quat, lpos, [1.0, 0.0, 0.0, 0.0])[0]
+    return node, vals, lpos, np.array(frames.rotquat(ldir, quat))
   return (item[0], item[1], *frames.compose(pos, quat, item[2], item[3]), *item[4:])
 
 
@@ -90,7 +91,18 @@ def _accumulate(parent: tuple, child: tuple, pos: np.ndarray, quat: np.ndarray) 
     return 0.0, np.zeros(3), np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
   # Two parts: combine() diagonalizes the sum (MuJoCo does so even when one mass is zero).
   return inertia.combine([pmass, child[0]], [pipos, cipos], [piquat, ciquat],
-                         [pinert, child[2]])
+                         [pinert, child[2]], fused=True)
+
+
+def _inertia_from_geoms(root: Node, bodies) -> list[bool]:
+  """Whether each body's inertia comes from geoms of its own (inertiafromgeom, the last
+  <compiler> giving it wins; measured: a geomless parent, e.g. one given boundmass, still
+  accumulates)."""
+  mode = "auto"
+  for node in (c for c in root.children if c.tag == "compiler"):
+    mode = node.get("inertiafromgeom") or mode
+  return [i > 0 and bool(b.geoms) and (mode == "true" or (mode == "auto" and b.inertial is None))
+          for i, b in enumerate(bodies)]
 
 
 def _kept(body) -> bool:
@@ -108,7 +120,8 @@ def fuse_static(root: Node, bodies: list, asset_fields: dict):
   fusing); asset_fields: compile_assets' output, whose per-geom (geom_*, _geom_*) and
   per-site (site_*) arrays are reordered to the fused numbering.
 
-  Returns (bodies, asset_fields), the bodies carrying their final `inertia`. (MuJoCo compiles
+  Returns (bodies, asset_fields), the bodies carrying their final `inertia`, or None where
+  it is to be summed over their geoms (see geom_only below). (MuJoCo compiles
   URDF with fusestatic on: a URDF front end sets it in the <compiler> it writes.)
   """
   n = len(bodies)
@@ -135,8 +148,14 @@ def fuse_static(root: Node, bodies: list, asset_fields: dict):
   camlights = [list(b.camlights) for b in bodies]
   inert = [b.inertia if i else (0.0, np.zeros(3), np.zeros(3), np.array([1.0, 0, 0, 0]))
            for i, b in enumerate(bodies)]
+  # MuJoCo 4.0 turns a fused body into a <frame> and compiles again: a parent whose inertia
+  # and that of every body fused into it come from geoms is summed afresh over all their
+  # geoms (build sums them where `inertia` is None here); with an explicit <inertial> on
+  # either side it accumulates body by body (mjCBody::AccumulateInertia).
+  geom_only = _inertia_from_geoms(root, bodies)
 
   order, fused, i = list(range(n)), [], 1
+  resum = [False] * n
   while i < len(order):
     b = order[i]
     body = bodies[b]
@@ -149,6 +168,8 @@ def fuse_static(root: Node, bodies: list, asset_fields: dict):
     pos, quat = pose[b]
     if p != 0 and inert[b][0] >= _MINVAL:
       inert[p] = _accumulate(inert[p], inert[b], pos, quat)
+      geom_only[p] = geom_only[p] and geom_only[b]
+      resum[p] = True
     for c in kids[b]:
       pose[c] = frames.compose(pos, quat, *pose[c])
       parent[c] = p
@@ -166,7 +187,8 @@ def fuse_static(root: Node, bodies: list, asset_fields: dict):
   new_id = {b: k for k, b in enumerate(order)}
   out = [dataclasses.replace(
     bodies[b], parent=new_id[parent[b]] if b else 0, pos=pose[b][0], quat=pose[b][1],
-    geoms=geoms[b], sites=sites[b], camlights=camlights[b], inertia=inert[b] if b else None)
+    geoms=geoms[b], sites=sites[b], camlights=camlights[b],
+    inertia=inert[b] if b and not (resum[b] and geom_only[b]) else None)
     for b in order]
   gperm = np.array([g for b in order for g in geom_ids[b]], np.int64)
   sperm = np.array([s for b in order for s in site_ids[b]], np.int64)

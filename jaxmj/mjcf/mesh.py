@@ -296,12 +296,19 @@ def _check_orientation(vert, face) -> None:
 
 
 def eig3(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-  """Principal moments and axes as MuJoCo 4.0's compiler finds a mesh's: inertia.eig3
-  stopping once the off-diagonal is below 1e-7 of the diagonal and sorting only moments that
-  differ by more than that (measured against the 4.0.0 binary: mesh_quat then agrees to
-  ~1e-15; iterating to full precision moves it by up to ~1e-7, and nearly equal moments, as
-  a regular dodecahedron's, stay unsorted)."""
-  return inertia.eig3(mat, stop_rel=1e-7, sort_abs=0.0, sort_rel=1e-7)
+  """Principal moments and axes as MuJoCo 4.0's compiler finds a mesh's: inertia.eig3 with
+  the mesh tolerance 1e-7 (it stops early, and nearly equal moments, as a regular
+  dodecahedron's, stay unsorted)."""
+  return inertia.eig3(mat, inertia.MESH_EIG_EPS)
+
+
+def _to_frame(d: np.ndarray, quat) -> np.ndarray:
+  """Offsets d (n, 3) in the frame of `quat`: mjuu_quat2mat's matrix, transposed, times each
+  row, summed in MuJoCo's order (a BLAS product rounds differently)."""
+  r = frames.quat2mat(quat)
+  x, y, z = d[:, 0], d[:, 1], d[:, 2]
+  return np.stack([r[0] * x + r[3] * y + r[6] * z, r[1] * x + r[4] * y + r[7] * z,
+                   r[2] * x + r[5] * y + r[8] * z], axis=1)
 
 
 def process(vert32: np.ndarray, face: np.ndarray, *, scale, refpos, refquat, mode: str,
@@ -352,7 +359,7 @@ def process(vert32: np.ndarray, face: np.ndarray, *, scale, refpos, refquat, mod
   if e0 + e1 < tol(e2) or e0 + e2 < tol(e1) or e1 + e2 < tol(e0):
     raise MeshError("eigenvalues of mesh inertia violate A + B >= C")
   boxsz = 0.5 * np.sqrt(6 * np.array([e1 + e2 - e0, e0 + e2 - e1, e0 + e1 - e2]) / volume)
-  vert = (vert - com) @ frames.quat_to_mat(quat)
+  vert = _to_frame(vert - com, quat)
   aamm = np.concatenate([np.minimum(vert.min(0), 1e10), np.maximum(vert.max(0), -1e10)])
   return Mesh(vert=vert, face=face, graph=graph, hull=hull, pos=com, quat=quat,
               scale=np.asarray(scale, float), volume=float(volume), boxsz=boxsz, aamm=aamm,

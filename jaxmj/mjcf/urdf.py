@@ -36,6 +36,7 @@ import numpy as np
 
 from jaxmj.mjcf import frames
 from jaxmj.mjcf.errors import MJCFError
+from jaxmj.mjcf.inertia import rotated_full
 from jaxmj.mjcf.parse import Node
 
 _JOINT_TYPES = {"revolute": "hinge", "continuous": "hinge", "prismatic": "slide",
@@ -279,9 +280,8 @@ def _inertial(link, ctx: _Context) -> Node | None:
     attrs.update(quat=quat, diaginertia=np.zeros(3))
   else:
     # MuJoCo finds the principal axes of the inertia turned into the body frame.
-    rot = frames.quat_to_mat(quat)
-    full = rot @ np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]) @ rot.T
-    attrs["fullinertia"] = full[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]]
+    attrs["fullinertia"] = rotated_full(quat, np.array([[xx, xy, xz], [xy, yy, yz],
+                                                          [xz, yz, zz]]))
   return ctx.node("inertial", el, attrs)
 
 

@@ -20,10 +20,10 @@ from test_contact_pairs import contact_differences  # noqa: E402
 
 import jaxmj  # noqa: E402
 
-# body_iquat is held to 1e-10 like everything else: inertia.eig3 reproduces MuJoCo's mju_eig3
-# to ~1e-15 for well-separated principal moments (with nearly equal moments the principal
-# frame is ill-determined; none of the cases here hits that). Large values (invweight0 and
-# dof_M0 of light links, ~1e4) are held relative: model_differences' rule. Frames at qpos0
+# Fields are held to 1e-10 here; the compiled frames, masses and inertias (body_iquat from
+# inertia.eig3 included, even with tied moments) are bit-equal, held in test_frames_bits.py.
+# Large values (invweight0 and dof_M0 of light links, ~1e4) are held relative:
+# model_differences' rule. Frames at qpos0
 # that coincide with their body's or inertial frame within 1e-6 are copied, as
 # mj_kinematics copies them (setconst honours sameframe), so cam_poscom0 and dof_length
 # match too (they were 1e-9 and 5e-11 off when recomposed).
