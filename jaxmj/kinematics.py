@@ -11,6 +11,8 @@ the last bit of these frames.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,114 +24,172 @@ from jaxmj.types import Data, JointType, Model
 # mjtSameFrame
 _SAME_BODY, _SAME_INERTIA, _SAME_BODYROT, _SAME_INERTIAROT = 1, 2, 3, 4
 
+# Trees with at most this many levels (below the free bodies) are composed level by level
+# in straight-line code, each level sized to its own bodies and joints; deeper trees run one
+# scan over levels padded to the widest, so that the graph, and the compile time, stop
+# growing with depth (a 60-link chain).
+_UNROLLED_LEVELS = 8
+_LEVEL_ARRAYS = ("start", "parent", "body", "jnt", "jtype")  # per level (stacked for a scan)
+
 
 @cached_plan
-def _level_plan(m) -> dict:
-  """Static plan of the scan over tree levels (depth 1, 2, ...; free bodies, always at depth
-  1, are set before it): per level, its bodies padded to the widest level with the scratch
-  row nbody, their parents, and per joint slot (a body's k-th joint) the joint id, type
-  (0: none) and qpos address (padding: nq, past the end of qpos)."""
+def _level_plan(m, unrolled_levels: int) -> dict:
+  """Static plan of the pass over tree levels (depth 1, 2, ...; free bodies, always at depth
+  1, are placed before it).
+
+  Frames live in the rows of one array: row 0 the world, then free bodies, then one block
+  per level, so that a level reads its parents by row and writes its block as one slice.
+  A level's bodies are ordered by joint count, most first, so that the k-th joints of its
+  bodies (slot k) apply to a prefix of its rows. Per level: `start` (its block), per row
+  `parent` (row), `body` (nbody: padding), per row and slot `jnt` (njnt: padding) and
+  `jtype` (0: none); per slot `count` (rows it covers) and `kinds` (joint types there).
+  Up to `unrolled_levels` levels the pass is unrolled (`unroll`) and every level sized
+  exactly; else the levels are stacked for a scan, padded to the widest level and to every
+  slot."""
   free = np.zeros(m.nbody, bool)
   has = m.body_jntnum == 1
   free[has] = m.jnt_type[m.body_jntadr[has]] == JointType.FREE
   lv = [b[~free[b]] for b in levels(m.body_depth, start=1)]
-  lv = [b for b in lv if len(b)]
+  lv = [b[np.argsort(-m.body_jntnum[b], kind="stable")] for b in lv if len(b)]
+  unroll = len(lv) <= unrolled_levels
   width = max([len(b) for b in lv], default=0)
   nslot = int(m.body_jntnum[~free].max(initial=0))
-  shape = (len(lv), width)
-  body = np.full(shape, m.nbody)
-  jnt = np.full(shape + (nslot,), 0)
-  jtype = np.zeros(shape + (nslot,), np.int32)
-  adr = np.full(shape + (nslot,), m.nq)
-  for i, b in enumerate(lv):
-    body[i, :len(b)] = b
+  fb = np.flatnonzero(free)
+  row = np.zeros(m.nbody, int)
+  row[fb] = 1 + np.arange(len(fb))
+  # every joint's row in [the levels' (anchor, axis) rows in order, free joints]
+  src = np.zeros(m.njnt, int)
+  start, nout, plans = 1 + len(fb), 0, []
+  for b in lv:
+    n = len(b) if unroll else width
+    body = np.append(b, np.full(n - len(b), m.nbody))
+    jnt = np.full((n, nslot), m.njnt)
+    jtype = np.zeros((n, nslot), np.int32)
+    count = []
     for k in range(nslot):
       rows = np.flatnonzero(m.body_jntnum[b] > k)
-      j = m.body_jntadr[b[rows]] + k
-      jnt[i, rows, k], jtype[i, rows, k], adr[i, rows, k] = j, m.jnt_type[j], m.jnt_qposadr[j]
-  fb = np.flatnonzero(free)
-  # every joint's place in [scan outputs (level, row, slot) flattened, free joints]
-  where = np.zeros(m.njnt, int)
-  slot = np.flatnonzero(jtype.ravel() != 0)
-  where[jnt.ravel()[slot]] = slot
-  where[m.body_jntadr[fb]] = jtype.size + np.arange(len(fb))
-  parent = np.where(body < m.nbody, m.body_parentid[np.minimum(body, m.nbody - 1)], 0)
-  return {"body": body, "parent": parent, "jnt": jnt, "jtype": jtype, "adr": adr,
-          "free": fb, "free_adr": m.jnt_qposadr[m.body_jntadr[fb]], "joint_src": where,
+      jnt[rows, k] = m.body_jntadr[b[rows]] + k
+      jtype[rows, k] = m.jnt_type[jnt[rows, k]]
+      src[jnt[rows, k]] = nout + rows
+      count.append(len(rows) if unroll else n)
+      nout += count[-1]
+    row[b] = start + np.arange(len(b))
+    plans.append({"start": start, "body": body, "jnt": jnt, "jtype": jtype, "count": count})
+    start += n
+  for p in plans:
+    p["parent"] = row[np.append(m.body_parentid, 0)[p["body"]]]
+    p["kinds"] = [frozenset(p["jtype"][:c, k].tolist()) for k, c in enumerate(p["count"])]
+  if not unroll:
+    plans = [{k: np.stack([p[k] for p in plans]) for k in _LEVEL_ARRAYS} | {
+      "count": plans[0]["count"],
+      "kinds": [frozenset().union(*(p["kinds"][k] for p in plans)) for k in range(nslot)]}]
+  src[m.body_jntadr[fb]] = nout + np.arange(len(fb))
+  return {"unroll": unroll, "levels": plans, "nrow": start, "row": row, "free": fb,
+          "free_adr": m.jnt_qposadr[m.body_jntadr[fb]], "joint_src": src,
           "mocap": np.flatnonzero(m.body_mocapid >= 0),
           "mocapid": m.body_mocapid[m.body_mocapid >= 0]}
 
 
-def _joints(m: Model, qpos, qpos0, plan_k, pos, quat, z):
-  """Applies each body's joints in slot order, in the global frame, to one level's padded
-  rows (pos (w, 3), quat (w, 4)); returns pos, quat and (w, nslot, 3) xanchor and xaxis.
-  Every row computes every joint kind and keeps its own (padding keeps its frame)."""
-  jnt, jtype, adr = plan_k
+def _local(m: Model, d: Data, plan: dict, z):
+  """What does not depend on the parent's frame, with a padding row appended: per body its
+  offset (pos, quat) in the parent (mocap bodies: from mocap_pos/quat); per joint its pos,
+  axis, rotation in the body frame (hinge: axis-angle, ball: qpos normalized) and
+  displacement qpos - qpos0 (slide, hinge)."""
+  dt = d.qpos.dtype
+  pos, quat = m.body_pos, m.body_quat
+  if len(plan["mocap"]):
+    pos = pos.at[plan["mocap"]].set(d.mocap_pos[plan["mocapid"]])
+    quat = quat.at[plan["mocap"]].set(math.normalize_quat(d.mocap_quat[plan["mocapid"]], z))
+  pad = lambda x, row: jnp.concatenate([x, jnp.asarray([row], x.dtype)])  # noqa: E731
+  adr = np.append(m.jnt_qposadr, 0)
+  qpos = jnp.concatenate([d.qpos, jnp.zeros(4, dt)])
+  dq = qpos[adr] - jnp.concatenate([m.qpos0.astype(dt), jnp.zeros(4, dt)])[adr]
+  jaxis = pad(m.jnt_axis, [0, 0, 0])
+  half = (dq * 0.5)[:, None]
+  hinge = jnp.concatenate([jnp.cos(half), jnp.sin(half) * jaxis], axis=-1)
+  ball = math.normalize_quat(qpos[adr[:, None] + np.arange(4)], z)
+  is_ball = (np.append(m.jnt_type, 0) == JointType.BALL)[:, None]
+  return {"bpos": pad(pos, [0, 0, 0]), "bquat": pad(quat, [1, 0, 0, 0]),
+          "jpos": pad(m.jnt_pos, [0, 0, 0]), "jaxis": jaxis,
+          "qloc": jnp.where(is_ball, ball, hinge), "dq": dq}
+
+
+def _joints(count, kinds, jtype, jpos, jaxis, qloc, dq, pos, quat, z):
+  """Applies each body's joints in slot order, in the global frame, to one level's rows
+  (pos (w, 3), quat (w, 4)): slot k covers rows [0, count[k]) and holds joint types kinds[k]
+  (0: none), and only those are computed. jtype (w, nslot), jpos, jaxis (w, nslot, 3),
+  qloc (w, nslot, 4), dq (w, nslot). Returns pos, quat, and xanchor, xaxis (sum(count), 3)."""
+  rotating = {JointType.HINGE, JointType.BALL}
   anchors, axes = [], []
-  for k in range(jnt.shape[1]):
-    t, a, jpos, jaxis = jtype[:, k, None], adr[:, k], m.jnt_pos[jnt[:, k]], m.jnt_axis[jnt[:, k]]
-    axis, anchor = jnp.unstack(math.rot_vec_quat(jnp.stack([jaxis, jpos], 1), quat[:, None], z),
-                               axis=1)
-    anchor = anchor + pos
-    dq = qpos[a] - qpos0[a]
-    slid = pos + math.nofma(axis * dq[:, None], z)
-    half = (dq * 0.5)[:, None]
-    hinge = jnp.concatenate([jnp.cos(half), jnp.sin(half) * jaxis], axis=-1)
-    ball = math.normalize_quat(qpos[a[:, None] + jnp.arange(4)], z)
-    q = math.quat_mul(quat, jnp.where(t == JointType.BALL, ball, hinge), z)
-    # rotation is about the anchor, not the body origin
-    turned = anchor - math.rot_vec_quat(jpos, q, z)
-    rotates = (t == JointType.HINGE) | (t == JointType.BALL)
-    pos = jnp.where(t == JointType.SLIDE, slid, jnp.where(rotates, turned, pos))
-    quat = jnp.where(rotates, q, quat)
+  for k, (n, kind) in enumerate(zip(count, kinds)):
+    if not n:
+      continue
+    p, q, t = pos[:n], quat[:n], jtype[:n, k, None]
+    axis, anchor = jnp.unstack(
+      math.rot_vec_quat(jnp.stack([jaxis[:n, k], jpos[:n, k]], 1), q[:, None], z), axis=1)
+    anchor = anchor + p
+    if kind & rotating:
+      turned_q = math.quat_mul(q, qloc[:n, k], z)
+      # rotation is about the anchor, not the body origin
+      turned = anchor - math.rot_vec_quat(jpos[:n, k], turned_q, z)
+      if kind <= rotating:
+        p, q = turned, turned_q
+      else:
+        rotates = (t == JointType.HINGE) | (t == JointType.BALL)
+        p, q = jnp.where(rotates, turned, p), jnp.where(rotates, turned_q, q)
+    if JointType.SLIDE in kind:
+      slid = p + math.nofma(axis * dq[:n, k, None], z)
+      p = slid if kind == {JointType.SLIDE} else jnp.where(t == JointType.SLIDE, slid, p)
+    if n < len(pos):
+      p, q = jnp.concatenate([p, pos[n:]]), jnp.concatenate([q, quat[n:]])
+    pos, quat = p, q
     anchors, axes = anchors + [anchor], axes + [axis]
-  w = pos.shape[0]
-  stack = (lambda x: jnp.stack(x, 1)) if anchors else (lambda x: jnp.zeros((w, 0, 3), pos.dtype))
-  return pos, quat, stack(anchors), stack(axes)
+  cat = lambda x: jnp.concatenate(x) if x else jnp.zeros((0, 3), pos.dtype)  # noqa: E731
+  return pos, quat, cat(anchors), cat(axes)
+
+
+def _frame_rows(pos, quat, z):
+  """Frame rows [pos (3), quat (4), mat (9)], the quaternion normalized (mj_kinematics)."""
+  quat = math.normalize_quat(quat, z)
+  return jnp.concatenate([pos, quat, math.quat_to_mat(quat, z).reshape(-1, 9)], 1)
 
 
 def _bodies(m: Model, d: Data, z):
-  """xpos, xquat, xmat, xanchor, xaxis, level by level from the root (mj_kinematics1): one
-  scan step per tree level, so the graph does not grow with the depth of the tree."""
+  """xpos, xquat, xmat, xanchor, xaxis, level by level from the root (mj_kinematics1): each
+  body composed from its parent's frame, then its joints applied in the global frame."""
   dt = d.qpos.dtype
-  plan = _level_plan(m)
-  # one row per body, plus a scratch row for padding: pos (3), quat (4), mat (9)
-  world = jnp.concatenate([jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.eye(3).ravel()])
-  frame = jnp.zeros((m.nbody + 1, 16), dt).at[0].set(world.astype(dt))
-  pad = jnp.zeros(4, dt)
-  qpos, qpos0 = jnp.concatenate([d.qpos, pad]), jnp.concatenate([m.qpos0.astype(dt), pad])
-  bpos, bquat = m.body_pos, m.body_quat
-  if len(plan["mocap"]):
-    bpos = bpos.at[plan["mocap"]].set(d.mocap_pos[plan["mocapid"]])
-    bquat = bquat.at[plan["mocap"]].set(math.normalize_quat(d.mocap_quat[plan["mocapid"]], z))
-  bpos = jnp.concatenate([bpos, jnp.zeros((1, 3), bpos.dtype)])
-  bquat = jnp.concatenate([bquat, jnp.array([[1.0, 0, 0, 0]], bquat.dtype)])
-
-  def place(frame, ids, pos, quat):
-    quat = math.normalize_quat(quat, z)
-    mat = math.quat_to_mat(quat, z).reshape(-1, 9)
-    return frame.at[ids].set(jnp.concatenate([pos, quat, mat], 1))
-
+  plan = _level_plan(m, _UNROLLED_LEVELS)
+  loc = _local(m, d, plan, z)
   a = plan["free_adr"]
-  free_pos = qpos[a[:, None] + np.arange(3)]
-  # normalized when read, and again as every body's quaternion
-  frame = place(frame, plan["free"], free_pos,
-                math.normalize_quat(qpos[a[:, None] + np.arange(3, 7)], z))
+  free_pos = d.qpos[a[:, None] + np.arange(3)]
+  world = jnp.concatenate([jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.eye(3).ravel()])
+  # free quaternions: normalized when read, and again as every body's quaternion
+  frame = jnp.concatenate([
+    world.astype(dt)[None],
+    _frame_rows(free_pos, math.normalize_quat(d.qpos[a[:, None] + np.arange(3, 7)], z), z),
+    jnp.zeros((plan["nrow"] - 1 - len(a), 16), dt)])
 
-  def level(frame, xs):
-    body, parent, *plan_k = xs
+  def level(count, kinds, frame, xs):
+    start, parent, body, jnt, jtype = xs
     up = frame[parent]
-    p = math.mat_vec3(up[:, 7:].reshape(-1, 3, 3), bpos[body], z) + up[:, :3]
-    q = math.quat_mul(up[:, 3:7], bquat[body], z)
-    p, q, anchor, axis = _joints(m, qpos, qpos0, plan_k, p, q, z)
-    return place(frame, body, p, q), (anchor, axis)
+    p = math.mat_vec3(up[:, 7:].reshape(-1, 3, 3), loc["bpos"][body], z) + up[:, :3]
+    q = math.quat_mul(up[:, 3:7], loc["bquat"][body], z)
+    p, q, anchor, axis = _joints(count, kinds, jtype, *(loc[k][jnt] for k in (
+      "jpos", "jaxis", "qloc", "dq")), p, q, z)
+    return jax.lax.dynamic_update_slice_in_dim(frame, _frame_rows(p, q, z), start, 0), (
+      anchor, axis)
 
-  xs = tuple(plan[k] for k in ("body", "parent", "jnt", "jtype", "adr"))
-  frame, (anchor, axis) = jax.lax.scan(level, frame, xs)
+  out = []
+  for lp in plan["levels"]:
+    step = functools.partial(level, lp["count"], lp["kinds"])
+    xs = tuple(lp[k] for k in _LEVEL_ARRAYS)
+    frame, o = step(frame, xs) if plan["unroll"] else jax.lax.scan(step, frame, xs)
+    out.append(o)
   src = plan["joint_src"]
-  xanchor = jnp.concatenate([anchor.reshape(-1, 3), free_pos])[src]
-  xaxis = jnp.concatenate([axis.reshape(-1, 3), m.jnt_axis[m.body_jntadr[plan["free"]]]])[src]
-  frame = frame[:-1]
+  free_axis = m.jnt_axis[m.body_jntadr[plan["free"]]]
+  xanchor = jnp.concatenate([o[0].reshape(-1, 3) for o in out] + [free_pos])[src]
+  xaxis = jnp.concatenate([o[1].reshape(-1, 3) for o in out] + [free_axis])[src]
+  frame = frame[plan["row"]]
   return frame[:, :3], frame[:, 3:7], frame[:, 7:].reshape(-1, 3, 3), xanchor, xaxis
 
 
@@ -175,9 +235,10 @@ def kinematics(m: Model, d: Data) -> Data:
   """mj_kinematics: global frames of bodies, inertial frames, joints, geoms and sites.
 
   Reads qpos, mocap_pos, mocap_quat. Writes xpos, xquat, xmat, xipos, ximat, xanchor, xaxis,
-  geom_xpos/xquat/xmat, site_xpos/xquat/xmat. Bodies are composed one tree level at a time
-  (a scan over levels, each level one vectorized pass); inertial, geom and site frames in
-  one pass after.
+  geom_xpos/xquat/xmat, site_xpos/xquat/xmat. Bodies are composed one tree level at a time,
+  each level one vectorized pass (unrolled for shallow trees, a scan for deep ones), after
+  the parts that do not depend on the parent (joint rotations) for all joints at once;
+  inertial, geom and site frames in one pass after.
   """
   # a zero the compiler cannot fold (time² is never negative), for the nofma guards
   z = math.opaque_zero(d.time * d.time)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 MINVAL = 1e-15  # mjMINVAL: below this a norm counts as zero
@@ -84,15 +83,11 @@ def normalize_quat(q: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
   return _normalize4(q, z)
 
 
-# Index tables: each product is formed once, vectorized, with its sign folded into the first
-# factor (exact), then summed in MuJoCo's grouping; x - y is x + (-y) bit for bit.
-_QMUL_A = np.array([0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 3, 2])
-_QMUL_B = np.array([0, 1, 2, 3, 1, 0, 3, 2, 2, 3, 0, 1, 3, 2, 0, 1])
-_QMUL_S = np.array([1, -1, -1, -1, 1, 1, 1, -1, 1, -1, 1, 1, 1, 1, 1, -1], float)
-
-
-def _signed_products(a, ia, b, ib, sign, z):
-  return nofma((a[..., ia] * sign.astype(a.dtype)) * b[..., ib], z)
+def _products(a, b, z):
+  """p(i, j) = a_i b_j over the last axes of a and b, each product rounded on its own
+  (`nofma`): one outer product, read by slices (index gathers would not vectorize)."""
+  outer = nofma(a[..., :, None] * b[..., None, :], z)
+  return lambda i, j: outer[..., i, j]
 
 
 def quat_mul(a: jnp.ndarray, b: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
@@ -100,20 +95,15 @@ def quat_mul(a: jnp.ndarray, b: jnp.ndarray, z: jnp.ndarray | None = None) -> jn
   r0 = (a0b0 - a1b1) - (a2b2 + a3b3), r1 = (a0b1 + a1b0) + (a2b3 - a3b2),
   r2 = (a0b2 - a1b3) + (a2b0 + a3b1), r3 = (a0b3 + a1b2) + (a3b0 - a2b1)."""
   a, b = jnp.broadcast_arrays(a, b)
-  p = _signed_products(a, _QMUL_A, b, _QMUL_B, _QMUL_S, z).reshape(a.shape[:-1] + (4, 4))
-  return (p[..., 0] + p[..., 1]) + (p[..., 2] + p[..., 3])
+  p = _products(a, b, z)
+  return jnp.stack([(p(0, 0) - p(1, 1)) - (p(2, 2) + p(3, 3)),
+                    (p(0, 1) + p(1, 0)) + (p(2, 3) - p(3, 2)),
+                    (p(0, 2) - p(1, 3)) + (p(2, 0) + p(3, 1)),
+                    (p(0, 3) + p(1, 2)) + (p(3, 0) - p(2, 1))], axis=-1)
 
 
 def quat_conj(q: jnp.ndarray) -> jnp.ndarray:
   return q * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
-
-
-_ROT_TQ = np.array([0, 2, 3, 0, 3, 1, 0, 1, 2])  # t = w v + u x v, u = q[1:]
-_ROT_TV = np.array([0, 2, 1, 1, 0, 2, 2, 1, 0])
-_ROT_TS = np.array([1, 1, -1] * 3, float)
-_ROT_RQ = np.array([2, 3, 3, 1, 1, 2])  # u x t
-_ROT_RT = np.array([2, 1, 0, 2, 1, 0])
-_ROT_RS = np.array([1, -1] * 3, float)
 
 
 def rot_vec_quat(v: jnp.ndarray, q: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
@@ -121,10 +111,11 @@ def rot_vec_quat(v: jnp.ndarray, q: jnp.ndarray, z: jnp.ndarray | None = None) -
   mju_rotVecQuat's order of operations (t0 = (w v0 + u1 v2) - u2 v1, r0 = u1 t2 - u2 t1,
   then (r0 + r0) + v0, ...)."""
   v, q = jnp.broadcast_arrays(v, q[..., :1])[0], jnp.broadcast_arrays(q, v[..., :1])[0]
-  p = _signed_products(q, _ROT_TQ, v, _ROT_TV, _ROT_TS, z).reshape(v.shape + (3,))
-  t = (p[..., 0] + p[..., 1]) + p[..., 2]
-  p = _signed_products(q, _ROT_RQ, t, _ROT_RT, _ROT_RS, z).reshape(v.shape + (2,))
-  r = p[..., 0] + p[..., 1]
+  p = _products(q, v, z)
+  t = jnp.stack([(p(0, 0) + p(2, 2)) - p(3, 1), (p(0, 1) + p(3, 0)) - p(1, 2),
+                 (p(0, 2) + p(1, 1)) - p(2, 0)], axis=-1)
+  p = _products(q, t, z)
+  r = jnp.stack([p(2, 2) - p(3, 1), p(3, 0) - p(1, 2), p(1, 1) - p(2, 0)], axis=-1)
   return (r + r) + v
 
 
@@ -134,24 +125,19 @@ def mat_vec3(mat: jnp.ndarray, v: jnp.ndarray, z: jnp.ndarray | None = None) -> 
   return (p[..., 0] + p[..., 1]) + p[..., 2]
 
 
-# products ww xx yy zz, then xy wz xz wy yz wx
-_MAT_I = np.array([0, 1, 2, 3, 1, 0, 1, 0, 2, 0])
-_MAT_J = np.array([0, 1, 2, 3, 2, 3, 3, 2, 3, 1])
-_MAT_ORDER = np.array([0, 3, 4, 5, 1, 6, 7, 8, 2])  # [diagonal(3), off-diagonal(6)] -> row-major
-
-
 def quat_to_mat(q: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
   """Rotation matrix (..., 3, 3) of a unit quaternion, in mju_quat2Mat's order of operations:
   diagonal (ww - yy) + (xx - zz), (ww + yy) - (xx + zz), (ww - yy) - (xx - zz); off-diagonal
   twice (xy - wz) and so on."""
-  p = nofma(q[..., _MAT_I] * q[..., _MAT_J], z)
-  # ww - yy, xx - zz, ww + yy, xx + zz
-  u = p[..., [0, 1, 0, 1]] + p[..., [2, 3, 2, 3]] * np.array([-1, -1, 1, 1], q.dtype)
-  diag = u[..., [0, 2, 0]] + u[..., [1, 3, 1]] * np.array([1, -1, -1], q.dtype)
-  off = p[..., [4, 6, 4, 8, 6, 8]] + p[..., [5, 7, 5, 9, 7, 9]] * np.array(
-    [-1, 1, 1, -1, -1, 1], q.dtype)
-  mat = jnp.concatenate([diag, off + off], axis=-1)[..., _MAT_ORDER]
-  return mat.reshape(q.shape[:-1] + (3, 3))
+  p = _products(q, q, z)
+  ww, xx, yy, zz = p(0, 0), p(1, 1), p(2, 2), p(3, 3)
+  xy, wz, xz, wy, yz, wx = p(1, 2), p(0, 3), p(1, 3), p(0, 2), p(2, 3), p(0, 1)
+  off = [xy - wz, xz + wy, xy + wz, yz - wx, xz - wy, yz + wx]
+  off = [x + x for x in off]
+  mat = [(ww - yy) + (xx - zz), off[0], off[1],
+         off[2], (ww + yy) - (xx + zz), off[3],
+         off[4], off[5], (ww - yy) - (xx - zz)]
+  return jnp.stack(mat, axis=-1).reshape(q.shape[:-1] + (3, 3))
 
 
 def axis_angle_to_quat(axis: jnp.ndarray, angle: jnp.ndarray) -> jnp.ndarray:

@@ -7,8 +7,10 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
+import pytest
 from mujoco_compare import load_both, random_state, to_jaxmj
 
+from jaxmj import kinematics as kinematics_module
 from jaxmj import math
 from jaxmj.kinematics import kinematics
 
@@ -44,10 +46,16 @@ def _with_mujoco_numbers(m, mj):
                       for k in MODEL_FIELDS})
 
 
-def test_frames_equal_mj_kinematics_bit_for_bit():
+@pytest.mark.parametrize("unrolled_levels", [None, 0], ids=["unrolled", "scan"])
+def test_frames_equal_mj_kinematics_bit_for_bit(unrolled_levels, monkeypatch):
+  """Shallow trees take the unrolled pass over levels, deep ones the scan: both exact."""
+  if unrolled_levels is not None:
+    monkeypatch.setattr(kinematics_module, "_UNROLLED_LEVELS", unrolled_levels)
   m, mj = load_both(xml=XML)
   m = _with_mujoco_numbers(m, mj)
-  run = jax.jit(kinematics)
+  assert kinematics_module._level_plan(m, kinematics_module._UNROLLED_LEVELS)["unroll"] == (
+    unrolled_levels is None)
+  run = jax.jit(lambda m, d: kinematics(m, d))  # a new function: traced with this setting
   for seed in range(4):
     d = random_state(m, mj, seed)
     if seed == 1:

@@ -4,7 +4,12 @@ Pairs of a mesh with sphere, capsule, ellipsoid, cylinder, box or mesh go to the
 collider (`convex.collide_convex`) with the hull vertices as a padded (V, 3) array in the
 geom frame: the support function is a masked max over that array, which is one vectorized
 reduction whatever the hull size (see `pad_vertices` for why padding needs no mask there).
-Plane-mesh has its own collider here, `plane_mesh` (MuJoCo's mjc_PlaneConvex).
+Plane-mesh has its own collider here, `plane_mesh` (MuJoCo 4.0's mjc_PlaneConvex), fed by
+static per-mesh tables (`plane_mesh_tables`: hull graph, hill climbing's start vertices,
+polygons per vertex) that also give multiccd its mesh features (`mesh_normals`, `mesh_edges`,
+used by multiccd.py). MuJoCo 4.0's rules here were read from the 4.0.0 binary's disassembly
+(mjc_PlaneConvex, mjc_hillclimbSupport, mjc_initCCDObjSupport, meshNormals, geomEdgeNormals)
+and are held against mujoco 4.0.0 (tests/collision/test_mesh.py, test_multiccd.py).
 
 Vertex arrays: `pad_vertices` turns per-mesh vertex lists into one (nmesh, V, 3) array plus
 vertex counts; the driver gathers each pair's rows by geom_dataid, so every pair of a group
@@ -13,15 +18,20 @@ shares one shape and the collider is traced once.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
+from jaxmj import math
 from jaxmj.collision.primitive import NO_CONTACT, Collision, GeomFrame, make_frame
+from jaxmj.scan import cached_plan
 from jaxmj.types import GeomType
 
 PLANE_MESH_CONTACTS = 4  # the most contacts mujoco 4.0's plane-mesh collider returns
-_SIDE_EPS = 1e-9  # relative signed area below which a vertex counts as on the line a-b
+_HILLCLIMB_MIN = 10  # mjMESH_HILLCLIMB_MIN: meshes with fewer vertices search exhaustively
 
 
 def pad_vertices(verts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -49,56 +59,187 @@ def support_index(verts: jax.Array, local_dir: jax.Array) -> jax.Array:
   return jnp.argmax(dots)
 
 
-def _cross_n(n, a, b):
-  """n . (a x b) for rows of a, b: signed area of (a, b) seen along n."""
-  c = jnp.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-                 a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                 a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
-  return jnp.sum(c * n, axis=-1)
+class PlaneMeshTables(NamedTuple):
+  """Static per-mesh data of the plane-mesh collider, indices in hull slots (rows of
+  mesh_hullvert). Built on the host (`plane_mesh_tables`) from MuJoCo's hull graph and
+  polygons; one pair's rows are gathered by mesh id."""
+
+  hill: jax.Array  # () bool: MuJoCo searches the support by hill climbing (graph, >= 10 verts)
+  extrema: jax.Array  # (27,) int: hill climbing's start per octant of the direction
+  nbr: jax.Array  # (H, D) int: hull neighbours in graph order, padded with the vertex itself
+  pmap: jax.Array  # (H, K) int: polygons through each vertex (mesh_polymap), -1 padded
+  pnormal: jax.Array  # (F, 3) outward polygon normals in the mesh frame (mesh_polynormal)
+  pverts: jax.Array  # (F, P) int: each polygon's vertex path (mesh_polyvert), 0 padded
+  pnum: jax.Array  # (F,) int: vertices of each polygon
 
 
-def plane_mesh(plane: GeomFrame, mesh: GeomFrame, margin, verts: jax.Array,
-               nvert: jax.Array) -> Collision:
-  """Plane-mesh contacts (mjc_PlaneConvex on a mesh): up to 4 hull vertices below the plane.
+def _graph(m, i):
+  """Mesh i's hull graph: (vertex ids per local id (nv,), hull slot per local id (nv,),
+  neighbour local ids per local id)."""
+  adr = int(m.mesh_graphadr[i])
+  g = m.mesh_graph[adr:]
+  nv = int(g[0])
+  edgeadr, gid, edges = g[2:2 + nv], g[2 + nv:2 + 2 * nv], g[2 + 2 * nv:]
+  slot = np.empty(nv, np.int64)
+  slot[np.argsort(gid, kind="stable")] = np.arange(nv)  # hull slots: ascending vertex ids
+  lists = []
+  for j in range(nv):
+    e = edges[edgeadr[j]:]
+    lists.append(e[:int(np.argmax(e < 0))])
+  return gid, slot, lists
 
-  verts (V, 3): hull vertices in the mesh geom frame, padded (`pad_vertices`); nvert: count.
-  Returns (dist (4,), pos (4, 3), frame (4, 3, 3)); normal = plane z axis, each contact at
-  its vertex moved halfway back to the plane, dist = the vertex's signed height.
 
-  Slot 0 is MuJoCo's first contact exactly: the support vertex along -normal (first maximum
-  in vertex order), reported when its height is at most `margin`. MuJoCo 4.0 then adds up to
-  three more vertices of the contact polygon whose height is below `margin`; its choice
-  among more than four such vertices is not reproduced (its source for 4.0 is not public in
-  a form we could read). Here the extra vertices are the one farthest from the first in the
-  plane, then the farthest on either side of that diagonal (the largest quadrilateral through
-  the first two), ordered around the polygon as MuJoCo orders its four (slot 0, the left
-  one, the diagonal's end, the right one, clockwise about the normal). With four or fewer
-  vertices below the margin this is the same set of contacts as MuJoCo's.
+def _extrema(vert: np.ndarray) -> np.ndarray:
+  """mesh_extrema: per octant (sx, sy, sz) in {-1, 0, 1}^3, x slowest, the first vertex
+  maximising (sx x + sy y) + sz z in float32 (measured against MuJoCo 4.0's compiler)."""
+  s = np.array([-1, 0, 1], np.float32)
+  d = np.stack(np.meshgrid(s, s, s, indexing="ij"), -1).reshape(27, 3)
+  v = vert.astype(np.float32)
+  dots = (v[None, :, 0] * d[:, None, 0] + v[None, :, 1] * d[:, None, 1]) \
+    + v[None, :, 2] * d[:, None, 2]
+  return np.argmax(dots, axis=1)
+
+
+@cached_plan
+def plane_mesh_tables(m) -> PlaneMeshTables:
+  """PlaneMeshTables of every mesh, stacked (nmesh, ...) as numpy arrays (host side)."""
+  nmesh = m.nmesh
+  h = max(1, int(np.max(m.mesh_hullnum, initial=0)))
+  k = max(1, int(np.max(m.mesh_polymapnum, initial=0)))
+  f = max(1, int(np.max(m.mesh_polynum, initial=0)))
+  p = max(1, int(np.max(m.mesh_polyvertnum, initial=0)))
+  graphs = [_graph(m, i) if m.mesh_graphadr[i] >= 0 else None for i in range(nmesh)]
+  d = max([1] + [len(x) for g in graphs if g for x in g[2]])
+  hill = np.zeros(nmesh, bool)
+  extrema = np.zeros((nmesh, 27), np.int32)
+  nbr = np.broadcast_to(np.arange(h, dtype=np.int32)[:, None], (nmesh, h, d)).copy()
+  pmap = np.full((nmesh, h, k), -1, np.int32)
+  pnormal = np.zeros((nmesh, f, 3))
+  pverts = np.zeros((nmesh, f, p), np.int32)
+  pnum = np.zeros((nmesh, f), np.int32)
+  for i, g in enumerate(graphs):
+    if g is None:
+      continue
+    gid, slot, lists = g
+    vadr = int(m.mesh_vertadr[i])
+    hill[i] = m.mesh_vertnum[i] >= _HILLCLIMB_MIN
+    extrema[i] = slot[_extrema(m.mesh_vert[vadr + gid])]
+    for j, e in enumerate(lists):
+      nbr[i, slot[j], :len(e)] = slot[e]
+    of_vert = np.zeros(int(m.mesh_vertnum[i]), np.int64)
+    of_vert[gid] = slot
+    padr = int(m.mesh_polyadr[i])
+    for q in range(int(m.mesh_polynum[i])):
+      adr, num = m.mesh_polyvertadr[padr + q], m.mesh_polyvertnum[padr + q]
+      pverts[i, q, :num] = of_vert[m.mesh_polyvert[adr:adr + num]]
+      pnum[i, q] = num
+      pnormal[i, q] = m.mesh_polynormal[padr + q]
+    for v in gid:
+      adr, num = m.mesh_polymapadr[vadr + v], m.mesh_polymapnum[vadr + v]
+      pmap[i, of_vert[v], :num] = m.mesh_polymap[adr:adr + num]
+  return PlaneMeshTables(hill, extrema, nbr, pmap, pnormal, pverts, pnum)
+
+
+# MuJoCo's arithmetic in MuJoCo's order, each product rounded on its own (`math.nofma`):
+# the choice among tied vertices and quadrilaterals follows its round-off.
+def _dot3(a, b, z):
+  p = math.nofma(a * b, z)
+  return (p[..., 0] + p[..., 1]) + p[..., 2]
+
+
+def _global(mat, pos, v, z):
+  """mat @ v + pos per row of v (localToGlobal)."""
+  p = math.nofma(v[..., None, :] * mat, z)
+  return ((p[..., 0] + p[..., 1]) + p[..., 2]) + pos
+
+
+def _hill_climb(t: PlaneMeshTables, dots, start):
+  """mjc_hillclimbSupport: from `start`, move to the first neighbour with the largest
+  support value while it beats the best so far. dots (H,): support values of the hull."""
+
+  def step(s):
+    imax, _, best = s
+    nb = t.nbr[imax]
+    k = jnp.argmax(dots[nb])
+    up = dots[nb[k]] > best
+    return jnp.where(up, nb[k], imax), imax, jnp.where(up, dots[nb[k]], best)
+
+  init = (start, jnp.asarray(-1, start.dtype), dots[start])
+  return lax.while_loop(lambda s: s[0] != s[1], step, init)[0]
+
+
+def _hull4(verts, face, n, a, z):
+  """MuJoCo's pruning of a polygon to at most four corners through corner `a`: the
+  quadrilateral (a, a+1, a+2, a+3) grown greedily (advance d, then c, then b, while the
+  area grows). face (P,): vertex slots of the path, n its length. Returns path positions
+  (4,) and their count min(n, 4)."""
+
+  def area(b, c, d):
+    u = verts[face[a]] - verts[face[c]]
+    w = verts[face[b]] - verts[face[d]]
+    i, j = jnp.array([1, 2, 0]), jnp.array([2, 0, 1])
+    x = math.nofma(u[i] * w[j], z) - math.nofma(u[j] * w[i], z)
+    x2 = math.nofma(x * x, z)
+    return 0.5 * jnp.sqrt((x2[0] + x2[1]) + x2[2])
+
+  nn = jnp.maximum(n, 1)
+  b, c, d = (a + 1) % nn, (a + 2) % nn, (a + 3) % nn
+
+  def step(s):  # phase 0: try the next d, 1: the next c, 2: the next b; 3: done
+    b, c, d, best, phase = s
+    cb = jnp.where(phase == 2, (b + 1) % nn, b)
+    cc = jnp.where(phase == 1, (c + 1) % nn, c)
+    cd = jnp.where(phase == 0, (d + 1) % nn, d)
+    new = area(cb, cc, cd)
+    grow = new > best
+    stop = jnp.where(phase == 0, 3, (phase + 1) % 3)  # d stuck: done; c stuck: b; b: d
+    return (jnp.where(grow, cb, b), jnp.where(grow, cc, c), jnp.where(grow, cd, d),
+            jnp.where(grow, new, best), jnp.where(grow, jnp.maximum(phase, 1), stop))
+
+  phase = jnp.where(n > 4, 0, 3)
+  b, c, d, _, _ = lax.while_loop(lambda s: s[4] != 3, step, (b, c, d, area(b, c, d), phase))
+  return jnp.stack([a, b, c, d]), jnp.minimum(n, 4)
+
+
+def plane_mesh(plane: GeomFrame, mesh: GeomFrame, margin, verts: jax.Array, nvert: jax.Array,
+               tables: PlaneMeshTables) -> Collision:
+  """Plane-mesh contacts (MuJoCo 4.0's mjc_PlaneConvex on a mesh): up to 4 hull vertices.
+
+  verts (V, 3): hull vertices in the mesh geom frame, padded (`pad_vertices`); nvert: count;
+  tables: the mesh's `PlaneMeshTables`. Returns (dist (4,), pos (4, 3), frame (4, 3, 3));
+  normal = plane z axis, each contact at its vertex moved halfway back to the plane, dist =
+  the vertex's signed height; a contact needs dist <= margin.
+
+  Contact 0 is the support vertex along -normal: hill climbing over the hull graph from the
+  octant's extreme vertex for meshes with a graph and >= 10 vertices, else the first maximum.
+  The others are corners of the hull polygon through it that faces the plane most (least
+  normal . plane normal): its path pruned to four corners through contact 0 (`_hull4`), in
+  path order, each kept when below the margin and not above the mesh centre.
   """
   n = plane.mat[:, 2]
-  dtype = mesh.pos.dtype
-  local_dir = -(mesh.mat[0] * n[0] + mesh.mat[1] * n[1] + mesh.mat[2] * n[2])
-  a = support_index(verts, local_dir)
-  world = (verts[:, None, :] * mesh.mat[None]).sum(-1) + mesh.pos  # mat @ v + pos per row
-  height = jnp.sum((world - plane.pos) * n, axis=-1)
-  real = jnp.arange(verts.shape[0]) < nvert
-  cand = real & (height < margin) & (jnp.arange(verts.shape[0]) != a)
-  flat = world - height[:, None] * n  # projections on the plane
-  rel = flat - flat[a]
-  far = jnp.where(cand, jnp.sum(rel * rel, axis=-1), -1.0)
-  b = jnp.argmax(far)
-  has_b = far[b] > 0
-  side = _cross_n(n, rel[b], rel)
-  scale = _SIDE_EPS * jnp.maximum(far[b], 0.0)
-  left = jnp.where(cand, side, -jnp.inf)
-  right = jnp.where(cand, -side, -jnp.inf)
-  c, e = jnp.argmax(left), jnp.argmax(right)
-  idx = jnp.stack([a, c, b, e])
-  valid = jnp.stack([height[a] <= margin, has_b & (left[c] > scale), has_b,
-                     has_b & (right[e] > scale)])
-  dist = height[idx]
-  pos = world[idx] - n * (0.5 * dist)[:, None]
-  frame = jnp.broadcast_to(make_frame(n), (PLANE_MESH_CONTACTS, 3, 3)).astype(dtype)
+  z = math.opaque_zero(jnp.abs(mesh.size[0]))
+  # indices only: the search sees no gradients (and its while loops need none)
+  sv, smat, sn = (lax.stop_gradient(x) for x in (verts, mesh.mat, n))
+  ln = _dot3(smat.T, sn, z)  # mat' n: the plane normal in the mesh frame
+  dots = jnp.where(jnp.arange(verts.shape[0]) < nvert, _dot3(sv, -ln, z), -jnp.inf)
+  octant = 13 + jnp.sum(jnp.array([9, 3, 1]) * ((-ln > 0.4).astype(int) - (-ln < -0.4)))
+  vi = jnp.where(tables.hill, _hill_climb(tables, dots, tables.extrema[octant]),
+                 jnp.argmax(dots))
+  ids = tables.pmap[vi]
+  nd = jnp.where(ids >= 0, _dot3(tables.pnormal[jnp.maximum(ids, 0)], ln, z), jnp.inf)
+  k = jnp.argmin(nd)
+  has_poly = nd[k] < 1.0
+  face, nf = tables.pverts[ids[k]], jnp.where(has_poly, tables.pnum[ids[k]], 1)
+  on = face == vi
+  a = jnp.where(jnp.any(on), jnp.argmax(on), 0)
+  corner, count = _hull4(sv, face, nf, a, z)
+  idx = jnp.concatenate([vi[None], face[corner[1:]]])
+  world = _global(mesh.mat, mesh.pos, verts[idx], z)
+  dist = _dot3(world - plane.pos, n, z)
+  above = _dot3(world - mesh.pos, n, z) > 0
+  valid = (dist <= margin) & ((jnp.arange(4) == 0) | ((jnp.arange(4) < count) & ~above))
+  pos = world - n * (0.5 * dist)[:, None]
+  frame = jnp.broadcast_to(make_frame(n), (PLANE_MESH_CONTACTS, 3, 3)).astype(mesh.pos.dtype)
   return jnp.where(valid, dist, NO_CONTACT), pos, frame
 
 
@@ -122,7 +263,8 @@ def pair_arguments(m, types, g1: np.ndarray, g2: np.ndarray) -> tuple:
   is_mesh = lambda g: m.geom_type[g] == GeomType.MESH
   if types == (GeomType.PLANE, GeomType.MESH):
     mid = m.geom_dataid[g2]
-    return m.mesh_hullvert[mid], jnp.asarray(m.mesh_hullnum[mid])
+    tables = PlaneMeshTables(*(jnp.asarray(x[mid]) for x in plane_mesh_tables(m)))
+    return m.mesh_hullvert[mid], jnp.asarray(m.mesh_hullnum[mid]), tables
   if types != "convex" or not (np.any(is_mesh(g1)) or np.any(is_mesh(g2))):
     return ()
   out = []
@@ -130,3 +272,62 @@ def pair_arguments(m, types, g1: np.ndarray, g2: np.ndarray) -> tuple:
     verts = m.mesh_hullvert[np.maximum(m.geom_dataid[g], 0)]
     out.append(jnp.where(jnp.asarray(is_mesh(g))[:, None, None], verts, 0.0))
   return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------
+# multiccd features of a mesh (mjc_multicontact's meshNormals and geomEdgeNormals)
+
+
+def _rotate(mat, v, z):
+  """mat @ v per row of v (globalcoord without a position)."""
+  p = math.nofma(v[..., None, :] * mat, z)
+  return (p[..., 0] + p[..., 1]) + p[..., 2]
+
+
+def _compact(sel, n: int):
+  """Indices (n,) of the True entries of sel first, in order (then the others)."""
+  order = jnp.argsort(~sel, stable=True)
+  if order.shape[0] < n:
+    order = jnp.concatenate([order, jnp.zeros(n - order.shape[0], order.dtype)])
+  return order[:n]
+
+
+def mesh_normals(mat, idx, first, dim, pmap, pnormal, n: int, z):
+  """meshNormals (MuJoCo 4.0): a mesh's candidate faces from the hull vertices (slots) of
+  EPA's final face. dim 3: the first polygon through all three vertices (among the first two
+  through idx[0] and idx[1]); dim 2: the first two polygons through both ends of the edge;
+  dim 1: every polygon through the vertex, in mesh_polymap's order.
+
+  idx (3,), first (2,): the vertices as _Simplex lists them; pmap (H, K) polygons per vertex
+  (-1 padded); pnormal (F, 3) in the mesh frame. Returns (world normals (n, 3), count, polygon
+  ids (n,)), n >= K."""
+  l0, l1, l2 = pmap[first[0]], pmap[first[1]], pmap[idx[2]]
+  own = l0 >= 0
+  edge = own & jnp.any(l0[:, None] == l1[None, :], axis=1)
+  edge = edge & (jnp.cumsum(edge) <= 2)
+  face = edge & jnp.any(l0[:, None] == l2[None, :], axis=1)
+  face = face & (jnp.cumsum(face) <= 1)
+  sel = jnp.where(dim == 3, face, jnp.where(dim == 2, edge, own))
+  order = _compact(sel, n)
+  ids = jnp.maximum(l0[order], 0)
+  return _rotate(mat, pnormal[ids], z), jnp.sum(sel).astype(jnp.int32), ids
+
+
+def mesh_edges(g: GeomFrame, hull, first, dim, pmap, pverts, pnum, n: int, z):
+  """geomEdgeNormals on a mesh (MuJoCo 4.0): edges from the first vertex of EPA's final face,
+  positions recomputed from the hull. dim 2: the edge to the second distinct vertex; else one
+  edge per polygon through the vertex (mesh_polymap's order), to the vertex before it on the
+  polygon's path. hull (H, 3) in the mesh frame; pverts (F, P), pnum (F,): polygon paths in
+  hull slots. Returns (ends (n, 2, 3) world, count), n >= K."""
+  start = _global(g.mat, g.pos, hull[first[0]], z)
+  l0 = pmap[first[0]]
+  own = l0 >= 0
+  paths, num = pverts[jnp.maximum(l0, 0)], jnp.maximum(pnum[jnp.maximum(l0, 0)], 1)
+  at = jnp.argmax(paths == first[0], axis=1)
+  prev = jnp.take_along_axis(paths, ((at + num - 1) % num)[:, None], axis=1)[:, 0]
+  other = jnp.where(dim == 2, jnp.full_like(prev, first[1]), prev)
+  ends = _global(g.mat, g.pos, hull[other], z)
+  if ends.shape[0] < n:
+    ends = jnp.concatenate([ends, jnp.broadcast_to(ends[:1], (n - ends.shape[0], 3))])
+  ends = jnp.stack([jnp.broadcast_to(start, (n, 3)), ends[:n]], axis=1)
+  return ends, jnp.where(dim == 2, 1, jnp.sum(own)).astype(jnp.int32)

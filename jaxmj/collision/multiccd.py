@@ -24,16 +24,21 @@ mjc_cylinderSupport, polygonClip, cylinderFace's tables) and are held against mu
 * The features come from the vertices of EPA's final face (GJK's final simplex when the cores
   are apart: its first 1-3 vertices), through the vertex index each geom's support function
   records: a box's corner bits (x 1, y 2, z 4), a cylinder's cap (0 top, 1 bottom: local z of
-  the direction < 0). A geom's dimension is the number of distinct indices (simplexDim: 1 a
-  vertex, 2 an edge, 3 a face; the first index and the second distinct one start its edges).
-  Face normals (the contact direction u points from geom 1 into geom 2, v = x2 - x1 = -|v| u):
-  a box's boxNormals (dimension 3: the face its three corners share; 2: the faces along the
-  edge, x before y before z; 1: the corner's three faces), a cylinder's cap only when all its
-  vertices lie on that cap. Edges (geomEdgeNormals): a capsule's segment through the contact
-  point, pushed out by (radius + margin / 2) * (u minus its axial part), then back by margin /
-  2 along u (MuJoCo inflates each geom by half the margin); a cylinder's side line from its
-  first vertex's rim point to the other cap; a box's edge between its two vertices
-  (dimension 2) or the three edges at its corner (dimension 1).
+  the direction < 0), a mesh's vertex. A geom's dimension is the number of distinct indices
+  (simplexDim: 1 a vertex, 2 an edge, 3 a face; the first index and the second distinct one
+  start its edges). Face normals (the contact direction u points from geom 1 into geom 2, v =
+  x2 - x1 = -|v| u): a box's boxNormals (dimension 3: the face its three corners share; 2: the
+  faces along the edge, x before y before z; 1: the corner's three faces), a cylinder's cap
+  only when all its vertices lie on that cap, a mesh's hull polygons through its vertices
+  (meshNormals, mesh.mesh_normals: dimension 3, the polygon through all three; 2, the first
+  two through the edge; 1, all of them, in mesh_polymap's order). Edges (geomEdgeNormals): a
+  capsule's line along its axis through the convex contact's witness point on it (MuJoCo
+  inflates each geom by half the margin), moved back by margin / 2 along the normal of the
+  face it meets (not along u: measured on faces 13 degrees off u); a cylinder's side line
+  from its first vertex's rim point to the other cap; a box's edge between its two vertices
+  (dimension 2) or the three edges at its corner (dimension 1); a mesh's edge between its two
+  vertices (dimension 2) or, per polygon through its vertex, the edge to the vertex before it
+  on the polygon's path (mesh.mesh_edges). A mesh without polygons gets no multiccd.
 * Two faces: the most opposed pair (n1 . n2 < -FACE_TOL, the first smallest in geom 1's
   order, then geom 2's) among faces turned to the contact (n1 . u > EDGE_TOL, n2 . u <
   -EDGE_TOL). Geom 2's face is clipped (Sutherland-Hodgman) by the planes through geom 1's
@@ -68,9 +73,10 @@ mjc_cylinderSupport, polygonClip, cylinderFace's tables) and are held against mu
   four points are MuJoCo's, bit for bit without fusion and to ~1e-16 with it.
 
 Known differences (measured; tests/collision/test_multiccd.py holds the rest to 1e-9):
-* Meshes do not yet take their features from EPA's vertices (meshNormals needs the
-  vertex-to-polygon map): a mesh offers its hull polygon nearest u when within FACE_TOL (as a
-  face, dimension 3), else the polygon edge reaching farthest along u (dimension 2).
+* Meshes: in 132 random scenes (capsules inside a mesh's margin or in it, mesh-mesh and
+  box-mesh overlaps; tests/collision/test_multiccd.py, slow) every contact is MuJoCo's to
+  1e-8, but the two ends of a clipped edge may come in the other order (the order of EPA's
+  final face's vertices, convex.py).
 * The features are as good as the EPA face they come from: where jaxmj's EPA ends on another
   face than MuJoCo's (convex.py), other features can follow; in 360 random box-disc and
   cylinder-slab overlaps (240 deep, held in tests/collision/test_multiccd.py, slow; 120 near
@@ -80,9 +86,10 @@ Known differences (measured; tests/collision/test_multiccd.py holds the rest to 
 * Ties need the same geom frames to the last bit: jaxmj's kinematics gives geom_xmat within
   ~1e-16 of MuJoCo's, not equal, and a cylinder standing on a box then keeps other rim points
   in some steps (its trajectory drifts ~1e-4 in 200 steps).
-* A capsule whose core penetrates a cylinder cap: the points differ by up to 2.4e-5 with a
-  margin (1e-6 without). geomEdgeNormals draws the segment through the contact point it is
-  given; the push-out above, measured on cores apart, stands in for it.
+* polygon_contacts without witness points (the stage alone, as tests call it) draws a
+  capsule's line through a stand-in, the grown surface point along u's part across the axis:
+  MuJoCo's point where the cores are apart, not where a capsule's core penetrates (measured
+  there before collide passed the witness points: up to 2.4e-5 off with a margin).
 
 Gradients: features, clipping decisions and the quadrilateral are held fixed; the points,
 distances and normals are smooth functions of the geom frames (the support directions of
@@ -99,7 +106,7 @@ import numpy as np
 from jax import lax
 
 from jaxmj import math
-from jaxmj.collision import convex
+from jaxmj.collision import convex, mesh
 from jaxmj.collision.primitive import GeomFrame
 from jaxmj.types import GeomType
 
@@ -139,11 +146,15 @@ def applies(type1, type2) -> bool:
 
 
 class MeshPolygons(NamedTuple):
-  """A mesh geom's hull polygons in its frame, padded (rows of unused polygons: count 0)."""
+  """A mesh geom's hull polygons in its frame, padded (rows of unused polygons: count 0), and
+  the hull they index (slots: rows of mesh_hullvert)."""
 
   verts: jax.Array  # (F, P, 3) vertices, counter-clockwise seen from outside (mesh_polyvert)
   count: jax.Array  # (F,) int  vertices of each polygon (0: padding)
   normal: jax.Array  # (F, 3) outward unit normals (mesh_polynormal)
+  ids: jax.Array  # (F, P) int  the vertices' hull slots
+  pmap: jax.Array  # (H, K) int  polygons through each hull vertex (mesh_polymap), -1 padded
+  hull: jax.Array  # (H, 3)  hull vertices (mesh_hullvert's row)
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,15 +211,19 @@ class _Simplex(NamedTuple):
   dirs: jax.Array  # (2, 3) their support directions
 
 
-def _simplex(code, g: GeomFrame, dirs, n) -> _Simplex:
+def _simplex(code, g: GeomFrame, dirs, n, poly) -> _Simplex:
   """dirs (3, 3): the geom's own support directions (geom 2's are minus the pair's); n: how
-  many vertices there are (1-3): rows past it repeat row 0, as mjc_multicontact reads them."""
+  many vertices there are (1-3): rows past it repeat row 0, as mjc_multicontact reads them.
+  A mesh's index is its support vertex (hull slot, the first maximum: MuJoCo's hill climbing
+  and exhaustive search agree but for exact ties)."""
   rows = jnp.stack([0, jnp.where(n >= 2, 1, 0), jnp.where(n > 2, 2, 0)])
   d = dirs[rows]
   ld = d @ g.mat
   box = jnp.sum(jnp.where(ld >= 0, jnp.array([1, 2, 4]), 0), axis=1)
   cyl = (ld[:, 2] < 0).astype(jnp.int32)  # mjc_cylinderSupport: z < 0 is the bottom cap
   i = jnp.where(code == _BOX, box, jnp.where(code == _CYL, cyl, 0)).astype(jnp.int32)
+  if poly is not None:
+    i = jnp.where(code == _MESH, jnp.argmax(ld @ poly.hull.T, axis=1), i).astype(jnp.int32)
   same = i[0] == i[1]
   swap = same & (i[0] != i[2])
   dim = jnp.where(same, jnp.where(swap, 2, 1), jnp.where((i[2] == i[0]) | (i[2] == i[1]), 2, 3))
@@ -235,25 +250,30 @@ def _box_normals(g: GeomFrame, s: _Simplex):
   return normals, count, 2 * axes + (sign < 0)
 
 
-def _normals(code, g: GeomFrame, s: _Simplex, u, poly):
-  """The geom's candidate face normals, as mjc_multicontact gathers them: (normals (3, 3),
-  count, tags (3,): box face id, cylinder cap (0 top, 1 bottom), mesh polygon). A cylinder
-  offers its cap only when all its vertices lie on it; a mesh (not yet from EPA's vertices) its
-  polygon nearest u when within FACE_TOL."""
-  zero = jnp.zeros((3, 3), g.mat.dtype)
+def _rows(poly) -> int:
+  """Rows of a geom's normal and edge lists: 3 (a box corner), or a mesh vertex's polygons."""
+  return 3 if poly is None else max(3, poly.pmap.shape[1])
+
+
+def _normals(code, g: GeomFrame, s: _Simplex, poly, z):
+  """The geom's candidate face normals, as mjc_multicontact gathers them: (normals (n, 3),
+  count, tags (n,): box face id, cylinder cap (0 top, 1 bottom), mesh polygon), n = _rows. A
+  cylinder offers its cap only when all its vertices lie on it; a mesh the polygons through
+  its vertices (mesh.mesh_normals)."""
+  n = _rows(poly)
+  zero = jnp.zeros((n, 3), g.mat.dtype)
   bn, bc, bt = _box_normals(g, s)
   cap = jnp.where(s.first[0] == 0, 1.0, -1.0) * g.mat[:, 2]
-  normals = jnp.where(code == _BOX, bn, zero.at[0].set(cap))
+  normals = jnp.where(code == _BOX, zero.at[:3].set(bn), zero.at[0].set(cap))
   count = jnp.where(code == _BOX, bc, jnp.where((code == _CYL) & (s.dim == 1), 1, 0))
-  tags = jnp.where(code == _BOX, bt, jnp.full(3, s.first[0]))
+  tags = jnp.where(code == _BOX, jnp.zeros(n, jnp.int32).at[:3].set(bt.astype(jnp.int32)),
+                   s.first[0])
   if poly is not None:
-    wn = poly.normal @ g.mat.T
-    score = jnp.where(poly.count > 0, wn @ u, -2.0)
-    k = jnp.argmax(score)
-    mesh = code == _MESH
-    normals = jnp.where(mesh, zero.at[0].set(wn[k]), normals)
-    count = jnp.where(mesh, (score[k] > FACE_TOL).astype(jnp.int32), count)
-    tags = jnp.where(mesh, jnp.full(3, k), tags)
+    mn, mc, mt = mesh.mesh_normals(g.mat, s.idx, s.first, s.dim, poly.pmap, poly.normal, n, z)
+    is_mesh = code == _MESH
+    normals = jnp.where(is_mesh, mn, normals)
+    count = jnp.where(is_mesh, mc, count)
+    tags = jnp.where(is_mesh, mt, tags)
   return normals, count.astype(jnp.int32), tags.astype(jnp.int32)
 
 
@@ -268,10 +288,10 @@ def _face(code, g: GeomFrame, tag, normal, poly, p: int, z) -> _Face:
   verts = jnp.where(code == _BOX, _pad(box, p), _pad(cyl, p))
   count = jnp.where(code == _BOX, 4, NCAP)
   if poly is not None:
-    mesh = _pad(_world_exact(g, poly.verts[tag], z)[::-1], p)  # MuJoCo lists them reversed
+    mv = _pad(_world_exact(g, poly.verts[tag], z)[::-1], p)  # MuJoCo lists them reversed
     n = poly.count[tag]
-    mesh = jnp.roll(mesh, n - mesh.shape[0], axis=0)  # the reversal put padding first
-    verts = jnp.where(code == _MESH, mesh, verts)
+    mv = jnp.roll(mv, n - mv.shape[0], axis=0)  # the reversal put padding first
+    verts = jnp.where(code == _MESH, mv, verts)
     count = jnp.where(code == _MESH, n, count)
   return _Face(verts, count.astype(jnp.int32), normal)
 
@@ -287,38 +307,22 @@ def _support(code, g: GeomFrame, d):
   return _world(g, jnp.where(code == _CYL, cyl, sgn * g.size))
 
 
-def _mesh_edge(g: GeomFrame, u, d0, poly: MeshPolygons):
-  """The polygon edge of a mesh whose lower end reaches farthest along u (the support edge),
-  its end farther along d0 first."""
-  f, p = poly.count.shape[0], poly.verts.shape[1]
-  j = jnp.arange(p)
-  nxt = jnp.where(j[None] + 1 < poly.count[:, None], j[None] + 1, 0)
-  start = poly.verts.reshape(f * p, 3)
-  end = jnp.take_along_axis(poly.verts, nxt[..., None], axis=1).reshape(f * p, 3)
-  lu = g.mat.T @ u
-  live = (j[None] < poly.count[:, None]).reshape(f * p)
-  i = jnp.argmax(jnp.where(live, jnp.minimum(start @ lu, end @ lu), -jnp.inf))
-  ends = jnp.stack([start[i], end[i]])
-  ld0 = g.mat.T @ d0
-  ends = jnp.where(ends[1] @ ld0 > ends[0] @ ld0, ends[::-1], ends)
-  ends = _world(g, ends)
-  diff = ends[1] - ends[0]
-  return ends, diff / jnp.sqrt(jnp.maximum(diff @ diff, _MINVAL * _MINVAL))
-
-
 def _unit(v):
   return v / jnp.sqrt(jnp.maximum(jnp.sum(v * v, -1, keepdims=True), _MINVAL * _MINVAL))
 
 
-def _edges(code, g: GeomFrame, s: _Simplex, u, poly, mesh_face, grow, z):
-  """geomEdgeNormals (4.0): the geom's candidate edges from its first vertex: (ends (3, 2, 3),
-  unit directions (3, 3), count). u: the geom's contact direction; grow: half the pair's margin
-  (a capsule's segment moves out by radius + grow, then back by grow along u)."""
+def _edges(code, g: GeomFrame, s: _Simplex, u, poly, grow, witness, z):
+  """geomEdgeNormals (4.0): the geom's candidate edges from its first vertex: (ends (n, 2, 3),
+  unit directions (n, 3), count), n = _rows. A capsule's edge: a line along its axis, as long
+  as its core, through its witness point (the convex contact's point on this geom, grown by
+  grow, half the pair's margin; _multicontact moves it back once the face is known); without
+  a witness (None) a stand-in for it: the grown surface point along u's part across the axis.
+  A mesh's edges: mesh.mesh_edges."""
   a, h = g.mat[:, 2], g.size[1]
-  # capsule: its segment through the contact point (measured, 4.0.0: the points of a tilted
-  # capsule inside the margin)
-  side = g.pos + (g.size[0] + grow) * (u - (a @ u) * a) - grow * u
-  cap = jnp.stack([side - h * a, side + h * a])
+  if witness is None:
+    witness = g.pos + (g.size[0] + grow) * (u - (a @ u) * a)
+  t = _dot3(a, witness - g.pos, z)
+  cap = jnp.stack([_nf((-t - h) * a, z) + witness, _nf((h - t) * a, z) + witness])
   # cylinder: the side line from the first vertex (its rim point) to the other cap
   toward = jnp.where(s.first[0] == 0, -1.0, 1.0) * a
   start = _support(_CYL, g, s.dirs[0])
@@ -330,15 +334,18 @@ def _edges(code, g: GeomFrame, s: _Simplex, u, poly, mesh_face, grow, z):
   ends = jnp.where(s.dim == 2, corner(s.first[1])[None],
                    corner(s.first[0] ^ jnp.array([1, 2, 4])))
   box = jnp.stack([jnp.broadcast_to(c0, (3, 3)), ends], axis=1)
-  one = lambda e: jnp.broadcast_to(e, (3, 2, 3))
+  n = _rows(poly)
+  one = lambda e: jnp.broadcast_to(e, (n, 2, 3))
+  box = jnp.concatenate([box, jnp.broadcast_to(box[:1], (n - 3, 2, 3))])
   ends = jnp.where(code == _CAP, one(cap), jnp.where(code == _CYL, one(cyl), box))
   count = jnp.where(code == _BOX, jnp.where(s.dim == 2, 1, 3),
                     jnp.where((code == _CAP) | (code == _CYL), 1, 0))
   if poly is not None:
-    mends, _ = _mesh_edge(g, u, s.dirs[0], poly)
-    mesh = code == _MESH
-    ends = jnp.where(mesh, one(mends), ends)
-    count = jnp.where(mesh, jnp.where(mesh_face, 0, 1), count)
+    mends, mcount = mesh.mesh_edges(g, poly.hull, s.first, s.dim, poly.pmap, poly.ids,
+                                    poly.count, n, z)
+    is_mesh = code == _MESH
+    ends = jnp.where(is_mesh, mends, ends)
+    count = jnp.where(is_mesh, mcount, count)
   return ends, _unit(ends[:, 1] - ends[:, 0]), count.astype(jnp.int32)
 
 
@@ -447,9 +454,9 @@ def _farthest(pts, n, z):
 
 
 def _first(hit):
-  """(found, row, col) of the first True of a (3, 3) mask in row-major order."""
+  """(found, row, col) of the first True of an (A, B) mask in row-major order."""
   k = jnp.argmax(hit.reshape(-1))
-  return jnp.any(hit), k // 3, k % 3
+  return jnp.any(hit), k // hit.shape[1], k % hit.shape[1]
 
 
 def _select(n1, c1, n2, c2, e1, ec1, e2, ec2, dim1, dim2, u, vnorm):
@@ -460,18 +467,19 @@ def _select(n1, c1, n2, c2, e1, ec1, e2, ec2, dim1, dim2, u, vnorm):
   faces outer, edges inner, the first found, the face facing the contact), geom 2's edges
   first when dil = geom 2 is no face (dim != 3) and geom 1 has faces and geom 2 none or a
   lower dimension, else geom 1's first; the other order when none aligns."""
-  slot = jnp.arange(3)
-  ok1, ok2 = slot < c1, slot < c2
+  ok1, ok2 = jnp.arange(n1.shape[0]) < c1, jnp.arange(n2.shape[0]) < c2
   dots = n1 @ n2.T
   cand = (ok1 & (n1 @ u > EDGE_TOL))[:, None] & (ok2 & (n2 @ u < -EDGE_TOL))[None] & (
     dots < -FACE_TOL)
   k = jnp.argmin(jnp.where(cand, dots, jnp.inf).reshape(-1))
-  ff, fi, fj = jnp.any(cand), k // 3, k % 3
+  ff, fi, fj = jnp.any(cand), k // n2.shape[0], k % n2.shape[0]
   # faces outer, edges inner; the face must face the contact (n . v > 1e-15, v = x2 - x1)
   face2 = ok2 & (-(n2 @ u) * vnorm > _MINVAL)
   face1 = ok1 & ((n1 @ u) * vnorm > _MINVAL)
-  hit_a = face2[:, None] & (slot < ec1)[None] & (jnp.abs(n2 @ e1.T) < EDGE_TOL)
-  hit_b = face1[:, None] & (slot < ec2)[None] & (jnp.abs(n1 @ e2.T) < EDGE_TOL)
+  hit_a = face2[:, None] & (jnp.arange(e1.shape[0]) < ec1)[None] & (
+    jnp.abs(n2 @ e1.T) < EDGE_TOL)
+  hit_b = face1[:, None] & (jnp.arange(e2.shape[0]) < ec2)[None] & (
+    jnp.abs(n1 @ e2.T) < EDGE_TOL)
   found_a, ja, ka = _first(hit_a)
   found_b, ib, kb = _first(hit_b)
   ok_a = (dim1 != 3) & (c2 != 0) & (ec1 > 0) & found_a
@@ -484,22 +492,24 @@ def _select(n1, c1, n2, c2, e1, ec1, e2, ec2, dim1, dim2, u, vnorm):
   return ff, ef12, ef21, slot1, slot2, jnp.where(ef21, kb, ka)
 
 
-def _multicontact(code1, code2, g1, g2, u, dirs, ndirs, vnorm, margin, polys, p: int):
+def _multicontact(code1, code2, g1, g2, u, dirs, ndirs, vnorm, margin, polys, p: int,
+                  witness):
   """The pair's multiccd contacts: (use, dist (4,), pos (4, 3), normal (3,), valid (4,))."""
   z = math.opaque_zero(g1.size[0])
-  s1, s2 = _simplex(code1, g1, dirs, ndirs), _simplex(code2, g2, -dirs, ndirs)
-  n1, c1, t1 = _normals(code1, g1, s1, u, polys[0])
-  n2, c2, t2 = _normals(code2, g2, s2, -u, polys[1])
-  # a mesh (features from u) is a face when it offers one, else an edge
-  dim1 = jnp.where(code1 == _MESH, jnp.where(c1 > 0, 3, 2), s1.dim)
-  dim2 = jnp.where(code2 == _MESH, jnp.where(c2 > 0, 3, 2), s2.dim)
+  s1, s2 = _simplex(code1, g1, dirs, ndirs, polys[0]), _simplex(code2, g2, -dirs, ndirs, polys[1])
+  n1, c1, t1 = _normals(code1, g1, s1, polys[0], z)
+  n2, c2, t2 = _normals(code2, g2, s2, polys[1], z)
   grow = 0.5 * margin  # a capsule's share of the margin (MuJoCo inflates each geom by half)
-  e1, d1, ec1 = _edges(code1, g1, s1, u, polys[0], c1 > 0, grow, z)
-  e2, d2, ec2 = _edges(code2, g2, s2, -u, polys[1], c2 > 0, grow, z)
-  ff, ef12, ef21, i, j, k = _select(n1, c1, n2, c2, d1, ec1, d2, ec2, dim1, dim2, u, vnorm)
+  e1, d1, ec1 = _edges(code1, g1, s1, u, polys[0], grow, witness[0], z)
+  e2, d2, ec2 = _edges(code2, g2, s2, -u, polys[1], grow, witness[1], z)
+  ff, ef12, ef21, i, j, k = _select(n1, c1, n2, c2, d1, ec1, d2, ec2, s1.dim, s2.dim, u, vnorm)
   f1 = _face(code1, g1, t1[i], n1[i], polys[0], p, z)
   f2 = _face(code2, g2, t2[j], n2[j], polys[1], p, z)
   ends = jnp.where(ef21, e2[k], e1[k])
+  # a capsule's line runs through its grown witness point: back by grow along the face's
+  # normal (measured, 4.0.0: capsules inside a margin, their face 13 degrees off the normal)
+  cap_edge = jnp.where(ef21, code2, code1) == _CAP
+  ends = ends + jnp.where(cap_edge, grow, 0.0) * jnp.where(ef21, f1.normal, f2.normal)
 
   # subject: geom 2's face (face-face) or the edge; clipper: the other geom's face
   clipper = jax.tree.map(lambda a, b: jnp.where(ef12, a, b), f2, f1)
@@ -537,7 +547,7 @@ def _multicontact(code1, code2, g1, g2, u, dirs, ndirs, vnorm, margin, polys, p:
 
 def polygon_contacts(type1, type2, g1: GeomFrame, g2: GeomFrame, normal, dirs, margin,
                      poly1: MeshPolygons | None = None, poly2: MeshPolygons | None = None,
-                     npoly: int = NCAP, ndirs=3, depth=1.0):
+                     npoly: int = NCAP, ndirs=3, depth=1.0, witness=None):
   """The multiccd stage alone (mjc_multicontact), from a convex contact: (use (), dist (4,),
   pos (4, 3), frame (4, 3, 3)); `use` says that features align (the contacts replace the
   convex contact), unused slots read dist = 1e10 and an identity frame.
@@ -546,7 +556,8 @@ def polygon_contacts(type1, type2, g1: GeomFrame, g2: GeomFrame, normal, dirs, m
   support directions (geom 1's sense) of the vertices of EPA's final face, or of GJK's final
   simplex when the cores were apart, of which the first ndirs count (a single direction: one
   vertex); their vertex indices choose the features. depth: |x1 - x2| of the convex contact
-  (scales MuJoCo's test that a face faces the contact).
+  (scales MuJoCo's test that a face faces the contact). witness: the convex contact's points
+  (x1, x2) on the two geoms, through which a capsule's edge runs (None: a stand-in, _edges).
   """
   dtype = jnp.result_type(g1.pos, g2.pos, float)
   frames = [GeomFrame(*(jnp.asarray(x, dtype) for x in g)) for g in (g1, g2)]
@@ -557,7 +568,8 @@ def polygon_contacts(type1, type2, g1: GeomFrame, g2: GeomFrame, normal, dirs, m
     dirs, ndirs = jnp.broadcast_to(dirs, (3, 3)), 1
   use, dist, pos, normal, valid = _multicontact(
     code1, code2, g1, g2, jnp.asarray(normal, dtype), lax.stop_gradient(dirs),
-    jnp.asarray(ndirs, jnp.int32), depth, margin, (poly1, poly2), npoly)
+    jnp.asarray(ndirs, jnp.int32), depth, margin, (poly1, poly2), npoly,
+    (None, None) if witness is None else witness)
   eye = jnp.eye(3, dtype=dtype)
   frame = jnp.where(valid[:, None, None], convex.make_frame(normal)[None], eye)
   dist = jnp.where(valid, dist, convex.NO_CONTACT_DIST)
@@ -582,8 +594,12 @@ def collide(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e-6, 
   u = diff / jnp.maximum(depth, _MINVAL)
   dirs = jnp.where(plan.shallow, plan.core_dirs[:3], plan.face_dirs)
   ndirs = jnp.where(plan.shallow, plan.core_n, 3)
+  # the witness points held fixed in their geom's frame (their gradients follow the geom)
+  held = lambda g, x: g.pos + g.mat @ lax.stop_gradient(g.mat.T @ (x - g.pos))  # noqa: E731
+  witness = tuple(jnp.where(plan.shallow | plan.deep, held(g, x), g.pos)
+                  for g, x in ((g1, plan.x1), (g2, plan.x2)))
   use, dist, pos, frame = polygon_contacts(type1, type2, g1, g2, u, dirs, margin, poly1, poly2,
-                                           npoly, ndirs, depth)
+                                           npoly, ndirs, depth, witness)
   use = use & (dist0 < convex.NO_CONTACT_DIST)
   first = jnp.arange(MAX_CONTACTS) == 0
   dist = jnp.where(use, dist, jnp.where(first, dist0, convex.NO_CONTACT_DIST))
@@ -609,8 +625,9 @@ def group_slots(m, g1: np.ndarray, g2: np.ndarray, disable: int) -> int:
 
 
 def mesh_polygons(m, g: np.ndarray, p: int):
-  """(verts (n, F, p, 3), count (n, F), normal (n, F, 3)) of the geoms' mesh polygons in the
-  geom frames; zero rows for geoms that are no mesh or polygons past a mesh's count."""
+  """(verts (n, F, p, 3), count (n, F), normal (n, F, 3), ids (n, F, p), pmap (n, H, K)) of
+  the geoms' mesh polygons in the geom frames (MeshPolygons but its hull); zero rows for
+  geoms that are no mesh or polygons past a mesh's count."""
   n = len(g)
   nf = int(np.max(m.mesh_polynum)) if m.nmesh else 0
   verts = np.zeros((n, max(nf, 1), p, 3))
@@ -628,7 +645,15 @@ def mesh_polygons(m, g: np.ndarray, p: int):
       verts[i, k, :num] = m.mesh_vert[ids]
       count[i, k] = num
       normal[i, k] = m.mesh_polynormal[f]
-  return verts, count, normal
+  tables = mesh.plane_mesh_tables(m)
+  at = np.maximum(m.geom_dataid[g], 0) if m.nmesh else np.zeros(n, int)
+  ids = np.zeros((n, max(nf, 1), p), np.int32)
+  pmap = np.full((n,) + tables.pmap.shape[1:], -1, np.int32)
+  if m.nmesh:
+    is_mesh = m.geom_type[g] == GeomType.MESH
+    ids[:, :, :tables.pverts.shape[2]] = np.where(is_mesh[:, None, None], tables.pverts[at], 0)
+    pmap = np.where(is_mesh[:, None, None], tables.pmap[at], -1).astype(np.int32)
+  return verts, count, normal, ids, pmap
 
 
 def group_collider(m, g1: np.ndarray, g2: np.ndarray, slots: int):
@@ -642,15 +667,15 @@ def group_collider(m, g1: np.ndarray, g2: np.ndarray, slots: int):
                                   verts2=verts2)
       return tuple(x[None] for x in one)
     return single, ()
-  mesh = np.any(m.geom_type[g1] == GeomType.MESH) or np.any(m.geom_type[g2] == GeomType.MESH)
+  meshes = np.any(m.geom_type[g1] == GeomType.MESH) or np.any(m.geom_type[g2] == GeomType.MESH)
   p = max(NCAP, int(m.npolygonmax))
   extra = ()
-  if mesh and m.nmeshpoly:
+  if meshes and m.nmeshpoly:
     extra = tuple(jnp.asarray(x) for g in (g1, g2) for x in mesh_polygons(m, g, p))
 
   def multi(a, b, margin, t1, t2, verts1=None, verts2=None, *polys):
-    poly1 = MeshPolygons(*polys[:3]) if polys else None
-    poly2 = MeshPolygons(*polys[3:]) if polys else None
+    poly1 = MeshPolygons(*polys[:5], verts1) if polys else None
+    poly2 = MeshPolygons(*polys[5:], verts2) if polys else None
     return collide(t1, t2, a, b, margin, tol, iterations=iters, verts1=verts1, verts2=verts2,
                    poly1=poly1, poly2=poly2, npoly=p)
   return multi, extra

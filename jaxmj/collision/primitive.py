@@ -15,11 +15,19 @@ driver keeps the contacts with dist < margin.
 
 The algorithms are MuJoCo 4.0's, checked against mujoco 4.0.0 to round-off (1e-14), branches
 and degenerate cases included; every branch is evaluated and selected with `where`, and
-MuJoCo's sequential searches run as short `lax.scan`s. Two differ from older MuJoCo
-sources: capsule-capsule with (nearly) parallel axes, and box-box, which 4.0 rewrote
-(separating axes with a face preference, then incident-face clipping or one edge contact).
-Divisions, norms and square roots are guarded so that gradients stay finite in touching,
-coincident and parallel configurations, through the branches not selected too.
+MuJoCo's sequential searches run as short `lax.scan`s or unrolled select chains. Two differ
+from older MuJoCo sources: capsule-capsule with (nearly) parallel axes, and box-box
+(boxbox.py), which 4.0 rewrote (separating axes with a face preference, then incident-face
+clipping or one edge contact). Divisions, norms and square roots are guarded so that
+gradients stay finite in touching, coincident and parallel configurations, through the
+branches not selected too.
+
+Compile time: XLA:CPU compiles each fused kernel with LLVM, and fuses a cheap value into
+every kernel that reads it, recomputing it there. The colliders therefore index with traced
+indices through selects (`_at`, `_col`, `_next`) rather than gathers and integer remainders,
+store values read by many kernels once (`_materialize`), and run a stage that repeats
+(box-box's four clipping passes) as a scan. These change no arithmetic: outputs are bit for bit
+those of the straightforward formulation (scripts/compile_time.py measures each collider).
 """
 
 from __future__ import annotations
@@ -138,6 +146,38 @@ def _take(sel, x):
   elementwise product and sum, not a matmul, whose precision may be reduced on GPUs)."""
   sel = sel.astype(x.dtype).reshape(sel.shape + (1,) * (x.ndim - 1))
   return jnp.sum(sel * x[None], axis=1)
+
+
+def _at(x, i):
+  """x[i] for a traced index i into the leading axis of x (an array or a list), as a chain of
+  selects: elementwise code that XLA fuses with its neighbours, where a gather with a traced
+  index is a kernel of its own (kernels dominate the compile time of these colliders)."""
+  out = x[len(x) - 1]
+  for k in range(len(x) - 2, -1, -1):
+    out = jnp.where(i == k, x[k], out)
+  return out
+
+
+def _next(i):
+  """(i + 1) % 3 for a traced index, without an integer remainder (a kernel of its own)."""
+  return jnp.where(i == 2, 0, i + 1)
+
+
+def _col(mat, k):
+  """mat[:, k] for a traced k, by selects."""
+  return _at([mat[:, 0], mat[:, 1], mat[:, 2]], k)
+
+
+def _materialize(x, ref):
+  """x, computed once: x divided by a one that XLA cannot prove to be one (one plus the sign bit
+  of ref * ref, which is never negative; ref: any traced float scalar). An exact identity that
+  XLA treats as expensive, so it stores x rather than recompute the ops behind it in every
+  kernel that reads x: duplicated work, and not kernels, is most of these colliders' compile
+  time. The derivative is x's."""
+  u = jnp.uint64 if ref.dtype == jnp.float64 else jnp.uint32
+  bits = jax.lax.bitcast_convert_type(ref * ref, u)
+  one = (jax.lax.shift_right_logical(bits, u(8 * ref.dtype.itemsize - 1)) + 1).astype(x.dtype)
+  return jax.lax.div(x, one)
 
 
 def _pack(valid, dist, pos, frame) -> Collision:
@@ -414,6 +454,7 @@ def capsule_capsule(c1: GeomFrame, c2: GeomFrame, margin) -> Collision:
   # slot 0: the general contact or the first parallel one; slot 1: the second parallel one
   x1s = jnp.where(parallel, px1, jnp.stack([x1, x1]))
   x2s = jnp.where(parallel, px2, jnp.stack([x2, x2]))
+  x1s, x2s = _materialize(jnp.stack([x1s, x2s]), ma)
   valid, dist, pos, normal = jax.vmap(sphere_test)(x1s, x2s)
   valid = valid & (parallel | jnp.array([True, False]))
   return _pack(valid, dist, pos, jax.vmap(make_frame)(normal))
@@ -471,6 +512,7 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   fdist = gap[:, 0] * gap[:, 0] + gap[:, 1] * gap[:, 1] + gap[:, 2] * gap[:, 2]
 
   # the 12 edges (centre tmp3, direction along axis j): closest points to the segment
+  # edges 4k..4k+3 run along axis k: x[j] is x repeated, not a gather
   j = jnp.asarray(_EDGE_AXIS)
   tmp3 = size2[None, :] * jnp.asarray(_EDGE_SIGN, pos.dtype)
   dif = tmp3 - pos[None, :]
@@ -504,28 +546,37 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   ecode = s1 * 3 + s2
 
   # MuJoCo's sequential search over the 2 end points, then the 12 edges: a candidate replaces
-  # the best so far if its squared distance is smaller (for edges, smaller by MINVAL)
+  # the best so far if its squared distance is smaller (for edges, smaller by MINVAL). Per
+  # candidate (stored once, not recomputed for each of the scan's inputs): squared distance,
+  # segment and box positions; ok, type, face, corner and edge.
   f32 = lambda x: jnp.asarray(x, pos.dtype)
-  eok = jnp.concatenate([nout <= 1, ok])
-  edst = jnp.concatenate([fdist, edist])
-  slack = jnp.concatenate([jnp.zeros(2, pos.dtype), jnp.full(12, MINVAL, pos.dtype)])
-  eseg = jnp.concatenate([f32([-1.0, 1.0]), x2])
-  ebox = jnp.concatenate([jnp.zeros(2, pos.dtype), x1])
-  etype = jnp.concatenate([i32([-3, -1]), i32(ecode)])
-  eface = jnp.concatenate([i32(lastout), i32(jnp.full(12, -1))])
-  ecorner = jnp.concatenate([i32([0, 0]), i32(_EDGE_CORNER + (1 << _EDGE_AXIS) * (ecode // 6))])
-  eedge = i32(np.concatenate([[0, 0], _EDGE_AXIS]))
+  slack = jnp.asarray(np.repeat([0.0, MINVAL], [2, 12]), pos.dtype)
+  fcand = _materialize(jnp.stack([
+    jnp.concatenate([fdist, edist]),
+    jnp.concatenate([f32([-1.0, 1.0]), x2]),
+    jnp.concatenate([jnp.zeros(2, pos.dtype), x1]),
+  ], axis=1), size2[0])
+  icand = _materialize(jnp.stack([
+    i32(jnp.concatenate([nout <= 1, ok])),
+    jnp.concatenate([i32([-3, -1]), i32(ecode)]),
+    jnp.concatenate([i32(lastout), i32(jnp.full(12, -1))]),
+    jnp.concatenate([i32([0, 0]), i32(_EDGE_CORNER + (1 << _EDGE_AXIS) * i32(s1 == 2))]),
+    i32(np.concatenate([[0, 0], _EDGE_AXIS])),
+  ], axis=1), size2[0])
 
   def step(best, cand):
-    upd = cand[0] & (cand[1] < best[0] - cand[2])
-    return tuple(jnp.where(upd, c, b) for b, c in zip(best, cand[1:2] + cand[3:])), None
+    (bf, bi), (cf, ci, sl) = best, cand
+    upd = (ci[0] == 1) & (cf[0] < bf[0] - sl)
+    return (jnp.where(upd, cf, bf), jnp.where(upd, ci[1:], bi)), None
 
-  init = (bestdistmax, f32(0.0), f32(0.0), i32(-4), i32(-1), i32(0), i32(0))
-  best, _ = jax.lax.scan(step, init, (eok, edst, slack, eseg, ebox, etype, eface, ecorner, eedge))
-  _, bestsegmentpos, bestboxpos, cltype, clface, clcorner, cledge = best
+  init = (jnp.stack([bestdistmax, f32(0.0), f32(0.0)]), i32([-4, -1, 0, 0]))
+  (bf, bi), _ = jax.lax.scan(step, init, (fcand, icand, slack))
+  bestsegmentpos, bestboxpos = bf[1], bf[2]
+  cltype, clface, clcorner, cledge = bi[0], bi[1], bi[2], bi[3]
 
   absh = jnp.abs(halfaxis)
-  span = lambda a, scale=2.0: _div(scale * size2[a], absh[a], _BIG)  # C: x / 0 = inf
+  spans = _div(2.0 * size2, absh, _BIG)  # C: x / 0 = inf
+  span = lambda a: _at(spans, a)
   bsp = bestsegmentpos
 
   # (a) closest to a corner of the box
@@ -537,8 +588,9 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   dp = jnp.where(flip, 1 - bsp, 1 + bsp)
   c1f = jnp.where(flip, 7 - c1, c1)
   ax = jnp.where(c1f == 1, 0, jnp.where(c1f == 2, 1, 2))
-  ax1, ax2 = (ax + 1) % 3, (ax + 2) % 3
-  along_edge = axis[ax] * axis[ax] > 0.5
+  ax1 = _next(ax)
+  ax2 = _next(ax1)
+  along_edge = _at(axis, ax) * _at(axis, ax) > 0.5
   sp_a = jnp.where(
     along_edge,
     jnp.minimum(de, span(ax)) * mul,
@@ -549,15 +601,16 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   c1 = jnp.bitwise_and(jnp.bitwise_xor(axisdir, clcorner), 7 - jnp.left_shift(1, cledge))
   skip_b = ~((c1 == 1) | (c1 == 2) | (c1 == 4))
   ax = cledge
-  ax1, ax2 = (ax + 1) % 3, (ax + 2) % 3
-  ax1 = jnp.where(jnp.abs(axis[ax1]) > jnp.abs(axis[ax2]), ax2, ax1)
+  ax1 = _next(ax)
+  ax2 = _next(ax1)
+  ax1 = jnp.where(jnp.abs(_at(axis, ax1)) > jnp.abs(_at(axis, ax2)), ax2, ax1)
   ax2 = 3 - ax - ax1
   bit = jnp.bitwise_and(jnp.right_shift(c1, ax2), 1) == 1
   mul = jnp.where(bit, 1.0, -1.0)
   sp_b = jnp.minimum(jnp.where(bit, 1 - bsp, 1 + bsp), span(ax2))
   same = (jnp.bitwise_and(jnp.right_shift(axisdir, ax), 1) == 1) == bit
   e2 = jnp.where(same, 1 - bestboxpos, 1 + bestboxpos)
-  sp_b = jnp.minimum(sp_b, _div(size2[ax] * e2, absh[ax], _BIG)) * mul
+  sp_b = jnp.minimum(sp_b, _div(_at(size2, ax) * e2, _at(absh, ax), _BIG)) * mul
 
   # (c) an end point is closest to a face
   skip_c = clface == -1
@@ -572,8 +625,8 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
       sp_c = jnp.where(upd, e1, sp_c)
   sp_c = sp_c * mul
 
-  corner = (cltype >= 0) & (cltype // 3 != 1)
-  edge = (cltype >= 0) & (cltype // 3 == 1)
+  edge = (cltype >= 3) & (cltype <= 5)  # type // 3 == 1
+  corner = (cltype >= 0) & ~edge
   secondpos = jnp.where(
     corner,
     jnp.where(skip_a, -4.0, sp_a),
@@ -586,267 +639,21 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
     valid, dist, p, normal = _raw_sphere_box(center, size1[0], pos2, mat2, size2, margin)
     return valid, dist, p, make_frame(normal)
 
+  bsp, secondpos = _materialize(jnp.stack([bsp, secondpos]), size2[0])
   valid, dist, p, frames = jax.vmap(sphere)(jnp.stack([bsp, secondpos + bsp]))
   valid = valid & jnp.stack([found, found & (secondpos > -3)])
   return _pack(valid, dist, p, frames)
 
 
 # ------------------------------------------------------------------------------------------
-# box-box (mjc_BoxBox as of MuJoCo 4.0: separating axes with a face preference, then the
-# incident face clipped against the reference face, or one edge-edge contact)
-
-BOXBOX_SEPEPS = 1e-6  # slack on the separation tests, times the summed half-sizes
-BOXBOX_PAREPS = 1e-7  # sin^2 of the edge angle below which an edge-cross axis is skipped
-BOXBOX_SGNEPS = 1e-5  # axis component below which the supporting edge is ambiguous
-BOXBOX_DUPEPS = 1e-10  # squared relative radius for merging clipped vertices
-BOXBOX_EDGEBIAS = 1e-6  # relative handicap of edge axes on near-ties with a face axis
-BOXBOX_MAXVERT = 8  # a 4-gon clipped by 4 half-planes has at most 8 vertices
-_MAXVAL = 1e10  # mjMAXVAL
-
-
-def _mm(a, b):
-  """a @ b for 3x3, summed in index order."""
-  return a[:, 0:1] * b[0:1, :] + a[:, 1:2] * b[1:2, :] + a[:, 2:3] * b[2:3, :]
-
-
-def _onehot(k, dtype):
-  return (jnp.arange(3) == k).astype(dtype)
-
-
-# the 9 edge-cross axes in MuJoCo's order: edge i of box 1 (others i1, i2) x edge j of box 2
-_CROSS_I = np.repeat(np.arange(3), 3)
-_CROSS_J = np.tile(np.arange(3), 3)
-
-
-def _box_sat(b1: GeomFrame, b2: GeomFrame, margin):
-  """Stage 1: the axis of least separation (code 0-2 box-1 face, 3-5 box-2 face, 6 + 3i + j
-  edge i of box 1 x edge j of box 2), with faces preferred on near-ties."""
-  pos1, mat1, size1 = b1.pos, b1.mat, b1.size
-  pos2, mat2, size2 = b2.pos, b2.mat, b2.size
-  dt = pos1.dtype
-  pos21 = _mtv(mat1, pos2 - pos1)  # box 2 centre in box 1's frame
-  pos12 = _mtv(mat2, pos1 - pos2)
-  rot = _mm(mat1.T, mat2)  # columns: box 2 axes in box 1's frame
-  rotabs = jnp.abs(rot)
-  septol = margin + BOXBOX_SEPEPS * (jnp.sum(size1) + jnp.sum(size2))
-
-  # face axes: box 1's, then box 2's; the first largest separation wins
-  sep1 = jnp.abs(pos21) - size1 - _mv(rotabs, size2)
-  sep2 = jnp.abs(pos12) - size2 - _mtv(rotabs, size1)
-  seps = jnp.concatenate([sep1, sep2])
-  separated = jnp.any(seps > septol)
-  code_face = jnp.argmax(seps).astype(jnp.int32)
-  sep_face = jnp.max(seps)
-
-  # edge-cross axes e_i x (box 2 axis j) in box 1's frame (component i is zero)
-  i, j = _CROSS_I, _CROSS_J
-  i1, i2, j1, j2 = (i + 1) % 3, (i + 2) % 3, (j + 1) % 3, (j + 2) % 3
-  ax1, ax2 = -rot[i2, j], rot[i1, j]
-  norm2 = ax1 * ax1 + ax2 * ax2
-  ok = ~(norm2 < BOXBOX_PAREPS)  # nearly parallel edges: left to the face axes
-  inv = 1.0 / _sqrt(jnp.where(ok, norm2, 1.0))
-  ax1, ax2 = ax1 * inv, ax2 * inv
-  radius1 = size1[i1] * jnp.abs(ax1) + size1[i2] * jnp.abs(ax2)
-  a21 = ax1 * rot[i1, j1] + ax2 * rot[i2, j1]
-  a22 = ax1 * rot[i1, j2] + ax2 * rot[i2, j2]
-  radius2 = size2[j1] * jnp.abs(a21) + size2[j2] * jnp.abs(a22)
-  sep = jnp.abs(ax1 * pos21[i1] + ax2 * pos21[i2]) - radius1 - radius2
-  separated = separated | jnp.any(ok & (sep > septol))
-  beat = ok & (sep > sep_face)
-  biased = sep - BOXBOX_EDGEBIAS * jnp.abs(sep)
-
-  def step(best, cand):
-    upd = cand[0] & (cand[1] > best[0])
-    return (jnp.where(upd, cand[2], best[0]), jnp.where(upd, cand[3], best[1])), None
-
-  cands = (beat, biased, sep, jnp.arange(6, 15, dtype=jnp.int32))
-  (sep_best, code), _ = jax.lax.scan(step, (sep_face, code_face), cands)
-
-  # an edge axis within ~8 degrees of the best face axis gives way to the face unless it is
-  # clearly (5% of the face depth) better
-  edge_i = jnp.clip(code - 6, 0, 8) // 3
-  edge_j = jnp.clip(code - 6, 0, 8) % 3
-  ei1, ei2 = (edge_i + 1) % 3, (edge_i + 2) % 3
-  axis = _onehot(ei1, dt) * -rot[ei2, edge_j] + _onehot(ei2, dt) * rot[ei1, edge_j]
-  axis, _ = _normalize(axis)
-  f = jnp.clip(code_face - 3, 0, 2)
-  face_dot = jnp.where(
-    code_face < 3, jnp.abs(axis[jnp.clip(code_face, 0, 2)]), jnp.abs(_dot(axis, rot[:, f]))
-  )
-  to_face = (
-    (code >= 6) & (face_dot > 0.99) & (sep_best < sep_face + 0.05 * jnp.abs(sep_face) + MINVAL)
-  )
-  code = jnp.where(to_face, code_face, code)
-  return {
-    "pos21": pos21,
-    "pos12": pos12,
-    "rot": rot,
-    "code": code,
-    "separated": separated,
-    "septol": septol,
-    "axis": axis,
-    "edge_i": edge_i,
-    "edge_j": edge_j,
-  }
-
-
-def _box_edge(b1: GeomFrame, b2: GeomFrame, sat):
-  """Stage 2, edge axis: one contact midway between the closest points of the two
-  supporting edges (both candidate edges tried where the choice is ambiguous)."""
-  size1, size2 = b1.size, b2.size
-  rot, pos21, axis = sat["rot"], sat["pos21"], sat["axis"]
-  ei, ej = sat["edge_i"], sat["edge_j"]
-  dt = pos21.dtype
-  i1, i2 = (ei + 1) % 3, (ei + 2) % 3
-  j1, j2 = (ej + 1) % 3, (ej + 2) % 3
-  axis = jnp.where(_dot(axis, pos21) < 0, -axis, axis)  # from box 1 towards box 2
-  a2 = _mtv(rot, axis)  # the axis in box 2's frame
-  amb1 = jnp.where(
-    jnp.abs(axis[i1]) < BOXBOX_SGNEPS, i1, jnp.where(jnp.abs(axis[i2]) < BOXBOX_SGNEPS, i2, -1)
-  )
-  amb2 = jnp.where(
-    jnp.abs(a2[j1]) < BOXBOX_SGNEPS, j1, jnp.where(jnp.abs(a2[j2]) < BOXBOX_SGNEPS, j2, -1)
-  )
-  d2 = rot[:, ej]
-  b = d2[ei]
-  denom = 1.0 - b * b
-  lim1, lim2 = size1[ei], size2[ej]
-
-  # supporting edge corners, then the variants with the ambiguous sign flipped: (v1, v2) in
-  # MuJoCo's loop order (0, 0), (0, 1), (1, 0), (1, 1)
-  c1 = _onehot(i1, dt) * jnp.where(axis[i1] >= 0, size1[i1], -size1[i1]) + _onehot(
-    i2, dt
-  ) * jnp.where(axis[i2] >= 0, size1[i2], -size1[i2])
-  cc = _onehot(j1, dt) * jnp.where(a2[j1] >= 0, -size2[j1], size2[j1]) + _onehot(
-    j2, dt
-  ) * jnp.where(a2[j2] >= 0, -size2[j2], size2[j2])
-  v1 = jnp.array([0.0, 0.0, 1.0, 1.0], dt)[:, None]
-  v2 = jnp.array([0.0, 1.0, 0.0, 1.0], dt)[:, None]
-  c1 = c1[None, :] * (1.0 - 2.0 * v1 * _onehot(amb1, dt)[None, :])
-  cc = cc[None, :] * (1.0 - 2.0 * v2 * _onehot(amb2, dt)[None, :])
-  tried = jnp.array([True, True, False, False]) | (amb1 >= 0)
-  tried = tried & (jnp.array([True, False, True, False]) | (amb2 >= 0))
-
-  c2 = jax.vmap(lambda x: _mv(rot, x))(cc) + pos21
-  e = c2 - c1
-  d1e = e[:, ei]
-  d2e = e[:, 0] * d2[0] + e[:, 1] * d2[1] + e[:, 2] * d2[2]
-  s = jnp.where(denom >= MINVAL, _div(d1e - b * d2e, denom), 0.0)
-  s = jnp.clip(s, -lim1, lim1)
-  t = jnp.clip(b * s - d2e, -lim2, lim2)
-  s = jnp.clip(d1e + b * t, -lim1, lim1)
-  p1 = jnp.where(jnp.arange(3)[None, :] == ei, s[:, None], c1)
-  p2 = c2 + d2[None, :] * t[:, None]
-  g = p2 - p1
-  gap2 = g[:, 0] * g[:, 0] + g[:, 1] * g[:, 1] + g[:, 2] * g[:, 2]
-  # the first closest pair among the variants tried
-  pick = jax.nn.one_hot(jnp.argmin(jnp.where(tried, gap2, _MAXVAL)), 4, dtype=dt)
-  w1, w2 = jnp.sum(pick[:, None] * p1, axis=0), jnp.sum(pick[:, None] * p2, axis=0)
-
-  dist = _dot(w2 - w1, axis)
-  valid = ~(dist > sat["septol"])
-  pos = _mv(b1.mat, 0.5 * (w1 + w2)) + b1.pos
-  normal = _mv(b1.mat, axis)
-  n = BOXBOX_MAXVERT
-  slots = jnp.arange(n) == 0
-  return (slots & valid, jnp.where(slots, dist, _MAXVAL), jnp.broadcast_to(pos, (n, 3)), normal)
-
-
-def _clip(poly, n, coord: int, sign: float, limit):
-  """Sutherland-Hodgman: clip the first n vertices of poly (8, 3) to sign * v[coord] <= limit
-  (z rides along as an attribute); returns the new polygon and count (at most 8)."""
-  m = BOXBOX_MAXVERT
-  k = jnp.arange(m)
-  live = k < n
-  d = sign * poly[:, coord] - limit
-  all_inside = jnp.all(~live | (d <= 0))
-  k1 = jnp.where(k + 1 == n, 0, k + 1)
-  q = poly[k1]
-  dq = d[k1]
-  cross = ((d < 0) & (dq > 0)) | ((d > 0) & (dq < 0))
-  t = _div(d, d - dq)
-  hit = poly + t[:, None] * (q - poly)
-  cand = jnp.stack([poly, hit], axis=1).reshape(2 * m, 3)  # p0, x0, p1, x1, ...
-  ok = jnp.stack([live & (d <= 0), live & cross], axis=1).reshape(2 * m)
-  sel, _ = _first(ok, m)
-  out = _take(sel, cand)
-  count = jnp.minimum(jnp.sum(ok.astype(jnp.int32)), m)
-  return jnp.where(all_inside, poly, out), jnp.where(all_inside, n, count)
-
-
-def _box_face(b1: GeomFrame, b2: GeomFrame, sat, margin):
-  """Stage 2, face axis: the incident face clipped against the reference face's sides;
-  clipped vertices within the margin, merged when nearly coincident, become contacts."""
-  dt = b1.pos.dtype
-  code = jnp.clip(sat["code"], 0, 5)
-  ref1 = code < 3
-  a = jnp.where(ref1, code, code - 3)
-  sizeref = jnp.where(ref1, b1.size, b2.size)
-  sizeinc = jnp.where(ref1, b2.size, b1.size)
-  posref = jnp.where(ref1, b1.pos, b2.pos)
-  matref = jnp.where(ref1, b1.mat, b2.mat)
-  posoi = jnp.where(ref1, sat["pos21"], sat["pos12"])  # incident centre, reference frame
-  rinc = jnp.where(ref1, sat["rot"], sat["rot"].T)  # columns: incident axes
-
-  sgn = jnp.where(posoi[a] >= 0, 1.0, -1.0)
-  binc = jnp.argmax(jnp.abs(rinc[a]))  # incident face: most opposed to the reference normal
-  tinc = jnp.where(sgn * rinc[a, binc] > 0, -1.0, 1.0)
-  ax, ay = (a + 1) % 3, (a + 2) % 3
-  bu, bv = (binc + 1) % 3, (binc + 2) % 3
-  coords = jnp.stack([ax, ay, a])
-  cx = posoi[coords] + tinc * sizeinc[binc] * rinc[coords, binc]
-  du = sizeinc[bu] * rinc[coords, bu]
-  dv = sizeinc[bv] * rinc[coords, bv]
-  scale = jnp.stack([jnp.ones_like(sgn), jnp.ones_like(sgn), sgn])
-  cx = cx.at[2].set(sgn * cx[2] - sizeref[a])
-  du = du * scale
-  dv = dv * scale
-
-  su = jnp.array([1.0, -1.0, -1.0, 1.0], dt)
-  sv = jnp.array([1.0, 1.0, -1.0, -1.0], dt)
-  quad = cx + su[:, None] * du + sv[:, None] * dv
-  poly = jnp.concatenate([quad, jnp.zeros((BOXBOX_MAXVERT - 4, 3), dt)])
-  n = jnp.asarray(4, jnp.int32)
-  poly, n = _clip(poly, n, 0, 1.0, sizeref[ax])
-  poly, n = _clip(poly, n, 0, -1.0, sizeref[ax])
-  poly, n = _clip(poly, n, 1, 1.0, sizeref[ay])
-  poly, n = _clip(poly, n, 1, -1.0, sizeref[ay])
-
-  # accept vertices within the margin, skipping those within dupe radius of an accepted one
-  dupe2 = BOXBOX_DUPEPS * (sizeref[ax] * sizeref[ax] + sizeref[ay] * sizeref[ay])
-  live = (jnp.arange(BOXBOX_MAXVERT) < n) & ~(poly[:, 2] > margin)
-  dxy = poly[:, None, :2] - poly[None, :, :2]
-  close = dxy[..., 0] * dxy[..., 0] + dxy[..., 1] * dxy[..., 1] < dupe2
-
-  def accept(acc, k):
-    take = live[k] & ~jnp.any(acc & close[k])
-    return acc | (jnp.arange(BOXBOX_MAXVERT) == k) & take, None
-
-  accepted, _ = jax.lax.scan(accept, jnp.zeros(BOXBOX_MAXVERT, bool), jnp.arange(BOXBOX_MAXVERT))
-
-  normal = jnp.where(ref1, sgn, -sgn) * matref[:, a]
-  local = jax.vmap(
-    lambda v: (
-      _onehot(ax, dt) * v[0]
-      + _onehot(ay, dt) * v[1]
-      + _onehot(a, dt) * (sgn * (sizeref[a] + 0.5 * v[2]))
-    )
-  )(poly)
-  pos = jax.vmap(lambda x: _mv(matref, x) + posref)(local)
-  return accepted, poly[:, 2], pos, normal
+# box-box
 
 
 def box_box(b1: GeomFrame, b2: GeomFrame, margin) -> Collision:
-  """mjc_BoxBox (MuJoCo 4.0): up to 8 face contacts or 1 edge-edge contact."""
-  sat = _box_sat(b1, b2, margin)
-  ev, ed, ep, en = _box_edge(b1, b2, sat)
-  fv, fd, fp, fn = _box_face(b1, b2, sat, margin)
-  is_edge = sat["code"] >= 6
-  valid = jnp.where(is_edge, ev, fv) & ~sat["separated"] & (sat["code"] >= 0)
-  dist = jnp.where(is_edge, ed, fd)
-  pos = jnp.where(is_edge, ep, fp)
-  frame = make_frame(jnp.where(is_edge, en, fn))
-  return _pack(valid, dist, pos, jnp.broadcast_to(frame, (BOXBOX_MAXVERT, 3, 3)))
+  """mjc_BoxBox (MuJoCo 4.0): up to 8 face contacts or 1 edge-edge contact; in boxbox.py."""
+  from jaxmj.collision import boxbox
+
+  return boxbox.box_box(b1, b2, margin)
 
 
 # ------------------------------------------------------------------------------------------

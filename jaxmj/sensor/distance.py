@@ -71,8 +71,9 @@ def _collider(m, d, key, a: np.ndarray, b: np.ndarray, distmax):
   fn, takes_mesh = _table()[key]
   extra = ()
   if takes_mesh:
-    mid = m.geom_dataid[b]
-    extra = (m.mesh_hullvert[mid], jnp.asarray(m.mesh_hullnum[mid]))
+    from jaxmj.collision.mesh import pair_arguments
+
+    extra = pair_arguments(m, key, a, b)
   cd, cpos, cframe = jax.vmap(fn)(_frames(m, d, a), _frames(m, d, b), distmax, *extra)
   k = jnp.argmin(cd, axis=1)
   dist = jnp.take_along_axis(cd, k[:, None], 1)[:, 0]

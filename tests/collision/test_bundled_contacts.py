@@ -50,10 +50,9 @@ KNOWN_DIFFERENT = {
   "testdata/model.xml": "heightfield-cylinder contacts (geoms 1, 8) that MuJoCo itself gives "
                         "two ways: at 8 of the 100 states a one-ulp change of the geom position "
                         "switches MuJoCo's EPA contact between two answers up to 1e-2 apart in "
-                        "the normal (test_hfield pins this at the keyframe); at step 76 a "
-                        "contact within ccd_tolerance of touching, where MuJoCo 4.0 reports the "
-                        "GJK distance (6e-7) as the depth with a normal into the heightfield "
-                        "and jaxmj its EPA depth (5e-8, normal up; see collision/convex.py)",
+                        "the normal (test_hfield pins this at the keyframe; its step-76 "
+                        "contact within ccd_tolerance of touching is MuJoCo's since 4.0's GJK "
+                        "stop rules, test_hfield pins that too)",
 }
 
 # Chaotic under mj_step itself: a 1e-14 nudge of MuJoCo's own qvel moves its qpos by more than

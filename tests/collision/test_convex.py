@@ -281,6 +281,11 @@ def test_single_contact_matches_mujoco(results):
   n_epa = sum(len(v) for k, v in errs.items() if k[0] == "epa")
   n_gjk = sum(len(v) for k, v in errs.items() if k[0] == "gjk")
   assert n_epa > 200 and n_gjk > 80, (n_epa, n_gjk)
+  # GJK's slow convergence on curved cores amplifies last-bit rounding (see collision/convex.py),
+  # yet most GJK contacts are MuJoCo's: measured 97 of 120 to 1e-8, 86 before 4.0's GJK stop
+  # rules and S1D / S2D (gjk.py)
+  gjk_exact = sum(np.sum(np.array(v) < 1e-8) for k, v in errs.items() if k[0] == "gjk")
+  assert gjk_exact >= 0.75 * n_gjk, (gjk_exact, n_gjk)
   for (path, t1, t2), e in errs.items():
     if path != "epa":
       continue

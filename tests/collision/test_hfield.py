@@ -109,14 +109,39 @@ WHEEL_XML = """<mujoco><asset><hfield name="h" nrow="3" ncol="3" size=".2 .2 .03
   </worldbody></mujoco>"""
 
 
-def _wheel_frame():
+_wheel_collision = jit0(collision)  # shared: one compile for the wheel tests
+
+
+def _wheel_frame(nstep=None):
+  """The wheel's frame at the keyframe, or after nstep mj_steps from rest."""
   import os
   mj = mujoco.MjModel.from_xml_path(os.path.join(os.path.dirname(mujoco.__file__),
                                                  "testdata", "model.xml"))
   d = mujoco.MjData(mj)
-  mujoco.mj_resetDataKeyframe(mj, d, 0)
+  if nstep is None:
+    mujoco.mj_resetDataKeyframe(mj, d, 0)
+  for _ in range(nstep or 0):
+    mujoco.mj_step(mj, d)
   mujoco.mj_kinematics(mj, d)
   return d.geom_xpos[8].copy(), d.geom_xmat[8].copy()
+
+
+def _wheel_contacts(pos, mat):
+  """MuJoCo's and jaxmj's contacts of WHEEL_XML with the wheel at (pos, mat): lists of
+  (dist, pos, normal)."""
+  mj = mujoco.MjModel.from_xml_string(WHEEL_XML)
+  d = mujoco.MjData(mj)
+  mujoco.mj_kinematics(mj, d)
+  d.geom_xpos[1], d.geom_xmat[1] = pos, mat
+  mujoco.mj_collision(mj, d)
+  ref = [(c.dist, c.pos.copy(), c.frame[:3].copy()) for c in d.contact[:d.ncon]]
+  m = jaxmj.Model.from_xml_string(WHEEL_XML)
+  d0 = kinematics(m, jaxmj.make_data(m))
+  d0 = d0.replace(geom_xpos=d0.geom_xpos.at[1].set(pos),
+                  geom_xmat=d0.geom_xmat.at[1].set(mat.reshape(3, 3)))
+  c = jax.device_get(_wheel_collision(m, d0).contact)
+  ours = [(c.dist[i], c.pos[i], c.frame[i, 0]) for i in np.where(c.active)[0]]
+  return ref, ours
 
 
 def test_mujoco_cylinder_contact_on_heightfield_flips_under_one_ulp():
@@ -145,16 +170,23 @@ def test_mujoco_cylinder_contact_on_heightfield_flips_under_one_ulp():
   spread = max(np.abs(a - answers[0]).max() for a in answers)
   assert 1e-4 < spread < 1e-2, spread
 
-  m = jaxmj.Model.from_xml_string(WHEEL_XML)
-  d0 = kinematics(m, jaxmj.make_data(m))
-  d0 = d0.replace(geom_xpos=d0.geom_xpos.at[1].set(pos),
-                  geom_xmat=d0.geom_xmat.at[1].set(mat.reshape(3, 3)))
-  c = jit0(collision)(m, d0).contact
-  act = np.where(np.asarray(c.active))[0]
-  assert len(act) == len(ref) == 3
-  for i, (dist, cpos, normal) in zip(act[:2], ref[:2]):
-    assert abs(float(c.dist[i]) - dist) < 1e-12
-    assert np.abs(np.asarray(c.pos[i]) - cpos).max() < 1e-9
-    assert np.abs(np.asarray(c.frame[i, 0]) - normal).max() < 1e-9
-  ours = np.asarray(c.frame[act[2], 0])
-  assert min(np.abs(ours - a).max() for a in answers) < 1e-9, (ours, answers)
+  ref, ours = _wheel_contacts(pos, mat)
+  assert len(ours) == len(ref) == 3
+  for (dist, cpos, normal), (rdist, rpos, rnormal) in zip(ours[:2], ref[:2]):
+    assert abs(dist - rdist) < 1e-12
+    assert np.abs(cpos - rpos).max() < 1e-9
+    assert np.abs(normal - rnormal).max() < 1e-9
+  assert min(np.abs(ours[2][2] - a).max() for a in answers) < 1e-9, (ours[2][2], answers)
+
+
+def test_mujoco_gjk_stop_on_cylinder_touching_heightfield_prism():
+  """testdata/model.xml 76 steps from rest: the wheel touches a prism within ccd_tolerance.
+  MuJoCo 4.0's GJK stops once its iterate is shorter than the tolerance and EPA reports
+  6.3e-7 deep with a normal into the heightfield; with the older GJK stop rules jaxmj gave
+  5e-8, normal up."""
+  ref, ours = _wheel_contacts(*_wheel_frame(76))
+  assert len(ours) == len(ref) and any(abs(r[0] + 6.26e-7) < 1e-9 for r in ref), ref
+  for (dist, cpos, normal), (rdist, rpos, rnormal) in zip(ours, ref):
+    assert abs(dist - rdist) < 1e-12, (dist, rdist)
+    assert np.abs(cpos - rpos).max() < 1e-9
+    assert np.abs(normal - rnormal).max() < 1e-9, (normal, rnormal)

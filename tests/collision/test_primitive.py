@@ -346,6 +346,26 @@ def test_matches_mujoco_degenerate(pair):
   _check(*pair, cfgs)
 
 
+# HLO instructions of the largest vmapped colliders after XLA's optimizations (jax 0.10.2,
+# CPU, float64; measured 1266, 1739 and 3364 where the straightforward formulation had 1720,
+# 3119 and 5563), with ~20% headroom. Compile time grows with this count, which rises when a
+# change makes XLA recompute a long chain of cheap ops in every kernel reading it (see
+# primitive.py's docstring; scripts/compile_time.py measures times too).
+HLO_BUDGET = {(G.CAPSULE, G.CAPSULE): 1500, (G.CAPSULE, G.BOX): 2100, (G.BOX, G.BOX): 4000}
+
+
+@pytest.mark.parametrize("pair", sorted(HLO_BUDGET), ids=lambda p: f"{NAMES[p[0]]}-{NAMES[p[1]]}")
+def test_compiled_size(pair):
+  """Compiled size of the vmapped collider (the executable `ours` compiled for the same
+  shapes, so no extra compile when the comparisons above ran)."""
+  fn, _ = COLLIDERS[pair]
+  jit = _JIT.setdefault(pair, jax.jit(jax.vmap(fn)))
+  (f1, f2), margin = _batch(special_configs(*pair))
+  text = jit.lower(f1, f2, margin).compile().as_text()
+  count = sum(1 for line in text.splitlines() if " = " in line)
+  assert count <= HLO_BUDGET[pair], (NAMES[pair[0]], NAMES[pair[1]], count)
+
+
 def test_table():
   """Native pairs of MuJoCo 4.0's mjCOLLISIONFUNC (plane-ellipsoid is mjc_PlaneConvex, a
   closed-form support point for an ellipsoid); slot counts are MuJoCo's maxima."""
