@@ -170,12 +170,12 @@ def _col(mat, k):
 
 def _materialize(x, ref):
   """x, computed once: x divided by a one that XLA cannot prove to be one (one plus the sign bit
-  of ref * ref, which is never negative; ref: any traced float scalar). An exact identity that
+  of |ref|, which is clear even for a NaN; ref: any traced float scalar). An exact identity that
   XLA treats as expensive, so it stores x rather than recompute the ops behind it in every
   kernel that reads x: duplicated work, and not kernels, is most of these colliders' compile
   time. The derivative is x's."""
   u = jnp.uint64 if ref.dtype == jnp.float64 else jnp.uint32
-  bits = jax.lax.bitcast_convert_type(ref * ref, u)
+  bits = jax.lax.bitcast_convert_type(jnp.abs(ref), u)
   one = (jax.lax.shift_right_logical(bits, u(8 * ref.dtype.itemsize - 1)) + 1).astype(x.dtype)
   return jax.lax.div(x, one)
 
