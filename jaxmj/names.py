@@ -5,8 +5,7 @@ from __future__ import annotations
 from jaxmj.scan import cached_plan
 from jaxmj.types import Model, ObjType
 
-# ObjType -> the Model field holding name addresses for that type (mjModel's names). A type
-# whose field the Model does not have yet is reported as not in jaxmj.
+# ObjType -> the Model field holding name addresses for that type (mjModel's names).
 _ADR_FIELD = {
   ObjType.BODY: "name_bodyadr", ObjType.XBODY: "name_bodyadr", ObjType.JOINT: "name_jntadr",
   ObjType.GEOM: "name_geomadr", ObjType.SITE: "name_siteadr", ObjType.CAMERA: "name_camadr",
@@ -36,11 +35,12 @@ def obj_type(objtype: ObjType | int | str) -> ObjType:
   return ObjType(objtype)
 
 
-def _check(m: Model, objtype: ObjType) -> str:
-  field = _ADR_FIELD.get(objtype)
-  if field is None or not hasattr(m, field):
-    raise NotImplementedError(f"names of {objtype.name.lower()} objects are not in jaxmj yet")
-  return field
+def _adrs(m: Model, objtype: ObjType):
+  """Name address of each object of `objtype`; None for each dof (MuJoCo names no dofs).
+  Flex, skin and plugin objects are refused by jaxmj's compiler, so a Model has none."""
+  if objtype == ObjType.DOF:
+    return [None] * m.nv
+  return getattr(m, _ADR_FIELD.get(objtype, ""), ())
 
 
 @cached_plan
@@ -59,15 +59,18 @@ def _tables(m) -> dict:
 
 
 def name2id(m: Model, objtype: ObjType | int | str, name: str) -> int:
-  """Id of the object of type `objtype` named `name`, or -1 if there is none."""
-  return _tables(m)[_check(m, obj_type(objtype))].get(name, -1)
+  """Id of the object of type `objtype` named `name`, or -1 if there is none (mj_name2id)."""
+  return _tables(m).get(_ADR_FIELD.get(obj_type(objtype)), {}).get(name, -1)
 
 
 def id2name(m: Model, objtype: ObjType | int | str, i: int) -> str | None:
-  """Name of object `i` of type `objtype`, or None if it is unnamed."""
-  adrs = getattr(m, _check(m, obj_type(objtype)))
+  """Name of object `i` of type `objtype`, or None if it is unnamed (mj_id2name; an id out
+  of range raises IndexError where MuJoCo returns NULL)."""
+  adrs = _adrs(m, obj_type(objtype))
   if not 0 <= i < len(adrs):
     raise IndexError(f"{obj_type(objtype).name.lower()} id {i} out of range ({len(adrs)})")
   adr = adrs[i]
+  if adr is None:
+    return None
   name = m.names[adr : m.names.index(b"\0", adr)].decode()
   return name or None

@@ -748,6 +748,7 @@ class Model:
   tendon_treeid: np.ndarray = static()  # (ntendon, 2) int32  first two of them, -1 if none
   tendon_actuatorid: np.ndarray = static()  # (ntendon,) int32  as jnt_actuatorid
   tendon_rgba: np.ndarray = static()  # (ntendon, 4) float32  visual only
+  tendon_matid: np.ndarray = static()  # (ntendon,) int32  material id, -1 if none (visual only)
   wrap_type: np.ndarray = static()  # (nwrap,) int32 WrapType
   wrap_objid: np.ndarray = static()  # (nwrap,) int32  joint, site or geom id (-1 pulley)
   tendon_range: jax.Array  # (ntendon, 2)  length limits

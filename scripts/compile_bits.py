@@ -1,7 +1,7 @@
 """Bitwise survey of jaxmj's compiler against MuJoCo's: for every model in models/ and every MJCF
 file in the installed mujoco's mjx/test_data and testdata (the set tests/mjcf/test_compile.py
-compiles), each real Model field is compared entry by entry; per field, the entries that are
-not bit-equal and the largest distance in units in the last place are printed.
+compiles), each real Model field (and mjModel.stat) is compared entry by entry; per field, the
+entries that are not bit-equal and the largest distance in units in the last place are printed.
 
   python scripts/compile_bits.py [field,field,...]
 
@@ -60,11 +60,14 @@ def survey(fields=None) -> dict:
       continue
     names = [f for f in type(m)._static_names + type(m)._leaf_names
              if f.startswith(PREFIXES) and f not in JAXMJ_ONLY] + ["qpos0", "qpos_spring"]
-    for name in names:
-      if (fields and name not in fields) or name in SPECIAL or not hasattr(mj, name):
+    pairs = [(name, getattr(m, name), getattr(mj, name, None)) for name in names]
+    pairs += [(f"stat.{k}", getattr(m.stat, k), getattr(mj.stat, k))  # mjModel.stat
+              for k in ("meaninertia", "meanmass", "meansize", "extent", "center")]
+    for name, ours, ref in pairs:
+      if (fields and name not in fields) or name in SPECIAL or ref is None:
         continue
-      ref = np.asarray(getattr(mj, name))
-      ours = np.asarray(getattr(m, name))
+      ref = np.asarray(ref)
+      ours = np.asarray(ours)
       if ref.dtype.kind != "f" or not ref.size or ours.size != ref.size:
         continue
       ours = ours.reshape(ref.shape).astype(ref.dtype)

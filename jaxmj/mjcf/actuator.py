@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxmj.mjcf import actuator_checks as checks
-from jaxmj.mjcf import frames, motor, orientation, schema, setconst
+from jaxmj.mjcf import engine0, frames, motor, orientation, schema, setconst
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.mjcf.parse import Node, overlay
 from jaxmj.types import BiasType, DynType, GainType, JointType, TrnType
@@ -472,7 +472,7 @@ def actuator_constants(f: dict, root: Node) -> dict:
     out = slice(f["actuator_outadr"][i], f["actuator_outadr"][i] + f["actuator_outnum"][i])
     lengths[out], moments[out] = _transmission0(f, s, i)
   inv = setconst._solve(s.qld, s.ancestors, moments.T).T if len(s.cdof) else moments
-  acc0 = np.linalg.norm(inv, axis=1)
+  acc0 = np.sqrt(engine0.dot(inv.T, inv.T))  # mju_norm's order of the sum
   biasprm = np.array(f["actuator_biasprm"], float)
   gainprm = f["actuator_gainprm"]
   for i in range(nu):
@@ -501,7 +501,9 @@ def _site_frame(f: dict, s, site: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
   pos = setconst._attached_xpos(s.kin, b, np.reshape(f["site_pos"], (-1, 3))[site:site + 1],
                                 same)[0]
   quat = frames.quat_mul(s.kin["xquat"][b[0]], np.asarray(f["site_quat"][site], float))
-  return pos, frames.quat_to_mat(quat), quat
+  mat = setconst._attached_xmat(s.kin, b, np.reshape(f["site_quat"], (-1, 4))[site:site + 1],
+                                same)[0]  # site_xmat as mj_kinematics rounds it
+  return pos, mat, quat
 
 
 def _transmission0(f: dict, s, i: int) -> tuple[float, np.ndarray]:
@@ -566,7 +568,7 @@ def _site0(f: dict, s, site: int, ref: int, gear: np.ndarray) -> tuple[float, np
   pos, mat, quat = _site_frame(f, s, site)
   jac = s.point_jacobian(int(f["site_bodyid"][site]), pos)
   if ref < 0:
-    return 0.0, jac[:3].T @ (mat @ gear[:3]) + jac[3:].T @ (mat @ gear[3:])
+    return 0.0, engine0.site_moment(jac, mat, gear)
   rpos, rmat, rquat = _site_frame(f, s, ref)
   rjac = s.point_jacobian(int(f["site_bodyid"][ref]), rpos)
   common = _common_dofs(f, site, ref)
@@ -575,31 +577,23 @@ def _site0(f: dict, s, site: int, ref: int, gear: np.ndarray) -> tuple[float, np
     length += (rmat.T @ (pos - rpos)) @ gear[:3]
     d = jac[:3] - rjac[:3]
     d[:, common] = 0
-    moment += d.T @ (rmat @ gear[:3])
+    moment = moment + engine0.project(d, rmat, gear[:3])
   if np.any(gear[3:] != 0):
-    length += _quat_sub(_site_quat(f, s, site), _site_quat(f, s, ref)) @ gear[3:]
+    rot = engine0.sub_quat(_site_quat(f, s, site), _site_quat(f, s, ref))
+    length += rot[0] * gear[3] + rot[1] * gear[4] + rot[2] * gear[5]
     d = jac[3:] - rjac[3:]
     d[:, common] = 0
-    moment += d.T @ (rmat @ gear[3:])
+    moment = moment + engine0.project(d, rmat, gear[3:])
   return length, moment
 
 
-def _quat_sub(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
-  """Rotation vector from qb to qa in qb's frame (mju_subQuat)."""
-  conj = qb * np.array([1.0, -1.0, -1.0, -1.0])
-  q = frames.quat_mul(conj, qa)
-  sin_half = np.linalg.norm(q[1:])
-  if sin_half < _MINVAL:
-    return np.zeros(3)
-  angle = 2 * np.arctan2(sin_half, q[0])
-  if angle > np.pi:
-    angle -= 2 * np.pi
-  return q[1:] / sin_half * angle
-
-
-def _site_quat(f: dict, s, site: int) -> np.ndarray:
+def _site_quat(f: dict, s, site: int) -> list:
+  """site_xquat at qpos0 as mj_kinematics: the body's, where the site's frame is the body's,
+  else xquat * site_quat."""
   b = int(f["site_bodyid"][site])
-  return frames.quat_mul(s.kin["xquat"][b], np.asarray(f["site_quat"][site], float))
+  if int(np.asarray(f.get("site_sameframe", s.f["site_sameframe"]))[site]) in (1, 3):
+    return s.kin["xquat"][b].tolist()  # mjSAMEFRAME_BODY, mjSAMEFRAME_BODYROT
+  return engine0.mulquat(s.kin["xquat"][b].tolist(), np.asarray(f["site_quat"][site], float))
 
 
 def _common_dofs(f: dict, site: int, ref: int) -> list[int]:
@@ -629,20 +623,10 @@ def _common_dofs(f: dict, site: int, ref: int) -> list[int]:
 def _slidercrank0(f, s, crank: int, slider: int, gear: float, rod: float):
   cpos = _site_frame(f, s, crank)[0]
   spos, smat, _ = _site_frame(f, s, slider)
-  axis, vec = smat[:, 2], cpos - spos
-  av = vec @ axis
-  det = av * av + rod * rod - vec @ vec
-  if det <= 0:
-    length, dlda, dldv = av, vec, axis
-  else:
-    sdet = np.sqrt(det)
-    length = av - sdet
-    dldv = axis * (1 - av / sdet) + vec / sdet
-    dlda = vec * (1 - av / sdet)
   sjac = s.point_jacobian(int(f["site_bodyid"][slider]), spos)
   cjac = s.point_jacobian(int(f["site_bodyid"][crank]), cpos)
-  jac_axis = np.cross(sjac[3:].T, axis).T  # d axis / d q: rotation of the slider frame
-  moment = dlda @ jac_axis + dldv @ (cjac[:3] - sjac[:3])
+  length, moment = engine0.slider_crank(cpos.tolist(), spos.tolist(), smat[:, 2].tolist(),
+                                        float(rod), cjac, sjac)
   return length * gear, moment * gear
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmj.mjcf import frames
+from jaxmj.mjcf import camlight, frames
 from jaxmj.mjcf.fuse import reexpressed
 
 
@@ -44,5 +44,5 @@ def align_free(bodies, compiler: dict) -> None:
     inv_pos, inv_quat = frames.inverse(ipos, iquat)
     body.geoms = [reexpressed(g, inv_pos, inv_quat) for g in body.geoms]
     body.sites = [reexpressed(s, inv_pos, inv_quat) for s in body.sites]
-    body.camlights = [reexpressed(c, inv_pos, inv_quat) for c in body.camlights]
+    body.camlights = [camlight.aligned(c, inv_pos, inv_quat) for c in body.camlights]
     body.inertia = (mass, np.zeros(3), inert, np.array([1.0, 0.0, 0.0, 0.0]))

@@ -8,6 +8,7 @@ assetdir), names and references.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
@@ -103,6 +104,10 @@ def _compile_mesh(node: Node, v: dict, needhull: bool, compiler: dict, path: str
       loader = {"model/stl": mesh.load_stl, "model/obj": mesh.load_obj,
                 "model/vnd.mujoco.msh": mesh.load_msh}[kind]
       fvert, fface = loader(data, righthand)
+      if kind == "model/obj" and not mesh.obj_texcoords_valid(data):
+        warnings.warn(f"{node.file}:{node.line}: obj_decoder: invalid or missing face texture "
+                      f"coordinate in '{v['file']}'; discarding texture coordinates (as MuJoCo)",
+                      stacklevel=2)
       if fvert.size and vert.size:
         raise node.error("repeated vertex specification", "vertex")
       if fface.size and face.size:
@@ -131,6 +136,8 @@ def _hfield_name(node: Node, v: dict) -> str:
   name = v.get("name") or ""
   if not name and v.get("file"):
     name = os.path.splitext(os.path.basename(v["file"]))[0]
+  if not name:
+    raise node.error("empty name in height field", "name")
   return name
 
 
@@ -334,8 +341,12 @@ def inertia_shape(f: dict, g: int) -> tuple[int, np.ndarray]:
 
 
 def finalize(f: dict) -> dict:
-  """Fields stored in MuJoCo's precision once every derived quantity is computed."""
-  return {"mesh_vert": np.asarray(f["mesh_vert"], np.float32).reshape(-1, 3)}
+  """Fields stored in MuJoCo's precision once every derived quantity is computed, and the
+  material ids of tendons (compiled before the assets' names are at hand)."""
+  mat_ids = {name: i for i, name in enumerate(f["_asset_names"][3])}
+  return {"mesh_vert": np.asarray(f["mesh_vert"], np.float32).reshape(-1, 3),
+          "tendon_matid": np.array([_matid(node, v, mat_ids)
+                                    for node, v in f.get("_tendon_material", ())], np.int32)}
 
 
 def name_groups(f: dict) -> list[list[str]]:

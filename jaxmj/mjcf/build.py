@@ -70,7 +70,7 @@ class _Body:
   joints: list = dataclasses.field(default_factory=list)  # (node, values, is_free)
   geoms: list = dataclasses.field(default_factory=list)  # (node, values, pos, quat)
   sites: list = dataclasses.field(default_factory=list)
-  camlights: list = dataclasses.field(default_factory=list)  # (node, values, pos, quat)
+  camlights: list = dataclasses.field(default_factory=list)  # camlight.placed's tuples
   inertia: tuple | None = None  # final (mass, ipos, inertia, iquat): discard/fuse/align.py
 
 
@@ -114,8 +114,12 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
   defaults = parse.parse_defaults(root)
   bodies = _walk_bodies(root, defaults, compiler)
   asset_fields = asset.compile_assets(root, defaults, compiler, bodies, path, assets)
+  fused = None  # fused bodies' inertia, visual geoms counted (MuJoCo fuses, then discards)
   if compiler["discardvisual"]:  # MuJoCo weighs the visual geoms, then drops them
     own = _own_inertia(bodies, asset_fields, compiler)
+    if compiler["fusestatic"]:
+      fused = _own_inertia(*fuse.fuse_static(root, discard.with_inertia(bodies, own),
+                                             asset_fields), compiler)
     root = discard.drop_visual(root, bodies)
     bodies = discard.with_inertia(_walk_bodies(root, defaults, compiler), own)
     asset_fields = asset.compile_assets(root, defaults, compiler, bodies, path, assets)
@@ -123,7 +127,8 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
     bodies = discard.with_inertia(bodies, _own_inertia(bodies, asset_fields, compiler))
     if compiler["fusestatic"]:  # bodies left without inertia sum their (fused) geoms
       bodies, asset_fields = fuse.fuse_static(root, bodies, asset_fields)
-      bodies = discard.with_inertia(bodies, _own_inertia(bodies, asset_fields, compiler))
+      bodies = discard.with_inertia(bodies, fused if fused is not None else
+                                    _own_inertia(bodies, asset_fields, compiler))
     align.align_free(bodies, compiler)
   f = _arrays(bodies, defaults, compiler)
   f["_body_simple_off"] = np.array([b.node is not None and b.node.get("simple") == "false"

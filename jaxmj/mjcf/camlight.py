@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmj.mjcf import frames, setconst
+from jaxmj.mjcf import engine0, frames, setconst, visual
 from jaxmj.mjcf.parse import Node
 
 MODES = ("fixed", "track", "trackcom", "targetbody", "targetbodycom")
@@ -20,16 +20,37 @@ _MINVAL = 1e-15
 
 
 def placed(node: Node, vals: dict, compiler: dict, fpos, fquat) -> tuple:
-  """(node, values, pos, quat-or-dir) in the body frame, enclosing frames applied; a light's
-  last entry is its unit direction (lights have no orientation, only `dir`)."""
+  """(node, values, pos, quat) of a camera in the body frame, enclosing frames applied; a
+  light's is (node, values, frame pos, frame quat, pos, dir): MuJoCo keeps a light's
+  enclosing frame and its direction as written until the end, so the frame is what a body
+  fusion re-expresses, and the direction is turned and normalized once (`_light_pose`)."""
   pos = np.asarray(vals["pos"], float)
   if node.tag == "camera":
     return (node, vals, *frames.placed(fpos, fquat, pos,
                                        frames.orientation(vals, compiler, node, False)))
-  pos, direction, norm = frames.light(fpos, fquat, pos, vals["dir"])
-  if norm < _MINVAL:
+  if frames.normvec([float(x) for x in vals["dir"]])[1] < _MINVAL:
     raise node.error("zero direction in light", "dir")
-  return node, vals, pos, direction
+  return (node, vals, np.asarray(fpos, float), np.asarray(fquat, float), pos,
+          [float(x) for x in vals["dir"]])
+
+
+def _light_pose(fpos, fquat, pos, direction) -> tuple[np.ndarray, np.ndarray]:
+  """(pos, unit dir) of a light in its body frame from its enclosing frame (fpos, fquat),
+  as mjCLight::Compile: the frame turns the direction as written, then normvec."""
+  pos, d, _ = frames.light(fpos, fquat, pos, direction)
+  return pos, d
+
+
+def aligned(item: tuple, pos, quat) -> tuple:
+  """A camera or light tuple re-expressed in the frame where its body's frame is (pos,
+  quat) by free-joint alignment, which MuJoCo applies to the compiled light (its position
+  and unit direction), unlike a body fusion (`placed`)."""
+  if item[0].tag != "light":
+    return (*item[:2], *frames.compose(pos, quat, item[2], item[3]), *item[4:])
+  lpos, direction = _light_pose(*item[2:])
+  lpos = frames.compose(pos, quat, lpos, [1.0, 0.0, 0.0, 0.0])[0]
+  return (*item[:2], np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]), lpos,
+          frames.rotquat(direction, quat))
 
 
 def _items(bodies, tag: str) -> list:
@@ -53,21 +74,7 @@ def _body_ids(bodies) -> dict:
   return ids
 
 
-def _subtree_com(f: dict, kin: dict) -> np.ndarray:
-  """Subtree centres of mass at qpos0 (mj_comPos), world's = whole model's."""
-  parent, mass = f["body_parentid"], np.asarray(f["body_mass"], float)
-  moment = kin["xipos"] * mass[:, None]
-  total = mass.copy()
-  for b in range(len(parent) - 1, 0, -1):
-    moment[parent[b]] += moment[b]
-    total[parent[b]] += total[b]
-  com = kin["xipos"].copy()
-  ok = total > _MINVAL
-  com[ok] = moment[ok] / total[ok, None]
-  return com
-
-
-def _cameras(bodies, body_ids: dict) -> dict:
+def _cameras(bodies, body_ids: dict, znear: float) -> dict:
   """cam_* fields (cam_user: jaxmj/mjcf/user.py); fovy stays in degrees whatever the
   compiler's angle (MuJoCo's)."""
   items = _items(bodies, "camera")
@@ -95,7 +102,7 @@ def _cameras(bodies, body_ids: dict) -> dict:
       half_angle = np.arctan2(sensorsize[1] / np.float32(2), intrinsic[1])
       fovy = float(half_angle) * 360.0 / np.pi
     elif not np.any(intrinsic != 0):
-      intrinsic = np.array([0.01, 0.01, 0.0, 0.0], np.float32)
+      intrinsic = np.array([znear, znear, 0.0, 0.0], np.float32)  # <visual><map znear>
     words = v["output"].split()
     if not words or any(w not in OUTPUT_BITS for w in words):
       raise node.error(f"invalid output {v['output']!r}: words of {', '.join(OUTPUT_BITS)}",
@@ -128,7 +135,8 @@ def _lights(root: Node, bodies, body_ids: dict) -> dict:
               for t in a.children if t.tag == "texture"]
   cols = {k: [] for k in ("mode", "bodyid", "targetbodyid", "type", "texid", "castshadow",
                           "active", "pos", "dir", *_LIGHT_FLOAT32)}
-  for bid, node, v, pos, direction in items:
+  for bid, node, v, fpos, fquat, lpos, raw in items:
+    pos, direction = _light_pose(fpos, fquat, lpos, raw)
     mode, target = _target(node, v, body_ids)
     if "directional" in node.attrs and "type" in node.attrs:
       raise node.error("at most one of 'directional' and 'type' may be given", "type")
@@ -158,17 +166,18 @@ def _lights(root: Node, bodies, body_ids: dict) -> dict:
 def compile_camlights(root: Node, bodies, f: dict) -> dict:
   """cam_* and light_* fields, with the qpos0 constants of mj_setConst."""
   body_ids = _body_ids(bodies)
-  out = {**_cameras(bodies, body_ids), **_lights(root, bodies, body_ids)}
+  znear = visual.compile_visual(root).map["znear"]
+  out = {**_cameras(bodies, body_ids, znear), **_lights(root, bodies, body_ids)}
+  # mj_camlight at qpos0 with every mode fixed: cameras and lights composed on their bodies
   kin = setconst._kinematics(f, np.asarray(f["qpos0"], float))
-  com = _subtree_com(f, kin)
-  xpos, xmat = kin["xpos"], kin["xmat"]
+  com = engine0.subtree_com(f, kin)
+  xpos = kin["xpos"]
   cb, lb = out["cam_bodyid"], out["light_bodyid"]
-  cam_xpos = xpos[cb] + np.einsum("nij,nj->ni", xmat[cb], out["cam_pos"])
-  cam_xmat = np.einsum("nij,njk->nik", xmat[cb],
-                       np.array([frames.quat_to_mat(q) for q in out["cam_quat"]]).reshape(-1,
-                                                                                          3, 3))
-  light_xpos = xpos[lb] + np.einsum("nij,nj->ni", xmat[lb], out["light_pos"])
-  light_xdir = np.einsum("nij,nj->ni", xmat[lb], out["light_dir"])
+  cam_xpos, cam_xmat = engine0.local_to_global(kin, cb, out["cam_pos"], out["cam_quat"])
+  light_xpos = engine0.local_to_global(kin, lb, out["light_pos"], None)[0]
+  light_xdir = np.array([engine0.normalize3(engine0.rotvecquat(d, kin["xquat"][b]))
+                         for d, b in zip(out["light_dir"].tolist(), lb, strict=True)],
+                        float).reshape(-1, 3)
   # As mj_setConst: the com offset is from the target's subtree com when there is a target.
   ct = np.where(out["cam_targetbodyid"] >= 0, out["cam_targetbodyid"], cb)
   lt = np.where(out["light_targetbodyid"] >= 0, out["light_targetbodyid"], lb)

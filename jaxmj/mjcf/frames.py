@@ -141,7 +141,8 @@ def _radians(a: float, degrees: bool) -> float:
 
 
 # ---------------------------------------------------------------- plain numpy helpers
-# (for compile-time constants that mj_setConst derives with the engine's own arithmetic)
+# (for compile-time values with no MuJoCo rounding to follow; the constants mj_setConst
+# derives with the engine's own arithmetic are rounded as the engine does in engine0.py)
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -74,11 +74,7 @@ def _check_user(root: Node, bodies, fused: list[int]) -> None:
 
 def reexpressed(item: tuple, pos: np.ndarray, quat: np.ndarray) -> tuple:
   """A geom, site, camera or light tuple of build's body list, in the frame where its body's
-  frame is (pos, quat)."""
-  if item[0].tag == "light":
-    node, vals, lpos, ldir = item
-    lpos = frames.compose(pos, quat, lpos, [1.0, 0.0, 0.0, 0.0])[0]
-    return node, vals, lpos, np.array(frames.rotquat(ldir, quat))
+  frame is (pos, quat) (a light's enclosing frame is what moves: mjcf/camlight.py)."""
   return (item[0], item[1], *frames.compose(pos, quat, item[2], item[3]), *item[4:])
 
 

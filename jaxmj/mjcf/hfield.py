@@ -22,7 +22,9 @@ class HFieldError(ValueError):
 
 
 def from_png(data: bytes) -> np.ndarray:
-  """(nrow, ncol) float32 elevation of a PNG, top row first, scaled to [0, 1]."""
+  """(nrow, ncol) float32 elevation of a PNG, top row first: the grey levels as they are
+  (0..255), which `build` normalizes like any other field (as MuJoCo: scaling by 1/255
+  first would round differently)."""
   from PIL import Image  # only PNG assets need Pillow
 
   try:
@@ -32,7 +34,7 @@ def from_png(data: bytes) -> np.ndarray:
     raise HFieldError(f"could not decode PNG file: {e}") from None
   arr = np.asarray(img.convert("RGB") if img.mode not in ("L", "RGB") else img)
   grey = arr[..., 0] if arr.ndim == 3 else arr
-  return grey.astype(np.float32) / np.float32(255)
+  return grey.astype(np.float32)
 
 
 def from_binary(data: bytes) -> np.ndarray:

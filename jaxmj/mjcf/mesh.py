@@ -124,6 +124,21 @@ def load_obj(data: bytes, righthand: bool) -> tuple[np.ndarray, np.ndarray]:
   return vert, face
 
 
+def obj_texcoords_valid(data: bytes) -> bool:
+  """False where MuJoCo warns that it discards an OBJ file's texture coordinates: the file has
+  `vt` lines and some face vertex names none of them (texture coordinates are visual only;
+  jaxmj does not keep them)."""
+  lines = [raw.split("#", 1)[0].split() for raw in data.decode("utf-8", "replace").splitlines()]
+  nvt = sum(1 for parts in lines if parts and parts[0] == "vt")
+  for parts in (p for p in lines if nvt and p and p[0] == "f"):
+    for item in parts[1:]:
+      ref = (item.split("/") + [""])[1]
+      k = int(ref) if ref.lstrip("-").isdigit() else 0
+      if not (1 <= k <= nvt or -nvt <= k <= -1):
+        return False
+  return True
+
+
 def _obj_face(items: list[str], nvert: int, verts: list) -> list[list[int]]:
   idx = []
   for it in items:

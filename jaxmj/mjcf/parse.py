@@ -206,6 +206,9 @@ def validate(node: Node, parent: Node | None) -> None:
       seen.add(child.tag)
     validate(child, node)
   spec = schema.ATTRS[node.tag]
+  for name in [k for k, text in node.attrs.items() if k in spec and not text.strip()
+               and (spec[k][0] in (schema.F, schema.I) or isinstance(spec[k][0], tuple))]:
+    del node.attrs[name]  # MuJoCo reads an empty number (or list) as not given
   in_default = parent is not None and parent.tag == "default" and node.tag != "default"
   for name, text in node.attrs.items():
     if name not in spec or (in_default and (name in ("name", "class")

@@ -21,7 +21,7 @@ import functools
 
 import numpy as np
 
-from jaxmj.mjcf import frames
+from jaxmj.mjcf import engine0
 
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH = range(8)
@@ -351,151 +351,33 @@ def _geom_rbound(f: dict) -> np.ndarray:
     return out
 
 
-# ------------------------------------------------------------------------------- rigid-body math
-
-
-def _skew(v: np.ndarray) -> np.ndarray:
-    return np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
-
-
 # ------------------------------------------------------------------------------------ kinematics
 
 
 def _kinematics(f: dict, qpos: np.ndarray) -> dict:
-    """Global frames at configuration qpos, following mj_kinematics.
+    """Global frames at configuration qpos, bit for bit mj_kinematics (engine0.kinematics).
 
-    Returns xpos (nbody, 3), xmat (nbody, 3, 3), xipos (nbody, 3), ximat (nbody, 3, 3),
-    xanchor, xaxis (njnt, 3). Hinge and slide joints move relative to qpos0, so at qpos0
-    the bodies sit exactly at their compiled body frames.
+    Returns xpos (nbody, 3), xquat (nbody, 4), xmat (nbody, 3, 3), xipos (nbody, 3),
+    ximat (nbody, 3, 3), xanchor, xaxis (njnt, 3).
     """
-    nbody = len(f["body_parentid"])
-    parent = _i32(f["body_parentid"])
-    bpos, bquat = _f64(f["body_pos"]).reshape(-1, 3), _f64(f["body_quat"]).reshape(-1, 4)
-    jtype, qadr = _i32(f["jnt_type"]), _i32(f["jnt_qposadr"])
-    jpos, jaxis = _f64(f["jnt_pos"]).reshape(-1, 3), _f64(f["jnt_axis"]).reshape(-1, 3)
-    qpos0 = _f64(f["qpos0"])
-    xpos = np.zeros((nbody, 3))
-    xquat = np.zeros((nbody, 4))
-    xquat[0, 0] = 1
-    xanchor = np.zeros((len(jtype), 3))
-    xaxis = np.zeros((len(jtype), 3))
-    for i in range(1, nbody):
-        p = parent[i]
-        pos = xpos[p] + frames.quat_to_mat(xquat[p]) @ bpos[i]
-        quat = frames.quat_mul(xquat[p], bquat[i])
-        adr = int(f["body_jntadr"][i])
-        for j in range(adr, adr + int(f["body_jntnum"][i])):
-            a = qadr[j]
-            if jtype[j] == FREE:
-                pos = qpos[a:a + 3].copy()
-                quat = frames.normalize_quat(qpos[a + 3:a + 7])
-                xanchor[j], xaxis[j] = pos, jaxis[j]
-                continue
-            rot = frames.quat_to_mat(quat)
-            xanchor[j] = rot @ jpos[j] + pos
-            xaxis[j] = rot @ jaxis[j]
-            if jtype[j] == SLIDE:
-                pos = pos + xaxis[j] * (qpos[a] - qpos0[a])
-                continue
-            if jtype[j] == BALL:
-                local = frames.normalize_quat(qpos[a:a + 4])
-            else:
-                local = frames.axis_angle(jaxis[j], qpos[a] - qpos0[a])
-            quat = frames.quat_mul(quat, local)
-            # rotating about the anchor rather than the body origin shifts the origin
-            pos = xanchor[j] - frames.quat_to_mat(quat) @ jpos[j]
-        xpos[i], xquat[i] = pos, frames.normalize_quat(quat)
-    xmat = np.stack([frames.quat_to_mat(q) for q in xquat])
-    ipos, iquat = _f64(f["body_ipos"]).reshape(-1, 3), _f64(f["body_iquat"]).reshape(-1, 4)
-    xipos = xpos + np.einsum("bij,bj->bi", xmat, ipos)
-    ximat = np.einsum("bij,bjk->bik", xmat, np.stack([frames.quat_to_mat(q) for q in iquat]))
-    if "body_sameframe" in f:  # copied frames, as mj_kinematics copies them
-        same = np.asarray(f["body_sameframe"])
-        xipos = np.where((same == SAMEFRAME_BODY)[:, None], xpos, xipos)
-        rot = np.isin(same, (SAMEFRAME_BODY, SAMEFRAME_BODYROT))[:, None, None]
-        ximat = np.where(rot, xmat, ximat)
-    return dict(xpos=xpos, xquat=xquat, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=xanchor,
-                xaxis=xaxis)
+    if "body_sameframe" not in f:
+        f = {**f, **_sameframes(f)}
+    return engine0.kinematics(f, qpos)
 
 
 def _attached_xpos(kin: dict, bodyid: np.ndarray, pos: np.ndarray,
                    sameframe: np.ndarray | None = None) -> np.ndarray:
-    """Global position of points given in their bodies' frames, (n, 3). Where `sameframe`
-    says a frame coincides (within 1e-6) with its body's or inertial frame, that frame's
-    position is copied, as mj_kinematics does (not recomputed: they differ in rounding)."""
-    out = kin["xpos"][bodyid] + np.einsum("nij,nj->ni", kin["xmat"][bodyid], pos)
-    if sameframe is not None:
-        same = np.asarray(sameframe)[:, None]
-        out = np.where(same == SAMEFRAME_BODY, kin["xpos"][bodyid], out)
-        out = np.where(same == SAMEFRAME_INERTIA, kin["xipos"][bodyid], out)
-    return out
+    """Global position (n, 3) of points given in their bodies' frames, as mj_local2Global:
+    copied from the body's or inertial frame where `sameframe` says they coincide."""
+    return engine0.local_to_global(kin, bodyid, pos, None, sameframe)[0]
 
 
 def _attached_xmat(kin: dict, bodyid: np.ndarray, quat: np.ndarray,
                    sameframe: np.ndarray | None = None) -> np.ndarray:
     """Global rotation matrices (n, 3, 3) of frames given by quaternions (n, 4) in their
-    bodies' frames; copied from the body's or the inertial frame where `sameframe` says so."""
-    local = np.stack([frames.quat_to_mat(q) for q in np.reshape(quat, (-1, 4))])
-    out = np.einsum("nij,njk->nik", kin["xmat"][bodyid], local.reshape(-1, 3, 3))
-    if sameframe is not None:
-        same = np.asarray(sameframe)[:, None, None]
-        out = np.where(np.isin(same, (SAMEFRAME_BODY, SAMEFRAME_BODYROT)),
-                       kin["xmat"][bodyid], out)
-        out = np.where(np.isin(same, (SAMEFRAME_INERTIA, SAMEFRAME_INERTIAROT)),
-                       kin["ximat"][bodyid], out)
-    return out
-
-
-def _reference_points(f: dict, kin: dict, rootid: np.ndarray) -> np.ndarray:
-    """Per-body point about which spatial quantities are taken: its tree's subtree com.
-
-    Matches mj_comPos; bodies of one tree share it, which is all that M needs.
-    """
-    mass = _f64(f["body_mass"])
-    total = _subtree_sum(f, mass)
-    moment = _subtree_sum(f, mass[:, None] * kin["xipos"])
-    com = np.where(total[:, None] >= _MJ_MINVAL, moment / np.maximum(total, _MJ_MINVAL)[:, None],
-                   kin["xipos"])
-    return com[rootid]
-
-
-def _cdof(f: dict, kin: dict, ref: np.ndarray) -> np.ndarray:
-    """Dof motion vectors (nv, 6) as [angular, linear velocity of the reference point].
-
-    Ball and free rotations turn about the body's own axes; free translations are global.
-    """
-    jtype, jdof, jbody = _i32(f["jnt_type"]), _i32(f["jnt_dofadr"]), _i32(f["jnt_bodyid"])
-    cdof = np.zeros((len(f["dof_bodyid"]), 6))
-    for j, t in enumerate(jtype):
-        b, d = jbody[j], jdof[j]
-        lever = ref[b] - kin["xanchor"][j]
-        if t == SLIDE:
-            cdof[d, 3:] = kin["xaxis"][j]
-        elif t == HINGE:
-            cdof[d] = np.concatenate([kin["xaxis"][j], np.cross(kin["xaxis"][j], lever)])
-        else:
-            if t == FREE:
-                cdof[d:d + 3, 3:] = np.eye(3)
-                d += 3
-            for k in range(3):
-                axis = kin["xmat"][b][:, k]
-                cdof[d + k] = np.concatenate([axis, np.cross(axis, lever)])
-    return cdof
-
-
-def _spatial_inertia(f: dict, kin: dict, ref: np.ndarray) -> np.ndarray:
-    """Body spatial inertias (nbody, 6, 6) about the reference points, [angular; linear]."""
-    mass = _f64(f["body_mass"])
-    diag = _f64(f["body_inertia"]).reshape(-1, 3)
-    out = np.zeros((len(mass), 6, 6))
-    for b in range(1, len(mass)):
-        r = kin["ximat"][b]
-        x = _skew(kin["xipos"][b] - ref[b])
-        out[b, :3, :3] = r @ np.diag(diag[b]) @ r.T - mass[b] * x @ x
-        out[b, :3, 3:] = mass[b] * x
-        out[b, 3:, :3] = -mass[b] * x
-        out[b, 3:, 3:] = mass[b] * np.eye(3)
-    return out
+    bodies' frames, as mj_local2Global (copies where `sameframe` says so)."""
+    n = len(np.asarray(bodyid))
+    return engine0.local_to_global(kin, bodyid, np.zeros((n, 3)), quat, sameframe)[1]
 
 
 def _dof_armature(f: dict) -> np.ndarray:
@@ -516,72 +398,9 @@ def _dof_armature(f: dict) -> np.ndarray:
     return arm
 
 
-def _mass_matrix(f: dict, cdof: np.ndarray, inertia: np.ndarray) -> np.ndarray:
-    """Dense joint-space inertia (nv, nv) by the composite-rigid-body algorithm.
-
-    Only dof pairs on one ancestor chain couple; every other entry is zero by structure.
-    """
-    parent = _i32(f["body_parentid"])
-    crb = inertia.copy()
-    for b in range(len(parent) - 1, 0, -1):
-        crb[parent[b]] += crb[b]
-    dof_body, dof_parent = _i32(f["dof_bodyid"]), _i32(f["dof_parentid"])
-    nv = len(dof_body)
-    mass = np.zeros((nv, nv))
-    for i in range(nv):
-        force = crb[dof_body[i]] @ cdof[i]
-        chain = [i]
-        while dof_parent[chain[-1]] >= 0:
-            chain.append(dof_parent[chain[-1]])
-        mass[i, chain] = mass[chain, i] = cdof[chain] @ force
-    mass[np.diag_indices(nv)] += _dof_armature(f)
-    return mass
-
-
-def _dof_ancestors(f: dict) -> list[np.ndarray]:
-    """Proper ancestors of each dof along dof_parentid, nearest first."""
-    parent = _i32(f["dof_parentid"])
-    out = []
-    for i in range(len(parent)):
-        chain, j = [], parent[i]
-        while j >= 0:
-            chain.append(j)
-            j = parent[j]
-        out.append(np.array(chain, dtype=np.int64))
-    return out
-
-
-def _factor(mass: np.ndarray, ancestors: list[np.ndarray]) -> np.ndarray:
-    """MuJoCo's tree-sparse factorisation M = L' D L, processed from the leaves up.
-
-    Returns a dense (nv, nv) array holding D on the diagonal and L's off-diagonal entries
-    below it (the upper triangle is stale). Pivots under 1e-15 are clamped to 1e-15 as
-    mj_factorM does, so a singular M yields MuJoCo's huge-but-finite inverse weights
-    instead of an error. The arithmetic follows mj_factorI's order (scale by 1/D, then
-    multiply) so that such near-singular cases round the same way as far as possible.
-    """
-    qld = mass.copy()
-    for k in range(len(qld) - 1, -1, -1):
-        qld[k, k] = max(qld[k, k], _MJ_MINVAL)
-        invd = 1 / qld[k, k]
-        anc = ancestors[k]
-        # Rank-1 update of the ancestors' block, entry by entry as mj_factorI rounds it
-        # (row j needs only columns <= j; the rest lands in the stale upper triangle).
-        row = qld[k, anc]
-        qld[np.ix_(anc, anc)] += (-row * invd)[:, None] * row[None, :]
-        qld[k, anc] *= invd
-    return qld
-
-
-def _solve(qld: np.ndarray, anc: list[np.ndarray], rhs: np.ndarray) -> np.ndarray:
-    """M^-1 rhs for rhs of shape (nv, k), from the factorisation of ``_factor``."""
-    x = rhs.astype(np.float64).copy()
-    for i in range(len(x) - 1, -1, -1):
-        x[anc[i]] -= np.outer(qld[i, anc[i]], x[i])
-    x *= (1 / np.diag(qld))[:, None]
-    for i in range(len(x)):
-        x[i] -= qld[i, anc[i]] @ x[anc[i]]
-    return x
+def _solve(qld: np.ndarray, anc: list, rhs: np.ndarray) -> np.ndarray:
+    """M^-1 rhs for rhs of shape (nv, k), from `_Qpos0.qld` (mj_solveM's rounding)."""
+    return engine0.solve(qld, 1 / np.diag(qld), anc, rhs)
 
 
 # -------------------------------------------------------------------------------- mass constants
@@ -594,18 +413,20 @@ class _Qpos0:
         # derived fields the caller already has (e.g. mesh rbounds) win over recomputed ones
         self.f = {**structure_fields(f), **f}
         self.kin = _kinematics(self.f, _f64(f["qpos0"]))
-        self.ref = _reference_points(self.f, self.kin, self.f["body_rootid"])
-        self.cdof = _cdof(self.f, self.kin, self.ref)
-        # rigid bodies plus dof and actuator armature: what dof_M0 reports
-        inertia = _spatial_inertia(self.f, self.kin, self.ref)
-        self.crb = _mass_matrix(self.f, self.cdof, inertia)
-        self.mass = self.crb + self._tendon_inertia()
-        self.ancestors = _dof_ancestors(self.f)
+        self.com = engine0.subtree_com(self.f, self.kin)
+        self.ref = self.com[_i32(self.f["body_rootid"])]
+        self.cdof = engine0.cdof(self.f, self.kin, self.com)
+        crb = engine0.composite_inertia(self.f, engine0.cinert(self.f, self.kin, self.com))
+        self.ancestors = engine0.ancestors(self.f)
+        # rigid bodies plus dof and actuator armature (lower triangle): dof_M0 is its diagonal
+        self.crb, self.dof_m0 = engine0.mass_matrix(self.f, crb, self.cdof, self.ancestors,
+                                                    _dof_armature(self.f))
+        self.mass = self._tendon_inertia(self.crb.copy())
 
     @functools.cached_property
     def qld(self) -> np.ndarray:
         """LDL' factor of the mass matrix, made on first use (statistics need none)."""
-        return _factor(self.mass, self.ancestors)
+        return engine0.factor(self.mass, self.ancestors)[0]
 
     def dof_chain(self, body: int) -> list[int]:
         """Dofs that move the body: those of its nearest moving ancestor and their parents."""
@@ -630,20 +451,20 @@ class _Qpos0:
             jac[3:, chain] = w.T
         return jac
 
-    def _tendon_inertia(self) -> np.ndarray:
-        """Sum of armature * J'J over tendons with armature, (nv, nv)."""
-        out = np.zeros_like(self.crb)
+    def _tendon_inertia(self, mass: np.ndarray) -> np.ndarray:
+        """mass plus armature * J'J of each tendon with armature, in tendon order, over M's
+        pattern (mj_tendonArmature: (armature J_i) J_j for row i, column j)."""
+        rows = [i for i in range(len(mass)) for _ in self.ancestors[i] + [i]]
+        cols = [j for i in range(len(mass)) for j in self.ancestors[i] + [i]]
         for arm, types, ids, prms in _armature_tendons(self.f):
             jac = self._tendon_jacobian(types, ids, prms)
-            out += arm * np.outer(jac, jac)
-        return out
+            mass[rows, cols] += arm * jac[rows] * jac[cols]
+        return mass
 
     def _tendon_jacobian(self, types, ids, prms) -> np.ndarray:
-        """Length gradient (nv,) of a fixed tendon or of a site path split by pulleys.
-
-        Each straight site-to-site segment contributes its direction times the relative
-        point velocity, divided by the divisor of the pulley branch it lies in.
-        """
+        """Length gradient (nv,) of a fixed tendon or of a site path split by pulleys, as
+        mj_tendon: each straight site-to-site segment between different bodies adds its
+        moment (engine0.segment_moment) times 1/divisor of its pulley branch."""
         f = self.f
         jac = np.zeros(len(self.cdof))
         if types[0] == WRAP_JOINT:
@@ -658,13 +479,12 @@ class _Qpos0:
             if types[k] == WRAP_PULLEY:
                 divisor = prms[k]
                 continue
-            if types[k + 1] == WRAP_PULLEY:
-                continue
             a, b = ids[k], ids[k + 1]
-            seg = spos[b] - spos[a]
+            if types[k + 1] == WRAP_PULLEY or sbody[a] == sbody[b]:
+                continue
             rel = (self.point_jacobian(sbody[b], spos[b])[:3]
                    - self.point_jacobian(sbody[a], spos[a])[:3])
-            jac += seg / max(np.linalg.norm(seg), _MJ_MINVAL) @ rel / divisor
+            jac = jac + engine0.segment_moment(spos[a], spos[b], rel) * (1 / divisor)
         return jac
 
 
@@ -678,24 +498,28 @@ def mass_constants(f: dict) -> dict:
     """
     s = _Qpos0(f)
     return dict(body_invweight0=_body_invweight0(s), dof_invweight0=_dof_invweight0(s),
-                dof_M0=np.diag(s.crb).copy(), dof_length=_dof_length(s, _body_sizes(s)))
+                dof_M0=s.dof_m0, dof_length=_dof_length(s, _body_sizes(s)))
 
 
 def _inverse_weights(s: _Qpos0, jacs: list[np.ndarray]) -> list[np.ndarray]:
-    """diag(J M^-1 J') for each (k, nv) Jacobian J, all solved in one batch.
-
-    Solving against J' (rather than forming M^-1 first) keeps MuJoCo's rounding, which
-    matters when a clamped pivot makes M^-1 huge.
-    """
+    """diag(J M^-1 J') for each (k, nv) Jacobian J, all solved in one batch: mj_solveM,
+    then each diagonal entry an mju_dot over all nv (mju_mulMatMatT)."""
     if not jacs:
         return []
+    if not len(s.cdof):
+        return [np.zeros(len(jac)) for jac in jacs]  # mocap bodies of a model with no dofs
     stacked = np.concatenate(jacs)
     x = _solve(s.qld, s.ancestors, stacked.T)
+    diag = engine0.dot(stacked.T, x)
     out, row = [], 0
     for jac in jacs:
-        out.append(np.diag(jac @ x[:, row:row + len(jac)]))
+        out.append(diag[row:row + len(jac)])
         row += len(jac)
     return out
+
+
+def _mean3(a: np.ndarray) -> float:
+    return (a[0] + a[1] + a[2]) / 3
 
 
 def _body_invweight0(s: _Qpos0) -> np.ndarray:
@@ -712,7 +536,7 @@ def _body_invweight0(s: _Qpos0) -> np.ndarray:
             general.append(b)
     jacs = [s.point_jacobian(b, s.kin["xipos"][b]) for b in general]
     for b, a in zip(general, _inverse_weights(s, jacs), strict=True):
-        out[b] = a[:3].mean(), a[3:].mean()
+        out[b] = _mean3(a[:3]), _mean3(a[3:])
     return out
 
 
@@ -726,11 +550,18 @@ def _dof_invweight0(s: _Qpos0) -> np.ndarray:
             out[d] = 1 / max(_MJ_MINVAL, f["body_mass"][b])
         else:
             general.append((int(d), {FREE: 6, BALL: 3}.get(int(t), 1)))
-    jacs = [np.eye(nv)[d:d + width] for d, width in general]
-    for (d, width), a in zip(general, _inverse_weights(s, jacs), strict=True):
+    if not general:
+        return out
+    # J = rows of the identity: J M^-1 J' is read off the solution (the dot adds zeros)
+    cols = [d + k for d, width in general for k in range(width)]
+    x = _solve(s.qld, s.ancestors, np.eye(nv)[:, cols])
+    diag, row = x[cols, np.arange(len(cols))], 0
+    for d, width in general:
+        a = diag[row:row + width]
+        row += width
         # rotations (and free translations) share one averaged value per group of three
         for g in range(0, width, 3):
-            out[d + g:d + min(g + 3, width)] = a[g:g + 3].mean()
+            out[d + g:d + min(g + 3, width)] = _mean3(a[g:g + 3]) if width > 1 else a[0]
     return out
 
 
@@ -751,12 +582,12 @@ def _body_sizes(s: _Qpos0) -> np.ndarray:
     size = np.zeros(len(f["body_parentid"]))
     for j, b in enumerate(_i32(f["jnt_bodyid"])):
         for body in (b, f["body_parentid"][b]):
-            size[body] = max(size[body], np.linalg.norm(xipos[body] - xanchor[j]))
+            size[body] = max(size[body], engine0.dist3(xipos[body], xanchor[j]))
     size[0] = 0
     gxpos, rbound = _geom_xpos(s), _f64(f["geom_rbound"])
     for g, b in enumerate(_i32(f["geom_bodyid"])):
         if b > 0 and rbound[g] > 0:
-            size[b] = max(size[b], rbound[g] + np.linalg.norm(xipos[b] - gxpos[g]))
+            size[b] = max(size[b], rbound[g] + engine0.dist3(xipos[b], gxpos[g]))
     size[1:] = np.maximum(size[1:], 1e-5)
     return size
 
@@ -786,11 +617,18 @@ def statistics(f: dict) -> dict:
     size = _body_sizes(s)
     nbody, nv = len(size), len(s.cdof)
     stat = dict(_STAT_DEFAULTS)
+    # setStat's sums, in body and dof order
     if nbody > 1:
-        stat["meansize"] = float(np.mean(size[1:]))
-        stat["meanmass"] = float(np.mean(_f64(f["body_mass"])[1:]))
+        stat["meansize"] = stat["meanmass"] = 0.0
+        for x, w in zip(size[1:].tolist(), _f64(f["body_mass"])[1:].tolist(), strict=True):
+            stat["meansize"] += x / (nbody - 1)
+            stat["meanmass"] += w
+        stat["meanmass"] /= nbody - 1
     if nv:
-        stat["meaninertia"] = float(np.mean(np.diag(s.mass)))
+        stat["meaninertia"] = 0.0
+        for x in np.diag(s.mass).tolist():
+            stat["meaninertia"] += x
+        stat["meaninertia"] /= nv
     lo, hi = _bounding_box(s)
     if hi[0] > lo[0]:
         stat["extent"] = max(1e-5, float(np.max(hi - lo)))

@@ -15,7 +15,7 @@ import types
 import numpy as np
 
 from jaxmj import tendon as runtime
-from jaxmj.mjcf import parse, plastic, schema, setconst
+from jaxmj.mjcf import engine0, parse, plastic, schema, setconst
 from jaxmj.mjcf.parse import Defaults, Node
 from jaxmj.types import GeomType, JointType, WrapType
 
@@ -141,8 +141,6 @@ def _spatial_path(node: Node, ids: dict, gtype: list) -> list[tuple]:
 
 
 def _row(node: Node, v: dict, compiler: dict, adr: int, num: int) -> dict:
-  if v.get("material") is not None:
-    raise node.error("tendon materials are not supported by jaxmj yet", "material")
   limited = _limited(node, v, "limited", "range", compiler)
   actlimited = _limited(node, v, "actuatorfrclimited", "actuatorfrcrange", compiler)
   rng = np.asarray(v["range"], float)
@@ -171,7 +169,7 @@ def _row(node: Node, v: dict, compiler: dict, adr: int, num: int) -> dict:
     "damping": damp[0], "dampingpoly": damp[1:], "armature": v["armature"],
     "frictionloss": v["frictionloss"], "springyield": v["springyield"],
     "lengthspring": spring, "width": v.get("width", 0.003),
-    "rgba": v.get("rgba", (0.5, 0.5, 0.5, 1.0)),
+    "rgba": v.get("rgba", (0.5, 0.5, 0.5, 1.0)), "material": (node, v),
   }
 
 
@@ -218,6 +216,7 @@ def _stack(rows: list[dict], wraps: list[tuple]) -> dict:
     shape = (n, width) if width else (n,)
     f["tendon_" + k] = np.array([r[k] for r in rows], float).reshape(shape)
   f["tendon_rgba"] = np.array([r["rgba"] for r in rows], np.float32).reshape(n, 4)
+  f["_tendon_material"] = [r["material"] for r in rows]  # ids in asset.finalize
   f["tendon_hasfrictionloss"] = f["tendon_frictionloss"] > 0
   f["tendon_limitboth"] = limit_both(f, "tendon")
   f["wrap_type"] = np.array([w[0] for w in wraps], np.int32)
@@ -285,7 +284,7 @@ def tendon_constants(f: dict) -> dict:
     if c == 0:
       continue
     rel = s.point_jacobian(b, p1)[:3] - s.point_jacobian(a, p0)[:3]
-    jac[t] += c * (runtime.wrap.unit(p1 - p0, np) @ rel)
+    jac[t] += engine0.segment_moment(p0, p1, rel) * c  # mj_tendon's rounding
   out["tendon_length0"] = length0
   out["_tendon_J0"] = jac  # for actuator_length0 / acc0 (mjcf/actuator.py), wraps included
   out["tendon_invweight0"] = np.array(

@@ -192,6 +192,8 @@ def compile_textures(nodes: list[Node], defaults: Defaults, read) -> tuple[dict,
     except TextureError as e:
       raise node.error(str(e)) from None
     name = v["name"] or (os.path.splitext(os.path.basename(v["file"]))[0] if v["file"] else "")
+    if not name and v["type"] != "skybox":  # MuJoCo looks textures up by name
+      raise node.error("empty name in texture", "name")
     names.append(name)
     out["type"].append(TEXTYPE[v["type"]])
     space = COLORSPACE[v["colorspace"]]
@@ -224,7 +226,9 @@ def compile_materials(nodes: list[Node], defaults: Defaults, tex_ids: dict) -> t
   names = []
   for i, node in enumerate(nodes):
     v = defaults.resolve(node, None)
-    names.append(v["name"] or "")
+    if not v["name"]:
+      raise node.error("empty name in material", "name")
+    names.append(v["name"])
     layers = [c for c in node.children if c.tag == "layer"]
     if v["texture"] is not None and layers:
       raise node.error("A material with a texture attribute cannot have layer sub-elements")

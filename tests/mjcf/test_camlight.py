@@ -76,3 +76,15 @@ def test_unknown_camera_target_is_named():
   with pytest.raises(jaxmj.MJCFError, match="target"):
     jaxmj.Model.from_xml_string('<mujoco><worldbody><camera mode="targetbody" target="x"/>'
                                 '</worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("visual", ["", '<visual><map znear="0.03"/></visual>'
+                                        '<visual><map zfar="9"/></visual>'])
+def test_camera_intrinsic_defaults_to_znear_like_mujoco(visual):
+  """Without a sensor size, MuJoCo 4.0 sets a camera's focal lengths to the near clip plane
+  (<visual><map znear>, wherever the section is); with one, they stay as written."""
+  xml = ('<mujoco><worldbody><camera/><camera sensorsize="1 0"/><camera sensorsize="1 1" '
+         'resolution="10 10" focal="1 2"/><body><geom size=".1"/></body></worldbody>'
+         f"{visual}</mujoco>")
+  m, mj = load_both(xml=xml)
+  np.testing.assert_array_equal(np.asarray(m.cam_intrinsic), mj.cam_intrinsic)

@@ -180,6 +180,28 @@ def test_discardvisual_matches_mujoco(extra, ngeom, fuse):
   assert np.asarray(m.light_texid).tolist() == [-1]
 
 
+_VIS = 'contype="0" conaffinity="0"'
+FUSED_VISUAL = {  # MuJoCo fuses before it discards: fused bodies keep their visual geoms' mass
+  "parent": f'<body pos="0 0 2"><joint type="ball"/><geom type="box" size=".1 .1 .1"/>'
+            f'<geom size=".2" pos=".4 .4 0" {_VIS}/><body pos=".5 0 0"><geom size=".1"/>'
+            "</body></body>",
+  "child": f'<body pos="0 0 2"><joint type="ball"/><geom type="box" size=".1 .1 .1"/>'
+           f'<body pos=".5 0 0" euler="0 30 0"><geom size=".1"/><geom type="capsule" '
+           f'size=".1 .3" pos="0 .3 0" {_VIS}/></body></body>',
+  "chain_with_inertial": f'<body pos="0 0 2"><joint/><inertial pos="0 0 0" mass="1" '
+                         f'diaginertia=".1 .1 .1"/><body pos="0 1 0"><geom size=".1" {_VIS}/>'
+                         '<body pos="1 0 0"><geom type="box" size=".1 .2 .3"/><geom '
+                         f'type="ellipsoid" size=".1 .2 .3" pos="0 0 1" {_VIS}/></body></body>'
+                         "</body>",
+}
+
+
+@pytest.mark.parametrize("body", FUSED_VISUAL.values(), ids=FUSED_VISUAL.keys())
+def test_discardvisual_with_fusestatic_weighs_fused_visual_geoms(body):
+  m, mj = load_both(xml=f'<mujoco><compiler discardvisual="true" fusestatic="true"/>'
+                        f"<worldbody>{body}</worldbody></mujoco>")
+  assert mj.nbody == 2 and mj.ngeom < body.count("<geom")
+  assert model_differences(m, mj) == []
 # ---------------------------------------------------------------- alignfree
 
 ALIGN = """<worldbody>

@@ -270,6 +270,32 @@ for _name, (_head, _element, _attribute, _phrases) in {
 CASES["pair_in_worldbody"] = (wrap('<pair geom1="floor" geom2="floor"/>' + PAIRED), 4, "pair",
                               None, ["not allowed inside <worldbody>"])
 
+# Assets are referred to by name: MuJoCo rejects one with neither a name nor a file to take
+# it from (a skybox texture excepted).
+UNNAMED_ASSETS = {
+  "unnamed_mesh": ('<mesh vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>', "mesh", "mesh"),
+  "unnamed_hfield": ('<hfield nrow="2" ncol="2" size="1 1 .1 .1"/>', "hfield", "height field"),
+  "unnamed_texture": ('<texture type="2d" builtin="checker" width="8" height="8"/>', "texture",
+                      "texture"),
+  "unnamed_cube_texture": ('<texture type="cube" builtin="flat" width="8" height="8"/>',
+                           "texture", "texture"),
+  "unnamed_material": ("<material/>", "material", "material"),
+  "empty_material_name": ('<material name=""/>', "material", "material"),
+}
+for _name, (_asset, _element, _what) in UNNAMED_ASSETS.items():
+  CASES[_name] = (wrap(GEOM, head=f"<asset>{_asset}</asset>"), 2, _element, "name",
+                  [f"empty name in {_what}"])
+
+
+@pytest.mark.parametrize("name", UNNAMED_ASSETS)
+def test_unnamed_asset_is_mujocos_error(name):
+  xml, *_, phrases = CASES[name]
+  with pytest.raises(ValueError, match=phrases[0]):
+    mujoco.MjModel.from_xml_string(xml)
+  sky = '<texture type="skybox" builtin="gradient" width="8" height="8"/>'
+  mujoco.MjModel.from_xml_string(wrap(GEOM, head=f"<asset>{sky}</asset>"))
+  jaxmj.Model.from_xml_string(wrap(GEOM, head=f"<asset>{sky}</asset>"))
+
 
 _I = '<inertial pos="0 0 0" mass="{}" diaginertia="{}"/>'.format
 # Moving bodies MuJoCo rejects as massless: neither the body nor a body welded to it has
@@ -506,3 +532,24 @@ def test_fuzz_mutations_raise_only_mjcf_error(data):
       jaxmj.Model.from_xml_string(xml)
   except MJCFError as e:
     assert e.msg  # located errors carry a message
+
+
+EMPTY_NUMBERS = {  # attribute left empty (or blank): MuJoCo compiles it as not given
+  "option_timestep": ('<option timestep=""/>', GEOM),
+  "body_pos": ("", '<body pos=" "><joint/><geom size=".1"/></body>'),
+  "joint_range_and_damping": ("", '<body><joint range="" damping=" "/><geom size=".1"/></body>'),
+  "geom_mass": ("", '<body><joint/><geom size=".1" mass=""/></body>'),
+  "statistic_center": ('<statistic center=""/>', GEOM),
+  "size_nuser_body": ('<size nuser_body=""/>', GEOM),
+  "default_class": ('<default><joint range=""/></default>', '<body><joint/>' + GEOM + "</body>"),
+}
+
+
+@pytest.mark.parametrize("name", EMPTY_NUMBERS)
+def test_empty_numeric_attribute_is_not_given_as_mujoco(name):
+  head, body = EMPTY_NUMBERS[name]
+  from mujoco_compare import load_both, model_differences
+
+  m, mj = load_both(xml=wrap(body, head=head))
+  assert model_differences(m, mj) == []
+  assert float(m.opt.timestep) == mj.opt.timestep

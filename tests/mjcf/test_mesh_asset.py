@@ -6,12 +6,14 @@ Test mesh files are generated here (STL/OBJ/MSH bytes) or authored in models/ass
 """
 
 import struct
+import warnings
 
 import numpy as np
 import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
+from mujoco_compare import model_differences  # noqa: E402
 from test_compile import check  # noqa: E402
 
 import jaxmj  # noqa: E402
@@ -244,3 +246,35 @@ def test_mesh_on_the_inertial_frame_is_copied_as_mujoco():
                 '<geom type="mesh" mesh="c"/></body></worldbody></mujoco>')
   assert list(m.geom_sameframe) == list(mj.geom_sameframe) == [3, 2]
   assert model_differences(m, mj, 1e-14) == []
+
+
+_TET = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\n"
+_VT = "vt 0 0\nvt 1 0\nvt 0 1\n"
+OBJ_TEXCOORDS = {  # OBJ text, whether MuJoCo warns that it discards the texture coordinates
+  "none": (_TET + "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n", False),
+  "unreferenced": (_TET + _VT + "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n", True),
+  "referenced": (_TET + _VT + "f 1/1 3/2 2/3\nf 1/1 2/2 4/3\nf 1/1 4/2 3/3\nf 2/1 3/-1 4/3\n",
+                 False),
+  "out_of_range": (_TET + _VT + "f 1/1 3/2 2/9\nf 1/1 2/2 4/3\nf 1/1 4/2 3/3\nf 2/1 3/2 4/3\n",
+                   True),
+  "one_face_without": (_TET + _VT + "f 1/1 3/2 2/3\nf 1 2 4\nf 1/1 4/2 3/3\nf 2/1 3/2 4/3\n",
+                       True),
+  "references_but_no_vt": (_TET + "f 1/1 3/2 2/3\nf 1/1 2/2 4/3\nf 1/1 4/2 3/3\nf 2/1 3/2 4/3\n",
+                           False),
+}
+
+
+@pytest.mark.parametrize("name", OBJ_TEXCOORDS)
+def test_obj_texture_coordinate_warning_as_mujoco(name, tmp_path, capfd):
+  text, warns = OBJ_TEXCOORDS[name]
+  (tmp_path / "t.obj").write_text(text)
+  xml = ('<mujoco><asset><mesh file="t.obj"/></asset><worldbody><body><freejoint/>'
+         '<geom type="mesh" mesh="t"/></body></worldbody></mujoco>')
+  (tmp_path / "m.xml").write_text(xml)
+  mj = mujoco.MjModel.from_xml_path(str(tmp_path / "m.xml"))
+  assert ("discarding texture coordinates" in "".join(capfd.readouterr())) == warns
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    m = jaxmj.Model.from_xml_path(tmp_path / "m.xml")
+  assert any("discarding texture coordinates" in str(w.message) for w in caught) == warns
+  assert model_differences(m, mj) == []

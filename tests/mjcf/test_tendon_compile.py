@@ -131,3 +131,18 @@ def test_actuators_on_wrapping_tendons_match_mujoco():
     "</mujoco>", '<actuator><motor tendon="w" gear="2"/><position tendon="w" kp="10" '
     'dampratio="1"/></actuator></mujoco>')
   check(xml)
+
+
+def test_tendon_material_matches_mujoco():
+  """A spatial tendon's material is kept for renderers (tendon_matid), -1 without one."""
+  xml = """<mujoco><asset><material name="q"/><material name="m" rgba="1 0 0 1"/></asset>
+  <default><tendon material="q"/></default>
+  <worldbody><site name="a"/><body><joint name="j"/><geom size=".1"/>
+    <site name="b" pos="1 0 0"/></body></worldbody>
+  <tendon><spatial material="m" rgba="0 1 0 1"><site site="a"/><site site="b"/></spatial>
+    <fixed><joint joint="j" coef="1"/></fixed>
+    <spatial><site site="a"/><site site="b"/></spatial></tendon></mujoco>"""
+  m, mj = check(xml)
+  assert mj.tendon_matid.tolist() == [1, 0, 0]
+  with pytest.raises(jaxmj.MJCFError, match="unknown material 'zz'"):
+    jaxmj.Model.from_xml_string(xml.replace('material="m"', 'material="zz"'))
