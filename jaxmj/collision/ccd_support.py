@@ -4,11 +4,13 @@ Minkowski-difference vertex, the origin's projections on a segment / plane."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from jaxmj import math
 from jaxmj.collision.primitive import GeomFrame
 from jaxmj.types import GeomType
 
@@ -22,9 +24,34 @@ _NOISE_K = 8.0
 # --------------------------------------------------------------------------------------------
 # small vector helpers, written out so the rounding follows MuJoCo's C (left-to-right sums)
 
+# the `math.nofma` guard of the search being traced (see fusion_free); None outside it
+_GUARD: list = [None]
+
+
+@contextlib.contextmanager
+def fusion_free(z):
+  """Trace the search with every product rounded on its own, as libmujoco (no FMA
+  instruction) rounds it. z: `math.opaque_zero` of traced data.
+
+  The search decides exact support ties (a box corner or prism vertex equally far along the
+  direction: box edges parallel to a Minkowski face, grid-aligned prism edges) by the last
+  bits of its arithmetic; XLA:CPU fuses a product into the sum it feeds (one rounding where
+  MuJoCo rounds twice), so ties broke otherwise, depending on the compiled graph (measured
+  on models/terrain.xml, tests/collision/test_mesh_hfield_step.py)."""
+  _GUARD.append(z)
+  try:
+    yield
+  finally:
+    _GUARD.pop()
+
+
+def _mul(a, b):
+  """a * b, kept out of fused multiply-adds while the search is traced (fusion_free)."""
+  return math.nofma(a * b, _GUARD[-1])
+
 
 def _dot(a, b):
-  p = a * b
+  p = _mul(a, b)
   return p[..., 0] + p[..., 1] + p[..., 2]
 
 
@@ -33,7 +60,7 @@ _I201 = (2, 0, 1)
 
 
 def _cross(a, b):
-  return a[..., _I120] * b[..., _I201] - a[..., _I201] * b[..., _I120]
+  return _mul(a[..., _I120], b[..., _I201]) - _mul(a[..., _I201], b[..., _I120])
 
 
 def _det3(a, b, c):
@@ -41,11 +68,20 @@ def _det3(a, b, c):
 
 
 def _mat_t_vec(m, v):
-  return m[0] * v[0] + m[1] * v[1] + m[2] * v[2]
+  return _mul(m[0], v[0]) + _mul(m[1], v[1]) + _mul(m[2], v[2])
 
 
 def _mat_vec(m, v):
-  return m[:, 0] * v[0] + m[:, 1] * v[1] + m[:, 2] * v[2]
+  return _mul(m[:, 0], v[0]) + _mul(m[:, 1], v[1]) + _mul(m[:, 2], v[2])
+
+
+def _div3(v, s):
+  """v / s for (..., 3) v and (...) s, each component divided on its own.
+
+  XLA rewrites a division by a broadcast, v / s[..., None], into v * (1 / s) (measured on
+  CPU, jit and eager: 1-ulp differences in ~80% of random cases); MuJoCo divides, and its
+  search decides exact support ties by those last bits (e.g. epaSupport's direction)."""
+  return jnp.stack([v[..., 0] / s, v[..., 1] / s, v[..., 2] / s], axis=-1)
 
 
 def _safe(x, bad):
@@ -123,13 +159,13 @@ def _support(code, g: GeomFrame, verts, d):
   zero = jnp.zeros_like(ld[0])
   h = jnp.where(ld[2] >= 0, g.size[1], -g.size[1])
   t_line = jnp.stack([zero, zero, h])
-  t_cap = ld * g.size[0] + t_line
+  t_cap = _mul(ld, g.size[0]) + t_line
   te = ld * g.size
   n2 = _dot(te, te)
   small = n2 < _MINVAL2
   inv = 1.0 / jnp.sqrt(_safe(n2, small))
   t_ell = jnp.where(small, jnp.stack([g.size[0], zero, zero]), te * (inv * g.size))
-  n2c = ld[0] * ld[0] + ld[1] * ld[1]
+  n2c = _mul(ld[0], ld[0]) + _mul(ld[1], ld[1])
   ok = n2c >= _MINVAL2
   scl = jnp.where(ok, g.size[0] / jnp.sqrt(_safe(n2c, ~ok)), 0.0)
   t_cyl = jnp.stack([scl * ld[0], scl * ld[1], h])
@@ -140,12 +176,12 @@ def _support(code, g: GeomFrame, verts, d):
     code == _ELLIPSOID, t_ell, jnp.where(code == _CYLINDER, t_cyl, t_box))))
   idx = jnp.where(code == _BOX, i_box, -1).astype(jnp.int32)
   if verts is not None:
-    dots = verts[:, 0] * ld[0] + verts[:, 1] * ld[1] + verts[:, 2] * ld[2]
+    dots = _mul(verts[:, 0], ld[0]) + _mul(verts[:, 1], ld[1]) + _mul(verts[:, 2], ld[2])
     i_mesh = jnp.argmax(dots).astype(jnp.int32)
     t = jnp.where((code == _MESH) | (code == PRISM), verts[i_mesh], t)
     idx = jnp.where(code == _MESH, i_mesh, idx)
   p = _mat_vec(g.mat, t) + g.pos
-  p = jnp.where(code == _SPHERE, g.size[0] * d + g.pos, jnp.where(code == _POINT, g.pos, p))
+  p = jnp.where(code == _SPHERE, _mul(g.size[0], d) + g.pos, jnp.where(code == _POINT, g.pos, p))
   p = jnp.where(code == PRISM, t, p)  # prism vertices are given in the common frame
   return p, idx
 
@@ -168,8 +204,8 @@ def _pair_support(code1, g1, verts1, half1, code2, g2, verts2, half2):
     dn = -d
     p1, i1 = _support(code1, g1, verts1, d)
     p2, i2 = _support(code2, g2, verts2, dn)
-    p1 = p1 + d * half1
-    p2 = p2 + dn * half2
+    p1 = p1 + _mul(d, half1)
+    p2 = p2 + _mul(dn, half2)
     return _Vtx(p1 - p2, p1, p2, d, i1, i2)
 
   return sup
@@ -204,7 +240,7 @@ def _project_origin_line(v1, v2):
   diff = v2 - v1
   dd = _dot(diff, diff)
   scl = -(_dot(v2, diff) / _safe(dd, dd == 0))
-  return v2 + scl[..., None] * diff
+  return v2 + _mul(scl[..., None], diff)
 
 
 def _project_origin_plane(v1, v2, v3):

@@ -117,6 +117,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxmj import math
 from jaxmj.collision.ccd_support import (
   _BOX,
   _CAPSULE,
@@ -127,11 +128,13 @@ from jaxmj.collision.ccd_support import (
   PRISM,
   _cross,
   _dot,
+  _mul,
   _noise,
   _normalize3,
   _pair_support,
   _project_origin_plane,
   _tree_get,
+  fusion_free,
 )
 from jaxmj.collision.epa import _epa
 from jaxmj.collision.gjk import _gjk, _lincomb, _Pass, _s1d
@@ -273,8 +276,8 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
   deep = ~shallow & run_epa & pok & found
   tri = _tree_get(everts, fidx)
   lam = _tri_affine(tri.vert[0], tri.vert[1], tri.vert[2], fv)
-  ex1 = tri.vert1[0] * lam[0] + tri.vert1[1] * lam[1] + tri.vert1[2] * lam[2]
-  ex2 = tri.vert2[0] * lam[0] + tri.vert2[1] * lam[1] + tri.vert2[2] * lam[2]
+  ex1 = _mul(tri.vert1[0], lam[0]) + _mul(tri.vert1[1], lam[1]) + _mul(tri.vert1[2], lam[2])
+  ex2 = _mul(tri.vert2[0], lam[0]) + _mul(tri.vert2[1], lam[1]) + _mul(tri.vert2[2], lam[2])
   edist = -jnp.sqrt(jnp.maximum(fd2, 0.0))
 
   dist = jnp.where(shallow, jnp.where(sdist > 0, big, sdist), jnp.where(deep, edist, big))
@@ -380,7 +383,10 @@ def convex_plan(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e
 
 @functools.partial(jax.jit, static_argnames=("iterations",))
 def _plan_jit(code1, code2, g1, g2, margin, tolerance, verts1, verts2, *, iterations):
-  return _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, tolerance)
+  d = g1.pos - g2.pos
+  # a zero the compiler cannot fold (a sum of squares of traced data is never negative)
+  with fusion_free(math.opaque_zero(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])):
+    return _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, tolerance)
 
 
 def contact_from_plan(plan, type1, type2, g1: GeomFrame, g2: GeomFrame, margin, *, verts1=None,

@@ -15,6 +15,7 @@ from jaxmj.collision.ccd_support import (
   _at_least,
   _det3,
   _dot,
+  _mul,
   _pair_support,
   _project_origin_line,
   _project_origin_plane,
@@ -68,7 +69,8 @@ def _minors(s1, s2, s3):
   ai, aj = s1[..., _MI], s1[..., _MJ]
   bi, bj = s2[..., _MI], s2[..., _MJ]
   ci, cj = s3[..., _MI], s3[..., _MJ]
-  m = bi * cj - bj * ci - ai * cj + aj * ci + ai * bj - aj * bi  # (..., 3): M_14, M_24, M_34
+  m = (_mul(bi, cj) - _mul(bj, ci) - _mul(ai, cj) + _mul(aj, ci) + _mul(ai, bj)
+       - _mul(aj, bi))  # (..., 3): M_14, M_24, M_34
   mu = jnp.abs(m)
   c1 = (mu[..., 0] >= mu[..., 1]) & (mu[..., 0] >= mu[..., 2])
   c2 = ~c1 & (mu[..., 1] >= mu[..., 2])
@@ -85,9 +87,12 @@ def _area_cofactors(pick, p, s1, s2, s3):
   ax, ay = pick(s1)
   bx, by = pick(s2)
   cx, cy = pick(s3)
-  c31 = px * by + py * cx + bx * cy - px * cy - py * bx - cx * by
-  c32 = px * cy + py * ax + cx * ay - px * ay - py * cx - ax * cy
-  c33 = px * ay + py * bx + ax * by - px * by - py * ax - bx * ay
+  c31 = (_mul(px, by) + _mul(py, cx) + _mul(bx, cy) - _mul(px, cy) - _mul(py, bx)
+         - _mul(cx, by))
+  c32 = (_mul(px, cy) + _mul(py, ax) + _mul(cx, ay) - _mul(px, ay) - _mul(py, cx)
+         - _mul(ax, cy))
+  c33 = (_mul(px, ay) + _mul(py, bx) + _mul(ax, by) - _mul(px, by) - _mul(py, ax)
+         - _mul(bx, ay))
   return c31, c32, c33
 
 
@@ -113,9 +118,9 @@ def _s2d(s1, s2, s3):
   p, fail = _project_origin_plane(s1, s2, s3)
   e = s2 - s1
   f = s3 - s1
-  m = jnp.stack([e[..., 1] * f[..., 2] - e[..., 2] * f[..., 1],
-                 e[..., 0] * f[..., 2] - e[..., 2] * f[..., 0],
-                 e[..., 0] * f[..., 1] - e[..., 1] * f[..., 0]], axis=-1)
+  m = jnp.stack([_mul(e[..., 1], f[..., 2]) - _mul(e[..., 2], f[..., 1]),
+                 _mul(e[..., 0], f[..., 2]) - _mul(e[..., 2], f[..., 0]),
+                 _mul(e[..., 0], f[..., 1]) - _mul(e[..., 1], f[..., 0])], axis=-1)
   mu = jnp.abs(m)
   c1 = (mu[..., 0] >= mu[..., 1]) & (mu[..., 0] >= mu[..., 2])
   c2 = ~c1 & (mu[..., 1] >= mu[..., 2])
@@ -126,9 +131,9 @@ def _s2d(s1, s2, s3):
 
   pa, pb = pick(p)
   (aa, ab), (ba, bb), (ca, cb) = ((x - pa, y - pb) for x, y in (pick(s1), pick(s2), pick(s3)))
-  c31 = cb * ba - ca * bb
-  c32 = ca * ab - aa * cb
-  c33 = aa * bb - ba * ab
+  c31 = _mul(cb, ba) - _mul(ca, bb)
+  c32 = _mul(ca, ab) - _mul(aa, cb)
+  c33 = _mul(aa, bb) - _mul(ba, ab)
   comp = jnp.stack([_same_sign(m_max, c) & ~fail for c in (c31, c32, c33)])
   inside = comp[0] & comp[1] & comp[2]
   den = (c31 + c32) + c33
@@ -139,7 +144,7 @@ def _s2d(s1, s2, s3):
   ea = jnp.stack([s2, s1, s1])
   eb = jnp.stack([s3, s3, s2])
   l = _s1d(ea, eb)
-  x = l[..., 0:1] * ea + l[..., 1:2] * eb
+  x = _mul(l[..., 0:1], ea) + _mul(l[..., 1:2], eb)
   d = _dot(x, x)
   zero = jnp.zeros_like(l[..., 0])
   cands = jnp.stack([
@@ -169,7 +174,7 @@ def _s3d(s1, s2, s3, s4):
   fb = jnp.stack([s3, s3, s2, s2])
   fc = jnp.stack([s4, s4, s4, s3])
   l, edges = _s2d(fa, fb, fc)
-  x = l[:, 0:1] * fa + l[:, 1:2] * fb + l[:, 2:3] * fc
+  x = _mul(l[:, 0:1], fa) + _mul(l[:, 1:2], fb) + _mul(l[:, 2:3], fc)
   d = _dot(x, x)
   zero = jnp.zeros_like(l[:, 0])
   cands = jnp.stack([
@@ -199,7 +204,7 @@ def _lincomb(lam, n, v):
   """sum_{i<n} lam_i v_i, accumulated left to right like MuJoCo's lincomb."""
   res = jnp.zeros(v.shape[1:], v.dtype)
   for i in range(4):
-    res = res + jnp.where(i < n, lam[i], 0.0) * v[i]
+    res = res + _mul(jnp.where(i < n, lam[i], 0.0), v[i])
   return res
 
 

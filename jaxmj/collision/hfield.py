@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj import math
 from jaxmj.collision import ccd_support, convex
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
 from jaxmj.types import GeomType
@@ -42,15 +43,23 @@ def slots(m, g2: np.ndarray) -> int:
   return max(1, 2 * int(cols) * int(rows))
 
 
-def _local(mat, v):
-  return mat[0] * v[0] + mat[1] * v[1] + mat[2] * v[2]  # mat' v, summed as MuJoCo does
+def _local(mat, v, z):
+  p = math.nofma(mat * v[:, None], z)
+  return p[0] + p[1] + p[2]  # mat' v, summed as MuJoCo does
+
+
+def _opaque(x, z, dtype):
+  """x (as dtype) hidden from the compiler (z: `math.opaque_zero`). XLA turns a division by
+  a constant or a broadcast into a multiplication by its reciprocal (one more rounding);
+  MuJoCo divides."""
+  return math.nofma(jnp.asarray(x, dtype), z)
 
 
 def _mat_vec(mat, v):
   return mat[:, 0] * v[0] + mat[:, 1] * v[1] + mat[:, 2] * v[2]
 
 
-def _prisms(hsize, heights, nrow, ncol, cmin, rmin, cols: int, rows: int, dtype):
+def _prisms(hsize, heights, nrow, ncol, cmin, rmin, cols: int, rows: int, dtype, z):
   """Prism vertices (P, 6, 3) in the heightfield frame (bottom triangle at -size[3], then
   the top), in MuJoCo's loop order, and each prism's grid row r and column c (P,)."""
   i, j, k = np.meshgrid(np.arange(rows), np.arange(cols), np.arange(2), indexing="ij")
@@ -62,13 +71,15 @@ def _prisms(hsize, heights, nrow, ncol, cmin, rmin, cols: int, rows: int, dtype)
   dr = jnp.stack([jnp.stack([1, 0, 1]), jnp.stack([0, 1, 0])])[k]
   pc = jnp.clip(c[:, None] + dc, 0, ncol - 1)
   pr = jnp.clip(r[:, None] + dr, 0, nrow - 1)
-  dx = 2 * hsize[0] / (ncol - 1)
-  dy = 2 * hsize[1] / (nrow - 1)
-  x = dx * pc - hsize[0]
-  y = dy * pr - hsize[1]
-  z = heights(pr * ncol + pc) * hsize[2]
+  # MuJoCo's grid arithmetic to the bit (the prisms' last bits decide exact support ties in
+  # the search): true divisions, each product rounded on its own (z: `_pair_setup`)
+  dx = 2 * hsize[0] / _opaque(ncol - 1, z, dtype)
+  dy = 2 * hsize[1] / _opaque(nrow - 1, z, dtype)
+  x = math.nofma(dx * pc, z) - hsize[0]
+  y = math.nofma(dy * pr, z) - hsize[1]
+  h = math.nofma(heights(pr * ncol + pc) * hsize[2], z)
   bottom = jnp.stack([x, y, jnp.broadcast_to(-hsize[3], x.shape)], axis=-1)
-  top = jnp.stack([x, y, z], axis=-1)
+  top = jnp.stack([x, y, h], axis=-1)
   return jnp.concatenate([bottom, top], axis=1).astype(dtype), r, c
 
 
@@ -77,9 +88,13 @@ def _pair_setup(hf: GeomFrame, geom: GeomFrame, margin, type2, verts2, hsize, nr
   """One heightfield-geom pair before the convex search: the geom in the heightfield frame
   (GeomFrame), the prisms of its window (P, 6, 3) and which of them MuJoCo tests (P,)."""
   dtype = geom.pos.dtype
-  pos = _local(hf.mat, geom.pos - hf.pos)
-  mat = hf.mat[0][:, None] * geom.mat[0] + hf.mat[1][:, None] * geom.mat[1] + hf.mat[2][
-    :, None] * geom.mat[2]  # mat1' mat2
+  vec = geom.pos - hf.pos
+  # a zero the compiler cannot fold (a sum of squares of traced data is never negative), for
+  # the `math.nofma` guards and `_opaque` divisors that keep MuJoCo's rounding
+  z = math.opaque_zero(vec[0] * vec[0] + vec[1] * vec[1] + vec[2] * vec[2])
+  pos = _local(hf.mat, vec, z)
+  p = math.nofma(hf.mat[:, :, None] * geom.mat[:, None, :], z)
+  mat = p[0] + p[1] + p[2]  # mat1' mat2
   near = ~jnp.any(jnp.stack([hsize[0] < pos[0] - rbound - margin,
                              -hsize[0] > pos[0] + rbound + margin,
                              hsize[1] < pos[1] - rbound - margin,
@@ -96,14 +111,14 @@ def _pair_setup(hf: GeomFrame, geom: GeomFrame, margin, type2, verts2, hsize, nr
                                 lo[2] - margin > hsize[2], hi[2] + margin < -hsize[3]]))
   # the sub-grid under the geom's box grown by the margin (measured: mujoco 4.0 finds
   # contacts within the margin on prisms just outside the box)
-  grid = lambda v, ax, n: (v + hsize[ax]) / (2 * hsize[ax]) * (n - 1)
+  grid = lambda v, ax, n: (v + hsize[ax]) / _opaque(2 * hsize[ax], z, dtype) * (n - 1)
   cmin = jnp.maximum(0, jnp.floor(grid(lo[0] - margin, 0, ncol)))
   cmax = jnp.minimum(ncol - 1, jnp.ceil(grid(hi[0] + margin, 0, ncol)))
   rmin = jnp.maximum(0, jnp.floor(grid(lo[1] - margin, 1, nrow)))
   rmax = jnp.minimum(nrow - 1, jnp.ceil(grid(hi[1] + margin, 1, nrow)))
   cmin, cmax, rmin, rmax = (x.astype(jnp.int32) for x in (cmin, cmax, rmin, rmax))
   heights = lambda i: data[adr + i].astype(dtype)
-  prism, r, c = _prisms(hsize, heights, nrow, ncol, cmin, rmin, cols, rows, dtype)
+  prism, r, c = _prisms(hsize, heights, nrow, ncol, cmin, rmin, cols, rows, dtype, z)
   inside = (r < rmax) & (c <= cmax)
   tall = ~jnp.all(prism[:, 3:, 2] + margin < lo[2], axis=1)  # MuJoCo's prism height test
   return rel, prism, near & overlap & inside & tall

@@ -12,8 +12,10 @@ from jaxmj.collision.ccd_support import (
   _at_least,
   _cross,
   _det3,
+  _div3,
   _dot,
   _mat_vec,
+  _mul,
   _project_origin_plane,
   _safe,
   _tree_get,
@@ -38,7 +40,7 @@ def _tri_affine(v1, v2, v3, p):
 
 def _tri_point_intersect(v1, v2, v3, p, noise=None):
   lam = _tri_affine(v1, v2, v3, p)
-  pr = v1 * lam[..., 0:1] + v2 * lam[..., 1:2] + v3 * lam[..., 2:3]
+  pr = _mul(v1, lam[..., 0:1]) + _mul(v2, lam[..., 1:2]) + _mul(v3, lam[..., 2:3])
   d = pr - p
   return jnp.all(lam >= 0, axis=-1) & (jnp.sqrt(_dot(d, d)) < _at_least(_MINVAL, noise))
 
@@ -70,11 +72,12 @@ def _rotmat120(axis):
   n = _safe(n, n == 0)
   u1, u2, u3 = axis[0] / n, axis[1] / n, axis[2] / n
   s, c = 0.86602540378, -0.5
+  m = lambda a, b: _mul(a * b, 1 - c)
   return jnp.stack(
     [
-      jnp.stack([c + u1 * u1 * (1 - c), u1 * u2 * (1 - c) - u3 * s, u1 * u3 * (1 - c) + u2 * s]),
-      jnp.stack([u2 * u1 * (1 - c) + u3 * s, c + u2 * u2 * (1 - c), u2 * u3 * (1 - c) - u1 * s]),
-      jnp.stack([u1 * u3 * (1 - c) - u2 * s, u2 * u3 * (1 - c) + u1 * s, c + u3 * u3 * (1 - c)]),
+      jnp.stack([c + m(u1, u1), m(u1, u2) - _mul(u3, s), m(u1, u3) + _mul(u2, s)]),
+      jnp.stack([m(u2, u1) + _mul(u3, s), c + m(u2, u2), m(u2, u3) - _mul(u1, s)]),
+      jnp.stack([m(u1, u3) - _mul(u2, s), m(u2, u3) + _mul(u1, s), c + m(u3, u3)]),
     ]
   )
 
@@ -83,7 +86,7 @@ def _epa_dir(d, dnorm):
   """epaSupport's direction: d / |d|, or +x when |d| is below mjMINVAL. Batched."""
   ok = dnorm > _MINVAL
   ex = jnp.zeros_like(d).at[..., 0].set(1.0)
-  return jnp.where(ok[..., None], d / _safe(dnorm, ~ok)[..., None], ex)
+  return jnp.where(ok[..., None], _div3(d, _safe(dnorm, ~ok)), ex)
 
 
 def _orient(v, v1, center):

@@ -46,14 +46,7 @@ SKIPPED = {f"mjx/test_data/humanoid/{i:02d}_humanoids.xml": "8-10 humanoids: mor
 # Measured to differ from mj_step (xfail, not strict), and why. (barkour_v0_mjx.xml, listed here
 # before, now matches; its heightfield contacts equal MuJoCo's at each of MuJoCo's 100 states
 # to 2e-8, so its old 0.055 came from outside the collider.)
-KNOWN_DIFFERENT = {
-  "testdata/model.xml": "heightfield-cylinder contacts (geoms 1, 8) that MuJoCo itself gives "
-                        "two ways: at 8 of the 100 states a one-ulp change of the geom position "
-                        "switches MuJoCo's EPA contact between two answers up to 1e-2 apart in "
-                        "the normal (test_hfield pins this at the keyframe; its step-76 "
-                        "contact within ccd_tolerance of touching is MuJoCo's since 4.0's GJK "
-                        "stop rules, test_hfield pins that too)",
-}
+KNOWN_DIFFERENT = {}
 
 # Chaotic under mj_step itself: a 1e-14 nudge of MuJoCo's own qvel moves its qpos by more than
 # TOL within the horizon (asserted below), so a 100-step comparison measures the chaos, not
@@ -62,7 +55,16 @@ KNOWN_DIFFERENT = {
 CHAOTIC = {
   "mjx/test_data/sensor/model.xml": "interpenetrating unit spheres on ball joints and free "
                                     "hinges: a 1e-14 qvel nudge moves mj_step's qpos by ~1e2",
+  "testdata/model.xml": "heightfield-cylinder contacts (geoms 1, 8) that MuJoCo itself gives "
+                        "two ways under a one-ulp change of the state (test_hfield pins one at "
+                        "the keyframe): a 1e-14 qvel nudge moves mj_step's qpos by 2.2e-6",
 }
+# CHAOTIC files where MuJoCo's own single step jumps at a few of its states: a one-ulp change
+# of one qpos entry moves its next state by more than STEP_TOL. There jaxmj's step must land
+# within 1.5x that spread of MuJoCo's, elsewhere within STEP_TOL. testdata/model.xml (measured):
+# 11 of the 100 states jump (qpos or qvel); jaxmj's qpos errors above STEP_TOL are at states 27
+# and 44 only, 5.0e-8 and 2.4e-7, where MuJoCo's own one-ulp qpos spread is 5.0e-8 and 2.4e-7
+ULP_JUMPS = {"testdata/model.xml"}
 STATE = ("qpos", "qvel", "qacc_warmstart", "time")
 # per step, on qpos and qvel relative to 1 + |value| (hinges spin at 1.7e4 rad/s there); measured
 # 2e-10: MuJoCo 4.0 sometimes ends Newton after an iteration that changed no constraint state
@@ -103,16 +105,40 @@ def _mujoco_trajectory(mj, nstep, qvel_nudge=0.0):
   return np.array(ncon), {k: np.array(v) for k, v in states.items()}
 
 
-def _assert_steps_match(m, states):
-  """Each jaxmj step from MuJoCo's state before step k lands on MuJoCo's state after it."""
+def _rel_err(x, ref):
+  return (np.abs(x - ref) / (1 + np.abs(ref))).max(axis=-1)
+
+
+def _one_ulp_spread(mj, states):
+  """Per step k: the largest change of MuJoCo's state after step k (qpos, qvel; relative to
+  1 + |value|) when one qpos entry of its state before the step moves by one ulp."""
+  out = np.zeros(len(states["time"]) - 1)
+  for k in range(len(out)):
+    for c in range(mj.nq):
+      for sign in (1.0, -1.0):
+        d = mujoco.MjData(mj)
+        for f in STATE[:-1]:
+          getattr(d, f)[:] = states[f][k]
+        d.time = states["time"][k]
+        d.qpos[c] = np.nextafter(d.qpos[c], sign * np.inf)
+        mujoco.mj_step(mj, d)
+        out[k] = max(out[k], *(_rel_err(getattr(d, f), states[f][k + 1]) for f in STATE[:2]))
+  return out
+
+
+def _assert_steps_match(m, states, spread=None):
+  """Each jaxmj step from MuJoCo's state before step k lands on MuJoCo's state after it
+  (within STEP_TOL, or within 1.5x `spread`, MuJoCo's own one-ulp spread, where that is
+  larger)."""
   d0 = jaxmj.make_data(m)
   batch = jax.vmap(lambda *s: d0.replace(**dict(zip(STATE, s))))(
     *(states[k][:-1] for k in STATE))
   out = jax.jit(jax.vmap(jaxmj.step, in_axes=(None, 0)), compiler_options=_FAST)(m, batch)
+  tol = STEP_TOL if spread is None else np.maximum(STEP_TOL, 1.5 * spread)
   for k in ("qpos", "qvel"):
-    ref = states[k][1:]
-    err = (np.abs(np.asarray(getattr(out, k)) - ref) / (1 + np.abs(ref))).max()
-    assert err < STEP_TOL, f"max one-step {k} error {err:.3g} (relative to 1 + |{k}|)"
+    err = _rel_err(np.asarray(getattr(out, k)), states[k][1:])
+    bad = np.nonzero(err >= tol)[0]
+    assert not len(bad), f"one-step {k} errors {err[bad]} at steps {bad} (relative to 1 + |{k}|)"
 
 
 def _cases():
@@ -141,7 +167,11 @@ def test_bundled_model_steps_like_mj_step(rel, tmp_path, monkeypatch):
   assert driver.collision_plan(m)["ncon"] >= ncon.max()
   if rel in CHAOTIC:
     assert np.abs(_mujoco_trajectory(mj, NSTEP, qvel_nudge=1e-14)[1]["qpos"][1:] - ref).max() > TOL
-    _assert_steps_match(m, states)
+    spread = None
+    if rel in ULP_JUMPS:
+      spread = _one_ulp_spread(mj, states)
+      assert (spread > STEP_TOL).sum() <= 0.15 * NSTEP  # a few jumps, not a chaotic step
+    _assert_steps_match(m, states, spread)
     return
   run = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=NSTEP), compiler_options=_FAST)
   _, traj = run(m, jaxmj.make_data(m))
