@@ -148,10 +148,25 @@ def _joints(count, kinds, jtype, jpos, jaxis, qloc, dq, pos, quat, z):
   return pos, quat, cat(anchors), cat(axes)
 
 
+def _join_rows(parts):
+  """jnp.concatenate(parts, axis=1) of (rows, k_i) parts, as one elementwise expression: each
+  part padded with -0.0 (x + -0.0 is x, bit for bit, -0.0 included) and the pads summed.
+  XLA:CPU fuses no concatenate: one of computed parts costs a kernel per part, each
+  recomputing the ops behind it (here the normalization, in each of the matrix's entries)."""
+  n = sum(p.shape[-1] for p in parts)
+  out, at = None, 0
+  for p in parts:
+    w = p.shape[-1]
+    x = jax.lax.pad(p, jnp.asarray(-0.0, p.dtype), [(0, 0, 0), (at, n - at - w, 0)])
+    out = x if out is None else out + x
+    at += w
+  return out
+
+
 def _frame_rows(pos, quat, z):
   """Frame rows [pos (3), quat (4), mat (9)], the quaternion normalized (mj_kinematics)."""
   quat = math.normalize_quat(quat, z)
-  return jnp.concatenate([pos, quat, math.quat_to_mat(quat, z).reshape(-1, 9)], 1)
+  return _join_rows([pos, quat] + [x[:, None] for x in math.quat_to_mat_entries(quat, z)])
 
 
 def _bodies(m: Model, d: Data, z):

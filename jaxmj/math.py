@@ -129,15 +129,19 @@ def quat_to_mat(q: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
   """Rotation matrix (..., 3, 3) of a unit quaternion, in mju_quat2Mat's order of operations:
   diagonal (ww - yy) + (xx - zz), (ww + yy) - (xx + zz), (ww - yy) - (xx - zz); off-diagonal
   twice (xy - wz) and so on."""
+  return jnp.stack(quat_to_mat_entries(q, z), axis=-1).reshape(q.shape[:-1] + (3, 3))
+
+
+def quat_to_mat_entries(q: jnp.ndarray, z: jnp.ndarray | None = None) -> list[jnp.ndarray]:
+  """`quat_to_mat`'s nine entries, row-major, each of q's leading shape (unstacked)."""
   p = _products(q, q, z)
   ww, xx, yy, zz = p(0, 0), p(1, 1), p(2, 2), p(3, 3)
   xy, wz, xz, wy, yz, wx = p(1, 2), p(0, 3), p(1, 3), p(0, 2), p(2, 3), p(0, 1)
   off = [xy - wz, xz + wy, xy + wz, yz - wx, xz - wy, yz + wx]
   off = [x + x for x in off]
-  mat = [(ww - yy) + (xx - zz), off[0], off[1],
-         off[2], (ww + yy) - (xx + zz), off[3],
-         off[4], off[5], (ww - yy) - (xx - zz)]
-  return jnp.stack(mat, axis=-1).reshape(q.shape[:-1] + (3, 3))
+  return [(ww - yy) + (xx - zz), off[0], off[1],
+          off[2], (ww + yy) - (xx + zz), off[3],
+          off[4], off[5], (ww - yy) - (xx - zz)]
 
 
 def axis_angle_to_quat(axis: jnp.ndarray, angle: jnp.ndarray) -> jnp.ndarray:

@@ -2,10 +2,10 @@
 
 Separating axes with a face preference (stage 1), then either the incident face clipped
 against the reference face's sides or one edge-edge contact (stage 2); see primitive.py for
-the collider conventions (slots, frames, margins) and for the helpers that keep XLA's compile
-time down: `_at` (a traced index as selects, not a gather), `_materialize` (a value XLA stores
-once instead of recomputing in every kernel that reads it), and short scans where a stage
-repeats.
+the collider conventions (slots, frames, margins) and common.py for the helpers that keep
+XLA's compile time down: `_at` (a traced index as selects, not a gather), `_materialize` (a
+value XLA stores once instead of recomputing in every kernel that reads it), and short scans
+where a stage repeats.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxmj.collision.primitive import (
+from jaxmj.collision.common import (
   _BIG,
   MINVAL,
   Collision,

@@ -11,8 +11,6 @@ contacts (collision/multiccd.py), else one.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -203,10 +201,17 @@ def collision(m: Model, d: Data) -> Data:
     return d
   table = _colliders()
   iterations = m.opt.ccd_iterations
-  parts = {k: [] for k in ("dist", "pos", "frame", "includemargin", "friction", "solref",
-                           "solreffriction", "solimp")}
+  # parameters and the broadphase of all pairs at once, sliced per group: elementwise per
+  # pair, so the same numbers as per group, in a handful of kernels instead of a set per group
+  every = {k: np.concatenate([g[k] for g in plan["groups"]]) for k in ("g1", "g2", "pair")}
+  params = contact_params(m, every["g1"], every["g2"], every["pair"])
+  reach = params["margin"] + params["gap"]
+  far = broadphase.out_of_reach(m, d, every["g1"], every["g2"], reach)
+  dists, poss, frames, at = [], [], [], 0
   for group in plan["groups"]:
     g1, g2 = group["g1"], group["g2"]
+    cut = slice(at, at + len(g1))
+    at = cut.stop
     more = ()
     if group["types"] == CONVEX:
       slots, types = group["slots"], (m.geom_type[g1], m.geom_type[g2])
@@ -216,21 +221,24 @@ def collision(m: Model, d: Data) -> Data:
       fn, types = hfield.collider(m, g1, g2, m.opt.ccd_tolerance, iterations)
     else:
       (fn, slots), types = table[group["types"]], ()
-    params = contact_params(m, g1, g2, group["pair"])
-    frames = [GeomFrame(pos=d.geom_xpos[g], mat=d.geom_xmat[g], size=m.geom_size[g])
-              for g in (g1, g2)]
+    geoms = [GeomFrame(pos=d.geom_xpos[g], mat=d.geom_xmat[g], size=m.geom_size[g])
+             for g in (g1, g2)]
     extra = pair_arguments(m, group["types"], g1, g2) + more
     run = fn if group["types"] == HFIELD else jax.vmap(fn)  # hfield: batched over the group
-    dist, pos, fr = run(*frames, params["margin"] + params["gap"], *types, *extra)
-    far = broadphase.out_of_reach(m, d, g1, g2, params["margin"] + params["gap"])
-    dist = jnp.where(far.reshape((-1,) + (1,) * (dist.ndim - 1)), NO_CONTACT, dist)
-    rep = functools.partial(jnp.repeat, repeats=slots, axis=0)
-    parts["dist"].append(dist.reshape(-1))
-    parts["pos"].append(pos.reshape(-1, 3))
-    parts["frame"].append(fr.reshape(-1, 3, 3))
-    parts["includemargin"].append(rep(params["margin"]))
-    for k in ("friction", "solref", "solreffriction", "solimp"):
-      parts[k].append(rep(params[k]))
-  c = {k: jnp.concatenate(v) for k, v in parts.items()}
-  contact = d.contact.replace(**c, active=c["dist"] < c["includemargin"])
+    dist, pos, fr = run(*geoms, reach[cut], *types, *extra)
+    # masked here, in the group's own kernels: masking after the concatenation fuses the
+    # colliders differently and moves plane-capsule distances by an ulp (its dot products
+    # are not guarded against fused multiply-adds)
+    dists.append(jnp.where(far[cut].reshape((-1,) + (1,) * (dist.ndim - 1)), NO_CONTACT, dist))
+    poss.append(pos.reshape(-1, 3))
+    frames.append(fr.reshape(-1, 3, 3))
+  # each pair's parameters repeated over its slots
+  slot_pair = np.repeat(np.arange(at), [g["slots"] for g in plan["groups"]
+                                        for _ in range(len(g["g1"]))])
+  rep = {k: params[k][slot_pair] for k in ("friction", "solref", "solreffriction", "solimp")}
+  includemargin = params["margin"][slot_pair]
+  dist = jnp.concatenate([x.reshape(-1) for x in dists])
+  contact = d.contact.replace(
+    dist=dist, pos=jnp.concatenate(poss), frame=jnp.concatenate(frames),
+    includemargin=includemargin, **rep, active=dist < includemargin)
   return d.replace(contact=contact)

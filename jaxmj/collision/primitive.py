@@ -33,158 +33,40 @@ those of the straightforward formulation (scripts/compile_time.py measures each 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.collision import boxbox
+from jaxmj.collision.common import (
+  _BIG,
+  MINVAL,
+  NO_CONTACT,  # noqa: F401 (the driver and the other colliders import it from here)
+  Collision,
+  GeomFrame,
+  _at,
+  _cross,
+  _div,
+  _dot,
+  _first,
+  _materialize,
+  _mtv,
+  _mv,
+  _next,
+  _normalize,
+  _pack,
+  _recip,
+  _sqrt,
+  _take,
+  make_frame,
+)
 from jaxmj.types import GeomType
 
-MINVAL = 1e-15  # mjMINVAL
-NO_CONTACT = 1e10  # distance reported in unused slots
 # capsule-capsule: axes count as parallel below this sin^2 of their angle (MuJoCo 4.0, double);
 # in float32 the determinant's round-off alone is ~1e-7 of its scale, so 1e-5 is used there
 PARALLEL_SIN2 = 1e-8
 PARALLEL_SIN2_F32 = 1e-5
-_BIG = 1e30  # stands in for the +-inf of a C division by zero in min/compare chains
-
-
-class GeomFrame(NamedTuple):
-  """A geom's global frame and size, as mjGETINFO reads them."""
-
-  pos: jax.Array  # (3,)  geom_xpos
-  mat: jax.Array  # (3, 3)  geom_xmat, columns are the geom's local axes
-  size: jax.Array  # (3,)  geom_size
-
-
-Collision = tuple[jax.Array, jax.Array, jax.Array]
-
-
-# ------------------------------------------------------------------------------------------
-# small vector helpers, written out elementwise in MuJoCo's order of operations (mju_dot3,
-# mju_mulMatVec3, ...): the same round-off as MuJoCo, and no reduced-precision matmuls.
-
-
-def _dot(a, b):
-  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-def _mv(mat, v):
-  """mju_mulMatVec3: mat @ v."""
-  return mat[:, 0] * v[0] + mat[:, 1] * v[1] + mat[:, 2] * v[2]
-
-
-def _mtv(mat, v):
-  """mju_mulMatTVec3: mat.T @ v."""
-  return mat[0] * v[0] + mat[1] * v[1] + mat[2] * v[2]
-
-
-def _cross(a, b):
-  return jnp.stack(
-    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-  )
-
-
-def _sqrt(x):
-  """sqrt with a zero gradient at 0 instead of inf (x >= 0)."""
-  pos = x > 0
-  return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
-
-
-def _div(a, b, fallback=0.0):
-  """a / b, or `fallback` where b == 0 (gradient-safe)."""
-  zero = b == 0
-  return jnp.where(zero, fallback, a / jnp.where(zero, 1.0, b))
-
-
-def _recip(b, fallback=_BIG):
-  """1 / b as MuJoCo writes it (`x * (1/b)`), `fallback` where b == 0."""
-  return _div(1.0, b, fallback)
-
-
-def _normalize(v):
-  """mju_normalize3: (v / |v|, |v|); (1, 0, 0) where |v| < mjMINVAL."""
-  norm = _sqrt(_dot(v, v))
-  small = norm < MINVAL
-  inv = 1.0 / jnp.where(small, 1.0, norm)
-  unit = jnp.where(small, jnp.array([1.0, 0.0, 0.0], dtype=v.dtype), v * inv)
-  return unit, norm
-
-
-def make_frame(normal, tangent=None):
-  """mju_makeFrame: rows [normal, tangent1, tangent2] from a normal and optional tangent.
-
-  Without a usable tangent (|t|^2 < 0.25) the tangent starts as y = (0, 1, 0), or z where
-  the normal is within 60 degrees of y; it is then made orthogonal to the normal.
-  """
-  n, _ = _normalize(normal)
-  if tangent is None:
-    tangent = jnp.zeros_like(n)
-  undefined = _dot(tangent, tangent) < 0.25
-  default = jnp.where(
-    (n[1] < 0.5) & (n[1] > -0.5),
-    jnp.array([0.0, 1.0, 0.0], dtype=n.dtype),
-    jnp.array([0.0, 0.0, 1.0], dtype=n.dtype),
-  )
-  t = jnp.where(undefined, default, tangent)
-  t = t - n * _dot(n, t)
-  t, _ = _normalize(t)
-  return jnp.stack([n, t, _cross(n, t)])
-
-
-def _first(valid, k: int):
-  """(k, N) one-hot rows selecting the first k True entries of `valid` in order, and whether
-  each row selects anything. `_take(sel, x)` gathers them."""
-  rank = jnp.cumsum(valid.astype(jnp.int32)) - 1
-  sel = valid[None, :] & (rank[None, :] == jnp.arange(k)[:, None])
-  return sel.astype(jnp.result_type(float)), jnp.any(sel, axis=1)
-
-
-def _take(sel, x):
-  """Rows of x picked by a one-hot selection from `_first`: exact and differentiable (an
-  elementwise product and sum, not a matmul, whose precision may be reduced on GPUs)."""
-  sel = sel.astype(x.dtype).reshape(sel.shape + (1,) * (x.ndim - 1))
-  return jnp.sum(sel * x[None], axis=1)
-
-
-def _at(x, i):
-  """x[i] for a traced index i into the leading axis of x (an array or a list), as a chain of
-  selects: elementwise code that XLA fuses with its neighbours, where a gather with a traced
-  index is a kernel of its own (kernels dominate the compile time of these colliders)."""
-  out = x[len(x) - 1]
-  for k in range(len(x) - 2, -1, -1):
-    out = jnp.where(i == k, x[k], out)
-  return out
-
-
-def _next(i):
-  """(i + 1) % 3 for a traced index, without an integer remainder (a kernel of its own)."""
-  return jnp.where(i == 2, 0, i + 1)
-
-
-def _col(mat, k):
-  """mat[:, k] for a traced k, by selects."""
-  return _at([mat[:, 0], mat[:, 1], mat[:, 2]], k)
-
-
-def _materialize(x, ref):
-  """x, computed once: x divided by a one that XLA cannot prove to be one (one plus the sign bit
-  of |ref|, which is clear even for a NaN; ref: any traced float scalar). An exact identity that
-  XLA treats as expensive, so it stores x rather than recompute the ops behind it in every
-  kernel that reads x: duplicated work, and not kernels, is most of these colliders' compile
-  time. The derivative is x's."""
-  u = jnp.uint64 if ref.dtype == jnp.float64 else jnp.uint32
-  bits = jax.lax.bitcast_convert_type(jnp.abs(ref), u)
-  one = (jax.lax.shift_right_logical(bits, u(8 * ref.dtype.itemsize - 1)) + 1).astype(x.dtype)
-  return jax.lax.div(x, one)
-
-
-def _pack(valid, dist, pos, frame) -> Collision:
-  """Stacks per-slot results, putting NO_CONTACT where a slot holds no contact."""
-  valid = jnp.asarray(valid)
-  dist = jnp.where(valid, dist, NO_CONTACT)
-  return dist, pos, frame
 
 
 # ------------------------------------------------------------------------------------------
@@ -651,8 +533,6 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
 
 def box_box(b1: GeomFrame, b2: GeomFrame, margin) -> Collision:
   """mjc_BoxBox (MuJoCo 4.0): up to 8 face contacts or 1 edge-edge contact; in boxbox.py."""
-  from jaxmj.collision import boxbox
-
   return boxbox.box_box(b1, b2, margin)
 
 
