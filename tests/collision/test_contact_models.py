@@ -4,10 +4,13 @@ humanoid_floor (a humanoid landing on the floor and toppling), quadruped (landin
 spring-held legs) and box_pile (boxes, spheres and capsules falling into a heap) use only
 MuJoCo's native primitive colliders, which jaxmj reproduces to round-off, and the Newton
 solver, so the trajectories agree far below the 1e-5 required: measured max qpos errors over
-300 steps are 7e-15 (humanoid_floor) and 7e-14 (box_pile). The quadruped's four feet land
-in one step where MuJoCo itself is chaotic, so after landing it is held step by step from
-MuJoCo's state. TOL is the requirement. Each compiles a 300-step rollout (~80 s of CPU on a
-2-core machine), so all three are slow tests; tests/collision/test_contact_step.py keeps a
+300 steps are 7e-15 (humanoid_floor) and 7e-14 (box_pile). curved_drop (cylinders and
+ellipsoids on the floor and on each other) adds the convex collider's EPA path and multiccd
+points (cylinder-cylinder, ellipsoid-cylinder, ellipsoid-ellipsoid): measured 7.5e-13.
+The quadruped's four feet land in one step where MuJoCo itself is chaotic, so after landing
+it is held step by step from MuJoCo's state. TOL is the requirement. Each compiles a 300-step
+rollout (~80 s of CPU on a 2-core machine; curved_drop with the convex collider ~130 s under load),
+so all four are slow tests; tests/collision/test_contact_step.py keeps a
 resting box stack and a primitives drop in the default suite.
 """
 
@@ -16,7 +19,7 @@ import os
 import numpy as np
 import pytest
 from conftest import MODELS
-from mujoco_compare import load_both, rollout_error
+from mujoco_compare import load_both, mujoco, rollout_error
 
 from jaxmj.conformance import single_step_error
 
@@ -53,3 +56,22 @@ def test_box_pile_settles_like_mj_step():
   err, final, dm, ncon = _trajectory_error("box_pile", 300)
   assert err < TOL, f"max qpos error {err:.3g}"
   assert ncon[-1] >= 15
+
+
+@pytest.mark.slow
+def test_cylinders_and_ellipsoids_drop_like_mj_step():
+  m, mj = load_both(os.path.join(MODELS, "curved_drop.xml"))
+  err, final, dm, ncon = rollout_error(m, mj, 300)
+  assert err < TOL, f"max qpos error {err:.3g}"
+  assert int(np.asarray(final.contact.active).sum()) == dm.ncon >= 5
+  # every pair type the model is built for touched during the fall (MuJoCo's contacts)
+  d = mujoco.MjData(mj)
+  types = set()
+  for _ in range(300):
+    mujoco.mj_step(mj, d)
+    types |= {tuple(sorted(mj.geom_type[c.geom])) for c in d.contact[:d.ncon]}
+  G = mujoco.mjtGeom
+  want = {(G.mjGEOM_PLANE, G.mjGEOM_CYLINDER), (G.mjGEOM_PLANE, G.mjGEOM_ELLIPSOID),
+          (G.mjGEOM_CYLINDER, G.mjGEOM_CYLINDER), (G.mjGEOM_ELLIPSOID, G.mjGEOM_CYLINDER),
+          (G.mjGEOM_ELLIPSOID, G.mjGEOM_ELLIPSOID)}
+  assert {tuple(int(x) for x in t) for t in types} == {tuple(int(x) for x in t) for t in want}

@@ -12,7 +12,9 @@ Where MuJoCo's algorithm differs in kind, the test says so and compares less:
   the hull polygon through it facing the plane most, pruned to a quadrilateral).
 * mesh vs capsule / cylinder / box / mesh: MuJoCo 4.0 replaces the EPA contact by polygon
   clipping points ("multicontact") when hull faces or edges are nearly aligned, which random
-  point-cloud hulls often are. We return the single EPA contact. Where MuJoCo returns one
+  point-cloud hulls often are. This test calls the single-contact convex collider (the EPA
+  contact); the driver adds MuJoCo's multiccd points, held to 1e-8 on 132 random mesh scenes
+  by test_multiccd.py::test_mesh_features_come_from_epa_vertices. Where MuJoCo returns one
   contact it must equal ours (1e-9 after EPA; sphere / capsule results come from GJK's
   closest points, which agree to its tolerance, as in test_convex.py). Where it returns
   several, our depth must be within 2e-3 of MuJoCo's deepest and our normal within 0.15 of

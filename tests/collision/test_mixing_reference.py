@@ -1,7 +1,8 @@
 """How MuJoCo 4.0 sets each contact's parameters, written as a small numpy reference and held
 against MuJoCo's own d.contact after mj_forward. It tests MuJoCo, not jaxmj: it documents the
 rules for the JAX implementation (jaxmj.collision), which should agree with
-`contact_param_mix` below.
+`contact_param_mix` below; tests/collision/test_pair_table.py holds jaxmj's own pair table
+and parameters against MuJoCo's contacts.
 
 The rules (mjModel field names; g1, g2 the contact's geoms):
 
