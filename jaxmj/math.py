@@ -29,7 +29,8 @@ def normalize(x: jnp.ndarray, axis: int = -1) -> jnp.ndarray:
 
 def opaque_zero(x: jnp.ndarray) -> jnp.ndarray:
   """An unsigned-integer zero of x's width that the compiler cannot prove zero: the sign bit
-  of x, which the caller knows is not negative (a sum of squares of traced data)."""
+  of x, which the caller knows is not negative (a sum of squares of traced data; never |x|,
+  whose sign bit LLVM knows is clear, so that the guard folds away)."""
   u = jnp.uint64 if x.dtype == jnp.float64 else jnp.uint32
   return lax.shift_right_logical(lax.bitcast_convert_type(x, u), u(8 * x.dtype.itemsize - 1))
 

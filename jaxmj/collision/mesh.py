@@ -217,7 +217,8 @@ def plane_mesh(plane: GeomFrame, mesh: GeomFrame, margin, verts: jax.Array, nver
   path order, each kept when below the margin and not above the mesh centre.
   """
   n = plane.mat[:, 2]
-  z = math.opaque_zero(jnp.abs(mesh.size[0]))
+  # a square, not |x|: LLVM knows fabs clears the sign bit and would fold the guard away
+  z = math.opaque_zero(mesh.size[0] * mesh.size[0])
   # indices only: the search sees no gradients (and its while loops need none)
   sv, smat, sn = (lax.stop_gradient(x) for x in (verts, mesh.mat, n))
   ln = _dot3(smat.T, sn, z)  # mat' n: the plane normal in the mesh frame

@@ -29,18 +29,23 @@ SAMEFRAME_BODYROT, SAMEFRAME_INERTIAROT = 3, 4
 # ------------------------------------------------------------------------------ vector algebra
 
 
-def dot(a, b):
-  """mju_dot: four interleaved partial sums, (s0 + s2) + (s1 + s3), plus the remaining
-  (up to three) products summed on their own. a, b: sequences of equal length."""
-  n = len(a)
+def _four_sums(a, b):
+  """mju_dot's and mju_dotSparse's common part: four interleaved partial sums over the
+  leading multiple of four, combined as (s0 + s2) + (s1 + s3); also returns where it stopped."""
   s = [0.0, 0.0, 0.0, 0.0]
   i = 0
-  while i <= n - 4:
+  while i <= len(a) - 4:
     for k in range(4):
       s[k] = s[k] + a[i + k] * b[i + k]
     i += 4
-  res = (s[0] + s[2]) + (s[1] + s[3])
-  rem = n - i
+  return (s[0] + s[2]) + (s[1] + s[3]), i
+
+
+def dot(a, b):
+  """mju_dot: `_four_sums`, plus the remaining (up to three) products summed on their own.
+  a, b: sequences of equal length."""
+  res, i = _four_sums(a, b)
+  rem = len(a) - i
   if rem == 3:
     res = res + (a[i] * b[i] + a[i + 1] * b[i + 1] + a[i + 2] * b[i + 2])
   elif rem == 2:
@@ -52,15 +57,8 @@ def dot(a, b):
 
 def dot_sparse(a, b):
   """mju_dotSparse: as `dot`, but the remaining products are added one at a time."""
-  n = len(a)
-  s = [0.0, 0.0, 0.0, 0.0]
-  i = 0
-  while i <= n - 4:
-    for k in range(4):
-      s[k] = s[k] + a[i + k] * b[i + k]
-    i += 4
-  res = (s[0] + s[2]) + (s[1] + s[3])
-  for k in range(i, n):
+  res, i = _four_sums(a, b)
+  for k in range(i, len(a)):
     res = res + a[k] * b[k]
   return res
 
