@@ -128,6 +128,43 @@ def rollout_error(m, mj, nstep: int, key: int | None = None, dm=None):
   return err, final, dm, ncon
 
 
+# MuJoCo's integration state as the step-by-step comparisons restore it
+STATE = ("qpos", "qvel", "qacc_warmstart", "time")
+
+
+def mujoco_states(mj, nstep: int, qvel_nudge: float = 0.0):
+  """mj_step `nstep` times from the defaults (qvel nudged by `qvel_nudge`): (MuJoCo's contact
+  count after each step (nstep,), its state before each step and after the last: a dict of
+  (nstep + 1, ...) arrays, one per STATE field)."""
+  d = mujoco.MjData(mj)
+  d.qvel[:] += qvel_nudge
+  ncon, states = [], {k: [np.copy(getattr(d, k))] for k in STATE}
+  for _ in range(nstep):
+    mujoco.mj_step(mj, d)
+    ncon.append(d.ncon)
+    for k, v in states.items():
+      v.append(np.copy(getattr(d, k)))
+  return np.array(ncon), {k: np.array(v) for k, v in states.items()}
+
+
+def rel_err(x, ref):
+  """max |x - ref| / (1 + |ref|) over the last axis."""
+  return (np.abs(x - ref) / (1 + np.abs(ref))).max(axis=-1)
+
+
+def one_step_errors(m, states) -> dict:
+  """jaxmj's step from each of MuJoCo's states but the last (`mujoco_states`' dict), all at
+  once, against MuJoCo's state after it: {"qpos", "qvel": (nstep,) `rel_err`}."""
+  import jax
+
+  d0 = jaxmj.make_data(m)
+  batch = jax.vmap(lambda *s: d0.replace(**dict(zip(STATE, s))))(
+    *(states[k][:-1] for k in STATE))
+  out = jax.jit(jax.vmap(jaxmj.step, in_axes=(None, 0)),
+                compiler_options={"xla_backend_optimization_level": 0})(m, batch)
+  return {k: rel_err(np.asarray(getattr(out, k)), states[k][1:]) for k in ("qpos", "qvel")}
+
+
 def assert_ctrl_jacobian_matches(m, mj, dm, d, atol: float = 1e-6) -> None:
   """d qfrc_actuator / d ctrl by jax.jacfwd through the position, velocity and actuation
   stages at jaxmj's `d`, against central differences of `mj_fwdActuation` at MuJoCo's `dm`

@@ -495,15 +495,16 @@ def actuator_constants(f: dict, root: Node) -> dict:
 
 
 def _site_frame(f: dict, s, site: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """Global position, rotation matrix and quaternion of a site at qpos0."""
-  b = np.asarray(f["site_bodyid"])[site:site + 1]
-  same = np.asarray(f["site_sameframe"])[site:site + 1] if "site_sameframe" in f else None
-  pos = setconst._attached_xpos(s.kin, b, np.reshape(f["site_pos"], (-1, 3))[site:site + 1],
-                                same)[0]
+  """Global position (3,), rotation matrix (3, 3) and quaternion (4,) of a site at qpos0;
+  position and matrix as mj_kinematics rounds them (copied from the body's frames where the
+  compiler found them to coincide)."""
+  one = slice(site, site + 1)
+  b = np.asarray(f["site_bodyid"])[one]
+  same = np.asarray(f["site_sameframe"])[one] if "site_sameframe" in f else None
+  pos, mat = engine0.local_to_global(s.kin, b, np.reshape(f["site_pos"], (-1, 3))[one],
+                                     np.reshape(f["site_quat"], (-1, 4))[one], same)
   quat = frames.quat_mul(s.kin["xquat"][b[0]], np.asarray(f["site_quat"][site], float))
-  mat = setconst._attached_xmat(s.kin, b, np.reshape(f["site_quat"], (-1, 4))[site:site + 1],
-                                same)[0]  # site_xmat as mj_kinematics rounds it
-  return pos, mat, quat
+  return pos[0], mat[0], quat
 
 
 def _transmission0(f: dict, s, i: int) -> tuple[float, np.ndarray]:
@@ -565,11 +566,11 @@ def _tendon0(f: dict, s, t: int) -> tuple[float, np.ndarray]:
 
 
 def _site0(f: dict, s, site: int, ref: int, gear: np.ndarray) -> tuple[float, np.ndarray]:
-  pos, mat, quat = _site_frame(f, s, site)
+  pos, mat, _ = _site_frame(f, s, site)
   jac = s.point_jacobian(int(f["site_bodyid"][site]), pos)
   if ref < 0:
     return 0.0, engine0.site_moment(jac, mat, gear)
-  rpos, rmat, rquat = _site_frame(f, s, ref)
+  rpos, rmat, _ = _site_frame(f, s, ref)
   rjac = s.point_jacobian(int(f["site_bodyid"][ref]), rpos)
   common = _common_dofs(f, site, ref)
   length, moment = 0.0, np.zeros(len(s.cdof))

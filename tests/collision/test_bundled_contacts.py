@@ -21,7 +21,7 @@ import warnings
 import jax
 import numpy as np
 import pytest
-from mujoco_compare import mujoco
+from mujoco_compare import STATE, mujoco, mujoco_states, one_step_errors, rel_err
 
 import jaxmj
 from jaxmj.collision import driver
@@ -65,7 +65,6 @@ CHAOTIC = {
 # 11 of the 100 states jump (qpos or qvel); jaxmj's qpos errors above STEP_TOL are at states 27
 # and 44 only, 5.0e-8 and 2.4e-7, where MuJoCo's own one-ulp qpos spread is 5.0e-8 and 2.4e-7
 ULP_JUMPS = {"testdata/model.xml"}
-STATE = ("qpos", "qvel", "qacc_warmstart", "time")
 # per step, on qpos and qvel relative to 1 + |value| (hinges spin at 1.7e4 rad/s there); measured
 # 2e-10: MuJoCo 4.0 sometimes ends Newton after an iteration that changed no constraint state
 # with gradient and improvement above tolerance, where jaxmj runs one more iteration
@@ -91,24 +90,6 @@ def _load(rel):
       return jaxmj.Model.from_xml_string(xml), mj
 
 
-def _mujoco_trajectory(mj, nstep, qvel_nudge=0.0):
-  """(ncon of each step, MuJoCo's state before each step and after the last: a dict of
-  (nstep + 1, ...) arrays, one per STATE field)."""
-  d = mujoco.MjData(mj)
-  d.qvel[:] += qvel_nudge
-  ncon, states = [], {k: [np.copy(getattr(d, k))] for k in STATE}
-  for _ in range(nstep):
-    mujoco.mj_step(mj, d)
-    ncon.append(d.ncon)
-    for k, v in states.items():
-      v.append(np.copy(getattr(d, k)))
-  return np.array(ncon), {k: np.array(v) for k, v in states.items()}
-
-
-def _rel_err(x, ref):
-  return (np.abs(x - ref) / (1 + np.abs(ref))).max(axis=-1)
-
-
 def _one_ulp_spread(mj, states):
   """Per step k: the largest change of MuJoCo's state after step k (qpos, qvel; relative to
   1 + |value|) when one qpos entry of its state before the step moves by one ulp."""
@@ -122,7 +103,7 @@ def _one_ulp_spread(mj, states):
         d.time = states["time"][k]
         d.qpos[c] = np.nextafter(d.qpos[c], sign * np.inf)
         mujoco.mj_step(mj, d)
-        out[k] = max(out[k], *(_rel_err(getattr(d, f), states[f][k + 1]) for f in STATE[:2]))
+        out[k] = max(out[k], *(rel_err(getattr(d, f), states[f][k + 1]) for f in STATE[:2]))
   return out
 
 
@@ -130,13 +111,8 @@ def _assert_steps_match(m, states, spread=None):
   """Each jaxmj step from MuJoCo's state before step k lands on MuJoCo's state after it
   (within STEP_TOL, or within 1.5x `spread`, MuJoCo's own one-ulp spread, where that is
   larger)."""
-  d0 = jaxmj.make_data(m)
-  batch = jax.vmap(lambda *s: d0.replace(**dict(zip(STATE, s))))(
-    *(states[k][:-1] for k in STATE))
-  out = jax.jit(jax.vmap(jaxmj.step, in_axes=(None, 0)), compiler_options=_FAST)(m, batch)
   tol = STEP_TOL if spread is None else np.maximum(STEP_TOL, 1.5 * spread)
-  for k in ("qpos", "qvel"):
-    err = _rel_err(np.asarray(getattr(out, k)), states[k][1:])
+  for k, err in one_step_errors(m, states).items():
     bad = np.nonzero(err >= tol)[0]
     assert not len(bad), f"one-step {k} errors {err[bad]} at steps {bad} (relative to 1 + |{k}|)"
 
@@ -160,13 +136,13 @@ def test_bundled_model_steps_like_mj_step(rel, tmp_path, monkeypatch):
     m, mj = _load(rel)
   except ValueError as e:
     pytest.skip(f"mujoco itself rejects this file: {str(e).splitlines()[0]}")
-  ncon, states = _mujoco_trajectory(mj, NSTEP)
+  ncon, states = mujoco_states(mj, NSTEP)
   ref = states["qpos"][1:]
   if not ncon.any():
     pytest.skip("no contacts in MuJoCo within the horizon")
   assert driver.collision_plan(m)["ncon"] >= ncon.max()
   if rel in CHAOTIC:
-    assert np.abs(_mujoco_trajectory(mj, NSTEP, qvel_nudge=1e-14)[1]["qpos"][1:] - ref).max() > TOL
+    assert np.abs(mujoco_states(mj, NSTEP, qvel_nudge=1e-14)[1]["qpos"][1:] - ref).max() > TOL
     spread = None
     if rel in ULP_JUMPS:
       spread = _one_ulp_spread(mj, states)

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 from conftest import MODELS
-from mujoco_compare import load_both, mujoco, rollout_error
+from mujoco_compare import STATE, load_both, mujoco, mujoco_states, one_step_errors, rollout_error
 
 import jaxmj
 
@@ -33,17 +33,6 @@ def test_mesh_drop_matches_mj_step():
 # come from EPA runs that meet exact support ties (two prism top vertices, or two box corners,
 # equally far along the search direction), decided by the last bits of the arithmetic
 _TIE_STEP = 121  # MuJoCo's state after 121 steps: the first (from 119 on) a one-ulp change flips
-_STATE = ("qpos", "qvel", "qacc_warmstart", "time")
-
-
-def _mujoco_states(mj, nstep):
-  d = mujoco.MjData(mj)
-  out = {k: [np.copy(getattr(d, k))] for k in _STATE}
-  for _ in range(nstep):
-    mujoco.mj_step(mj, d)
-    for k, v in out.items():
-      v.append(np.copy(getattr(d, k)))
-  return {k: np.array(v) for k, v in out.items()}
 
 
 @pytest.mark.slow
@@ -60,12 +49,12 @@ def test_terrain_drop_matches_mj_step():
   fusion-free GJK/EPA arithmetic and MuJoCo's true divisions: 24 states differed)."""
   m, mj = load_both(os.path.join(MODELS, "terrain.xml"))
   nstep = 300
-  states = _mujoco_states(mj, nstep)
+  states = mujoco_states(mj, nstep)[1]
   box = slice(7, 14)
 
   # MuJoCo itself: a one-ulp nudge of the box position before the tie step leaves its path
   d = mujoco.MjData(mj)
-  for k in _STATE[:-1]:
+  for k in STATE[:-1]:
     getattr(d, k)[:] = states[k][_TIE_STEP]
   d.time = states["time"][_TIE_STEP]
   d.qpos[box.start] = np.nextafter(d.qpos[box.start], np.inf)
@@ -80,11 +69,5 @@ def test_terrain_drop_matches_mj_step():
   assert err < 1e-12, err
 
   # every step from MuJoCo's state lands on MuJoCo's next state
-  d0 = jaxmj.make_data(m)
-  batch = jax.vmap(lambda *s: d0.replace(**dict(zip(_STATE, s))))(
-    *(states[k][:-1] for k in _STATE))
-  out = jax.jit(jax.vmap(jaxmj.step, in_axes=(None, 0)), compiler_options=_FAST)(m, batch)
-  for k in ("qpos", "qvel"):
-    ref = states[k][1:]
-    step_err = (np.abs(np.asarray(getattr(out, k)) - ref) / (1 + np.abs(ref))).max()
-    assert step_err < 1e-8, f"max one-step {k} error {step_err:.3g}"
+  for k, err in one_step_errors(m, states).items():
+    assert err.max() < 1e-8, f"max one-step {k} error {err.max():.3g}"
