@@ -5,10 +5,10 @@
     d = jax.jit(jaxmj.step)(m, d)
 """
 
-from jaxmj.actuation import fwd_actuation
+from jaxmj.actuation.driver import fwd_actuation
 from jaxmj.bind import bind
-from jaxmj.energy import energy_pos, energy_vel
-from jaxmj.forward import (
+from jaxmj.collision.ray import multi_ray, ray
+from jaxmj.dynamics.forward import (
   forward,
   fwd_acceleration,
   fwd_position,
@@ -18,23 +18,14 @@ from jaxmj.forward import (
   step1,
   step2,
 )
-from jaxmj.inverse import inverse
+from jaxmj.dynamics.inverse import inverse
 from jaxmj.io import make_data, reset
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.names import id2name, name2id
-from jaxmj.ray import multi_ray, ray
-from jaxmj.rne import rne_post_constraint
 from jaxmj.sensor import sensor_acc, sensor_pos, sensor_vel
-from jaxmj.state import (
-  State,
-  copy_state,
-  extract_state,
-  get_state,
-  reset_where,
-  set_state,
-  state_size,
-)
-from jaxmj.support import (
+from jaxmj.smooth.energy import energy_pos, energy_vel
+from jaxmj.smooth.rne import rne_post_constraint
+from jaxmj.smooth.support import (
   contact_force,
   contact_forces,
   differentiate_pos,
@@ -53,6 +44,15 @@ from jaxmj.support import (
   object_acceleration,
   object_velocity,
   solve_m,
+)
+from jaxmj.state import (
+  State,
+  copy_state,
+  extract_state,
+  get_state,
+  reset_where,
+  set_state,
+  state_size,
 )
 from jaxmj.types import (
   Cone,

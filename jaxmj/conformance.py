@@ -41,7 +41,7 @@ def single_step_error(m, mj, md, d, nstep: int):
   import jax
   import mujoco
 
-  from jaxmj.forward import step
+  from jaxmj.dynamics.forward import step
   from jaxmj.state import State, set_state, state_size
 
   sig = int(State.INTEGRATION)

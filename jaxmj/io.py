@@ -5,7 +5,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import history, plastic
+from jaxmj.actuation import history
+from jaxmj.smooth import plastic
 from jaxmj.types import NWARNING, Contact, Data, Model
 
 

@@ -941,7 +941,7 @@ class Model:
   def from_mjcf(cls, root) -> Model:
     """Compiles a `jaxmj.mjcf` object model (with its attached models) without writing XML;
     the same Model as compiling `root.to_xml_string()` with `root.get_assets()`."""
-    from jaxmj.mjcf import write
+    from jaxmj.mjcf.compose import write
 
     return write.compile_model(root.root)
 

@@ -36,13 +36,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # profile_step sets XLA_FLAGS on import (read when the backend starts, after this)
-from profile_step import batched, export_base, settled_state  # noqa: E402
+from profile_step import batched, export_base, module_at, settled_state  # noqa: E402
 
 
 def instrument(package: str, log: list):
-  """Replaces `package.linesearch.bounded_loop` (the search's early-exit loop) by one that
+  """Replaces `package.solver.linesearch.bounded_loop` (the search's early-exit loop) by one that
   counts trips per island and hands (trips, evals, final phase) of every search to `log`."""
-  ls = importlib.import_module(f"{package}.linesearch")
+  ls = module_at(package, "solver.linesearch")
   done_phase = ls._DONE
 
   def record(trips, evals, phase):

@@ -73,15 +73,26 @@ def settled_state(path: str, steps: int) -> tuple[mujoco.MjModel, mujoco.MjData]
   return mj, md
 
 
+def module_at(package: str, name: str):
+  """`package.name`, or at a revision before the layout by pipeline stage (issue 17) the same
+  module at its old place (`smooth.com` was `com`, `solver.driver` was `solver`)."""
+  try:
+    return importlib.import_module(f"{package}.{name}")
+  except ModuleNotFoundError:
+    old = {"solver.driver": "solver", "solver.linesearch": "linesearch"}.get(name, name)
+    return importlib.import_module(f"{package}.{old.removeprefix('smooth.')}")
+
+
 def jaxmj_engine(path, md, package="jaxmj"):
   """(model, data of one world, forward, {stage: fn(m, d) -> d}) for jaxmj, or for the
   renamed copy of another revision (`package="jaxmj_base"`, see `export_base`)."""
   import jax.numpy as jnp
 
-  imp = lambda name: importlib.import_module(f"{package}.{name}")  # noqa: E731
+  imp = lambda name: module_at(package, name)  # noqa: E731
   jaxmj = importlib.import_module(package)
   com, constraint, mass, passive, rne, solver, kin, driver = (imp(n) for n in (
-    "com", "constraint", "mass", "passive", "rne", "solver", "kinematics", "collision.driver"))
+    "smooth.com", "constraint", "smooth.mass", "smooth.passive", "smooth.rne", "solver.driver",
+    "smooth.kinematics", "collision.driver"))
 
   m = jaxmj.Model.from_xml_path(path)
   dt = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32

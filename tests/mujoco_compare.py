@@ -171,8 +171,8 @@ def assert_ctrl_jacobian_matches(m, mj, dm, d, atol: float = 1e-6) -> None:
   (which must hold the same state, after `mj_forward`)."""
   import jax
 
-  from jaxmj.actuation import fwd_actuation
-  from jaxmj.forward import fwd_position, fwd_velocity
+  from jaxmj.actuation.driver import fwd_actuation
+  from jaxmj.dynamics.forward import fwd_position, fwd_velocity
 
   def qfrc(c):
     return fwd_actuation(m, fwd_velocity(m, fwd_position(m, d.replace(ctrl=c)))).qfrc_actuator

@@ -12,7 +12,7 @@ from conftest import MODELS  # noqa: E402
 from mujoco_compare import load_both, random_state, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
-from jaxmj.kinematics import kinematics  # noqa: E402
+from jaxmj.smooth.kinematics import kinematics  # noqa: E402
 
 
 def _close(ours, ref):

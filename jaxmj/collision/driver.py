@@ -31,7 +31,8 @@ _NEVER = {(GeomType.PLANE, GeomType.PLANE), (GeomType.PLANE, GeomType.HFIELD),
 def _colliders() -> dict:
   """(type1, type2) -> (collider, slots) for MuJoCo's native primitive colliders, and
   (type1, type2) -> CONVEX for the pairs MuJoCo sends to its convex collider."""
-  from jaxmj.collision import convex, hfield, mesh, primitive
+  from jaxmj.collision import hfield, mesh, primitive
+  from jaxmj.collision.ccd import convex
 
   table = {k: CONVEX for k in (*convex.CONVEX_PAIRS, *mesh.CONVEX_MESH_PAIRS)}
   table.update(primitive.COLLIDERS)

@@ -27,7 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
-from jaxmj.collision import ccd_support, convex
+from jaxmj.collision.ccd import convex
+from jaxmj.collision.ccd import support as ccd_support
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
 from jaxmj.types import GeomType
 

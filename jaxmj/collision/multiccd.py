@@ -106,7 +106,8 @@ import numpy as np
 from jax import lax
 
 from jaxmj import math
-from jaxmj.collision import convex, mesh
+from jaxmj.collision import mesh
+from jaxmj.collision.ccd import convex
 from jaxmj.collision.primitive import GeomFrame
 from jaxmj.types import GeomType
 

@@ -18,7 +18,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import tendon
 from jaxmj.constraint import adhesion, equality, surfacevel
 from jaxmj.constraint.impedance import (
   DEFAULT_SOLREF,
@@ -30,12 +29,13 @@ from jaxmj.constraint.impedance import (
 )
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.constraint.rows import contact_rows, friction_rows, limit_rows, rows
+from jaxmj.smooth import tendon
 from jaxmj.types import Data, EnableBit, Model
 
 
 def _exact_diag(m: Model, d: Data, J: jnp.ndarray) -> jnp.ndarray:
   """diag(J M^-1 J') per row (DIAGEXACT)."""
-  from jaxmj import mass
+  from jaxmj.smooth import mass
 
   if J.shape[0] == 0:
     return jnp.zeros(0, J.dtype)

@@ -84,8 +84,8 @@ def _residual(m: Model, d: Data, g: dict, site: bool, weld: bool) -> jnp.ndarray
 
 def _jdot_v(m: Model, d: Data, g: dict, site: bool, weld: bool) -> jnp.ndarray:
   """(n, k) Jdot v: d^2/dt^2 of the residual along q(t) = integrate(q, v t) at t = 0."""
-  from jaxmj.integrator import integrate_pos
-  from jaxmj.kinematics import kinematics
+  from jaxmj.dynamics.integrator import integrate_pos
+  from jaxmj.smooth.kinematics import kinematics
 
   def residual(t):
     qpos = integrate_pos(m, d.qpos, d.qvel, t)

@@ -7,11 +7,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math, support
-from jaxmj.ray import RAY_FUNCS
+from jaxmj import math
+from jaxmj.collision.ray import RAY_FUNCS
 from jaxmj.sensor.contact import contact
 from jaxmj.sensor.limit import limit
 from jaxmj.sensor.objects import acceleration, actuator_output, mat_t_vec
+from jaxmj.smooth import support
 from jaxmj.types import ConstraintType, GeomType, ObjType, SensorType, TrnType
 
 

@@ -13,9 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import support
 from jaxmj.scan import body_plan
 from jaxmj.sensor.inside import inside_geom
+from jaxmj.smooth import support
 from jaxmj.types import ObjType
 
 MINVAL = 1e-15

@@ -22,7 +22,8 @@ _CCD = "ccd"  # group key of the pairs MuJoCo measures with one GJK/EPA query
 
 def _table() -> dict:
   """(type1, type2) -> _CCD, or (collider, takes_mesh_vertices) for the rest."""
-  from jaxmj.collision import convex, mesh, primitive
+  from jaxmj.collision import mesh, primitive
+  from jaxmj.collision.ccd import convex
 
   table = {k: (fn, False) for k, (fn, _) in primitive.COLLIDERS.items()}
   table.update({k: (fn, True) for k, (fn, _) in mesh.COLLIDERS.items()})
@@ -44,7 +45,7 @@ def _ccd(m, d, a: np.ndarray, b: np.ndarray, distmax):
   and with no margin for a penetration, whose EPA must run on the shapes themselves (on
   margin-inflated shapes face-face contacts would report other, equally deep, witness
   points, and the depth only to the tolerance of EPA on rounded shapes)."""
-  from jaxmj.collision.convex import collide_convex
+  from jaxmj.collision.ccd.convex import collide_convex
   from jaxmj.collision.mesh import pair_arguments
 
   tol, iterations = m.opt.ccd_tolerance, m.opt.ccd_iterations

@@ -7,7 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math, support
+from jaxmj import math
+from jaxmj.smooth import support
 from jaxmj.types import Data, ObjType
 
 MINVAL = 1e-15

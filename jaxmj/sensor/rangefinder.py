@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
-from jaxmj.ray import box_faces, candidates, cast, mesh_triangles, triangle_hits
+from jaxmj.collision.ray import box_faces, candidates, cast, mesh_triangles, triangle_hits
 from jaxmj.types import Data, GeomType, Model
 
 MINVAL = 1e-15

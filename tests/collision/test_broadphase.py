@@ -12,7 +12,7 @@ from mujoco_compare import load_both, mujoco
 
 import jaxmj
 from jaxmj.collision import broadphase, driver
-from jaxmj.kinematics import kinematics
+from jaxmj.smooth.kinematics import kinematics
 
 SCENE = """<mujoco><worldbody>
   <geom type="plane" size="2 2 .1" margin=".01" gap=".02"/>

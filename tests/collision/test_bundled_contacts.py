@@ -25,7 +25,7 @@ from mujoco_compare import STATE, mujoco, mujoco_states, one_step_errors, rel_er
 
 import jaxmj
 from jaxmj.collision import driver
-from jaxmj.forward import check_supported
+from jaxmj.dynamics.forward import check_supported
 
 # the list of bundled files and the subset maker live beside the compiler tests
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "mjcf"))

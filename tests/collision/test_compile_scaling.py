@@ -18,7 +18,7 @@ import pytest
 
 import jaxmj
 from jaxmj.collision.driver import collision, collision_plan
-from jaxmj.kinematics import kinematics
+from jaxmj.smooth.kinematics import kinematics
 
 PRIMITIVE = [("box", ".05 .05 .05"), ("sphere", ".05"), ("capsule", ".03 .05")]
 CONVEX = PRIMITIVE + [("cylinder", ".05 .04"), ("ellipsoid", ".05 .04 .03")]

@@ -41,8 +41,8 @@ mujoco = pytest.importorskip("mujoco")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from jaxmj.collision import convex  # noqa: E402
-from jaxmj.collision.convex import GeomFrame  # noqa: E402
+from jaxmj.collision.ccd import convex  # noqa: E402
+from jaxmj.collision.ccd.convex import GeomFrame  # noqa: E402
 from jaxmj.types import GeomType  # noqa: E402
 
 jit0 = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})

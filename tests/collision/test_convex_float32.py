@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision import convex
+from jaxmj.collision.ccd import convex
 from jaxmj.collision.primitive import GeomFrame
 from jaxmj.types import GeomType
 

@@ -23,7 +23,7 @@ import jax  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.collision.driver import collision  # noqa: E402
-from jaxmj.kinematics import kinematics  # noqa: E402
+from jaxmj.smooth.kinematics import kinematics  # noqa: E402
 
 jit0 = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
 

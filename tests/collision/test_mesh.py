@@ -32,7 +32,8 @@ mujoco = pytest.importorskip("mujoco")
 import jax  # noqa: E402
 
 import jaxmj  # noqa: E402
-from jaxmj.collision import convex, mesh  # noqa: E402
+from jaxmj.collision import mesh  # noqa: E402
+from jaxmj.collision.ccd import convex  # noqa: E402
 from jaxmj.collision.primitive import GeomFrame  # noqa: E402
 from jaxmj.types import GeomType  # noqa: E402
 
@@ -187,7 +188,7 @@ def test_mesh_on_plane_through_the_driver():
   d = mujoco.MjData(mj)
   mujoco.mj_forward(mj, d)
   from jaxmj.collision.driver import collision
-  from jaxmj.kinematics import kinematics
+  from jaxmj.smooth.kinematics import kinematics
 
   out = jit0(lambda m, d: collision(m, kinematics(m, d)))(m, jaxmj.make_data(m))
   c = out.contact

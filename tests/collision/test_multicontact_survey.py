@@ -14,7 +14,8 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import jaxmj  # noqa: E402
-from jaxmj.collision import convex, multiccd  # noqa: E402
+from jaxmj.collision import multiccd  # noqa: E402
+from jaxmj.collision.ccd import convex  # noqa: E402
 from jaxmj.collision.driver import collision_plan  # noqa: E402
 from jaxmj.types import GeomType  # noqa: E402
 

@@ -77,9 +77,9 @@ def test_adhesion_actuator_pulls_through_gap_layer_contacts():
   (dist between margin and margin + gap: no constraint rows), as MuJoCo does."""
   from importlib import import_module
 
-  from jaxmj import actuation
+  from jaxmj.actuation import driver as actuation
 
-  fwd = import_module("jaxmj.forward")
+  fwd = import_module("jaxmj.dynamics.forward")
   m, mj = load_both(xml=GAP_ACTUATORS)
   dm = mujoco.MjData(mj)
   dm.ctrl[:] = [0.4, 0.7]

@@ -15,12 +15,8 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import jaxmj  # noqa: E402
-from jaxmj import (  # noqa: E402
-  com,
-  constraint,  # noqa: E402
-  kinematics,
-  mass,
-)
+from jaxmj import constraint  # noqa: E402
+from jaxmj.smooth import com, kinematics, mass  # noqa: E402
 
 
 def fwd_position(m, d):

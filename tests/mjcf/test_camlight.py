@@ -10,7 +10,8 @@ import numpy as np  # noqa: E402
 from mujoco_compare import load_both, model_differences, random_state  # noqa: E402
 
 import jaxmj  # noqa: E402
-from jaxmj import camlight, com, io, kinematics  # noqa: E402
+from jaxmj import io  # noqa: E402
+from jaxmj.smooth import camlight, com, kinematics  # noqa: E402
 
 
 @jax.jit

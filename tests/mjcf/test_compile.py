@@ -533,7 +533,7 @@ def _supported_subset(path: str):
   elements, attributes outside the schema, mesh/hfield/sdf geoms, and keyframe controls."""
   from lxml import etree
 
-  from jaxmj.mjcf import schema
+  from jaxmj.mjcf.spec import schema
 
   def expand(file):
     root = etree.parse(file, etree.XMLParser(remove_comments=True)).getroot()

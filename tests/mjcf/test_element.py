@@ -13,7 +13,7 @@ from conftest import MODELS
 
 import jaxmj
 from jaxmj import mjcf
-from jaxmj.mjcf import write
+from jaxmj.mjcf.compose import write
 
 mujoco = pytest.importorskip("mujoco")
 

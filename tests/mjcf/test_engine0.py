@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import MODELS
 
-from jaxmj.mjcf import engine0
+from jaxmj.mjcf.compile import engine0
 
 
 def _spread(rng, *shape):

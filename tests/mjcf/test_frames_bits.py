@@ -24,7 +24,7 @@ from mujoco_compare import load_both, random_state, to_jaxmj
 from test_compile import FRAMES, FROMTO, GEOM, INERTIA, ORIENTATION, PRIMITIVES, body, wrap
 from test_compiler_options import ALIGN
 
-from jaxmj.kinematics import kinematics
+from jaxmj.smooth.kinematics import kinematics
 
 EXACT = ("body_pos", "body_quat", "body_ipos", "body_iquat", "body_mass", "body_inertia",
          "jnt_pos", "jnt_axis", "geom_pos", "geom_quat", "geom_size", "geom_rbound",

@@ -200,7 +200,7 @@ def test_hull_graph_equals_mujocos_entry_for_entry():
 def test_hull_graph_without_the_qhull_wheel_is_mujocos_up_to_numbering(monkeypatch):
   """Where cmeel-qhull cannot be used, scipy's qhull gives the same hull with a warning:
   same triangles (order and orientation, point ids) and each point's neighbour set."""
-  from jaxmj.mjcf import qhull
+  from jaxmj.mjcf.assets import qhull
 
   def missing():
     raise ImportError("no cmeel-qhull")

@@ -12,7 +12,7 @@ mujoco = pytest.importorskip("mujoco")
 from mujoco_compare import load_both, model_differences  # noqa: E402
 
 import jaxmj  # noqa: E402
-from jaxmj.mjcf import meshgrid  # noqa: E402
+from jaxmj.mjcf.assets import meshgrid  # noqa: E402
 
 # (builtin, params): surfaces (dim 2: shell inertia, a box/cylinder/ellipsoid without its
 # top) and volumes (dim 3: the lattice or the surface points and the centre, hull faces)

@@ -7,7 +7,7 @@ import re  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from jaxmj.mjcf import setconst  # noqa: E402
+from jaxmj.mjcf.compile import setconst  # noqa: E402
 
 # Primary arrays the jaxmj compiler produces itself; everything else is derived here.
 PRIMARY = """

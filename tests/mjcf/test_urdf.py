@@ -14,8 +14,8 @@ mujoco = pytest.importorskip("mujoco")
 from mujoco_compare import load_both, model_differences  # noqa: E402
 
 import jaxmj  # noqa: E402
-from jaxmj.com import com_pos  # noqa: E402
-from jaxmj.kinematics import kinematics  # noqa: E402
+from jaxmj.smooth.com import com_pos  # noqa: E402
+from jaxmj.smooth.kinematics import kinematics  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.normpath(os.path.join(HERE, "..", "..", "models", "urdf"))

@@ -20,7 +20,7 @@ FAST = {"xla_backend_optimization_level": 0}
 
 def _pos_sensors(m, d):
   """Position-stage sensors after kinematics alone (all that these sensors read)."""
-  return jaxmj.sensor_pos(m, jaxmj.kinematics.kinematics(m, d))
+  return jaxmj.sensor_pos(m, jaxmj.smooth.kinematics.kinematics(m, d))
 
 MESH = '<asset><mesh name="tet" vertex="0 0 0  .2 0 0  0 .2 0  0 0 .2"/></asset>'
 

@@ -22,7 +22,7 @@ FAST = {"xla_backend_optimization_level": 0}
 
 def _pos_sensors(m, d):
   """Position-stage sensors after kinematics alone (all that these sensors read)."""
-  return jaxmj.sensor_pos(m, jaxmj.kinematics.kinematics(m, d))
+  return jaxmj.sensor_pos(m, jaxmj.smooth.kinematics.kinematics(m, d))
 
 # sensors on box and sphere sites (and the plain insidesite): MuJoCo within 1e-6
 EXACT = np.array([True, True, False, False, True, False, False, True])

@@ -126,7 +126,7 @@ def test_sensor_stage_vmaps_and_differentiates():
 
   @jax.jit
   def framepos(qpos):
-    dd = jaxmj.kinematics.kinematics(m, d.replace(qpos=qpos))
+    dd = jaxmj.smooth.kinematics.kinematics(m, d.replace(qpos=qpos))
     return jaxmj.sensor_pos(m, dd).sensordata[:3]
 
   batch = jax.vmap(framepos)(np.array([[0.0], [0.3]]))
@@ -154,5 +154,5 @@ def test_unsupported_sensors_are_named(sensor, feature):
       jaxmj.sensor_pos(m, jaxmj.make_data(m))
   off = xml.replace("<mujoco>", '<mujoco><option><flag sensor="disable"/></option>')
   m = jaxmj.Model.from_xml_string(off)
-  jaxmj.kinematics.kinematics(m, jaxmj.make_data(m))  # compiles; nothing left to refuse
+  jaxmj.smooth.kinematics.kinematics(m, jaxmj.make_data(m))  # compiles; nothing left to refuse
   assert all(int(t) in range(len(SensorType)) for t in m.sensor_type)

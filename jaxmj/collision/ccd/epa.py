@@ -1,0 +1,178 @@
+"""MuJoCo 4.0's EPA (expanding polytope) for collision/convex.py."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxmj.collision.ccd.polytope import _attach, _epa_dir, _orient, _tri_affine
+from jaxmj.collision.ccd.support import (
+  _MINVAL,
+  _at_least,
+  _dot,
+  _project_origin_plane,
+  _tree_set,
+  _tree_where,
+  _Vtx,
+)
+
+# --------------------------------------------------------------------------------------------
+# EPA
+
+_HORIZON = 24  # MuJoCo's horizon buffer holds 24 edges
+
+class _Epa(NamedTuple):
+  verts: _Vtx  # (NV,)
+  nverts: jax.Array
+  fv: jax.Array  # (NF, 3) vertex indices
+  adj: jax.Array  # (NF, 3) adjacent faces across edges [v1,v2], [v2,v3], [v3,v1]
+  v: jax.Array  # (NF, 3) projection of the origin on the face plane
+  d2: jax.Array  # (NF,) |v|^2
+  alive: jax.Array  # (NF,) face is part of the polytope
+  inmap: jax.Array  # (NF,) face is a candidate (MuJoCo's face map)
+  nfaces: jax.Array
+  face: jax.Array  # current best face, -1 for none
+  upper: jax.Array
+  upper2: jax.Array
+  done: jax.Array
+
+
+def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolerance,
+         discrete, noise=None):
+  """MuJoCo 4.0's epa(): returns (found, face vertex indices (3,), verts, face v, face |v|^2).
+
+  The horizon is found for all visible faces at once (flood fill from the closest face through
+  visible neighbours) rather than by MuJoCo's depth-first walk; the polytope is the same, only
+  the numbering of new faces differs, which matters only for exact ties in face distance.
+  """
+  nv_max = 5 + iterations
+  nf_max = 6 * iterations  # MuJoCo's polytope capacity
+  dtype = verts0.vert.dtype
+  big = jnp.asarray(jnp.finfo(dtype).max, dtype)
+  tol = jnp.where(discrete, _at_least(_MINVAL, noise), tolerance)
+
+  def grow(x, fill):
+    return jnp.concatenate([x, jnp.full((nv_max - 5,) + x.shape[1:], fill, x.dtype)])
+
+  verts = _Vtx(*(grow(x, -1 if x.dtype == jnp.int32 else 0) for x in verts0))
+  fv = jnp.zeros((nf_max, 3), jnp.int32).at[:6].set(faces0)
+  adj = jnp.zeros((nf_max, 3), jnp.int32).at[:6].set(adj0)
+  vp, dp = _attach(verts.vert, faces0, center)
+  live0 = jnp.arange(6) < nfaces0
+  v = jnp.zeros((nf_max, 3), dtype).at[:6].set(vp)
+  d2 = jnp.zeros((nf_max,), dtype).at[:6].set(dp)
+  alive = jnp.zeros((nf_max,), bool).at[:6].set(live0)
+
+  s0 = _Epa(verts, nverts0, fv, adj, v, d2, alive, alive, nfaces0, jnp.array(-1, jnp.int32),
+            big, big, jnp.array(False))
+  e_idx = jnp.arange(_HORIZON, dtype=jnp.int32)
+  v_idx = jnp.arange(nv_max, dtype=jnp.int32)
+
+  def body(it, s: _Epa):
+    def step(s: _Epa):
+      pface = s.face
+      masked = jnp.where(s.inmap, s.d2, jnp.inf)
+      f = jnp.argmin(masked).astype(jnp.int32)
+      lower2 = masked[f]
+      has = jnp.any(s.inmap)
+      invalid = (lower2 > s.upper2) | ~has
+      zero = lower2 <= 0
+
+      lower = jnp.sqrt(jnp.where(zero | ~has, 1.0, lower2))
+      fvv = s.v[f]
+      w = sup(_epa_dir(fvv, lower))
+      upper_k = _dot(fvv, w.vert) / lower
+      better = upper_k < s.upper
+      upper = jnp.where(better, upper_k, s.upper)
+      upper2 = jnp.where(better, upper * upper, s.upper2)
+      conv = upper_k - lower < tol  # MuJoCo 4.0 tests this iteration's bound
+      # MuJoCo 4.0: a first support short of the closest face by more than the tolerance means
+      # that the origin lies outside the shapes' difference (near touching): no contact
+      outside = (it == 0) & conv & (lower - tol > upper)
+      wi = s.nverts
+      rep = discrete & jnp.any((s.verts.index1 == w.index1) & (s.verts.index2 == w.index2)
+                               & (v_idx < wi))
+      verts = _tree_set(s.verts, wi, w)
+
+      # faces visible from w and connected to f through visible faces
+      vis_eps = _at_least(_MINVAL, None if noise is None else noise * jnp.sqrt(s.d2))
+      vis_test = s.alive & (_dot(s.v, w.vert) - s.d2 > vis_eps)
+      vis0 = jnp.zeros_like(s.alive).at[f].set(True)
+      vis = lax.fori_loop(
+        0, 12, lambda _, vis: vis | (vis_test & jnp.any(vis[s.adj], axis=1)), vis0)
+
+      # horizon: edge j of a visible face whose neighbour is not visible
+      cand = vis[:, None] & ~vis[s.adj]
+      flat = cand.reshape(-1)
+      nedges = jnp.sum(flat).astype(jnp.int32)
+      slot = jnp.where(flat, jnp.cumsum(flat) - 1, _HORIZON)
+      src = jnp.zeros(_HORIZON + 1, jnp.int32).at[slot].set(
+        jnp.arange(flat.shape[0], dtype=jnp.int32), mode="drop")[:_HORIZON]
+      valid = e_idx < nedges
+      fi, ej = src // 3, src % 3
+      g = s.adj[fi, ej]  # face across the horizon edge, stays in the polytope
+      ea = s.fv[fi, (ej + 1) % 3]  # the edge runs ea -> eb in g
+      eb = s.fv[fi, ej]
+      gv = s.fv[g]
+      eg = jnp.where(gv[:, 0] == ea, 0, jnp.where(gv[:, 1] == ea, 1, 2))
+      nid = s.nfaces + e_idx
+      prev = nid[jnp.argmax((ea[None, :] == eb[:, None]) & valid[None, :], axis=1)]
+      nxt = nid[jnp.argmax((eb[None, :] == ea[:, None]) & valid[None, :], axis=1)]
+      new_fv = jnp.stack([jnp.full_like(ea, wi), eb, ea], axis=1)
+      new_adj = jnp.stack([prev, g, nxt], axis=1)
+      wb = jnp.broadcast_to(w.vert, (_HORIZON, 3))
+      nvp, nfail = _project_origin_plane(verts.vert[ea], verts.vert[eb], wb)
+      nvp = _orient(nvp, wb, center)
+      nd2 = jnp.where(nfail, 0.0, _dot(nvp, nvp))
+
+      few = nedges < 3
+      over = (nedges > _HORIZON) | (s.nfaces + nedges > nf_max)
+      bad = jnp.any(valid & (nd2 == 0))
+      expand = ~(invalid | zero | conv | rep | few | over | bad)
+
+      tgt = jnp.where(valid, nid, nf_max)
+      fv = s.fv.at[tgt].set(new_fv, mode="drop")
+      adj = s.adj.at[tgt].set(new_adj, mode="drop")
+      adj = adj.at[jnp.where(valid, g, nf_max), eg].set(nid, mode="drop")
+      v = s.v.at[tgt].set(nvp, mode="drop")
+      d2 = s.d2.at[tgt].set(nd2, mode="drop")
+      new_in = valid & (nd2 >= lower2) & (nd2 <= upper2)
+      alive = (s.alive & ~vis).at[tgt].set(True, mode="drop")
+      inmap = (s.inmap & ~vis).at[tgt].set(new_in, mode="drop")
+      empty = ~jnp.any(inmap)
+
+      face = jnp.where(invalid, pface, jnp.where(
+        few | outside | (bad & ~(zero | conv | rep | over)), -1, f)).astype(jnp.int32)
+      expanded = _Epa(verts, s.nverts + 1, fv, adj, v, d2, alive, inmap, s.nfaces + nedges,
+                      face, upper, upper2, empty)
+      stopped = s._replace(face=face, done=jnp.array(True))
+      return _tree_where(expand, expanded, stopped)
+
+    return lax.cond(s.done, lambda s: s, step, s)
+
+  s = lax.fori_loop(0, iterations, body, s0)
+  face = _coplanar_neighbour(s, jnp.maximum(s.face, 0))
+  return s.face >= 0, s.fv[face], s.verts, s.v[face], s.d2[face]
+
+
+def _coplanar_neighbour(s: _Epa, f):
+  """The face across an edge of f when the origin's projection lies beyond that edge and the
+  two faces are coplanar (distances equal to rounding), else f.
+
+  On a flat patch of the shapes' difference (a cylinder cap against a box corner) neighbouring
+  faces tie in distance, and EPA ends on whichever its rounding makes closest. Measured on a
+  box sunk into a disc (tests/collision/test_multiccd.py, slow): without fused multiply-adds
+  the tie is exact and the first face, the one holding the projection, wins, as in MuJoCo;
+  XLA's fused multiply-adds break it either way, depending on the compiled graph. The witness
+  points are the same either way; the face's vertices choose multiccd's features."""
+  tri = s.verts.vert[s.fv[f]]
+  lam = _tri_affine(tri[0], tri[1], tri[2], s.v[f])
+  k = jnp.argmin(lam)
+  g = s.adj[f, (k + 1) % 3]  # edge (k + 1) % 3 runs between the other two vertices
+  eps = 64 * jnp.finfo(s.d2.dtype).eps * s.d2[f]
+  tie = (lam[k] < 0) & s.alive[g] & (jnp.abs(s.d2[g] - s.d2[f]) <= eps) & (
+    _dot(s.v[f], s.v[g]) >= s.d2[f] - eps)
+  return jnp.where(tie, g, f).astype(jnp.int32)

@@ -1,0 +1,1 @@
+"""The pipeline recipe: forward, step, integrators, inverse dynamics, autoreset."""

@@ -1,0 +1,200 @@
+"""The simulation recipe: forward, step and rollout, each a pure function of (Model, Data)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+
+from jaxmj import constraint, sensor
+from jaxmj.actuation import driver as actuation
+from jaxmj.actuation import history
+from jaxmj.collision import driver
+from jaxmj.dynamics import autoreset, flags, fwdinv, integrator
+from jaxmj.smooth import (
+  armature,
+  camlight,
+  com,
+  energy,
+  kinematics,
+  mass,
+  passive,
+  plastic,
+  rne,
+  tendon,
+)
+from jaxmj.solver import driver as solver
+from jaxmj.solver import noslip
+from jaxmj.types import Data, EnableBit, Integrator, Model, Stage
+
+
+def check_supported(m: Model) -> None:
+  """Raises NotImplementedError naming each feature of `m` the runtime cannot simulate yet.
+
+  Each entry of `m.unsupported` is (feature, disable bits): the feature is active unless
+  one of those bits is set in `opt.disableflags`. Option flags jaxmj cannot honour are
+  read from `m.opt` itself (flags.py), so flags switched after compiling count too.
+  """
+  active = [name for name, bits in m.unsupported if not m.opt.disableflags & bits]
+  active += flags.unsupported(m)
+  if active:
+    raise NotImplementedError(
+      f"model {m.model_name!r} uses features jaxmj cannot simulate yet: {'; '.join(active)}"
+    )
+
+
+def fwd_position(m: Model, d: Data) -> Data:
+  """Position-dependent stages: kinematics, com, inertia and its factorization, collision."""
+  d = kinematics.kinematics(m, d)
+  d = com.com_pos(m, d)
+  d = camlight.camlight(m, d)
+  d = tendon.tendon(m, d)
+  d = mass.crb(m, d)
+  d = mass.factor_m(m, d)
+  d = driver.collision(m, d)
+  return actuation.transmission(m, d)
+
+
+def fwd_velocity(m: Model, d: Data) -> Data:
+  """Velocity-dependent stages: com velocities, passive and bias forces, constraint rows
+  (their reference accelerations need qvel, as in mj_referenceConstraint)."""
+  d = com.com_vel(m, d)
+  d = tendon.velocity(m, d)
+  d = actuation.velocity(m, d)
+  d = passive.passive(m, d)
+  d = armature.tendon_bias(m, rne.rne(m, d))
+  return constraint.make_constraint(m, d) if d.efc_J.shape[0] else d
+
+
+def fwd_acceleration(m: Model, d: Data) -> Data:
+  """mj_fwdAcceleration: qfrc_smooth and qacc_smooth (applied, passive, bias, actuator)."""
+  qfrc_smooth = (
+    d.qfrc_passive - d.qfrc_bias + d.qfrc_applied + d.qfrc_actuator
+    + rne.xfrc_accumulate(m, d)
+  )
+  return d.replace(qfrc_smooth=qfrc_smooth, qacc_smooth=mass.solve_m(m, d, qfrc_smooth))
+
+
+def fwd_constraint(m: Model, d: Data) -> Data:
+  """mj_fwdConstraint: qacc from the constraint solver, or qacc_smooth without rows."""
+  if d.efc_J.shape[0] == 0:
+    return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth))
+  return noslip.noslip(m, solver.solve(m, d))
+
+
+def forward(m: Model, d: Data) -> Data:
+  """mj_forward: every quantity that depends on the state, up to qacc. No integration."""
+  return history.delay_sensors(m, _acceleration_stages(m, _step1(m, d)))
+
+
+def _acceleration_stages(m: Model, d: Data) -> Data:
+  """The stages after step1: actuation, smooth acceleration, constraints, their sensors."""
+  d = actuation.fwd_actuation(m, d)
+  d = fwd_acceleration(m, d)
+  d = fwd_constraint(m, d)
+  return sensor.sensor_acc(m, d)
+
+
+def _compare_fwd_inv(m: Model, d: Data) -> Data:
+  """The fwdinv flag's diagnostics: MuJoCo 4.0 computes them in mj_step and mj_step2
+  before integrating, not in mj_forward."""
+  return fwdinv.compare_fwd_inv(m, d) if m.opt.enabled(EnableBit.FWDINV) else d
+
+
+def _forward_skip_sensor(m: Model, d: Data) -> Data:
+  """mj_forwardSkip(skipsensor=1), RK4's later stages: forward without the sensors, so
+  sensordata, cacc, cfrc_int and cfrc_ext keep the values they came in with."""
+  d = fwd_velocity(m, fwd_position(m, d))
+  if m.opt.enabled(EnableBit.ENERGY):
+    d = energy.energy(m, d)
+  return fwd_constraint(m, fwd_acceleration(m, actuation.fwd_actuation(m, d)))
+
+
+def step(m: Model, d: Data) -> Data:
+  """mj_step: forward, then integrate one timestep.
+
+  A state that is NaN or beyond 1e10 in qpos, qvel or qacc counts in `warning` (BADQPOS,
+  BADQVEL, BADQACC) instead of raising. Unless autoreset is disabled the world is then
+  reset as MuJoCo resets it: a bad qpos or qvel before the step (which then runs from the
+  reset state), a bad qacc after forward (the reset state is returned unintegrated, one
+  step behind MuJoCo: autoreset.py). A diverged world in a batch never spreads NaN; with
+  autoreset disabled it keeps the diverged values and only the counters tell.
+  """
+  d_in, reset = autoreset.check_state_read(m, d)
+  d = _compare_fwd_inv(m, _acceleration_stages(m, _step1(m, d_in)))
+  pushed = history.push(m, d)  # the samples of this step, read only by later steps
+  d = history.delay_sensors(m, d)
+  if m.opt.integrator == Integrator.RK4:
+    new = integrator.rk4(m, d, _forward_skip_sensor)
+  else:
+    new = _integrate(m, d)
+  new = plastic.update(m, d, new)  # spring references yield at the new positions
+  return autoreset.check_step(m, d_in, d, new.replace(history=pushed), reset)
+
+
+def _integrate(m: Model, d: Data) -> Data:
+  """mj_Euler or mj_implicit after a forward pass (RK4 needs forward: see step)."""
+  if m.opt.integrator in (Integrator.IMPLICIT, Integrator.IMPLICITFAST):
+    return integrator.implicit(m, d)
+  return integrator.euler(m, d)
+
+
+def step1(m: Model, d: Data) -> Data:
+  """mj_step1: the position and velocity stages of a step (with their sensors and energy),
+  so a controller can read them and set ctrl before step2. Integrates nothing. As in
+  MuJoCo, those sensors already report their delayed (or held interval) values, and a bad
+  qpos or qvel is counted (and reset) here, as in step."""
+  d = autoreset.check_state(m, d)
+  return history.delay_sensors(m, _step1(m, d), (Stage.POS, Stage.VEL))
+
+
+def _step1(m: Model, d: Data) -> Data:
+  """step1 with every sensor's value as computed (what the history records)."""
+  check_supported(m)
+  d = fwd_position(m, d)
+  d = sensor.sensor_pos(m, d)
+  d = fwd_velocity(m, d)
+  d = sensor.sensor_vel(m, d)
+  if m.opt.enabled(EnableBit.ENERGY):
+    d = energy.energy(m, d)
+  return d
+
+
+def step2(m: Model, d: Data) -> Data:
+  """mj_step2: actuation, acceleration, constraint solve and acceleration sensors on a Data
+  that went through step1, then integration. As in MuJoCo, RK4 cannot be split (its later
+  stages rerun forward), so step2 integrates RK4 models with Euler. A bad qacc counts in
+  `warning` and resets the world as in step (qpos and qvel were checked by step1).
+  """
+  d = _compare_fwd_inv(m, _acceleration_stages(m, sensor.sensor_fresh(m, d)))
+  pushed = history.push(m, d)
+  d = history.delay_sensors(m, d)
+  new = plastic.update(m, d, _integrate(m, d))
+  return autoreset.check_acc(m, d, new.replace(history=pushed))
+
+
+def rollout(
+  m: Model,
+  d: Data,
+  ctrl: jnp.ndarray | None = None,
+  *,
+  nstep: int | None = None,
+  fields: Sequence[str] = ("time", "qpos", "qvel", "act"),
+) -> tuple[Data, dict[str, jnp.ndarray]]:
+  """Steps `d` through a control sequence with one `lax.scan`.
+
+  ctrl: (T, nu) controls applied before each step; or None with `nstep=T` (controls held).
+  Returns the final Data and a dict of the named Data fields after each step, each (T, ...).
+  Stacking only `fields` keeps memory at T x state size rather than T x all of Data.
+  """
+  if ctrl is None:
+    if nstep is None:
+      raise ValueError("rollout needs a ctrl sequence or nstep")
+    ctrl = jnp.broadcast_to(d.ctrl, (nstep,) + d.ctrl.shape)
+
+  def body(carry, u):
+    carry = step(m, carry.replace(ctrl=u))
+    return carry, {f: getattr(carry, f) for f in fields}
+
+  return jax.lax.scan(body, d, ctrl)

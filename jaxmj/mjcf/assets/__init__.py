@@ -1,0 +1,1 @@
+"""Assets compiled as MuJoCo's compiler does: meshes, hulls, heightfields, textures."""

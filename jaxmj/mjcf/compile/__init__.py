@@ -1,0 +1,1 @@
+"""Validated MJCF tree -> Model arrays: bodies, actuators, tendons, sensors, constants."""

@@ -1,0 +1,847 @@
+"""Validated MJCF tree -> Model: bodies in depth-first order, then per-body joints, dofs,
+geoms and sites, inertia, keyframes, names and the derived constants (host side, numpy)."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj.mjcf.assets import asset, hfieldgrid
+from jaxmj.mjcf.compile import (
+  actuator,
+  arena,
+  armature,
+  camlight,
+  custom,
+  equality,
+  fluid,
+  frames,
+  inertia,
+  plastic,
+  sensor,
+  setconst,
+  sleep,
+  tendon,
+  user,
+  visual,
+)
+from jaxmj.mjcf.errors import MJCFError
+from jaxmj.mjcf.passes import align, discard, fuse
+from jaxmj.mjcf.spec import parse, schema
+from jaxmj.mjcf.spec.parse import Defaults, Node
+from jaxmj.scan import ancestor_mask, depths
+from jaxmj.types import (
+  JOINT_NV,
+  Cone,
+  DisableBit,
+  EnableBit,
+  GeomType,
+  Integrator,
+  Jacobian,
+  JointType,
+  Model,
+  Option,
+  Solver,
+)
+
+MINVAL = 1e-15
+_EPS = 1e-14  # mjEPS
+_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+@dataclasses.dataclass
+class _Body:
+  node: Node | None
+  name: str
+  parent: int
+  pos: np.ndarray
+  quat: np.ndarray
+  written: tuple = ()  # (pos, quat) as written, before enclosing <frame>s are applied
+  mocap: bool = False
+  gravcomp: float = 0.0
+  inertial: Node | None = None
+  joints: list = dataclasses.field(default_factory=list)  # (node, values, is_free)
+  geoms: list = dataclasses.field(default_factory=list)  # (node, values, pos, quat)
+  sites: list = dataclasses.field(default_factory=list)
+  camlights: list = dataclasses.field(default_factory=list)  # camlight.placed's tuples
+  inertia: tuple | None = None  # final (mass, ipos, inertia, iquat): discard/fuse/align.py
+
+
+def compile_path(path, assets: dict | None = None) -> Model:
+  """Compiles the MJCF file at `path` into a Model."""
+  return compile_node(parse.parse_path(path, assets), str(path), assets)
+
+
+def compile_string(xml: str | bytes, assets: dict | None = None) -> Model:
+  """Compiles MJCF text into a Model; `assets` maps included file names to contents."""
+  return compile_node(parse.parse_string(xml, assets=assets), "", assets)
+
+
+def _section(root: Node, tag: str) -> tuple[dict, list[Node]]:
+  """Merged attributes of every top-level <tag> (later ones override) and the nodes."""
+  nodes = [c for c in root.children if c.tag == tag]
+  values = {name: default for name, (_, default) in schema.ATTRS[tag].items()}
+  for n in nodes:
+    values.update({k: n.get(k) for k in n.attrs})
+  return values, nodes
+
+
+def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
+  """Compiles a parsed, validated MJCF tree; `assets` maps file names to contents."""
+  compiler, cnodes = _section(root, "compiler")
+  if compiler["coordinate"] == "global":
+    node = next(n for n in cnodes if n.attrs.get("coordinate") == "global")
+    raise node.error("global coordinates are no longer supported by MuJoCo", "coordinate")
+  for n in cnodes:
+    seq = n.attrs.get("eulerseq")
+    if seq is not None and (len(seq) != 3 or any(c not in "xyzXYZ" for c in seq)):
+      raise n.error(f"invalid eulerseq {seq!r}: three of x, y, z, X, Y, Z", "eulerseq")
+    for attr, only in (("conflict", "error"), ("passthrough", "none")):  # attach's options
+      if n.attrs.get(attr, only) != only:
+        raise n.error(f"compiler {attr}={n.attrs[attr]!r} is not supported by jaxmj yet", attr)
+    if "settotalmass" in n.attrs:
+      warnings.warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
+                    "MuJoCo and will be removed in a future release", stacklevel=3)
+  if compiler["discardvisual"]:
+    root = discard.strip_materials(root)
+  defaults = parse.parse_defaults(root)
+  bodies = _walk_bodies(root, defaults, compiler)
+  asset_fields = asset.compile_assets(root, defaults, compiler, bodies, path, assets)
+  fused = None  # fused bodies' inertia, visual geoms counted (MuJoCo fuses, then discards)
+  if compiler["discardvisual"]:  # MuJoCo weighs the visual geoms, then drops them
+    own = _own_inertia(bodies, asset_fields, compiler)
+    if compiler["fusestatic"]:
+      fused = _own_inertia(*fuse.fuse_static(root, discard.with_inertia(bodies, own),
+                                             asset_fields), compiler)
+    root = discard.drop_visual(root, bodies)
+    bodies = discard.with_inertia(_walk_bodies(root, defaults, compiler), own)
+    asset_fields = asset.compile_assets(root, defaults, compiler, bodies, path, assets)
+  if compiler["fusestatic"] or align.wanted(root, compiler):
+    bodies = discard.with_inertia(bodies, _own_inertia(bodies, asset_fields, compiler))
+    if compiler["fusestatic"]:  # bodies left without inertia sum their (fused) geoms
+      bodies, asset_fields = fuse.fuse_static(root, bodies, asset_fields)
+      bodies = discard.with_inertia(bodies, fused if fused is not None else
+                                    _own_inertia(bodies, asset_fields, compiler))
+    align.align_free(bodies, compiler)
+  f = _arrays(bodies, defaults, compiler)
+  f["_body_simple_off"] = np.array([b.node is not None and b.node.get("simple") == "false"
+                                    for b in bodies])
+  f.update(visual.geom_flags(bodies))
+  f.update(asset_fields)
+  _inertia(bodies, f, compiler)
+  f.update(tendon.compile_tendons(root, bodies, defaults, compiler))
+  f.update(setconst.structure_fields(f))
+  _check_masses(bodies, f)
+  f.update(actuator.compile_actuators(root, bodies, f, compiler))
+  f.update(sleep.tree_sleep_policy(bodies, f))
+  f.update(armature.actuator_targets(f))
+  f.update(setconst.mass_constants(f))
+  f.update(plastic.compile_plastic(f))
+  f.update(tendon.tendon_constants(f))
+  f.update(actuator.actuator_constants(f, root))
+  f.update(_contact(root, bodies, defaults, f))
+  f.update(equality.compile_equality(root, bodies, defaults, f))
+  f.update(fluid.compile_fluid(bodies, f))
+  f.update(sensor.compile_sensors(root, bodies, f))
+  f.update(camlight.compile_camlights(root, bodies, f))
+  f.update(vis=visual.compile_visual(root), stat=visual.compile_statistic(root, f))
+  f.update(custom.compile_custom(root))
+  f.update(asset.finalize(f))
+  f.update(hfieldgrid.window_fields(f))
+  option = _option(root)
+  size, size_nodes = _section(root, "size")
+  f.update(user.compile_user(root, bodies, defaults, f, size))
+  tuple_elements = f.pop("_tuple_elements")
+  m = _model(root, bodies, f, option, size, path)
+  arena.check_memory(m, size_nodes)
+  if "_lengthrange_pending" in f:  # mj_setLengthRange: simulated with jaxmj's runtime
+    from jaxmj.dynamics import lengthrange
+    m = lengthrange.apply_pending(m, f["_lengthrange_pending"], f["_actuator_nodes"])
+  return custom.resolve(m, tuple_elements)
+
+
+# ---------------------------------------------------------------- body tree
+
+
+def _walk_bodies(root: Node, defaults: Defaults, compiler: dict) -> list[_Body]:
+  world = next((c for c in root.children if c.tag == "worldbody"), None)
+  bodies = [_Body(world, "world", 0, np.zeros(3), _IDENTITY.copy())]
+  for node in [c for c in root.children if c.tag == "worldbody"]:
+    _walk(node, 0, np.zeros(3), _IDENTITY, None, bodies, defaults, compiler)
+  return bodies
+
+
+def _walk(node, body_id, fpos, fquat, childclass, bodies, defaults, compiler) -> None:
+  """Visits children in document order; frames fold their pose into their children."""
+  body = bodies[body_id]
+  for child in node.children:
+    tag = child.tag
+    if tag in ("body", "frame"):
+      defaults.check_class(child, "childclass")
+      vals = {k: child.get(k) for k in child.attrs}
+      is_body = tag == "body"  # a frame's quat is normalized after composing (frames.placed)
+      written = (_vec(vals.get("pos"), 3), frames.orientation(vals, compiler, child, is_body))
+      pos, quat = (frames.compose if is_body else frames.placed)(fpos, fquat, *written)
+      cls = child.attrs.get("childclass", childclass)
+      if tag == "frame":
+        _walk(child, body_id, pos, quat, cls, bodies, defaults, compiler)
+        continue
+      new = _Body(child, child.attrs.get("name", ""), body_id, pos, quat, written,
+                  mocap=bool(vals.get("mocap", False)), gravcomp=vals.get("gravcomp") or 0.0)
+      if new.mocap and body_id != 0:
+        raise child.error("mocap bodies must be children of the world body", "mocap")
+      bodies.append(new)
+      _walk(child, len(bodies) - 1, np.zeros(3), _IDENTITY, cls, bodies, defaults, compiler)
+    elif tag in ("inertial", "worldbody/inertial"):  # the latter: a URDF world link's
+      body.inertial = child  # at most one: parse checks schema.UNIQUE
+    elif tag == "freejoint":
+      body.joints.append((child, {"type": "free", "group": child.get("group") or 0}, True))
+    elif tag == "joint":
+      body.joints.append((child, defaults.resolve(child, childclass), False))
+    elif tag in ("camera", "light"):
+      body.camlights.append(camlight.placed(child, defaults.resolve(child, childclass),
+                                            compiler, fpos, fquat))
+    elif tag in ("geom", "site"):
+      vals = defaults.resolve(child, childclass)
+      if tag == "site" and vals.get("fromto") is not None and vals["type"] == "sphere":
+        raise child.error("fromto is not allowed for sphere sites", "fromto")
+      pos, quat, size = _placement(child, vals, compiler)
+      pos, quat = (frames.compose if tag == "geom" else frames.placed)(fpos, fquat, pos, quat)
+      (body.geoms if tag == "geom" else body.sites).append((child, vals, pos, quat, size))
+
+
+def _vec(v, n: int) -> np.ndarray:
+  return np.zeros(n) if v is None else np.asarray(v, float)
+
+
+_SIZES_NEEDED = {"sphere": 1, "capsule": 2, "cylinder": 2, "ellipsoid": 3, "box": 3,
+                 "plane": 0}
+
+
+def _placement(node: Node, vals: dict, compiler: dict):
+  """Pose and 3-vector size of a geom or site, with fromto applied."""
+  # Unset sizes keep the element's schema default (zeros for geoms, 0.005 for sites).
+  size = np.array(schema.ATTRS[node.tag]["size"][1], float)
+  given = np.asarray(vals["size"], float)[:3]
+  size[: len(given)] = given
+  gtype = vals["type"]
+  if gtype in ("hfield", "mesh", "sdf") or vals.get("mesh") is not None:
+    return asset.raw_placement(node, vals, compiler)  # sized by its asset
+  fromto = vals.get("fromto")
+  if fromto is not None:
+    if gtype not in ("capsule", "cylinder", "ellipsoid", "box"):
+      raise node.error(f"fromto is not allowed for type '{gtype}'", "fromto")
+    if np.any(np.asarray(vals["pos"]) != 0):
+      raise node.error("fromto and a nonzero pos cannot both be given", "fromto")
+    pos, quat, half = frames.fromto(fromto)
+    if half < MINVAL:
+      raise node.error("fromto has zero length", "fromto")
+    if gtype in ("capsule", "cylinder"):
+      size[1] = half
+    else:
+      # Boxes and ellipsoids get a square cross-section of half-width size[0].
+      size[1], size[2] = size[0], half
+  else:
+    pos = np.asarray(vals["pos"], float)
+    quat = frames.orientation(vals, compiler, node, node.tag == "geom")
+  if gtype == "plane" and size[2] <= 0:
+    raise node.error("size 2 (grid spacing) must be positive for type 'plane'", "size")
+  need = _SIZES_NEEDED[gtype] - (1 if fromto is not None and gtype in ("capsule", "cylinder")
+                                 else 0)
+  for k in range(need):
+    if size[k] <= 0 and not (fromto is not None and k == 2):
+      raise node.error(f"size {k} must be positive for type '{gtype}'", "size")
+  return pos, quat, size
+
+
+# ---------------------------------------------------------------- arrays
+
+
+def _arrays(bodies: list[_Body], defaults: Defaults, compiler: dict) -> dict:
+  """Primary per-object arrays, named as mjModel fields."""
+  nbody = len(bodies)
+  deg = compiler["angle"] == "degree"
+  f: dict = {"nbody": nbody}
+  f["body_parentid"] = np.array([b.parent for b in bodies], np.int32)
+  f["body_pos"] = np.array([b.pos for b in bodies])
+  f["body_quat"] = np.array([b.quat for b in bodies])
+  mocap_ids = np.cumsum([b.mocap for b in bodies]) - 1
+  f["body_mocapid"] = np.array([m if b.mocap else -1 for b, m in zip(bodies, mocap_ids)],
+                               np.int32)
+  f["body_gravcomp"] = np.array([b.gravcomp for b in bodies])
+
+  jnt, dof = _joints(bodies, deg, compiler)
+  f.update(jnt)
+  f.update(dof)
+  f.update(_attached(bodies, "geom"))
+  f.update(_attached(bodies, "site"))
+  for kind, num in (("jnt", "joints"), ("geom", "geoms"), ("site", "sites")):
+    counts = np.array([len(getattr(b, num)) for b in bodies], np.int32)
+    f[f"body_{kind}num"] = counts
+    f[f"body_{kind}adr"] = np.where(counts > 0, np.cumsum(counts) - counts, -1).astype(np.int32)
+  dofnum = np.zeros(nbody, np.int32)
+  np.add.at(dofnum, f["dof_bodyid"], 1)
+  f["body_dofnum"] = dofnum
+  f["body_dofadr"] = np.where(dofnum > 0, np.cumsum(dofnum) - dofnum, -1).astype(np.int32)
+  return f
+
+
+def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]:
+  j = {k: [] for k in ("jnt_type", "jnt_bodyid", "jnt_qposadr", "jnt_dofadr", "jnt_group",
+                       "jnt_limited", "jnt_actfrclimited", "jnt_actgravcomp", "jnt_solref",
+                       "jnt_solimp", "jnt_pos", "jnt_axis", "jnt_stiffness", "jnt_stiffnesspoly",
+                       "jnt_range", "jnt_actfrcrange", "jnt_margin", "qpos0", "qpos_spring",
+                       "_frictionloss", "jnt_springyield", "_springdamper")}
+  d = {k: [] for k in ("dof_bodyid", "dof_jntid", "dof_parentid", "dof_solref", "dof_solimp",
+                       "dof_frictionloss", "dof_armature", "dof_damping",
+                       "dof_dampingpoly")}
+  last_dof = {0: -1}
+  for bid, body in enumerate(bodies):
+    parent_last = last_dof[body.parent]
+    for node, v, is_free in body.joints:
+      jtype = JointType[v["type"].upper()]
+      attr = "type" if node.tag == "joint" else None  # <freejoint> has no 'type'
+      if jtype == JointType.FREE and body.parent != 0:
+        raise node.error("free joints are only allowed in bodies that are children of the "
+                         "world", attr)
+      if jtype == JointType.FREE and len(body.joints) > 1:
+        raise node.error("a body with a free joint cannot have other joints", attr)
+      if body.mocap:
+        raise node.error("mocap bodies cannot have joints (they are fixed children of the "
+                         "world)")
+      jid = len(j["jnt_type"])
+      qadr, dadr = len(j["qpos0"]), len(d["dof_bodyid"])
+      j["jnt_type"].append(jtype)
+      j["jnt_bodyid"].append(bid)
+      j["jnt_qposadr"].append(qadr)
+      j["jnt_dofadr"].append(dadr)
+      j["jnt_group"].append(v.get("group", 0))
+      full = v if not is_free else {**{k: dv for k, (_, dv) in schema.ATTRS["joint"].items()},
+                                    **v}
+      limited, actlimited = _limited(node, full, jtype, compiler)
+      j["jnt_limited"].append(limited)
+      j["jnt_actfrclimited"].append(actlimited)
+      j["jnt_actgravcomp"].append(bool(full["actuatorgravcomp"]))
+      j["jnt_solref"].append(_vec(full["solreflimit"], 2))
+      j["jnt_solimp"].append(_solimp(full["solimplimit"]))
+      # MuJoCo ignores the anchor of free joints and the axis of free and ball joints.
+      j["jnt_pos"].append(_vec(full["pos"], 3) if jtype != JointType.FREE else np.zeros(3))
+      axis = _vec(full["axis"], 3) if JOINT_NV[jtype] == 1 else np.array([0.0, 0.0, 1.0])
+      if np.linalg.norm(axis) < MINVAL:
+        raise node.error("joint axis is zero", "axis")
+      j["jnt_axis"].append(axis / np.linalg.norm(axis))
+      springyield, springdamper = plastic.joint_attrs(node, full, jtype, deg)
+      j["jnt_springyield"].append(springyield)
+      j["_springdamper"].append(springdamper)
+      stiffness, damping = _poly3(full["stiffness"]), _poly3(full["damping"])
+      j["jnt_stiffness"].append(stiffness[0])
+      j["jnt_stiffnesspoly"].append(stiffness[1:])
+      rng = _vec(full["range"], 2)
+      if deg and limited and jtype in (JointType.HINGE, JointType.BALL):
+        rng = np.deg2rad(rng)  # MuJoCo converts the range of limited joints only
+      if limited and jtype == JointType.BALL and rng[0] != 0:
+        raise node.error("range[0] must be 0 for a limited ball joint", "range")
+      if limited and jtype != JointType.BALL and rng[0] >= rng[1]:
+        raise node.error("range[0] must be smaller than range[1] for a limited joint", "range")
+      frcrange = _vec(full["actuatorfrcrange"], 2)
+      if actlimited and frcrange[0] >= frcrange[1]:
+        raise node.error("actuatorfrcrange[0] must be smaller than actuatorfrcrange[1] when "
+                         "actuatorfrclimited", "actuatorfrcrange")
+      j["jnt_range"].append(rng)
+      j["jnt_actfrcrange"].append(frcrange)
+      j["jnt_margin"].append(full["margin"])
+      ref, springref = full["ref"], full["springref"]
+      if deg and jtype == JointType.HINGE:
+        ref, springref = np.deg2rad(ref), np.deg2rad(springref)
+      if jtype == JointType.FREE:
+        q0 = np.concatenate([body.pos, body.quat])
+        qs = q0
+      elif jtype == JointType.BALL:
+        q0 = qs = _IDENTITY
+      else:
+        q0, qs = np.array([ref]), np.array([springref])
+      j["qpos0"].extend(q0)
+      j["qpos_spring"].extend(qs)
+      for _ in range(JOINT_NV[jtype]):
+        d["dof_bodyid"].append(bid)
+        d["dof_jntid"].append(jid)
+        d["dof_parentid"].append(parent_last)
+        parent_last = len(d["dof_bodyid"]) - 1
+        d["dof_solref"].append(_vec(full["solreffriction"], 2))
+        d["dof_solimp"].append(_solimp(full["solimpfriction"]))
+        d["dof_frictionloss"].append(full["frictionloss"])
+        d["dof_armature"].append(full["armature"])
+        d["dof_damping"].append(damping[0])
+        d["dof_dampingpoly"].append(damping[1:])
+    last_dof[bid] = parent_last
+  del j["_frictionloss"]
+  jf = {k: _stack(k, v) for k, v in j.items()}
+  df = {k: _stack(k, v) for k, v in d.items()}
+  jf["nq"], jf["njnt"], df["nv"] = len(j["qpos0"]), len(j["jnt_type"]), len(d["dof_bodyid"])
+  return jf, df
+
+
+_INT_FIELDS = ("type", "bodyid", "adr", "group", "jntid", "parentid", "contype", "conaffinity",
+               "condim", "priority", "dataid", "matid")
+
+
+def _poly3(v) -> np.ndarray:
+  """Joint stiffness/damping (1 to 3 values) as (linear, quadratic, cubic), zero padded."""
+  v = np.atleast_1d(np.asarray(v, float))
+  return np.concatenate([v, np.zeros(3 - len(v))])
+
+
+def _stack(name: str, values: list) -> np.ndarray:
+  if name.endswith(("limited", "actgravcomp")):
+    return np.array(values, dtype=bool)
+  if name.endswith(_INT_FIELDS):
+    return np.array(values, dtype=np.int32)
+  shapes = {"solref": 2, "solimp": 5, "pos": 3, "axis": 3, "range": 2, "actfrcrange": 2,
+            "quat": 4, "size": 3, "friction": 3, "rgba": 4, "surfacevel": 6, "poly": 2}
+  for suffix, n in shapes.items():
+    if name.endswith(suffix) and not values:
+      return np.zeros((0, n))
+  return np.array(values, dtype=np.float64)
+
+
+def _limited(node: Node, v: dict, jtype: JointType, compiler: dict) -> tuple[bool, bool]:
+  if jtype == JointType.FREE:
+    return False, False  # MuJoCo never limits free joints, whatever is written
+  out = []
+  for attr, rng in (("limited", "range"), ("actuatorfrclimited", "actuatorfrcrange")):
+    val = v[attr]
+    if val == "auto":
+      if not compiler["autolimits"]:
+        # MuJoCo objects to a nonzero range, whether written here or in a default class.
+        if np.any(np.asarray(v[rng]) != 0):
+          raise node.error(f"'{rng}' is set, so '{attr}' must be set explicitly when "
+                           "autolimits is disabled", attr)
+        out.append(False)
+        continue
+      lo, hi = _vec(v[rng], 2)
+      out.append(bool(lo < hi))  # autolimits: limited when the range is a proper interval
+    else:
+      out.append(val == "true")
+  return out[0], out[1]
+
+
+def _padded(v, default) -> np.ndarray:
+  """A vector given with fewer values than `default` keeps the remaining defaults."""
+  out = np.array(default, float)
+  v = np.asarray(v, float)[: len(out)]
+  out[: len(v)] = v
+  return out
+
+
+def _solimp(v) -> np.ndarray:
+  out = np.array(schema.SOLIMP[1], float)
+  v = np.asarray(v, float)
+  out[: min(len(v), 5)] = v[:5]
+  return out
+
+
+def _attached(bodies: list[_Body], kind: str) -> dict:
+  """geom_* or site_* arrays from the bodies' lists."""
+  items = [(bid, it) for bid, b in enumerate(bodies) for it in getattr(b, kind + "s")]
+  p = kind + "_"
+  out = {k: [] for k in ("type", "bodyid", "group", "size", "pos", "quat", "rgba")}
+  if kind == "geom":
+    out.update({k: [] for k in ("contype", "conaffinity", "condim", "priority", "solmix",
+                                "solref", "solimp", "friction", "margin", "gap", "adhesion",
+                                "surfacevel", "mass_given", "density")})
+  for bid, (node, v, pos, quat, size) in items:
+    out["type"].append(GeomType[v["type"].upper()])
+    out["bodyid"].append(bid)
+    out["group"].append(v["group"])
+    out["size"].append(size)
+    out["pos"].append(pos)
+    out["quat"].append(quat)
+    out["rgba"].append(_vec(v["rgba"], 4))
+    if kind != "geom":
+      continue
+    for k in ("contype", "conaffinity", "condim", "priority", "solmix", "margin", "gap",
+              "adhesion", "density"):
+      out[k].append(v[k])
+    out["surfacevel"].append(_padded(v["surfacevel"], schema.ATTRS["geom"]["surfacevel"][1]))
+    for k in ("mass", "density"):
+      if v[k] is not None and v[k] < 0:
+        raise node.error(f"{k} must be non-negative", k)
+    if v["condim"] not in (1, 3, 4, 6):
+      raise node.error(f"condim must be 1, 3, 4 or 6, got {v['condim']}", "condim")
+    out["solref"].append(_vec(v["solref"], 2))
+    out["solimp"].append(_solimp(v["solimp"]))
+    fr = np.array(schema.ATTRS["geom"]["friction"][1])
+    given = np.asarray(v["friction"], float)[:3]
+    fr[: len(given)] = given
+    out["friction"].append(fr)
+    out["mass_given"].append(np.nan if v["mass"] is None else v["mass"])
+  res = {p + k: _stack(p + k, vals) for k, vals in out.items()}
+  res[p + "rgba"] = res[p + "rgba"].astype(np.float32).reshape(-1, 4)
+  if kind == "geom":
+    res["geom_dataid"] = np.full(len(items), -1, np.int32)
+    res["geom_matid"] = np.full(len(items), -1, np.int32)
+  res["n" + kind] = len(items)
+  return res
+
+
+# ---------------------------------------------------------------- inertia
+
+
+def _geom_masses(f: dict) -> np.ndarray:
+  """Mass of each geom: given, or density times volume."""
+  vol = asset.volumes(f, np.array([inertia.geom_volume(t, s)
+                                   for t, s in zip(f["geom_type"], f["geom_size"])]))
+  return np.where(np.isnan(f["geom_mass_given"]), f["geom_density"] * vol,
+                  f["geom_mass_given"])
+
+
+def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
+  """body_mass, body_ipos, body_iquat, body_inertia from <inertial> or from geoms."""
+  nbody = len(bodies)
+  mass, ipos = np.zeros(nbody), np.zeros((nbody, 3))
+  iquat, inert = np.tile(_IDENTITY, (nbody, 1)), np.zeros((nbody, 3))
+  gmass = _geom_masses(f)
+  lo, hi = compiler["inertiagrouprange"]
+  mode = compiler["inertiafromgeom"]
+  if bodies[0].inertial is not None:
+    mass[0], ipos[0], inert[0], iquat[0] = _explicit_inertial(bodies[0].inertial, compiler)
+  for b in range(1, nbody):
+    if bodies[b].inertia is not None:
+      mass[b], ipos[b], inert[b], iquat[b] = bodies[b].inertia
+      continue
+    node = bodies[b].inertial
+    if node is not None:
+      mass[b], ipos[b], inert[b], iquat[b] = _explicit_inertial(node, compiler)
+    else:
+      # No <inertial>: MuJoCo 4.0 starts the inertial frame at the body's pose as written
+      # in its parent (or enclosing <frame>), a quirk we copy to match its model.
+      ipos[b], iquat[b] = bodies[b].written
+    if mode == "false" or (mode == "auto" and node is not None):
+      continue
+    adr, num = f["body_geomadr"][b], f["body_geomnum"][b]
+    # MuJoCo ignores geoms of tiny mass (mjEPS) here, so a massless visual geom next to a
+    # single massive one keeps that geom's frame and unsorted moments. Without any such
+    # geom the values above stand, even with inertiafromgeom="true".
+    gs = [g for g in range(adr, adr + num) if lo <= f["geom_group"][g] <= hi
+          and f["geom_type"][g] != GeomType.PLANE and gmass[g] > _EPS]
+    if gs:
+      mass[b], ipos[b], inert[b], iquat[b] = inertia.combine(
+        gmass[gs], f["geom_pos"][gs], f["geom_quat"][gs],
+        [inertia.geom_inertia(*asset.inertia_shape(f, g), gmass[g]) for g in gs])
+  for b in (b for b in range(1, nbody) if bodies[b].inertia is None):  # fused: bounded
+    if compiler["boundmass"] > 0:
+      mass[b] = max(mass[b], compiler["boundmass"])
+    if compiler["boundinertia"] > 0:
+      inert[b] = np.maximum(inert[b], compiler["boundinertia"])
+    if compiler["balanceinertia"]:
+      i0, i1, i2 = inert[b]
+      if i0 + i1 < i2 or i0 + i2 < i1 or i1 + i2 < i0:
+        inert[b] = (i0 + i1 + i2) / 3.0
+  if compiler["settotalmass"] > 0 and mass[1:].sum() > 0:  # a URDF world's mass stays
+    scale = compiler["settotalmass"] / mass[1:].sum()
+    mass[1:], inert[1:] = mass[1:] * scale, inert[1:] * scale
+  for b in range(1, nbody):
+    i0, i1, i2 = inert[b]
+    if i0 + i1 < i2 - 1e-12 or i0 + i2 < i1 - 1e-12 or i1 + i2 < i0 - 1e-12:
+      node = bodies[b].inertial or bodies[b].node
+      raise node.error("inertia must satisfy A + B >= C (use balanceinertia to fix)")
+  f.update(body_mass=mass, body_ipos=ipos, body_iquat=iquat, body_inertia=inert)
+  f["geom_mass"] = gmass
+
+
+def _own_inertia(bodies: list[_Body], asset_fields: dict, compiler: dict) -> dict:
+  """body_* inertia of each body from its own <inertial> or geoms (bounds applied, not
+  settotalmass), before discard.py, fuse.py or align.py change the bodies."""
+  f = {**_attached(bodies, "geom"), **asset_fields}
+  num = np.array([len(b.geoms) for b in bodies], np.int32)
+  f.update(body_geomnum=num, body_geomadr=np.cumsum(num) - num)
+  _inertia(bodies, f, {**compiler, "settotalmass": 0})
+  return f
+
+
+def _explicit_inertial(node: Node, compiler: dict):
+  vals = {k: node.get(k) for k in node.attrs}
+  for req in ("pos", "mass"):
+    if vals.get(req) is None:
+      raise node.error(f"missing required attribute '{req}'", req)
+  if vals["mass"] < 0:
+    raise node.error("mass must be non-negative", "mass")
+  full = vals.get("fullinertia")
+  if full is not None:
+    if vals.get("diaginertia") is not None:
+      raise node.error("give either diaginertia or fullinertia, not both", "fullinertia")
+    orient = [k for k in ("quat", "axisangle", "euler", "xyaxes", "zaxis") if k in vals]
+    if orient:
+      raise node.error("fullinertia sets the principal frame: no orientation may be given",
+                       orient[0])
+    eigval, quat = inertia.full_to_principal(full)
+    if np.any(eigval < 0):
+      raise node.error("fullinertia must be positive definite", "fullinertia")
+    return vals["mass"], np.asarray(vals["pos"]), eigval, quat
+  diag = vals.get("diaginertia")
+  if diag is None:
+    raise node.error("missing diaginertia or fullinertia", "diaginertia")
+  if np.any(np.asarray(diag) < 0):
+    raise node.error("diaginertia must be non-negative", "diaginertia")
+  return vals["mass"], np.asarray(vals["pos"]), np.asarray(diag, float), frames.orientation(
+    vals, compiler, node)
+
+
+def _check_masses(bodies: list[_Body], f: dict) -> None:
+  """Moving bodies need mass and inertia, and no planes.
+
+  As MuJoCo: a body with joints passes if it, or a body welded to it (a descendant reached
+  without crossing another joint), has mass and all three moments of at least 1e-15.
+  """
+  valid = (f["body_mass"] >= MINVAL) & np.all(f["body_inertia"] >= MINVAL, axis=1)
+  weld_ok = valid.copy()  # some body in b's welded subtree is valid
+  for b in range(len(bodies) - 1, 0, -1):
+    if weld_ok[b] and not bodies[b].joints:
+      weld_ok[bodies[b].parent] = True
+  for b in range(1, len(bodies)):
+    if bodies[b].joints and not weld_ok[b]:
+      raise (bodies[b].node or bodies[0].node).error(
+        "mass and inertia of moving bodies must be larger than 1e-15")
+  moving = np.zeros(len(bodies), bool)
+  for b in range(1, len(bodies)):
+    moving[b] = moving[bodies[b].parent] or bool(bodies[b].joints)
+    for node, v, *_ in bodies[b].geoms:
+      if moving[b] and v["type"] == "plane":
+        raise node.error("planes are only allowed in static bodies", "type")
+
+
+# ---------------------------------------------------------------- option, keyframes, model
+
+
+def _option(root: Node) -> dict:
+  opt, nodes = _section(root, "option")
+  disable, enable, ipc = 0, 0, None
+  for n in nodes:
+    for flag in (c for c in n.children if c.tag == "flag"):
+      for name, val in flag.attrs.items():
+        if name in schema.FLAGS_DISABLE:
+          bit = int(DisableBit[name.upper()])
+          disable = disable | bit if val == "disable" else disable & ~bit
+        else:
+          bit = int(EnableBit[name.upper()])
+          enable = enable | bit if val == "enable" else enable & ~bit
+          ipc = flag if name == "ipc" else ipc
+  if enable & EnableBit.IPC:  # MuJoCo refuses it too: jaxmj has no discrete integrator
+    raise ipc.error("flag ipc requires integrator='discrete', which jaxmj does not support",
+                    "ipc")
+  opt["disableflags"], opt["enableflags"] = disable, enable
+  return opt
+
+
+def _keyframes(root: Node, f: dict, nkey: int) -> tuple[dict, list[str]]:
+  """key_* arrays (unset entries take the model defaults) and the keyframe names."""
+  nq, nv, nmocap = f["nq"], f["nv"], int((f["body_mocapid"] >= 0).sum())
+  mocap = np.flatnonzero(f["body_mocapid"] >= 0)[np.argsort(f["body_mocapid"][
+    f["body_mocapid"] >= 0])]
+  dflt = {"qpos": f["qpos0"], "qvel": np.zeros(nv), "act": np.zeros(f.get("na", 0)),
+          "ctrl": np.zeros(f.get("nu", 0)),
+          "mpos": f["body_pos"][mocap].ravel(), "mquat": f["body_quat"][mocap].ravel()}
+  # Quaternions in qpos (ball and free joints), renormalized as MuJoCo does.
+  quats = [a + (3 if t == JointType.FREE else 0) for t, a in zip(f["jnt_type"], f["jnt_qposadr"])
+           if t in (JointType.FREE, JointType.BALL)]
+  group = {"mpos": 3, "mquat": 4}
+  nodes = [k for kf in root.children if kf.tag == "keyframe" for k in kf.children]
+  out = {k: [] for k in ("time", "qpos", "qvel", "act", "ctrl", "mpos", "mquat")}
+  for i in range(max(nkey, len(nodes))):
+    node = nodes[i] if i < len(nodes) else None
+    out["time"].append(node.get("time") or 0.0 if node else 0.0)
+    for k, v0 in dflt.items():
+      v = np.array(v0, float)
+      given = node.get(k) if node is not None else None
+      if given is not None:
+        if len(given) > len(v0):
+          raise node.error(f"{k} has {len(given)} values, expected {len(v0)}", k)
+        # MuJoCo takes a prefix: the leading values (for mocap poses, whole bodies only)
+        # replace the defaults.
+        n = len(given) - len(given) % group.get(k, 1)
+        v[:n] = given[:n]
+      if k == "qpos":
+        for a in quats:
+          v[a:a + 4] = frames.normalize_quat(v[a:a + 4])
+      if k == "mquat":
+        v = np.array([frames.normalize_quat(q) for q in v.reshape(-1, 4)], float).ravel()
+      out[k].append(v)
+  sizes = {"qpos": nq, "qvel": nv, "act": f.get("na", 0), "ctrl": f.get("nu", 0),
+           "mpos": 3 * nmocap,
+           "mquat": 4 * nmocap}
+  res = {"key_time": np.asarray(out["time"], float)}
+  for k, n in sizes.items():
+    res["key_" + k] = np.asarray(out[k], float).reshape(len(out["time"]), n)
+  return res, [n.attrs.get("name", "") for n in nodes] + [""] * (len(out["time"]) - len(nodes))
+
+
+# ---------------------------------------------------------------- <contact>
+
+
+def _contact(root: Node, bodies: list[_Body], defaults: Defaults, f: dict) -> dict:
+  """pair_* and exclude_* arrays from every <contact> section, as MuJoCo 4.0 stores them.
+
+  A pair takes its parameters from itself and its default class only (never from its geoms).
+  Its geoms are ordered so that geom1's body id is not above geom2's (a pair within one body
+  keeps the written order); signature = body1 << 16 | body2. Excludes store
+  min(body) << 16 | max(body). MuJoCo then stable-sorts both lists by signature.
+  """
+  geom_ids, body_ids = {}, {"world": 0}
+  for gid, (node, *_) in enumerate(g for b in bodies for g in b.geoms):
+    if node.attrs.get("name"):
+      geom_ids[node.attrs["name"]] = gid
+  for bid, b in enumerate(bodies[1:], 1):
+    if b.name:
+      body_ids[b.name] = bid
+  nodes = [n for c in root.children if c.tag == "contact" for n in c.children]
+  pairs, excludes = [], []
+  for kind in ("pair", "exclude"):
+    _check_unique(bodies, kind, [(n, n.attrs.get("name", "")) for n in nodes if n.tag == kind])
+  for node in nodes:
+    if node.tag == "pair":
+      v = defaults.resolve(node, None)
+      g1, g2 = (_lookup(node, a, "geom", geom_ids) for a in ("geom1", "geom2"))
+      if v["condim"] not in (1, 3, 4, 6):
+        raise node.error(f"condim must be 1, 3, 4 or 6, got {v['condim']}", "condim")
+      b1, b2 = int(f["geom_bodyid"][g1]), int(f["geom_bodyid"][g2])
+      if b1 > b2:
+        (g1, b1), (g2, b2) = (g2, b2), (g1, b1)
+      pairs.append({
+        "signature": (b1 << 16) + b2, "dim": v["condim"], "geom1": g1, "geom2": g2,
+        "solref": _vec(v["solref"], 2), "solreffriction": _vec(v["solreffriction"], 2),
+        "solimp": _solimp(v["solimp"]), "margin": v["margin"], "gap": v["gap"],
+        "adhesion": v["adhesion"],
+        "friction": _padded(v["friction"], schema.ATTRS["pair"]["friction"][1]),
+        "name": node.attrs.get("name", "")})
+    else:
+      b1, b2 = (_lookup(node, a, "body", body_ids) for a in ("body1", "body2"))
+      excludes.append(((min(b1, b2) << 16) + max(b1, b2), node.attrs.get("name", "")))
+  pairs.sort(key=lambda p: p["signature"])  # stable, as MuJoCo's; names follow
+  excludes.sort(key=lambda e: e[0])
+  out = {"npair": len(pairs), "nexclude": len(excludes),
+         "exclude_signature": np.array([e[0] for e in excludes], np.int32),
+         "pair_names": [p["name"] for p in pairs], "exclude_names": [e[1] for e in excludes]}
+  for k, (dtype, shape) in {"dim": (np.int32, ()), "geom1": (np.int32, ()),
+                            "geom2": (np.int32, ()), "signature": (np.int32, ()),
+                            "solref": (float, (2,)), "solreffriction": (float, (2,)),
+                            "solimp": (float, (5,)), "margin": (float, ()),
+                            "gap": (float, ()), "adhesion": (float, ()),
+                            "friction": (float, (5,))}.items():
+    out["pair_" + k] = np.array([p[k] for p in pairs], dtype).reshape((len(pairs),) + shape)
+  return out
+
+
+def _lookup(node: Node, attr: str, kind: str, ids: dict) -> int:
+  """Id of the `kind` named by `node`'s attribute `attr`, or an error naming it."""
+  name = node.attrs.get(attr)
+  if name is None:
+    raise node.error(f"missing required attribute '{attr}'", attr)
+  if name not in ids:
+    raise node.error(f"unknown {kind} '{name}'", attr)
+  return ids[name]
+
+
+def _names(model_name: str, groups: list[list[str]]) -> tuple[bytes, list[np.ndarray]]:
+  buf = bytearray(model_name.encode() + b"\0")
+  adrs = []
+  for names in groups:
+    a = []
+    for name in names:
+      a.append(len(buf))
+      buf += name.encode() + b"\0"
+    adrs.append(np.array(a, np.int32))
+  return bytes(buf), adrs
+
+
+def _check_unique(bodies: list[_Body], kind: str, items: list) -> None:
+  seen = {}
+  for node, name in items:
+    if not name:
+      continue
+    if name in seen:
+      raise node.error(f"repeated {kind} name '{name}'", "name")
+    seen[name] = node
+
+
+def _model(root, bodies, f, opt, size, path) -> Model:
+  keys, key_names = _keyframes(root, f, size["nkey"])
+  keys["key_plastic"] = plastic.key_plastic(root, f, len(keys["key_time"]))
+  jnodes = [(n, n.attrs.get("name", "")) for b in bodies for n, _, _ in b.joints]
+  gnodes = [(g[0], g[0].attrs.get("name", "")) for b in bodies for g in b.geoms]
+  snodes = [(s[0], s[0].attrs.get("name", "")) for b in bodies for s in b.sites]
+  bnodes = [(b.node, b.name) for b in bodies[1:]]
+  knodes = [(k, k.attrs.get("name", "")) for kf in root.children if kf.tag == "keyframe"
+            for k in kf.children]
+  bnodes = [(bodies[0].node, "world")] + bnodes  # the world's name is taken
+  for kind, items in (("body", bnodes), ("joint", jnodes), ("geom", gnodes), ("site", snodes),
+                      ("keyframe", knodes)):
+    _check_unique(bodies, kind, items)
+  model_name = root.attrs.get("model", "MuJoCo Model")
+  # one group per object type, in MuJoCo's order of the names buffer
+  groups = {
+    "body": [b.name for b in bodies], "jnt": [n for _, n in jnodes],
+    "geom": [n for _, n in gnodes], "site": [n for _, n in snodes],
+    **dict(zip(("cam", "light"), camlight.names(bodies))),
+    **dict(zip(("mesh", "hfield", "tex", "mat"), asset.name_groups(f))),
+    "pair": f.pop("pair_names"), "exclude": f.pop("exclude_names"),
+    "eq": f.pop("eq_names"), "tendon": f.pop("tendon_names"),
+    "actuator": list(f.get("actuator_names", ())), "sensor": sensor.names(f),
+    **dict(zip(("numeric", "text", "tuple"), custom.names(f))), "key": key_names,
+  }
+  names, adrs = _names(model_name, list(groups.values()))
+  f.update({f"name_{kind}adr": adr for kind, adr in zip(groups, adrs)})
+
+  unsupported = []
+  f["flg_adhesion"] = int(np.any(f["geom_adhesion"] != 0) or np.any(f["pair_adhesion"] != 0))
+  if f["flg_adhesion"] and (np.any(f["geom_gap"] > 0) or np.any(f["pair_gap"] > 0)):
+    # gap-layer contacts have no rows in jaxmj; MuJoCo's pull on them is not pinned down
+    unsupported.append(("contact adhesion with a geom or pair gap",
+                        int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
+  f["flg_surfacevel"] = int(np.any(f["geom_surfacevel"] != 0))
+  unsupported += sensor.unsupported(f)
+  unsupported += actuator.unsupported(f)
+
+  a = lambda x: jnp.asarray(x)
+  option = Option(
+    timestep=a(opt["timestep"]), impratio=a(opt["impratio"]), tolerance=a(opt["tolerance"]),
+    ls_tolerance=a(opt["ls_tolerance"]), noslip_tolerance=a(opt["noslip_tolerance"]),
+    ccd_tolerance=a(opt["ccd_tolerance"]), sleep_tolerance=a(opt["sleep_tolerance"]),
+    gravity=a(opt["gravity"]), wind=a(opt["wind"]), magnetic=a(opt["magnetic"]),
+    density=a(opt["density"]), viscosity=a(opt["viscosity"]), o_margin=a(opt["o_margin"]),
+    o_solref=a(opt["o_solref"]), o_solimp=a(_solimp(opt["o_solimp"])),
+    o_friction=a(opt["o_friction"]),
+    integrator=Integrator[opt["integrator"].upper()], cone=Cone[opt["cone"].upper()],
+    jacobian=Jacobian[opt["jacobian"].upper()], solver=Solver[opt["solver"].upper()],
+    iterations=opt["iterations"], ls_iterations=opt["ls_iterations"],
+    noslip_iterations=opt["noslip_iterations"], ccd_iterations=opt["ccd_iterations"],
+    sdf_iterations=opt["sdf_iterations"], sdf_initpoints=opt["sdf_initpoints"],
+    disableflags=opt["disableflags"], enableflags=opt["enableflags"],
+    disableactuator=int(sum(1 << int(g) for g in opt["actuatorgroupdisable"])),
+  )
+  fields = {fl.name for fl in dataclasses.fields(Model)}
+  static = set(Model._static_names)
+  kw = {}
+  for name in fields:
+    if name in f:
+      kw[name] = f[name] if name in static else a(f[name])
+    elif name in keys:
+      kw[name] = a(keys[name])
+  nmocap = int((f["body_mocapid"] >= 0).sum())
+  kw.update(
+    nu=f.get("nu", 0), nactuator=f.get("nactuator", 0), nout=f.get("nout", 0),
+    na=f.get("na", 0), nmocap=nmocap, nkey=len(keys["key_time"]),
+    nuserdata=size["nuserdata"],
+    opt=option, names=names, body_depth=depths(f["body_parentid"]),
+    dof_depth=depths(f["dof_parentid"]),
+    dof_ancestor=ancestor_mask(f["dof_parentid"]) if f["nv"] else np.zeros((0, 0), bool),
+    dof_hasfrictionloss=np.asarray(f["dof_frictionloss"]) > 0,
+    jnt_limitboth=tendon.limit_both(f, "jnt"),
+    unsupported=tuple(unsupported), model_name=model_name, path=path,
+  )
+  missing = fields - set(kw)
+  if missing:
+    raise MJCFError(f"internal: compiler did not produce {sorted(missing)}")
+  return Model(**kw)

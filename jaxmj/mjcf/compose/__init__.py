@@ -1,0 +1,1 @@
+"""PyMJCF's object model: build, attach, read and write MJCF in Python."""

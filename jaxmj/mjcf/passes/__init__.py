@@ -1,0 +1,1 @@
+"""Compiler options that rewrite the body tree: fusestatic, discardvisual, alignfree."""

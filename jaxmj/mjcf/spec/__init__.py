@@ -1,0 +1,1 @@
+"""The MJCF (and URDF) reader: schema, parsing, includes, default classes, input checks."""

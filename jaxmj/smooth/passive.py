@@ -1,0 +1,79 @@
+"""Passive forces: joint and tendon springs and dampers, gravcomp, fluid (mj_passive)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj import math
+from jaxmj.scan import cached_plan
+from jaxmj.smooth import armature, fluid, plastic, tendon
+from jaxmj.types import Data, DisableBit, JointType, Model
+
+
+@cached_plan
+def _spring_plan(m) -> dict:
+  """Joints grouped by type with their qpos and dof addresses."""
+  groups = {}
+  for t in JointType:
+    jnt = np.flatnonzero(m.jnt_type == t)
+    if len(jnt):
+      groups[t] = {"jnt": jnt, "qadr": m.jnt_qposadr[jnt], "dadr": m.jnt_dofadr[jnt]}
+  return groups
+
+
+def _vector_spring(m: Model, jnt: np.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+  """(n, 3) force of a polynomial spring on displacements x (n, 3): the scalar polynomial of
+  r = |x| along x, -(k + k2 r + k3 r^2) x, as MuJoCo does for ball and free joints."""
+  k, poly = m.jnt_stiffness[jnt], m.jnt_stiffnesspoly[jnt]
+  r = math.safe_norm(x, axis=-1)
+  return -(k + poly[:, 0] * r + poly[:, 1] * r * r)[:, None] * x
+
+
+def _spring(m: Model, d: Data) -> jnp.ndarray:
+  """(nv,) joint spring forces toward qpos_spring (plastic.qpos_spring: d.plastic for
+  yielding joints); ball and free rotate back along the arc.
+
+  A hinge or slide with displacement x feels -(k x + k2 x^2 + k3 x^3): x^2, not x |x|, as in
+  MuJoCo, so the quadratic term pushes the same way on both sides. Ball and free rotations
+  and free translations apply the polynomial to the displacement's norm (_vector_spring)."""
+  qfrc = jnp.zeros(m.nv, d.qpos.dtype)
+  spring_ref = plastic.qpos_spring(m, d)
+  for jtype, g in _spring_plan(m).items():
+    qa, da = g["qadr"][:, None], g["dadr"][:, None]
+    if jtype in (JointType.HINGE, JointType.SLIDE):
+      x = d.qpos[g["qadr"]] - spring_ref[g["qadr"]]
+      k, poly = m.jnt_stiffness[g["jnt"]], m.jnt_stiffnesspoly[g["jnt"]]
+      frc = -(k * x + poly[:, 0] * x * x + poly[:, 1] * x * x * x)
+      qfrc = qfrc.at[g["dadr"]].set(frc)
+      continue
+    if jtype == JointType.FREE:
+      trans = qa + np.arange(3)
+      frc = _vector_spring(m, g["jnt"], d.qpos[trans] - spring_ref[trans])
+      qfrc = qfrc.at[da + np.arange(3)].set(frc)
+      qa, da = qa + 3, da + 3
+    quat = math.normalize_quat(d.qpos[qa + np.arange(4)])
+    dif = math.quat_sub(quat, spring_ref[qa + np.arange(4)])
+    qfrc = qfrc.at[da + np.arange(3)].set(_vector_spring(m, g["jnt"], dif))
+  return qfrc
+
+
+def passive(m: Model, d: Data) -> Data:
+  """mj_passive: qfrc_spring, qfrc_damper, qfrc_gravcomp, qfrc_fluid and qfrc_passive.
+
+  Reads qpos, qvel (and ten_length, ten_velocity, ten_J for tendons; xipos, cvel for
+  gravcomp and fluid). The spring and damper flags disable each part as in MuJoCo.
+  """
+  zero = jnp.zeros(m.nv, d.qvel.dtype)
+  spring = zero if m.opt.disabled(DisableBit.SPRING) else _spring(m, d)
+  damper = zero if m.opt.disabled(DisableBit.DAMPER) else armature.damper_force(
+    *armature.dof_damping(m, d.qvel.dtype), d.qvel)
+  ten_spring, ten_damper = tendon.passive(m, d)
+  spring, damper = spring + ten_spring, damper + ten_damper
+  gravcomp, fluid_frc = fluid.gravcomp(m, d), fluid.fluid(m, d)
+  # Gravity compensation of joints with actuatorgravcomp goes to qfrc_actuator instead.
+  to_passive = np.asarray(~m.jnt_actgravcomp[m.dof_jntid], bool)
+  return d.replace(qfrc_spring=spring, qfrc_damper=damper, qfrc_gravcomp=gravcomp,
+                   qfrc_fluid=fluid_frc,
+                   qfrc_passive=spring + damper + jnp.where(to_passive, gravcomp, 0.0)
+                   + fluid_frc)

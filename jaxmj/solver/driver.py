@@ -1,0 +1,794 @@
+"""Constraint solvers: MuJoCo's Newton and CG (primal) and PGS (dual), bounded iteration counts.
+
+Every solver follows MuJoCo's engine_solver.c step by step (cost per row type, exact Newton
+line search, warm start, termination tests) with static bounds on its loops (`opt.iterations`,
+`opt.ls_iterations`): once MuJoCo's loop would have stopped (improvement or gradient below
+`opt.tolerance`, a line search returning alpha = 0, for Newton an expected decrease
+0.5 g'H^-1 g below `opt.tolerance` after an iteration, or for CG an island whose expected first
+decrease is below `opt.tolerance` at the start), the remaining iterations leave the
+carry unchanged, so the result is MuJoCo's and `solver_niter` counts the iterations MuJoCo runs.
+Loops whose values are not differentiated (the line search always; the solver iterations with
+implicit gradients, the default) stop there instead, as a while_loop bounded by the same
+count: same result, and a converged Newton solve costs its few iterations rather than
+`opt.iterations` (under vmap, those of the slowest world in the batch).
+Newton and CG reproduce MuJoCo 4.0 iterate for iterate (up to roundoff), for any
+`ls_iterations`: MuJoCo 4.0's line search evaluates costs shifted by their value at alpha = 0,
+keeps its first Newton step, returns the last Newton point when its evaluation budget runs out
+(jaxmj/linesearch.py), and its measured decrease is the iteration's `improvement`; CG's
+directions are Hager-Zhang's (`_cg_beta`); every solver scales its tests by 1 / trace(qM) at the
+current state (over the island's dofs).
+
+Islands (`<flag island>`, on by default; jaxmj/island.py finds them): as MuJoCo 4.0, each
+island (trees coupled by active rows) is solved as its own problem after one warm start of the
+whole system: dofs in no island take qacc_smooth; Newton and CG run per island directions,
+line searches (one step size each), termination tests and statistics, PGS per island
+termination and statistics. With fixed shapes all islands iterate together: per-island sums
+are products with one-hot island matrices, the Hessian (block diagonal over islands) is
+factored once, and an island that has stopped keeps its iterate while others go on; the loop
+ends when every island has stopped. With islands disabled all rows form one problem over all
+dofs. Converged results are the same either way; at few iterations they differ, and these
+follow MuJoCo's island solves iterate for iterate, PGS too: MuJoCo 4.0's PGS sweeps each
+island's blocks in a PCG32-shuffled order with Nesterov extrapolation between sweeps, not the
+published engine_solver.c loop (read from the 4.0.0 binary: jaxmj/pgs_order.py).
+
+Derivatives: by default (`implicit_grad=True`) the loops run on stopped values and the outputs
+carry the implicit-function derivative of the optimum (see `solve_arrays`); with
+`implicit_grad=False` reverse mode differentiates the unrolled iterations. Either way every
+division and square root that a branch not taken could evaluate at 0 (zero search direction,
+zero curvature, zero tangential velocity) is guarded on both sides of its `where`, so gradients
+stay finite also when no constraint is active.
+
+Rows with `efc_active` False are absent: their force is 0, their state SATISFIED and they add
+nothing to the cost, gradient, Hessian or Delassus matrix. The row layout is MuJoCo's: one row
+per equality / friction / limit / frictionless-contact / pyramid-edge constraint, and `dim`
+consecutive rows (normal first) per elliptic contact; the elliptic groups are static (from the
+contact slots' `efc_address` and `dim`).
+
+Entry points: `solve(m, d)` (Data in, Data out) and `solve_arrays(...)` (plain arrays, the same
+algorithm; `solve` wraps it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj.smooth import mass
+from jaxmj.solver import island, pgs_order
+from jaxmj.solver.linesearch import (
+  MINVAL,
+  Islands,
+  bounded_loop,
+  differentiable_alpha,
+  ext,
+  make_islands,
+  prepare,
+  safe_div,
+  safe_sqrt,
+  seg,
+)
+from jaxmj.types import Cone, ConstraintState, ConstraintType, Data, DisableBit, Model, Solver
+
+_SAT = int(ConstraintState.SATISFIED)
+_QUAD = int(ConstraintState.QUADRATIC)
+_LNEG = int(ConstraintState.LINEARNEG)
+_LPOS = int(ConstraintState.LINEARPOS)
+_CONE = int(ConstraintState.CONE)
+
+
+class SolverResult(NamedTuple):
+  """What a solver returns (the Data fields of the same names)."""
+
+  qacc: jax.Array  # (nv,)
+  efc_force: jax.Array  # (nefc,)
+  efc_state: jax.Array  # (nefc,) int32 ConstraintState
+  qfrc_constraint: jax.Array  # (nv,)  efc_J' efc_force
+  solver_niter: jax.Array  # () int32
+  solver_improvement: jax.Array  # ()  scaled cost decrease of the last iteration
+  solver_gradient: jax.Array  # ()  scaled gradient norm after the last iteration (0 for PGS)
+
+
+# ------------------------------------------------------------------ small dense linear algebra
+#
+# SPD solves are written with plain jnp ops (Gauss-Jordan elimination without pivoting, one
+# fori_loop step per column) rather than jnp.linalg.cholesky / jax.scipy.linalg.cho_factor /
+# solve: the batched LAPACK path (potrf under vmap) has been seen to deadlock on XLA:CPU at large
+# batch sizes (MJX, batch 1024), and for the small nv of one world an O(n^3) column loop costs
+# little. For an SPD matrix the Gauss-Jordan pivots are exactly the Cholesky pivots (Schur
+# complements), so the elimination is as stable as Cholesky and needs no pivoting; a pivot below
+# `mindiag` is replaced by `mindiag`, as mju_cholFactor does. One loop (factor and solve fused)
+# instead of a factorization plus two triangular substitutions keeps XLA compile times low.
+
+
+def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool = False):
+  """x = a^-1 b for SPD a (n, n); b (n,) or (n, k). Returns (x, full_rank).
+
+  full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test).
+  """
+  n = a.shape[0]
+  vec = b.ndim == 1
+  aug = jnp.concatenate([a, b[:, None] if vec else b], axis=1)
+  idx = jnp.arange(n)
+
+  def step(j, carry):
+    aug, ok = carry
+    row = aug[j]
+    piv = row[j]
+    ok = ok & (piv >= mindiag)
+    row = jnp.where(jnp.arange(row.shape[0]) == j, 1.0, row / jnp.maximum(piv, mindiag))
+    col = aug[:, j]
+    aug = jnp.where((idx == j)[:, None], row[None, :], aug - col[:, None] * row[None, :])
+    return aug, ok
+
+  carry = (aug, jnp.array(True))
+  if unroll:
+    for j in range(n):
+      carry = step(j, carry)
+  else:
+    carry = jax.lax.fori_loop(0, n, step, carry)
+  aug, ok = carry
+  x = aug[:, n:]
+  return (x[:, 0] if vec else x), ok
+
+
+# ------------------------------------------------------------------ problem description
+
+
+class Cones(NamedTuple):
+  """Static layout of the elliptic contacts: rows (ncone, 6) int, padded with -1; dim (ncone,)."""
+
+  rows: np.ndarray
+  dim: np.ndarray
+
+
+def cone_layout(efc_address, dim) -> Cones:
+  """Cones for contacts with condim > 1 (elliptic): rows efc_address .. efc_address+dim-1."""
+  efc_address, dim = np.asarray(efc_address, np.int64), np.asarray(dim, np.int64)
+  keep = dim > 1
+  efc_address, dim = efc_address[keep], dim[keep]
+  rows = -np.ones((len(dim), 6), np.int64)
+  for c, (a, n) in enumerate(zip(efc_address, dim)):
+    rows[c, :n] = np.arange(a, a + n)
+  return Cones(rows=rows.astype(np.int32), dim=dim.astype(np.int32))
+
+
+class _Problem(NamedTuple):
+  """Everything the primal solvers need, with inactive rows masked out."""
+
+  M: jax.Array  # (nv, nv)
+  qacc_smooth: jax.Array
+  qfrc_smooth: jax.Array
+  J: jax.Array  # (nefc, nv), inactive rows zeroed
+  D: jax.Array  # (nefc,), 0 for inactive rows
+  R: jax.Array  # (nefc,)
+  aref: jax.Array  # (nefc,), 0 for inactive rows
+  floss: jax.Array  # (nefc,), 0 for inactive rows
+  active: jax.Array  # (nefc,) bool
+  is_eq: jax.Array  # scalar rows by kind (cone rows excluded), all & active
+  is_fric: jax.Array
+  is_ineq: jax.Array
+  cidx: np.ndarray  # (ncone, 6) rows of the cones, padding -> nefc (an extra zero row)
+  cmask: np.ndarray  # (ncone, 6) bool, static
+  cscale: jax.Array  # (ncone, 6): mu, friction[0..dim-2], 0-padded
+  cfric: jax.Array  # (ncone, 6): 0, friction[0..dim-2], 0-padded (PGS's dual cone)
+  cmu: jax.Array  # (ncone,)
+  cactive: jax.Array  # (ncone,) bool
+
+
+def _problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
+             efc_type, efc_active, cones, cone_friction, cone_mu) -> _Problem:
+  nefc = efc_J.shape[0]
+  active = jnp.asarray(efc_active, bool)
+  in_cone = np.zeros(nefc, bool)
+  ncone = len(cones.dim)
+  if ncone:
+    in_cone[cones.rows[cones.rows >= 0]] = True
+  scalar = active & ~jnp.asarray(in_cone)
+  t = jnp.asarray(efc_type)
+  is_eq = scalar & (t == ConstraintType.EQUALITY)
+  is_fric = scalar & ((t == ConstraintType.FRICTION_DOF) | (t == ConstraintType.FRICTION_TENDON))
+  is_ineq = scalar & ~is_eq & ~is_fric
+  J = jnp.where(active[:, None], efc_J, 0.0)
+  D = jnp.where(active, efc_D, 0.0)
+  aref = jnp.where(active, efc_aref, 0.0)
+  floss = jnp.where(is_fric, efc_frictionloss, 0.0)
+  cidx = np.where(cones.rows >= 0, cones.rows, nefc).astype(np.int32).reshape(ncone, 6)
+  cmask = (cones.rows >= 0).reshape(ncone, 6)
+  dt = J.dtype
+  if ncone:
+    fr = jnp.asarray(cone_friction, dt).reshape(ncone, 5)
+    mu = jnp.asarray(cone_mu, dt).reshape(ncone)
+    tang = jnp.where(jnp.asarray(cmask[:, 1:]), fr, 0.0)
+    cscale = jnp.concatenate([mu[:, None], tang], axis=1)
+    cfric = jnp.concatenate([jnp.zeros((ncone, 1), dt), tang], axis=1)
+    cactive = ext(active, False)[cidx[:, 0]]
+  else:
+    cscale = cfric = jnp.zeros((0, 6), dt)
+    mu = jnp.zeros((0,), dt)
+    cactive = jnp.zeros((0,), bool)
+  return _Problem(M=qM, qacc_smooth=qacc_smooth, qfrc_smooth=qfrc_smooth, J=J, D=D,
+                  R=jnp.asarray(efc_R, dt), aref=aref, floss=floss, active=active, is_eq=is_eq,
+                  is_fric=is_fric, is_ineq=is_ineq, cidx=cidx, cmask=cmask, cscale=cscale,
+                  cfric=cfric, cmu=mu, cactive=cactive)
+
+
+# ------------------------------------------------------------------ primal: constraint update
+
+
+class _Update(NamedTuple):
+  force: jax.Array
+  state: jax.Array
+  cost: jax.Array  # constraint cost (Gauss not included)
+  Dq: jax.Array  # D of QUADRATIC rows (Hessian weights)
+  Hc: jax.Array  # (ncone, 6, 6) cone Hessians, 0 unless the cone is in state CONE
+
+
+def _constraint_update(p: _Problem, jar: jax.Array) -> _Update:
+  """mj_constraintUpdate: force, state, cost of each row at jar = J qacc - aref."""
+  D, floss = p.D, p.floss
+  rf = p.R * floss
+  lneg = p.is_fric & (jar <= -rf)
+  lpos = p.is_fric & ~lneg & (jar >= rf)
+  quad = p.is_eq | (p.is_fric & ~lneg & ~lpos) | (p.is_ineq & (jar < 0))
+  force = jnp.where(quad, -D * jar, jnp.where(lneg, floss, jnp.where(lpos, -floss, 0.0)))
+  cost = jnp.where(quad, 0.5 * D * jar * jar, 0.0)
+  cost += jnp.where(lneg, -0.5 * rf * floss - floss * jar, 0.0)
+  cost += jnp.where(lpos, -0.5 * rf * floss + floss * jar, 0.0)
+  state = jnp.where(quad, _QUAD, jnp.where(lneg, _LNEG, jnp.where(lpos, _LPOS, _SAT)))
+  total = jnp.sum(cost)
+  Dq = jnp.where(quad, D, 0.0)
+  ncone = p.cidx.shape[0]
+  Hc = jnp.zeros((ncone, 6, 6), jar.dtype)
+  if ncone:
+    jc = ext(jar)[p.cidx]  # (ncone, 6)
+    dc = ext(D)[p.cidx]
+    s, mu = p.cscale, p.cmu
+    u = jc * s
+    n = u[:, 0]
+    tsq = jnp.sum(u[:, 1:] ** 2, axis=1)
+    t = safe_sqrt(tsq)
+    tpos = t > 0
+    top = (n >= mu * t) | (~tpos & (n >= 0))
+    bottom = ~top & ((mu * n + t <= 0) | (~tpos & (n < 0)))
+    middle = ~top & ~bottom
+    top, bottom, middle = (z & p.cactive for z in (top, bottom, middle))
+    dm = safe_div(dc[:, 0], mu * mu * (1 + mu * mu))
+    nmt = n - mu * t
+    tsafe = jnp.where(tpos, t, 1.0)
+    c_cost = jnp.where(bottom, 0.5 * jnp.sum(dc * jc * jc, axis=1),
+                       jnp.where(middle, 0.5 * dm * nmt * nmt, 0.0))
+    f0 = -dm * nmt * mu
+    fmid = jnp.concatenate([f0[:, None], -(f0 / tsafe)[:, None] * u[:, 1:] * s[:, 1:]], axis=1)
+    fc = jnp.where(bottom[:, None], -dc * jc, jnp.where(middle[:, None], fmid, 0.0))
+    sc = jnp.where(bottom, _QUAD, jnp.where(middle, _CONE, _SAT))
+    rows = jnp.asarray(p.cidx)
+    force = ext(force).at[rows].set(fc)[:-1]
+    state = ext(state).at[rows].set(jnp.broadcast_to(sc[:, None], rows.shape))[:-1]
+    state = jnp.where(p.active, state, _SAT)
+    Dq = ext(Dq).at[rows].set(jnp.where(bottom[:, None], dc, 0.0))[:-1]
+    total = total + jnp.sum(c_cost)
+    # cone Hessian (mj_constraintUpdate with flg_coneHessian), zero outside the middle zone
+    eye = jnp.eye(5, dtype=jar.dtype)
+    ut = u[:, 1:]
+    row0 = jnp.concatenate([jnp.ones((ncone, 1)), -(mu / tsafe)[:, None] * ut], axis=1)
+    blk = ((mu * n / tsafe**3)[:, None, None] * ut[:, :, None] * ut[:, None, :]
+           + (mu * mu - mu * n / tsafe)[:, None, None] * eye)
+    h = jnp.zeros((ncone, 6, 6), jar.dtype).at[:, 0, :].set(row0).at[:, 1:, 0].set(row0[:, 1:])
+    h = h.at[:, 1:, 1:].set(blk)
+    h = h * (dm[:, None, None] * s[:, :, None] * s[:, None, :])
+    Hc = jnp.where(middle[:, None, None], h, 0.0)
+  return _Update(force=force, state=state.astype(jnp.int32), cost=total, Dq=Dq, Hc=Hc)
+
+
+# ------------------------------------------------------------------ primal: Newton and CG
+
+
+def _cg_beta(isl: Islands, grad, mgrad, grad_old, mgrad_old, search_old):
+  """MuJoCo 4.0's CG direction update per island: Hager-Zhang, preconditioned by M^-1 (mgrad =
+  M^-1 grad).
+
+  With y = grad - grad_old and d = search_old: beta = (y'M^-1 grad - 2 (y'M^-1 y)(d'grad)/(d'y))
+  / (d'y), bounded below by Hager-Zhang's eta_k = -1 / (|d| min(0.01, |grad_old|)); beta may be
+  negative (no Polak-Ribiere reset). Matched iterate for iterate against mujoco 4.0.0 with inexact
+  line searches (where it differs from Polak-Ribiere); the lower bound was not active there.
+  Every dot product is over one island's dofs.
+  """
+  dot = lambda a, b: seg(isl.dof, a * b)  # noqa: E731
+  y = grad - grad_old
+  my = mgrad - mgrad_old
+  dy = dot(search_old, y)
+  dys = jnp.where(dy == 0, 1.0, dy)
+  beta = jnp.where(dy == 0, 0.0,
+                   (dot(my, grad) - 2 * dot(y, my) * dot(search_old, grad) / dys) / dys)
+  lower = -1.0 / jnp.maximum(MINVAL, safe_sqrt(dot(search_old, search_old))
+                             * jnp.minimum(0.01, safe_sqrt(dot(grad_old, grad_old))))
+  return jnp.maximum(beta, lower)
+
+
+def _primal(p: _Problem, isl: Islands, qacc0, newton: bool, iterations: int,
+            ls_iterations: int, tolerance, ls_tolerance, scale, solve_m: Callable,
+            early_exit: bool) -> SolverResult:
+  """mj_solPrimal (Newton or CG) from qacc0 (already warm-started), on every island at once.
+
+  MuJoCo runs update(qacc0), then per iteration: line search, move, update, count, test. Here
+  each of iterations + 1 loop steps runs update at the current qacc (which for a step after a
+  move is MuJoCo's post-move update: count it, test termination), then the new direction, line
+  search and move unless done; one copy of the update keeps the traced graph small. The last
+  step never moves, so the final force and state belong to the final qacc.
+
+  Islands (mj_solCGNewton per island): the constraint update, Hessian and M^-1 act on all rows
+  and dofs together (the Hessian and M are block diagonal over islands, so one factorization
+  serves them all); directions, line searches (one step size each), termination and statistics
+  are per island (`scale`: (ni,)), and an island that has stopped keeps its iterate while
+  others go on. Dofs in no island do not move.
+  """
+  in_isl = jnp.sum(isl.dof, axis=1) > 0
+
+  def update(qacc, ma, jar):
+    u = _constraint_update(p, jar)
+    qfrc_c = p.J.T @ u.force
+    grad = jnp.where(in_isl, ma - p.qfrc_smooth - qfrc_c, 0.0)
+    if newton:
+      h = p.M + p.J.T @ (u.Dq[:, None] * p.J)
+      if p.cidx.shape[0]:
+        jc = ext(p.J)[p.cidx]  # (ncone, 6, nv)
+        h = h + jnp.einsum("cin,cij,cjm->nm", jc, u.Hc, jc)
+      mgrad, _ = spd_solve(h, grad)
+    else:
+      mgrad = solve_m(grad)
+    return u, grad, jnp.where(in_isl, mgrad, 0.0)
+
+  tol_ls = tolerance * ls_tolerance
+  nv, ni = qacc0.shape[0], isl.ni
+  z = jnp.zeros(ni, qacc0.dtype)
+  no = jnp.zeros(ni, bool)
+  absent = jnp.sum(isl.efc * p.active[:, None], axis=0) == 0  # islands without rows never run
+  carry0 = dict(qacc=qacc0, ma=p.M @ qacc0, jar=p.J @ qacc0 - p.aref, search=jnp.zeros(nv),
+                lsimp=z, grad=jnp.zeros(nv), mgrad=jnp.zeros(nv),
+                force=jnp.zeros_like(p.aref), state=jnp.zeros(p.aref.shape, jnp.int32),
+                done=absent, moved=no, niter=jnp.zeros(ni, jnp.int32), improvement=z,
+                gradient=z)
+
+  def body(k, c):
+    u, grad, mgrad = update(c["qacc"], c["ma"], c["jar"])
+    niter = c["niter"] + c["moved"].astype(jnp.int32)
+    # MuJoCo 4.0: the improvement is the decrease the line search measured (shifted costs,
+    # accurate where the difference of two large totals is not); only a positive one stops
+    improvement = c["lsimp"]
+    gradient = scale * safe_sqrt(seg(isl.dof, grad * grad))
+    conv = c["moved"] & (((improvement > 0) & (improvement < tolerance))
+                         | (gradient < tolerance))
+    if newton:
+      # MuJoCo 4.0's Newton also stops once the expected decrease of the next Newton step,
+      # 0.5 g'H^-1 g (scaled, clamped at 0), is below tolerance (read from libmujoco 4.0.0's
+      # mj_solPrimal; matched against solver_niter of mj_step)
+      decrease = jnp.maximum(0.5 * scale * seg(isl.dof, grad * mgrad), 0.0)
+      conv = conv | (c["moved"] & (decrease < tolerance))
+    done = c["done"] | conv | (niter >= iterations)
+    if newton:
+      search = -mgrad
+    else:
+      # MuJoCo 4.0's CG runs no iteration on an island whose expected decrease along the first
+      # direction, 0.5 g'M^-1 g (scaled), is already below tolerance (an island at rest);
+      # measured against mj_step's solver_niter, Newton has no such test
+      start = 0.5 * scale * seg(isl.dof, grad * mgrad)
+      done = done | ((k == 0) & (start < tolerance))
+      beta = _cg_beta(isl, grad, mgrad, c["grad"], c["mgrad"], c["search"])
+      search = jnp.where(k == 0, -mgrad, -mgrad + (isl.dof @ beta) * c["search"])
+    snorm = safe_sqrt(seg(isl.dof, search * search))
+    gtol = tol_ls * snorm / scale
+    mv = p.M @ search
+    jv = p.J @ search
+    pr = prepare(p, isl, c["ma"], search, mv, c["jar"], jv)
+    # an island that has stopped does not move: its search (a direction that may be all
+    # roundoff) ends at once, as for a null direction
+    alpha, lsimp = differentiable_alpha(p, isl, pr, jnp.where(done, 0.0, snorm), gtol,
+                                        ls_iterations)
+    move = ~done & (alpha != 0)
+    step = jnp.where(move, alpha, 0.0)
+    sv, se = isl.dof @ step, isl.efc @ step
+    return dict(qacc=c["qacc"] + sv * search, ma=c["ma"] + sv * mv, jar=c["jar"] + se * jv,
+                search=search, lsimp=scale * lsimp, grad=grad, mgrad=mgrad, force=u.force,
+                state=u.state,
+                done=done | (alpha == 0), moved=move, niter=niter,
+                # MuJoCo's statistics of an iteration are those of the update after its move
+                improvement=jnp.where(c["moved"], improvement, c["improvement"]),
+                gradient=jnp.where(c["moved"], gradient, c["gradient"]))
+
+  c = bounded_loop(iterations + 1, body, carry0, lambda c: jnp.all(c["done"]), early_exit)
+  return SolverResult(qacc=c["qacc"], efc_force=c["force"], efc_state=c["state"],
+                      qfrc_constraint=p.J.T @ c["force"], solver_niter=c["niter"],
+                      solver_improvement=c["improvement"], solver_gradient=c["gradient"])
+
+
+# ------------------------------------------------------------------ dual: PGS
+
+
+def _qcqp(a, b, d, r, live):
+  """mju_QCQP: min 0.5 x'Ax + x'b s.t. sum (x_i/d_i)^2 <= r^2 over the `live` dims (of 5).
+
+  Returns (x, constrained). Dead dims get identity rows and zero b, so they stay 0. Like
+  mju_QCQP: 20 Newton steps on the multiplier, stopping when the constraint holds
+  (val < 1e-10) or the step is below 1e-10; a pivot below 1e-10 gives x = 0, unconstrained.
+  """
+  dd = jnp.where(live, d, 0.0)
+  bs = b * dd
+  eye = jnp.eye(5, dtype=a.dtype)
+  As = a * dd[:, None] * dd[None, :] + jnp.diag(jnp.where(live, 0.0, 1.0))
+
+  def it(_, carry):
+    la, res, done, fail = carry
+    pinv, ok = spd_solve(As + la * eye, eye, 1e-10, unroll=True)
+    x = -pinv @ bs
+    val = x @ x - r * r
+    deriv = -2.0 * (x @ (pinv @ x))
+    delta = -safe_div(val, deriv)
+    stop = ~ok | (val < 1e-10) | (delta < 1e-10)
+    res = jnp.where(done, res, jnp.where(ok, x, 0.0))
+    fail = jnp.where(done, fail, ~ok)
+    la = jnp.where(done | stop, la, la + delta)
+    return la, res, done | stop, fail
+
+  z = jnp.zeros((), a.dtype)
+  la, res, _, fail = jax.lax.fori_loop(
+    0, 20, it, (z, jnp.zeros(5, a.dtype), jnp.array(False), jnp.array(False)))
+  return res * dd, (la != 0) & ~fail
+
+
+def _dual_state(p: _Problem, force, floss) -> jax.Array:
+  """dualState: the constraint state implied by dual forces."""
+  is_fric, is_ineq = p.is_fric, p.is_ineq
+  st = jnp.where(p.is_eq, _QUAD, _SAT)
+  st = jnp.where(is_fric, jnp.where(force <= -floss, _LPOS,
+                                    jnp.where(force >= floss, _LNEG, _QUAD)), st)
+  st = jnp.where(is_ineq, jnp.where(force <= 0, _SAT, _QUAD), st)
+  if p.cidx.shape[0]:
+    f = ext(force)[p.cidx]
+    mu = p.cmu
+    n = safe_div(f[:, 0], mu)
+    t = safe_sqrt(jnp.sum(jnp.where(p.cmask[:, 1:], safe_div(f[:, 1:], p.cfric[:, 1:]), 0.0)
+                           ** 2, axis=1))
+    sc = jnp.where(mu * n >= t, _SAT, jnp.where(n + mu * t <= 0, _QUAD, _CONE))
+    rows = jnp.asarray(p.cidx)
+    st = ext(st).at[rows].set(jnp.broadcast_to(sc[:, None], rows.shape))[:-1]
+  return jnp.where(p.active, st, _SAT).astype(jnp.int32)
+
+
+def _project(p: _Problem, f):
+  """Dual forces projected onto the constraint set, as MuJoCo 4.0's PGS after extrapolating:
+  friction loss into [-floss, floss], inequalities >= 0, an elliptic contact with a negative
+  normal to 0, else its friction scaled onto the dual cone when outside it."""
+  f = jnp.where(p.is_fric, jnp.clip(f, -p.floss, p.floss), f)
+  f = jnp.where(p.is_ineq, jnp.maximum(f, 0.0), f)
+  if not p.cidx.shape[0]:
+    return f
+  fc = ext(f)[p.cidx]
+  n, t = fc[:, 0], fc[:, 1:]
+  s = jnp.sum(jnp.where(p.cmask[:, 1:], safe_div(t * t, p.cfric[:, 1:] ** 2), 0.0), axis=1)
+  t = jnp.where((s > n * n)[:, None], t * safe_sqrt(n * n / jnp.maximum(MINVAL, s))[:, None], t)
+  proj = jnp.where((n < 0)[:, None], 0.0, jnp.concatenate([n[:, None], t], axis=1))
+  proj = jnp.where(p.cactive[:, None] & p.cmask, proj, fc)
+  return ext(f).at[jnp.asarray(p.cidx)].set(proj)[:-1]
+
+
+def _pgs_blocks(cidx: np.ndarray, nefc: int):
+  """Static PGS blocks in row order: kind (0 row, 1 elliptic cone), row or cone id, first row."""
+  cone_first = {int(r[0]): c for c, r in enumerate(cidx)}
+  in_cone = np.zeros(nefc + 1, bool)
+  in_cone[cidx.ravel()] = True
+  blocks = [(1, cone_first[i]) if i in cone_first else (0, i)
+            for i in range(nefc) if i in cone_first or not in_cone[i]]
+  kinds = np.array([k for k, _ in blocks], np.int32)
+  ids = np.array([j for _, j in blocks], np.int32)
+  first = np.array([cidx[j, 0] if k else j for k, j in blocks], np.int32)
+  return kinds, ids, first
+
+
+def _pgs(p: _Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, scale,
+         early_exit: bool, efc_order: np.ndarray):
+  """mj_solPGS as MuJoCo 4.0 runs it: projected Gauss-Seidel on the dual over blocks (rows,
+  elliptic cones), each sweep in a PCG32-shuffled order, with Nesterov extrapolation and
+  adaptive restart between sweeps (jaxmj/pgs_order.py; `efc_order`: (nefc,) static, MuJoCo's
+  row order, which ranks each island's blocks before the shuffles).
+
+  ar = J M^-1 J' + diag(R) and b = J qacc_smooth - aref (efc_AR, efc_b). Islands (MuJoCo 4.0
+  runs PGS per island too): shuffles, extrapolation, improvement, termination (`scale`: (ni,))
+  and iteration counts are per island; a sweep updates every row, and the rows of islands that
+  have stopped keep their forces (islands do not couple, so this is each island's own sweep).
+  Returns (force, qfrc_constraint, dual state, iterations run (ni,), last improvement (ni,)).
+  """
+  nefc = p.J.shape[0]
+  ar = jnp.where(p.active[:, None] & p.active[None, :], ar, 0.0)
+  ar = jnp.where(jnp.eye(nefc, dtype=bool) & ~p.active[:, None], 1.0, ar)  # keep 1/diag finite
+  ar_ext = jnp.zeros((nefc + 1, nefc + 1), ar.dtype).at[:nefc, :nefc].set(ar)
+  b_ext = ext(b)
+  floss = p.floss
+
+  kinds, ids, first = _pgs_blocks(p.cidx, nefc)
+  block_isl = isl.efc[jnp.asarray(first)] * p.active[first][:, None]  # (nblock, ni) one-hot
+  bisl = jnp.where(jnp.sum(block_isl, axis=1) > 0, jnp.argmax(block_isl, axis=1), -1)
+  rank, count = pgs_order.block_ranks(bisl, np.asarray(efc_order)[first], isl.ni)
+
+  def row_update(f, i):
+    res = b[i] + ar[i] @ f
+    old = f[i]
+    aii = ar[i, i]
+    fi = old - res / aii
+    fi = jnp.where(p.is_fric[i], jnp.clip(fi, -floss[i], floss[i]), fi)
+    fi = jnp.where(p.is_ineq[i], jnp.maximum(fi, 0.0), fi)
+    delta = fi - old
+    change = 0.5 * delta * delta * aii + delta * res
+    keep = (change > 1e-10) | ~(p.is_eq[i] | p.is_fric[i] | p.is_ineq[i])
+    return f.at[i].set(jnp.where(keep, old, fi)), jnp.where(keep, 0.0, change)
+
+  def cone_update(f, c):
+    idx = jnp.asarray(p.cidx)[c]
+    fe = ext(f)
+    a = ar_ext[idx][:, idx]  # padded rows / cols are 0
+    res = b_ext[idx] + ar_ext[idx] @ fe
+    old = fe[idx]
+    mask = jnp.asarray(p.cmask)[c]
+    fr = p.cfric[c, 1:]
+    # normal or ray update
+    normal_f = jnp.maximum(old[0] - res[0] / a[0, 0], 0.0)
+    f_norm = jnp.zeros(6, f.dtype).at[0].set(normal_f)
+    denom = old @ (a @ old)
+    x = -safe_div(old @ res, denom)
+    x = jnp.where(old[0] + x * old[0] < 0, -safe_div(old[0], old[0]), x)
+    f_ray = jnp.where(denom >= MINVAL, old + x * old, old)
+    fnew = jnp.where(old[0] < MINVAL, f_norm, f_ray)
+    # friction update with the normal fixed
+    ac = a[1:, 1:]
+    bc = res[1:] - ac @ old[1:] + a[1:, 0] * (fnew[0] - old[0])
+    v, act = _qcqp(ac, bc, fr, fnew[0], mask[1:])
+    ssq = jnp.sum(jnp.where(mask[1:], safe_div(v * v, fr * fr), 0.0))
+    sc = safe_sqrt(fnew[0] * fnew[0] / jnp.maximum(MINVAL, ssq))
+    v = jnp.where(act, v * sc, v)
+    fric = jnp.where(fnew[0] < MINVAL, 0.0, v)
+    fnew = jnp.where(mask, fnew.at[1:].set(fric), 0.0)
+    delta = fnew - old
+    change = 0.5 * delta @ (a @ delta) + delta @ res
+    keep = (change > 1e-10) | ~p.cactive[c]
+    fnew = jnp.where(keep, old, fnew)
+    return fe.at[idx].set(fnew)[:-1], jnp.where(keep, 0.0, change)
+
+  has_rows, has_cones = bool(np.any(kinds == 0)), bool(np.any(kinds == 1))
+
+  def block(carry, blk):
+    f, improvement = carry
+    kind, j, onehot = blk
+    if has_rows and has_cones:
+      f, change = jax.lax.cond(kind == 1, cone_update, row_update, f, j)
+    elif has_cones:
+      f, change = cone_update(f, j)
+    else:
+      f, change = row_update(f, j)
+    return (f, improvement - change * onehot), None
+
+  def sweep(_, c):
+    f, done, niter, last, prev, k, perm, hi, lo = c
+    beta = (k - 1).astype(f.dtype) / (k + 2).astype(f.dtype)
+    ex = (niter > 0) & (beta > 0) & ~done
+    row_ex = isl.efc @ ex.astype(f.dtype) > 0
+    start = isl.efc @ jnp.where(ex, beta, 0.0) * (f - prev) + f
+    start = jnp.where(row_ex, _project(p, start), f)
+    perm, hi, lo = pgs_order.shuffle(perm, hi, lo, count, ~done & (count >= 2))
+    order = pgs_order.sweep_order(perm, rank, bisl)
+    (fn, improvement), _ = jax.lax.scan(block, (start, jnp.zeros(isl.ni, f.dtype)),
+                                        (jnp.asarray(kinds)[order], jnp.asarray(ids)[order],
+                                         block_isl[order]))
+    restart = (niter > 0) & (seg(isl.efc, (fn - start) * (start - f)) < 0)
+    k = jnp.where(done, k, jnp.where(restart, 0, k + 1))
+    fn = jnp.where(isl.efc @ done.astype(f.dtype) > 0, f, fn)
+    niter = niter + jnp.where(done, 0, 1).astype(niter.dtype)
+    last = jnp.where(done, last, improvement * scale)
+    done = done | (improvement * scale < tolerance)
+    return fn, done, niter, last, f, k, perm, hi, lo
+
+  absent = jnp.sum(isl.efc * p.active[:, None], axis=0) == 0  # islands without rows never run
+  zero = jnp.zeros(isl.ni, force0.dtype)
+  izero = jnp.zeros(isl.ni, jnp.int32)
+  carry = (force0, absent, izero, zero, force0, izero, *pgs_order.init_state(isl.ni, len(kinds)))
+  force, _, niter, improvement, *_ = bounded_loop(iterations, sweep, carry,
+                                                  lambda c: jnp.all(c[1]), early_exit)
+  force = jnp.where(p.active, force, 0.0)
+  qfrc_c = p.J.T @ force
+  return force, qfrc_c, _dual_state(p, force, floss), niter, improvement
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def solve_arrays(
+  qM: jax.Array,
+  qacc_smooth: jax.Array,
+  qfrc_smooth: jax.Array,
+  qacc_warmstart: jax.Array,
+  efc_J: jax.Array,
+  efc_D: jax.Array,
+  efc_R: jax.Array,
+  efc_aref: jax.Array,
+  efc_frictionloss: jax.Array,
+  efc_type: jax.Array,
+  efc_active: jax.Array,
+  cones: Cones | None = None,
+  cone_friction: jax.Array | None = None,
+  cone_mu: jax.Array | None = None,
+  *,
+  solver: Solver = Solver.NEWTON,
+  iterations: int = 100,
+  ls_iterations: int = 50,
+  tolerance=1e-8,
+  ls_tolerance=0.01,
+  warmstart: bool = True,
+  solve_m: Callable[[jax.Array], jax.Array] | None = None,
+  implicit_grad: bool = True,
+  dof_island: jax.Array | None = None,
+  efc_island: jax.Array | None = None,
+  nisland_max: int = 1,
+  efc_order: np.ndarray | None = None,
+) -> SolverResult:
+  """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
+
+  qM: (nv, nv) dense inertia; qacc_smooth, qfrc_smooth, qacc_warmstart: (nv,);
+  efc_J: (nefc, nv); efc_D, efc_R, efc_aref, efc_frictionloss: (nefc,); efc_type: (nefc,)
+  ConstraintType; efc_active: (nefc,) bool (False rows are absent). Elliptic contacts: `cones`
+  (static, see `cone_layout`), their `cone_friction` (ncone, 5) and regularized
+  `cone_mu` (ncone,) = friction[0] / sqrt(impratio) (mjContact.mu). Options as in mjOption;
+  every solver scales its termination tests (and Newton / CG their line-search tolerance) by
+  1 / trace(qM) over the island's dofs at the current state (MuJoCo 4.0).
+  `solve_m(x)` = qM^-1 x (default: a dense SPD solve of qM).
+
+  Islands (jaxmj/island.py): `dof_island` (nv,) and `efc_island` (nefc,) (-1: in none) with
+  at most `nisland_max` islands (static) solve each island as its own problem, as MuJoCo 4.0
+  does: warm start over the whole system, then dofs in no island take qacc_smooth and each
+  island iterates (own directions, step sizes, termination) until it stops. Without them the
+  rows form one problem over all dofs (MuJoCo with islands disabled). Statistics
+  (solver_niter, solver_improvement, solver_gradient) are per island: (nisland_max,).
+  `efc_order` (nefc,) static: MuJoCo's order of the rows (PGS's blocks are ranked by it before
+  MuJoCo 4.0 shuffles them; default: the rows' own order, as when they are MuJoCo's rows).
+
+  Derivatives (`implicit_grad`, default True): the iterations run under stop_gradient and the
+  outputs carry the implicit-function derivative of the optimum they converge to, added as a
+  zero-valued Newton correction (qacc + d - stop_gradient(d), d = -H^-1 grad at the solution,
+  H = M + J' D_quadratic J + cone Hessians), so values are exactly the solver's and gradients
+  are those of the exact constrained acceleration, for all three solvers. This is cheap (no
+  backward pass through the loops) and stable; differentiating the unrolled CG/PGS iterates is
+  not (CG's unrolled derivative grows without bound as it converges). With
+  implicit_grad=False, reverse mode unrolls the fixed iterations instead (the line search still
+  contributes its own implicit derivative).
+  """
+  dt = qM.dtype
+  nv, nefc = qM.shape[0], efc_J.shape[0]
+  islands = dof_island is not None
+  ni = nisland_max if islands else 1
+  if cones is None:
+    cones = Cones(rows=np.zeros((0, 6), np.int32), dim=np.zeros(0, np.int32))
+  if nefc == 0:
+    z = jnp.zeros((0,), dt)
+    return SolverResult(qacc=qacc_smooth, efc_force=z, efc_state=jnp.zeros(0, jnp.int32),
+                        qfrc_constraint=jnp.zeros_like(qacc_smooth),
+                        solver_niter=jnp.zeros(ni, jnp.int32),
+                        solver_improvement=jnp.zeros(ni, dt), solver_gradient=jnp.zeros(ni, dt))
+  if solve_m is None:
+    solve_m = lambda x: spd_solve(qM, x)[0]  # noqa: E731
+  p = _problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
+               efc_type, efc_active, cones, cone_friction, cone_mu)
+  if not islands:  # one island holding every dof, or none without active rows (nefc = 0)
+    dof_island = jnp.where(jnp.any(p.active), jnp.zeros(nv, jnp.int32), -1)
+    efc_island = jnp.zeros(nefc, jnp.int32)
+  isl = make_islands(dof_island, efc_island, ni, p.cidx, dt)
+  if implicit_grad:  # the iterations see constants; derivatives come from _implicit below
+    sg = jax.lax.stop_gradient
+    ps = p._replace(**{k: sg(v) for k, v in p._asdict().items() if isinstance(v, jax.Array)})
+    solve_m_loop = lambda x: sg(solve_m(x))  # noqa: E731
+    qacc_w, tolerance, ls_tolerance = sg(qacc_warmstart), sg(tolerance), sg(ls_tolerance)
+  else:
+    ps, solve_m_loop, qacc_w = p, solve_m, qacc_warmstart
+  inertia = jax.lax.stop_gradient(seg(isl.dof, jnp.diag(qM)))
+  scale = 1.0 / jnp.where(inertia > 0, inertia, 1.0)  # mj_solCGNewton's island_inertia
+
+  if solver == Solver.PGS:
+    minv_jt = jax.vmap(solve_m_loop, in_axes=1, out_axes=1)(ps.J.T)
+    b = ps.J @ ps.qacc_smooth - ps.aref
+    ar = ps.J @ minv_jt + jnp.diag(jnp.where(ps.active, ps.R, 0.0))
+    if warmstart:  # primal forces at qacc_warmstart, or zero if their dual cost is positive
+      f = _constraint_update(ps, ps.J @ qacc_w - ps.aref).force
+      force0 = jnp.where(f @ b + 0.5 * f @ (ar @ f) > 0, 0.0, f)
+    else:
+      force0 = jnp.zeros(nefc, dt)
+    order = np.arange(nefc) if efc_order is None else efc_order
+    force, qfrc_c, state, niter, improvement = _pgs(ps, isl, force0, ar, b, iterations,
+                                                    tolerance, scale, implicit_grad, order)
+    res = SolverResult(qacc=ps.qacc_smooth + solve_m_loop(qfrc_c), efc_force=force,
+                       efc_state=state, qfrc_constraint=qfrc_c, solver_niter=niter,
+                       solver_improvement=improvement,
+                       solver_gradient=jnp.zeros_like(improvement))
+  else:
+    if warmstart:  # the better of qacc_warmstart and qacc_smooth (one batched cost evaluation)
+      jars = jnp.stack([ps.J @ qacc_w, ps.J @ ps.qacc_smooth]) - ps.aref
+      costs = jax.vmap(lambda jar: _constraint_update(ps, jar).cost)(jars)
+      ma_w = ps.M @ qacc_w
+      cost_w = costs[0] + 0.5 * (ma_w - ps.qfrc_smooth) @ (qacc_w - ps.qacc_smooth)
+      qacc0 = jnp.where(cost_w > costs[1], ps.qacc_smooth, qacc_w)
+    else:
+      qacc0 = ps.qacc_smooth
+    qacc0 = jnp.where(jnp.asarray(dof_island) >= 0, qacc0, ps.qacc_smooth)  # unconstrained
+    res = _primal(ps, isl, qacc0, solver == Solver.NEWTON, iterations, ls_iterations,
+                  tolerance, ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad)
+  return _implicit(p, res) if implicit_grad else res
+
+
+def _implicit(p: _Problem, res: SolverResult) -> SolverResult:
+  """res with the implicit-function derivative of the optimum (values unchanged).
+
+  At the optimum the primal gradient g(qacc; inputs) = M qacc - qfrc_smooth - J' force(J qacc -
+  aref) vanishes, so d qacc = -H^-1 dg with H its generalized Hessian. d = -H^-1 g evaluated at
+  the (stopped) solution has exactly that derivative and value ~0; adding d - stop_gradient(d)
+  changes no value. The forces then follow from the primal constraint update at qacc.
+  """
+  sg = jax.lax.stop_gradient
+  q = sg(res.qacc)
+  u = _constraint_update(p, p.J @ q - p.aref)
+  grad = p.M @ q - p.qfrc_smooth - p.J.T @ u.force
+  h = p.M + p.J.T @ (sg(u.Dq)[:, None] * p.J)
+  if p.cidx.shape[0]:
+    jc = ext(p.J)[p.cidx]
+    h = h + jnp.einsum("cin,cij,cjm->nm", jc, sg(u.Hc), jc)
+  delta, _ = spd_solve(h, -grad)
+  qacc = res.qacc + (delta - sg(delta))
+  force = _constraint_update(p, p.J @ qacc - p.aref).force
+  force = res.efc_force + (force - sg(force))
+  return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=p.J.T @ force)
+
+
+def solve(m: Model, d: Data, *, implicit_grad: bool = True) -> Data:
+  """mj_fwdConstraint: the constraint forces for the efc rows in `d` (one world).
+
+  Reads qM, qLD, qLDiagInv, qacc_smooth, qfrc_smooth, qacc_warmstart, efc_J, efc_D, efc_R,
+  efc_aref, efc_frictionloss, efc_type, efc_active, contact.friction/dim/efc_address (elliptic).
+  Writes qacc, efc_force, efc_state, qfrc_constraint, the solver statistics and the island
+  fields (mj_island, jaxmj/island.py: computed here, from the rows the solve uses). Solver,
+  cone, iteration counts, tolerances and the island flag from m.opt. Like MuJoCo 4.0's
+  mj_fwdConstraint it leaves qacc_warmstart alone: mj_advance (the integrator) copies qacc
+  into it after each step. `implicit_grad`: see `solve_arrays`.
+  """
+  nefc = d.efc_J.shape[0]
+  d = island.island(m, d)
+  if nefc == 0 or m.opt.disabled(DisableBit.CONSTRAINT):
+    return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth),
+                     efc_force=jnp.zeros_like(d.efc_force),
+                     efc_state=jnp.zeros_like(d.efc_state),
+                     solver_niter=jnp.zeros_like(d.solver_niter),
+                     solver_improvement=jnp.zeros_like(d.solver_improvement),
+                     solver_gradient=jnp.zeros_like(d.solver_gradient))
+  cones, fric, mu = None, None, None
+  con = d.contact
+  if m.opt.cone == Cone.ELLIPTIC and len(con.dim):
+    sel = np.asarray(con.dim) > 1
+    cones = cone_layout(np.asarray(con.efc_address)[sel], np.asarray(con.dim)[sel])
+    fric = con.friction[jnp.asarray(np.flatnonzero(sel))]
+    # mjContact.mu: friction[0] * sqrt(R[1] / R[0]) with R[1] = R[0] / impratio
+    mu = fric[:, 0] * jnp.sqrt(1.0 / jnp.maximum(MINVAL, m.opt.impratio))
+  islands = {}
+  if not m.opt.disabled(DisableBit.ISLAND):
+    islands = dict(dof_island=d.dof_island, efc_island=d.efc_island,
+                   nisland_max=island.nisland_max(m))
+  res = solve_arrays(
+    d.qM, d.qacc_smooth, d.qfrc_smooth, d.qacc_warmstart, d.efc_J, d.efc_D, d.efc_R,
+    d.efc_aref, d.efc_frictionloss, d.efc_type, d.efc_active, cones, fric, mu,
+    solver=Solver(m.opt.solver), iterations=m.opt.iterations,
+    ls_iterations=m.opt.ls_iterations, tolerance=m.opt.tolerance,
+    ls_tolerance=m.opt.ls_tolerance, warmstart=not m.opt.disabled(DisableBit.WARMSTART),
+    solve_m=lambda x: mass.solve_m(m, d, x), implicit_grad=implicit_grad, **islands,
+    efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
+  )
+  return d.replace(qacc=res.qacc, efc_force=res.efc_force,
+                   efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,
+                   solver_niter=res.solver_niter.astype(d.solver_niter.dtype),
+                   solver_improvement=jax.lax.stop_gradient(res.solver_improvement),
+                   solver_gradient=jax.lax.stop_gradient(res.solver_gradient))

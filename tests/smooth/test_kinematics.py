@@ -1,0 +1,114 @@
+"""Forward kinematics equals mj_kinematics bit for bit (given the same model numbers), and its
+exact-arithmetic guards keep derivatives right."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+from mujoco_compare import load_both, random_state, to_jaxmj
+
+from jaxmj import math
+from jaxmj.smooth import kinematics as kinematics_module
+from jaxmj.smooth.kinematics import kinematics
+
+FAST = {"xla_backend_optimization_level": 0}  # for derivative checks, not bit checks
+
+# Every joint type, several joints in one body, a mocap body, a quaternion given unnormalized,
+# geoms and sites in each sameframe class: at the body frame, rotated only (one by -identity,
+# the same rotation), at the inertial frame (a lone capsule) and elsewhere.
+XML = """<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+  <site pos=".1 .2 .3" euler="10 20 30"/>
+  <body pos="0 0 1"><freejoint/><geom type="box" size=".1 .2 .3"/><site/>
+    <body pos=".1 .2 .3" quat=".8 .2 .3 .4">
+      <joint axis="1 2 3" pos=".1 0 0"/><joint type="slide" axis="0 1 1"/><joint type="ball"/>
+      <geom type="box" size=".1 .1 .1" pos=".1 0 0"/>
+      <geom type="sphere" size=".1" quat="-1 0 0 0" pos=".2 0 0"/><site pos=".1 .1 .1"/>
+      <body pos="0 .3 0" euler="30 40 50"><joint axis="0 0 1"/>
+        <joint axis="0 1 0" pos="0 .1 0"/><geom type="capsule" fromto="0 0 0 .3 .1 0" size=".05"/>
+      </body>
+    </body>
+  </body>
+  <body mocap="true" pos=".5 .5 .5" quat=".6 0 .8 0"><geom type="sphere" size=".1"/></body>
+</worldbody></mujoco>"""
+
+# model numbers kinematics reads; jaxmj's compiler may round some differently (fromto, euler)
+MODEL_FIELDS = ("body_pos", "body_quat", "body_ipos", "body_iquat", "jnt_pos", "jnt_axis",
+                "geom_pos", "geom_quat", "site_pos", "site_quat", "qpos0")
+FRAME_FIELDS = ("xpos", "xquat", "xmat", "xipos", "ximat", "xanchor", "xaxis", "geom_xpos",
+                "geom_xquat", "geom_xmat", "site_xpos", "site_xquat", "site_xmat")
+
+
+def _with_mujoco_numbers(m, mj):
+  return m.replace(**{k: jnp.asarray(getattr(mj, k).reshape(np.shape(getattr(m, k))))
+                      for k in MODEL_FIELDS})
+
+
+@pytest.mark.parametrize("unrolled_levels", [None, 0], ids=["unrolled", "scan"])
+def test_frames_equal_mj_kinematics_bit_for_bit(unrolled_levels, monkeypatch):
+  """Shallow trees take the unrolled pass over levels, deep ones the scan: both exact."""
+  if unrolled_levels is not None:
+    monkeypatch.setattr(kinematics_module, "_UNROLLED_LEVELS", unrolled_levels)
+  m, mj = load_both(xml=XML)
+  m = _with_mujoco_numbers(m, mj)
+  assert kinematics_module._level_plan(m, kinematics_module._UNROLLED_LEVELS)["unroll"] == (
+    unrolled_levels is None)
+  run = jax.jit(lambda m, d: kinematics(m, d))  # a new function: traced with this setting
+  for seed in range(4):
+    d = random_state(m, mj, seed)
+    if seed == 1:
+      # unnormalized quaternions: free, ball and mocap, each normalized where it is read
+      d.qpos[3:7] *= 1.3
+      d.qpos[9:13] *= 0.7
+      d.mocap_quat[0] *= 2.0
+    dj = run(m, to_jaxmj(m, d))
+    mujoco.mj_kinematics(mj, d)
+    for k in FRAME_FIELDS:
+      ours, theirs = np.asarray(getattr(dj, k)), getattr(d, k).reshape(np.shape(getattr(dj, k)))
+      bad = np.flatnonzero(ours != theirs)
+      assert not len(bad), (seed, k, bad, np.abs(ours - theirs).max())
+
+
+def test_copied_frames_keep_derivatives_of_composed_frames():
+  """Geoms at their body's (or inertial) frame copy it, as MuJoCo does, but their derivatives
+  with respect to the local pose are those of the composed frame: d geom_xpos / d geom_pos
+  is the body's xmat, d geom_xmat / d geom_quat that of xmat(xquat * geom_quat)."""
+  m, mj = load_both(xml=XML)
+  d = to_jaxmj(m, random_state(m, mj, 0))
+  assert set(m.geom_sameframe) >= {1, 2, 3}  # body, inertia and body-rotation copies
+  rng = np.random.default_rng(0)
+  tpos, tquat = (jnp.asarray(rng.normal(size=np.shape(x))) for x in (m.geom_pos, m.geom_quat))
+
+  @functools.partial(jax.jit, compiler_options=FAST)
+  def derivatives(pos, quat):
+    def frames(p, q):
+      out = kinematics(m.replace(geom_pos=p, geom_quat=q), d)
+      return out.geom_xpos, out.geom_xmat, out.xquat, out.xmat
+
+    _, (dpos, dmat, _, _) = jax.jvp(frames, (pos, quat), (tpos, tquat))
+    _, _, xquat, xmat = frames(pos, quat)
+    b = m.geom_bodyid
+    _, ref = jax.jvp(lambda q: math.quat_to_mat(math.quat_mul(xquat[b], q)), (quat,), (tquat,))
+    return dpos, jnp.einsum("gij,gj->gi", xmat[b], tpos), dmat, ref
+
+  dpos, dpos_ref, dmat, dmat_ref = derivatives(m.geom_pos, m.geom_quat)
+  np.testing.assert_allclose(dpos, dpos_ref, atol=1e-12)
+  np.testing.assert_allclose(dmat, dmat_ref, atol=1e-12)
+
+
+def test_quaternion_normalization_derivative_is_projection():
+  """qpos quaternions are normalized as mju_normalize4 (kept as is within 1e-15 of unit
+  norm), yet differentiated as q/|q| everywhere: a radial change of a free body's quaternion
+  moves nothing."""
+  m, mj = load_both(xml=XML)
+  d = to_jaxmj(m, random_state(m, mj, 2))
+
+  radial = jnp.zeros(m.nq).at[3:7].set(d.qpos[3:7])
+  @functools.partial(jax.jit, compiler_options=FAST)
+  def xquat_jvp(qpos, tangent):
+    return jax.jvp(lambda q: kinematics(m, d.replace(qpos=q)).xquat, (qpos,), (tangent,))[1]
+
+  jvp = xquat_jvp(d.qpos, radial)
+  np.testing.assert_allclose(jvp, 0.0, atol=1e-12)
