@@ -8,6 +8,7 @@
 from jaxmj.actuation.driver import fwd_actuation
 from jaxmj.bind import bind
 from jaxmj.collision.ray import multi_ray, ray
+from jaxmj.constraint.extforce import rne_post_constraint
 from jaxmj.dynamics.forward import (
   forward,
   fwd_acceleration,
@@ -22,9 +23,8 @@ from jaxmj.dynamics.inverse import inverse
 from jaxmj.io import make_data, reset
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.names import id2name, name2id
-from jaxmj.sensor import sensor_acc, sensor_pos, sensor_vel
+from jaxmj.sensor.driver import sensor_acc, sensor_pos, sensor_vel
 from jaxmj.smooth.energy import energy_pos, energy_vel
-from jaxmj.smooth.rne import rne_post_constraint
 from jaxmj.smooth.support import (
   contact_force,
   contact_forces,

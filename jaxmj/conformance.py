@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxmj.dynamics.forward import step
+from jaxmj.state import State, set_state, state_size
+
 
 def cam_fovy_difference(m, mj) -> str | None:
   """A camera with a sensor size gets its fovy from float32 intrinsics: equal to float32
@@ -41,8 +44,6 @@ def single_step_error(m, mj, md, d, nstep: int):
   import jax
   import mujoco
 
-  from jaxmj.dynamics.forward import step
-  from jaxmj.state import State, set_state, state_size
 
   sig = int(State.INTEGRATION)
   size = mujoco.mj_stateSize(mj, sig)

@@ -6,6 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.actuation import history
+from jaxmj.collision.plan import collision_plan
+from jaxmj.constraint.layout import efc_layout
+from jaxmj.names import name2id
 from jaxmj.smooth import plastic
 from jaxmj.types import NWARNING, Contact, Data, Model
 
@@ -52,9 +55,6 @@ def make_data(m: Model) -> Data:
 
 def _constraint_fields(m: Model, dt) -> dict:
   """Contact slots and efc rows at the model's fixed sizes (collision plan, efc layout)."""
-  from jaxmj.collision.driver import collision_plan
-  from jaxmj.constraint import efc_layout
-
   plan = collision_plan(m)
   layout = efc_layout(m, plan["dim"])
   ncon, nefc = plan["ncon"], layout.nefc
@@ -89,8 +89,6 @@ def reset(m: Model, key: int | str | None = None) -> Data:
   if key is None:
     return d
   if isinstance(key, str):
-    from jaxmj.names import name2id
-
     name, key = key, name2id(m, "key", key)
     if key < 0:
       raise KeyError(f"model {m.model_name!r} has no keyframe named {name!r}")

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-MINVAL = 1e-15  # mjMINVAL: below this a norm counts as zero
+from jaxmj.constants import MINVAL
 
 
 def safe_norm(x: jnp.ndarray, axis: int = -1, keepdims: bool = False) -> jnp.ndarray:

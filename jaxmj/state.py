@@ -46,7 +46,7 @@ class State(enum.IntFlag):
 NSTATE = 15
 
 # component -> the Data field that holds it (None: always empty in jaxmj)
-_FIELD = {
+STATE_FIELD = {
   State.TIME: "time", State.QPOS: "qpos", State.QVEL: "qvel", State.ACT: "act",
   State.HISTORY: "history", State.WARMSTART: "qacc_warmstart", State.CTRL: "ctrl",
   State.QFRC_APPLIED: "qfrc_applied", State.XFRC_APPLIED: "xfrc_applied",
@@ -64,12 +64,13 @@ def _check_sig(sig: int, fn: str) -> None:
     raise ValueError(f"{fn}: invalid state signature {sig} >= 2^{NSTATE}")
 
 
-def _components(sig: int):
-  return [c for c in _FIELD if sig & c]
+def components(sig: int) -> list:
+  """The State components in signature `sig`, in MuJoCo's order."""
+  return [c for c in STATE_FIELD if sig & c]
 
 
 def _size(m: Model, component: State) -> int:
-  field = _FIELD[component]
+  field = STATE_FIELD[component]
   if field is None:
     return 0
   return int(np.prod(_shape(m, component)))
@@ -89,15 +90,15 @@ def _shape(m: Model, component: State) -> tuple:
 def state_size(m: Model, sig: int) -> int:
   """mj_stateSize: length of the state vector of signature `sig`."""
   _check_sig(sig, "state_size")
-  return sum(_size(m, c) for c in _components(sig))
+  return sum(_size(m, c) for c in components(sig))
 
 
 def get_state(m: Model, d: Data, sig: int) -> jnp.ndarray:
   """mj_getState: (state_size(m, sig),) the selected components of `d`, in bit order."""
   _check_sig(sig, "get_state")
   dtype = d.qpos.dtype
-  parts = [jnp.ravel(getattr(d, _FIELD[c])).astype(dtype)
-           for c in _components(sig) if _FIELD[c] is not None]
+  parts = [jnp.ravel(getattr(d, STATE_FIELD[c])).astype(dtype)
+           for c in components(sig) if STATE_FIELD[c] is not None]
   return jnp.concatenate(parts) if parts else jnp.zeros(0, dtype)
 
 
@@ -109,8 +110,8 @@ def set_state(m: Model, d: Data, state: jnp.ndarray, sig: int) -> Data:
     raise ValueError(f"set_state: state has shape {state.shape}, signature {sig} needs "
                      f"({size},)")
   updates, adr = {}, 0
-  for c in _components(sig):
-    field = _FIELD[c]
+  for c in components(sig):
+    field = STATE_FIELD[c]
     if field is None:
       continue
     n, old = _size(m, c), getattr(d, field)
@@ -123,7 +124,7 @@ def set_state(m: Model, d: Data, state: jnp.ndarray, sig: int) -> Data:
 def copy_state(m: Model, src: Data, dst: Data, sig: int) -> Data:
   """mj_copyState: `dst` with the components of `sig` copied from `src`."""
   _check_sig(sig, "copy_state")
-  fields = [_FIELD[c] for c in _components(sig) if _FIELD[c] is not None]
+  fields = [STATE_FIELD[c] for c in components(sig) if STATE_FIELD[c] is not None]
   return dst.replace(**{f: getattr(src, f) for f in fields})
 
 
@@ -138,7 +139,7 @@ def extract_state(m: Model, src: jnp.ndarray, srcsig: int, dstsig: int) -> jnp.n
     raise ValueError(f"extract_state: src has shape {src.shape}, srcsig {srcsig} needs "
                      f"({state_size(m, srcsig)},)")
   parts, adr = [], 0
-  for c in _components(srcsig):
+  for c in components(srcsig):
     n = _size(m, c)
     if dstsig & c:
       parts.append(src[adr:adr + n])

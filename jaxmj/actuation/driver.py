@@ -8,7 +8,7 @@ activation update.
 
 MuJoCo 4.0 layout: actuator k reads the controls actuator_ctrladr[k] : + ctrlnum[k] and
 writes the outputs actuator_outadr[k] : + outnum[k]. The code below computes one value per
-actuator id and reaches its first output through outadr (`_per_actuator`, `_gear`, the
+actuator id and reaches its first output through outadr (`per_actuator`, `_gear`, the
 scatter of the forces) and its first control through ctrladr; the multi-input PID reads its
 other controls in motor.py, and so3 actuators (3 or 4 controls, 3 outputs, 3 activations as
 integrators) are computed whole in orientation.py, their per-id placeholder values
@@ -26,8 +26,10 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.actuation import history, motor, orientation
-from jaxmj.constraint import point_jacobians
+from jaxmj.collision.driver import slot_gap
+from jaxmj.constants import MAXVAL, MINVAL
 from jaxmj.scan import cached_plan
+from jaxmj.smooth.jac import point_jacobians
 from jaxmj.types import (
   BiasType,
   Data,
@@ -39,10 +41,6 @@ from jaxmj.types import (
   TrnType,
   Warning,
 )
-
-MINVAL = 1e-15  # mjMINVAL
-MAXVAL = 1e10  # mjMAXVAL: a control beyond this is bad
-
 
 # ---------------------------------------------------------------- transmission
 
@@ -196,10 +194,8 @@ def _body(m: Model, d: Data, grp) -> tuple:
   """Adhesion: minus the mean contact-normal Jacobian over the body's contacts.
 
   A contact counts when it exists, dist < includemargin + gap: with constraint rows
-  (active) or in the gap layer (adhesion.slot_gap), as in MuJoCo.
+  (active) or in the gap layer (collision.driver.slot_gap), as in MuJoCo.
   """
-  from jaxmj.constraint.adhesion import slot_gap
-
   i, body = grp
   con = d.contact
   if len(con.dim) == 0:
@@ -347,7 +343,7 @@ DYNAMICS = {
 
 
 @cached_plan
-def _act_plan(m, disableactuator: int) -> dict:
+def act_plan(m, disableactuator: int) -> dict:
   """Static index sets: per type, the stateful actuators, limits and disabled groups."""
   ids = np.arange(m.nactuator)
   group = m.actuator_group
@@ -454,23 +450,23 @@ def next_act(m: Model, d: Data, act_dot: jnp.ndarray | None = None) -> jnp.ndarr
   timestep; disabled actuator groups hold their activation. Unchanged without actuation."""
   if m.na == 0 or m.opt.disabled(DisableBit.ACTUATION):
     return d.act
-  plan = _act_plan(m, m.opt.disableactuator)
+  plan = act_plan(m, m.opt.disableactuator)
   act_dot = d.act_dot if act_dot is None else act_dot
   if len(plan["disabled"]):
     held = plan["disabled"]
     adr = [np.arange(a, a + n) for a, n in zip(m.actuator_actadr[held], m.actuator_actnum[held])]
     act_dot = act_dot.at[np.concatenate(adr).astype(int)].set(0.0)
-  return _next(m, plan, _per_actuator(m, d), d.act, act_dot)
+  return _next(m, plan, per_actuator(m, d), d.act, act_dot)
 
 
-def _per_actuator(m: Model, d: Data) -> Data:
+def per_actuator(m: Model, d: Data) -> Data:
   """d with actuator_length / actuator_velocity (nactuator,): each actuator's output."""
   out = m.actuator_outadr
   return d.replace(actuator_length=d.actuator_length[out],
                    actuator_velocity=d.actuator_velocity[out])
 
 
-def _ctrl(m: Model, d: Data, plan: dict) -> tuple[jnp.ndarray, jnp.ndarray]:
+def clamped_ctrl(m: Model, d: Data, plan: dict) -> tuple[jnp.ndarray, jnp.ndarray]:
   """Clamped controls (nu,), all zeroed if any is NaN or beyond 1e10; and that bad flag."""
   ctrl = history.ctrl(m, d, d.ctrl)
   if len(plan["ctrllimited"]) and not m.opt.disabled(DisableBit.CLAMPCTRL):
@@ -521,7 +517,7 @@ def _act_dot(m: Model, d: Data, plan: dict, ctrl: jnp.ndarray) -> jnp.ndarray:
 
 def gain_act(m: Model, plan: dict, d: Data, act_dot: jnp.ndarray) -> jnp.ndarray:
   """(na,) the activations gains read: act, next step's in every slot of actearly actuators.
-  d: per-actuator lengths (_per_actuator)."""
+  d: per-actuator lengths (per_actuator)."""
   if not len(plan["early"]):
     return d.act
   return jnp.where(plan["early_slots"], _next(m, plan, d, d.act, act_dot), d.act)
@@ -549,11 +545,11 @@ def fwd_actuation(m: Model, d: Data) -> Data:
   """
   if m.nactuator == 0 or m.opt.disabled(DisableBit.ACTUATION):
     return d.replace(actuator_force=jnp.zeros(m.nout), qfrc_actuator=jnp.zeros(m.nv))
-  plan = _act_plan(m, m.opt.disableactuator)
-  controls, bad = _ctrl(m, d, plan)
+  plan = act_plan(m, m.opt.disableactuator)
+  controls, bad = clamped_ctrl(m, d, plan)
   # each actuator's first control (a zero past the end for actuators without controls)
   ctrl = jnp.concatenate([controls, jnp.zeros(1, controls.dtype)])[m.actuator_ctrladr]
-  da = _per_actuator(m, d)
+  da = per_actuator(m, d)
   act_dot = orientation.act_dot(m, controls, _act_dot(m, da, plan, ctrl))
   act_dot, controls = motor.dynamics(m, da, controls, act_dot)
   out = m.actuator_outadr

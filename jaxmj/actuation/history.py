@@ -25,10 +25,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.scan import cached_plan
 from jaxmj.types import Data, DisableBit, Model, Stage
-
-MINVAL = 1e-15  # mjMINVAL: a sample stamped this close after the read time still counts
 
 
 @cached_plan

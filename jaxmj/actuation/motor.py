@@ -30,10 +30,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.scan import cached_plan
 from jaxmj.types import BiasType, DynType, GainType, Model
 
-MINVAL = 1e-15
 POS, VEL, FF, VOLTAGE = 1, 2, 4, 8  # mjtCtrlInput bits in actuator_ctrlspec
 SLEW, INTEGRAL, TEMPERATURE, BRISTLE, CURRENT = range(5)
 
@@ -78,14 +78,14 @@ def _columns(m, ids: np.ndarray, spec: np.ndarray) -> np.ndarray:
   return out
 
 
-def _state(act: jnp.ndarray, idx: np.ndarray) -> jnp.ndarray:
+def state_at(act: jnp.ndarray, idx: np.ndarray) -> jnp.ndarray:
   return jnp.concatenate([act, jnp.zeros(1, act.dtype)])[idx]
 
 
 def _slew(m: Model, has: np.ndarray, idx: np.ndarray, act, u, slewmax):
   """Rate-limited setpoint and the slew state's act_dot: |u - u_prev| <= slewmax h."""
   h = m.opt.timestep
-  prev = _state(act, idx[:, SLEW])
+  prev = state_at(act, idx[:, SLEW])
   step = slewmax * h
   eff = jnp.where(has[:, SLEW], jnp.clip(u, prev - step, prev + step), u)
   return eff, (eff - prev) / h
@@ -119,7 +119,7 @@ def _pid(m: Model, d, p: dict, ctrl, act_dot) -> tuple:
   length, vel = d.actuator_length[i], d.actuator_velocity[i]
   upos, uvel, uff = _inputs(m, p, ctrl)
   u, slew_rate = _slew(m, p["has"], p["idx"], d.act, upos, dyn[:, 1])
-  x = _state(d.act, p["idx"][:, INTEGRAL])
+  x = state_at(d.act, p["idx"][:, INTEGRAL])
   rate = _windup(u - length, x, dyn[:, 0])
   act_dot = _scatter(act_dot, p["has"], p["idx"], {SLEW: slew_rate, INTEGRAL: rate})
   x = jnp.where(m.actuator_actearly[i], x + rate * m.opt.timestep, x)  # next step's
@@ -128,7 +128,7 @@ def _pid(m: Model, d, p: dict, ctrl, act_dot) -> tuple:
   return force, act_dot
 
 
-def _resistance(gain, dyn, temp):
+def resistance(gain, dyn, temp):
   """R at temperature rise temp: R (1 + alpha (T + T_ambient - T0)); R itself without."""
   return gain[:, 0] * (1 + gain[:, 2] * (temp + dyn[:, 4] - gain[:, 3]))
 
@@ -147,7 +147,7 @@ def _voltage(p: dict, gain, u, length, vel, x):
   return jnp.where((p["spec"] & (POS | VEL | FF)) > 0, volt, 0.0) + u[cols[:, 4]]
 
 
-def _stribeck(vel, bias):
+def stribeck(vel, bias):
   """LuGre steady friction g(v) = F_C + (F_S - F_C) exp(-(v / v_S)^2)."""
   ratio = vel / jnp.maximum(MINVAL, bias[:, 5])
   return bias[:, 3] + (bias[:, 4] - bias[:, 3]) * jnp.exp(-ratio * ratio)
@@ -169,17 +169,17 @@ def _dc_rates(m: Model, d, p: dict, u, act_dot) -> tuple:
   eff, slew_rate = _slew(m, has, idx, d.act, u[first], dyn[:, 7])
   if has[:, SLEW].any():
     u = u.at[np.where(has[:, SLEW], first, len(u))].set(eff, mode="drop")
-  x = _state(d.act, idx[:, INTEGRAL])
-  temp = _state(d.act, idx[:, TEMPERATURE])
-  res = jnp.where(has[:, TEMPERATURE], _resistance(gain, dyn, temp), gain[:, 0])
+  x = state_at(d.act, idx[:, INTEGRAL])
+  temp = state_at(d.act, idx[:, TEMPERATURE])
+  res = jnp.where(has[:, TEMPERATURE], resistance(gain, dyn, temp), gain[:, 0])
   volt = _voltage(p, gain, u, length, vel, x)
-  cur = _state(d.act, idx[:, CURRENT])
+  cur = state_at(d.act, idx[:, CURRENT])
   amps = jnp.where(has[:, CURRENT], cur, (volt - k * vel) / res)
   safe_rt = jnp.where(has[:, TEMPERATURE], dyn[:, 2], 1.0)
   safe_c = jnp.where(has[:, TEMPERATURE], dyn[:, 3], 1.0)
   rate_temp = (res * amps * amps - temp / safe_rt) / safe_c
-  z = _state(d.act, idx[:, BRISTLE])
-  decay = -dyn[:, 5] * jnp.abs(vel) / jnp.maximum(MINVAL, _stribeck(vel, bias))
+  z = state_at(d.act, idx[:, BRISTLE])
+  decay = -dyn[:, 5] * jnp.abs(vel) / jnp.maximum(MINVAL, stribeck(vel, bias))
   didt = (volt / res - k / res * vel - cur) / jnp.where(has[:, CURRENT], te, 1.0)
   didt = jnp.where(dyn[:, 1] > 0, jnp.clip(didt, -dyn[:, 1], dyn[:, 1]), didt)
   act_dot = _scatter(act_dot, has, idx, {
@@ -210,10 +210,10 @@ def _dc_force(m: Model, d, p: dict, controls, gain, bias, inp):
   k, stateless = gprm[:, 1], dyn[:, 0] <= 0
   if p["gain"].any():
     u = jnp.concatenate([controls, jnp.zeros(1, controls.dtype)])
-    temp = _state(d.act, idx[:, TEMPERATURE])
-    res = jnp.where(has[:, TEMPERATURE], _resistance(gprm, dyn, temp), gprm[:, 0])
+    temp = state_at(d.act, idx[:, TEMPERATURE])
+    res = jnp.where(has[:, TEMPERATURE], resistance(gprm, dyn, temp), gprm[:, 0])
     volt = _voltage(p, gprm, u, d.actuator_length[i], d.actuator_velocity[i],
-                    _state(d.act, idx[:, INTEGRAL]))
+                    state_at(d.act, idx[:, INTEGRAL]))
     gain = jnp.where(p["gain"], jnp.where(stateless, k / jnp.maximum(MINVAL, res), k), gain)
     inp = jnp.where(p["gain"] & stateless, volt, inp)
   if p["bias"].any():
@@ -250,7 +250,7 @@ def mechanical(m: Model, d, act_dot, force, enabled: np.ndarray) -> jnp.ndarray:
   i = p["ids"]
   bias, dyn = m.actuator_biasprm[i], m.actuator_dynprm[i]
   cog = bias[:, 0] * jnp.sin(bias[:, 1] * d.actuator_length[i] + bias[:, 2])
-  z, zdot = _state(d.act, p["idx"][:, BRISTLE]), _state(act_dot, p["idx"][:, BRISTLE])
+  z, zdot = state_at(d.act, p["idx"][:, BRISTLE]), state_at(act_dot, p["idx"][:, BRISTLE])
   fric = jnp.where(p["has"][:, BRISTLE], dyn[:, 5] * z + dyn[:, 6] * zdot, 0.0)
   return force.at[i].add(jnp.where(enabled[i], cog - fric, 0.0))
 
@@ -267,108 +267,15 @@ def next_act(m: Model, d, act, act_dot, new) -> jnp.ndarray:
   dyn, bias, vel = m.actuator_dynprm[i], m.actuator_biasprm[i], d.actuator_velocity[i]
   h = m.opt.timestep
   te = jnp.maximum(MINVAL, dyn[:, 0])
-  cur = _state(act, idx[:, CURRENT]) + _state(act_dot, idx[:, CURRENT]) * te * (
+  cur = state_at(act, idx[:, CURRENT]) + state_at(act_dot, idx[:, CURRENT]) * te * (
     1 - jnp.exp(-h / te))
-  a = -dyn[:, 5] * jnp.abs(vel) / jnp.maximum(MINVAL, _stribeck(vel, bias))
+  a = -dyn[:, 5] * jnp.abs(vel) / jnp.maximum(MINVAL, stribeck(vel, bias))
   exp_ah = jnp.exp(a * h)
   small = jnp.abs(a) <= MINVAL
   int_h = jnp.where(small, h, (exp_ah - 1) / jnp.where(small, 1.0, a))
-  z = exp_ah * _state(act, idx[:, BRISTLE]) + int_h * vel
+  z = exp_ah * state_at(act, idx[:, BRISTLE]) + int_h * vel
   imax = dyn[:, 8]
-  x = _state(new, idx[:, INTEGRAL])
+  x = state_at(new, idx[:, INTEGRAL])
   x = jnp.where(imax > 0, jnp.clip(x, -imax, imax), x)
   return _scatter(new, p["has"], idx, {CURRENT: cur, BRISTLE: z, INTEGRAL: x})
 
-
-def implicit_correction(m: Model, d) -> jnp.ndarray | None:
-  """(nv, nv) to add to the exact d qfrc_actuator / d qvel to get MuJoCo's mjd_actuator_vel
-  for the DC motor types (None when it is exact). MuJoCo drops the bristle decay's velocity
-  dependence in LuGre friction (its derivative of -sigma1 dz/dt is -sigma1, not -sigma1
-  (1 + z da/dv)); for a DC bias after another gain it takes the DC motor's back-EMF slope
-  -K^2 / R, whatever the gain, and the friction slope only with a DC gain (even with no DC
-  bias adding the friction); and for a DC dynamics under another
-  gain it ignores how the next state (the gain's input) moves with velocity. Each is a
-  per-actuator slope on the actuator's own velocity: the correction is moment' diag(gap)
-  moment."""
-  plan = motor_plan(m)
-  if "dc" not in plan:
-    return None
-  p = plan["dc"]
-  gaps = [g for g in (_lugre_gap(m, d, p), _mixed_gap(m, d, p)) if g is not None]
-  if not gaps:
-    return None
-  moment = d.actuator_moment[m.actuator_outadr[p["ids"]]]
-  return moment.T @ (sum(gaps)[:, None] * moment)
-
-
-def _lugre_gap(m: Model, d, p: dict):
-  import jax
-
-  on = (p["bias"] | p["gain"]) & p["has"][:, BRISTLE]
-  if not on.any():
-    return None
-  i = p["ids"]
-  bias, dyn = m.actuator_biasprm[i], m.actuator_dynprm[i]
-
-  def decay(v):
-    return -dyn[:, 5] * jnp.abs(v) / jnp.maximum(MINVAL, _stribeck(v, bias))
-
-  vel = d.actuator_velocity[m.actuator_outadr[i]]
-  slope = jax.jvp(decay, (vel,), (jnp.ones_like(vel),))[1]
-  z = _state(d.act, p["idx"][:, BRISTLE])
-  # MuJoCo's slope is -sigma1 exactly when the gain is a DC motor's, whether or not the bias
-  # (which adds the friction) is
-  exact = jnp.where(p["bias"], -dyn[:, 6] * (1 + slope * z), 0.0)
-  return jnp.where(on, jnp.where(p["gain"], -dyn[:, 6], 0.0) - exact, 0.0)
-
-
-def _mixed_gap(m: Model, d, p: dict):
-  """MuJoCo's slope minus the exact one for the DC bias and dynamics under other gains."""
-  import jax
-
-  from jaxmj.actuation import driver as actuation
-
-  i = p["ids"]
-  stateful = m.actuator_actnum[i] > 0
-  bias_on, dyn_on = p["bias"] & ~p["gain"], p["dyn"] & stateful & ~p["gain"]
-  if not (bias_on.any() or dyn_on.any()):
-    return None
-  out = m.actuator_outadr[i]
-  gprm, dyn = m.actuator_gainprm[i], m.actuator_dynprm[i]
-  ln, vel, ones = d.actuator_length[out], d.actuator_velocity[out], jnp.ones(len(i))
-  gain, slope = jnp.zeros(len(i)), jnp.zeros(len(i))
-  for t in np.unique(m.actuator_gaintype[i][~p["gain"]]):
-    fn = actuation.GAINS[t]
-    g, dg = jax.jvp(lambda v, fn=fn: fn(gprm, ln, v, m.actuator_lengthrange[out],
-                                        m.actuator_acc0[out]), (vel,), (ones,))
-    on = m.actuator_gaintype[i] == t
-    gain, slope = jnp.where(on, g, gain), jnp.where(on, dg, slope)
-  k = gprm[:, 1]
-  res = jnp.where(p["has"][:, TEMPERATURE], _resistance(gprm, dyn, _state(
-    d.act, p["idx"][:, TEMPERATURE])), gprm[:, 0])
-  gap = jnp.where(bias_on & (dyn[:, 0] <= 0),
-                  -k * k / jnp.maximum(MINVAL, res) + (gain + slope * vel) * k, 0.0)
-  if dyn_on.any():
-    gap = gap - jnp.where(dyn_on, gain * _next_state_slope(m, d, i, out, vel), 0.0)
-  return gap
-
-
-def _next_state_slope(m: Model, d, i: np.ndarray, out: np.ndarray, vel) -> jnp.ndarray:
-  """d (next value of the last state) / d velocity (n,) of the actuators i under DC motor
-  dynamics: how the input of a gain reading act (actearly) moves with velocity."""
-  import jax
-
-  from jaxmj.actuation import driver as actuation
-
-  controls = actuation._ctrl(m, d, actuation._act_plan(m, m.opt.disableactuator))[0]
-  last = np.where(m.actuator_actnum[i] > 0, m.actuator_actadr[i] + m.actuator_actnum[i] - 1,
-                  m.na)
-  base = d.replace(actuator_length=d.actuator_length[m.actuator_outadr],
-                   actuator_velocity=d.actuator_velocity[m.actuator_outadr])
-
-  def nxt(v):
-    dv = base.replace(actuator_velocity=base.actuator_velocity.at[i].set(v))
-    act_dot, _ = dynamics(m, dv, controls, jnp.zeros(m.na))
-    return _state(next_act(m, dv, d.act, act_dot, d.act + act_dot * m.opt.timestep), last)
-
-  return jax.jvp(nxt, (vel,), (jnp.ones_like(vel),))[1]

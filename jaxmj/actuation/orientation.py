@@ -25,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
-from jaxmj.constraint import point_jacobians
 from jaxmj.scan import cached_plan
+from jaxmj.smooth.jac import point_jacobians
 from jaxmj.types import Data, DynType, Model, TrnType
 
 NOUT = 3
@@ -140,45 +140,3 @@ def forces(m: Model, d: Data, controls: jnp.ndarray, act: jnp.ndarray,
   force = jnp.where(limited[ids][:, None] & (norm > cap), capped, force)
   return force.reshape(-1)
 
-
-def implicit_correction(m: Model, d: Data) -> jnp.ndarray | None:
-  """(nv, nv) to add to the exact d qfrc_actuator / d qvel to get MuJoCo's mjd_actuator_vel,
-  which gives each so3 actuator the velocity derivative biasprm[2] I, or none when its norm
-  cap binds. None without so3 actuators or with actuation off.
-
-  "Binds", as probed in mujoco 4.0.0: forcelimited and the norm of the capped actuator_force
-  >= forcerange[1], so a capped force whose norm rounds just below the cap keeps the term
-  (3 to 16% of capped states in our probes). That test is rounding noise: in float64, one
-  ulp more or less in one component of an uncapped force flips it for ~25% of capped forces
-  (measured on random forces). jaxmj's so3 forces agree with MuJoCo's to a few ulps but not
-  bit for bit (quaternion log/exp go through XLA's own atan2, sin and cos, not libm's), so
-  that rounding cannot be reproduced; deciding by the uncapped
-  norm > forcerange[1] (drop whenever capped) agrees with MuJoCo more often (87-97% of capped
-  states against 81-94% for MuJoCo's own rule on jaxmj's bits), and is used."""
-  import jax
-
-  from jaxmj.actuation import driver as actuation
-  from jaxmj.types import DisableBit
-
-  ids = so3_ids(m)
-  if not len(ids) or m.opt.disabled(DisableBit.ACTUATION):
-    return None
-  plan = actuation._act_plan(m, m.opt.disableactuator)
-  controls, _ = actuation._ctrl(m, d, plan)
-  act = actuation.gain_act(m, plan, actuation._per_actuator(m, d), d.act_dot)
-  out = rows(m, ids, m.actuator_outadr)
-  limited = np.asarray(m.actuator_forcelimited)
-
-  def force(vel, limit):
-    return forces(m, d.replace(actuator_velocity=d.actuator_velocity.at[out].set(vel)),
-                  controls, act, limit)
-
-  vel = d.actuator_velocity[out]
-  exact = jax.jacfwd(lambda v: force(v, limited))(vel)  # (n * 3, n * 3), block diagonal
-  free = force(vel, np.zeros_like(limited)).reshape(-1, NOUT)
-  at_cap = limited[ids] & (math.safe_norm(free) > m.actuator_forcerange[ids, 1])
-  slope = jnp.where(at_cap, 0.0, m.actuator_biasprm[ids, 2])
-  on = jnp.asarray(~np.isin(ids, plan["disabled"]), vel.dtype)
-  gap = jnp.repeat(on, NOUT)[:, None] * (jnp.diag(jnp.repeat(slope, NOUT)) - exact)
-  moment = d.actuator_moment[out]
-  return moment.T @ gap @ moment

@@ -3,7 +3,7 @@
 Separating axes with a face preference (stage 1), then either the incident face clipped
 against the reference face's sides or one edge-edge contact (stage 2); see primitive.py for
 the collider conventions (slots, frames, margins) and common.py for the helpers that keep
-XLA's compile time down: `_at` (a traced index as selects, not a gather), `_materialize` (a
+XLA's compile time down: `select_at` (a traced index as selects, not a gather), `materialize` (a
 value XLA stores once instead of recomputing in every kernel that reads it), and short scans
 where a stage repeats.
 """
@@ -14,25 +14,26 @@ import jax
 import jax.numpy as jnp
 
 from jaxmj.collision.common import (
-  _BIG,
+  BIG,
   MINVAL,
   Collision,
   GeomFrame,
-  _at,
-  _col,
-  _div,
-  _dot,
-  _first,
-  _materialize,
-  _mtv,
-  _mv,
-  _next,
-  _normalize,
-  _pack,
-  _sqrt,
-  _take,
+  dot3,
+  first_k,
   make_frame,
+  mat_t_vec3,
+  mat_vec3,
+  materialize,
+  next_of_3,
+  normalize3,
+  pack_slots,
+  safe_div,
+  safe_sqrt,
+  select_at,
+  select_col,
+  take_rows,
 )
+from jaxmj.constants import MAXVAL
 
 BOXBOX_SEPEPS = 1e-6  # slack on the separation tests, times the summed half-sizes
 BOXBOX_PAREPS = 1e-7  # sin^2 of the edge angle below which an edge-cross axis is skipped
@@ -40,7 +41,6 @@ BOXBOX_SGNEPS = 1e-5  # axis component below which the supporting edge is ambigu
 BOXBOX_DUPEPS = 1e-10  # squared relative radius for merging clipped vertices
 BOXBOX_EDGEBIAS = 1e-6  # relative handicap of edge axes on near-ties with a face axis
 BOXBOX_MAXVERT = 8  # a 4-gon clipped by 4 half-planes has at most 8 vertices
-_MAXVAL = 1e10  # mjMAXVAL
 
 
 def _mm(a, b):
@@ -58,15 +58,15 @@ def _box_sat(b1: GeomFrame, b2: GeomFrame, margin):
   pos1, mat1, size1 = b1.pos, b1.mat, b1.size
   pos2, mat2, size2 = b2.pos, b2.mat, b2.size
   dt = pos1.dtype
-  pos21 = _mtv(mat1, pos2 - pos1)  # box 2 centre in box 1's frame
-  pos12 = _mtv(mat2, pos1 - pos2)
+  pos21 = mat_t_vec3(mat1, pos2 - pos1)  # box 2 centre in box 1's frame
+  pos12 = mat_t_vec3(mat2, pos1 - pos2)
   rot = _mm(mat1.T, mat2)  # columns: box 2 axes in box 1's frame
   rotabs = jnp.abs(rot)
   septol = margin + BOXBOX_SEPEPS * (jnp.sum(size1) + jnp.sum(size2))
 
   # face axes: box 1's, then box 2's; the first largest separation wins
-  sep1 = jnp.abs(pos21) - size1 - _mv(rotabs, size2)
-  sep2 = jnp.abs(pos12) - size2 - _mtv(rotabs, size1)
+  sep1 = jnp.abs(pos21) - size1 - mat_vec3(rotabs, size2)
+  sep2 = jnp.abs(pos12) - size2 - mat_t_vec3(rotabs, size1)
   seps = jnp.concatenate([sep1, sep2])
   separated = jnp.any(seps > septol)
   code_face = jnp.argmax(seps).astype(jnp.int32)
@@ -81,14 +81,14 @@ def _box_sat(b1: GeomFrame, b2: GeomFrame, margin):
   ax1, ax2 = -rr(2, 0), rr(1, 0)
   norm2 = ax1 * ax1 + ax2 * ax2
   ok = ~(norm2 < BOXBOX_PAREPS)  # nearly parallel edges: left to the face axes
-  inv = 1.0 / _sqrt(jnp.where(ok, norm2, 1.0))
+  inv = 1.0 / safe_sqrt(jnp.where(ok, norm2, 1.0))
   ax1, ax2 = ax1 * inv, ax2 * inv
   radius1 = r1(size1, 1) * jnp.abs(ax1) + r1(size1, 2) * jnp.abs(ax2)
   a21 = ax1 * rr(1, 1) + ax2 * rr(2, 1)
   a22 = ax1 * rr(1, 2) + ax2 * rr(2, 2)
   radius2 = r2(size2, 1) * jnp.abs(a21) + r2(size2, 2) * jnp.abs(a22)
   sep = jnp.abs(ax1 * r1(pos21, 1) + ax2 * r1(pos21, 2)) - radius1 - radius2
-  sep = _materialize(jnp.where(ok, sep, -_BIG), septol)  # read by each step below
+  sep = materialize(jnp.where(ok, sep, -BIG), septol)  # read by each step below
   separated = separated | jnp.any(sep > septol)
   beat = sep > sep_face
   biased = sep - BOXBOX_EDGEBIAS * jnp.abs(sep)
@@ -105,24 +105,24 @@ def _box_sat(b1: GeomFrame, b2: GeomFrame, margin):
   # clearly (5% of the face depth) better
   edge = jnp.clip(code - 6, 0, 8)
   edge_i = jnp.where(edge >= 6, 2, jnp.where(edge >= 3, 1, 0))
-  edge_ij = _materialize(jnp.stack([edge_i, edge - 3 * edge_i]), septol)
+  edge_ij = materialize(jnp.stack([edge_i, edge - 3 * edge_i]), septol)
   edge_i, edge_j = edge_ij[0], edge_ij[1]
-  ei1 = _next(edge_i)
-  ei2 = _next(ei1)
-  rj = _col(rot, edge_j)
-  axis = _onehot(ei1, dt) * -_at(rj, ei2) + _onehot(ei2, dt) * _at(rj, ei1)
-  axis, _ = _normalize(axis)
-  axis = _materialize(axis, septol)
+  ei1 = next_of_3(edge_i)
+  ei2 = next_of_3(ei1)
+  rj = select_col(rot, edge_j)
+  axis = _onehot(ei1, dt) * -select_at(rj, ei2) + _onehot(ei2, dt) * select_at(rj, ei1)
+  axis, _ = normalize3(axis)
+  axis = materialize(axis, septol)
   face_dot = jnp.where(
     code_face < 3,
-    jnp.abs(_at(axis, code_face)),
-    jnp.abs(_dot(axis, _col(rot, jnp.maximum(code_face - 3, 0)))),
+    jnp.abs(select_at(axis, code_face)),
+    jnp.abs(dot3(axis, select_col(rot, jnp.maximum(code_face - 3, 0)))),
   )
   to_face = (
     (code >= 6) & (face_dot > 0.99) & (sep_best < sep_face + 0.05 * jnp.abs(sep_face) + MINVAL)
   )
   code = jnp.where(to_face, code_face, code)
-  code = _materialize(code, septol)
+  code = materialize(code, septol)
   return {
     "pos21": pos21,
     "pos12": pos12,
@@ -143,22 +143,22 @@ def _box_edge(b1: GeomFrame, b2: GeomFrame, sat):
   rot, pos21, axis = sat["rot"], sat["pos21"], sat["axis"]
   ei, ej = sat["edge_i"], sat["edge_j"]
   dt = pos21.dtype
-  i1, j1 = _next(ei), _next(ej)
-  i2, j2 = _next(i1), _next(j1)
-  axis = jnp.where(_dot(axis, pos21) < 0, -axis, axis)  # from box 1 towards box 2
-  a2 = _mtv(rot, axis)  # the axis in box 2's frame
-  x1, x2, y1, y2 = _at(axis, i1), _at(axis, i2), _at(a2, j1), _at(a2, j2)
+  i1, j1 = next_of_3(ei), next_of_3(ej)
+  i2, j2 = next_of_3(i1), next_of_3(j1)
+  axis = jnp.where(dot3(axis, pos21) < 0, -axis, axis)  # from box 1 towards box 2
+  a2 = mat_t_vec3(rot, axis)  # the axis in box 2's frame
+  x1, x2, y1, y2 = select_at(axis, i1), select_at(axis, i2), select_at(a2, j1), select_at(a2, j2)
   amb1 = jnp.where(jnp.abs(x1) < BOXBOX_SGNEPS, i1, jnp.where(jnp.abs(x2) < BOXBOX_SGNEPS, i2, -1))
   amb2 = jnp.where(jnp.abs(y1) < BOXBOX_SGNEPS, j1, jnp.where(jnp.abs(y2) < BOXBOX_SGNEPS, j2, -1))
-  d2 = _col(rot, ej)
-  b = _at(d2, ei)
+  d2 = select_col(rot, ej)
+  b = select_at(d2, ei)
   denom = 1.0 - b * b
-  lim1, lim2 = _at(size1, ei), _at(size2, ej)
+  lim1, lim2 = select_at(size1, ei), select_at(size2, ej)
 
   # supporting edge corners, then the variants with the ambiguous sign flipped: (v1, v2) in
   # MuJoCo's loop order (0, 0), (0, 1), (1, 0), (1, 1)
-  z1, z2 = _at(size1, i1), _at(size1, i2)
-  w1, w2 = _at(size2, j1), _at(size2, j2)
+  z1, z2 = select_at(size1, i1), select_at(size1, i2)
+  w1, w2 = select_at(size2, j1), select_at(size2, j2)
   c1 = _onehot(i1, dt) * jnp.where(x1 >= 0, z1, -z1) + _onehot(i2, dt) * jnp.where(x2 >= 0, z2, -z2)
   cc = _onehot(j1, dt) * jnp.where(y1 >= 0, -w1, w1) + _onehot(j2, dt) * jnp.where(y2 >= 0, -w2, w2)
   v1 = jnp.array([0.0, 0.0, 1.0, 1.0], dt)[:, None]
@@ -168,35 +168,35 @@ def _box_edge(b1: GeomFrame, b2: GeomFrame, sat):
   tried = jnp.array([True, True, False, False]) | (amb1 >= 0)
   tried = tried & (jnp.array([True, False, True, False]) | (amb2 >= 0))
 
-  c1, cc = _materialize(jnp.stack([c1, cc]), sat["septol"])
-  c2 = jax.vmap(lambda x: _mv(rot, x))(cc) + pos21
+  c1, cc = materialize(jnp.stack([c1, cc]), sat["septol"])
+  c2 = jax.vmap(lambda x: mat_vec3(rot, x))(cc) + pos21
   e = c2 - c1
-  d1e = _at([e[:, 0], e[:, 1], e[:, 2]], ei)
+  d1e = select_at([e[:, 0], e[:, 1], e[:, 2]], ei)
   d2e = e[:, 0] * d2[0] + e[:, 1] * d2[1] + e[:, 2] * d2[2]
-  s = jnp.where(denom >= MINVAL, _div(d1e - b * d2e, denom), 0.0)
+  s = jnp.where(denom >= MINVAL, safe_div(d1e - b * d2e, denom), 0.0)
   s = jnp.clip(s, -lim1, lim1)
   t = jnp.clip(b * s - d2e, -lim2, lim2)
   s = jnp.clip(d1e + b * t, -lim1, lim1)
-  s, t = _materialize(jnp.stack([s, t]), sat["septol"])
+  s, t = materialize(jnp.stack([s, t]), sat["septol"])
   p1 = jnp.where(jnp.arange(3)[None, :] == ei, s[:, None], c1)
   p2 = c2 + d2[None, :] * t[:, None]
   g = p2 - p1
-  gap2 = jnp.where(tried, g[:, 0] * g[:, 0] + g[:, 1] * g[:, 1] + g[:, 2] * g[:, 2], _MAXVAL)
+  gap2 = jnp.where(tried, g[:, 0] * g[:, 0] + g[:, 1] * g[:, 1] + g[:, 2] * g[:, 2], MAXVAL)
   # the first closest pair among the variants tried
   w1, w2, best = p1[0], p2[0], gap2[0]
   for k in range(1, 4):
     upd = gap2[k] < best
     best = jnp.where(upd, gap2[k], best)
     w1, w2 = jnp.where(upd, p1[k], w1), jnp.where(upd, p2[k], w2)
-  w1, w2 = _materialize(jnp.stack([w1, w2]), sat["septol"])
+  w1, w2 = materialize(jnp.stack([w1, w2]), sat["septol"])
 
-  dist = _dot(w2 - w1, axis)
+  dist = dot3(w2 - w1, axis)
   valid = ~(dist > sat["septol"])
-  pos = _mv(b1.mat, 0.5 * (w1 + w2)) + b1.pos
-  normal = _mv(b1.mat, axis)
+  pos = mat_vec3(b1.mat, 0.5 * (w1 + w2)) + b1.pos
+  normal = mat_vec3(b1.mat, axis)
   n = BOXBOX_MAXVERT
   slots = jnp.arange(n) == 0
-  return (slots & valid, jnp.where(slots, dist, _MAXVAL), jnp.broadcast_to(pos, (n, 3)), normal)
+  return (slots & valid, jnp.where(slots, dist, MAXVAL), jnp.broadcast_to(pos, (n, 3)), normal)
 
 
 def _clip(poly, n, coord, sign, limit):
@@ -211,12 +211,12 @@ def _clip(poly, n, coord, sign, limit):
   q = poly[k1]
   dq = d[k1]
   cross = ((d < 0) & (dq > 0)) | ((d > 0) & (dq < 0))
-  t = _div(d, d - dq)
+  t = safe_div(d, d - dq)
   hit = poly + t[:, None] * (q - poly)
   cand = jnp.stack([poly, hit], axis=1).reshape(2 * m, 3)  # p0, x0, p1, x1, ...
   ok = jnp.stack([live & (d <= 0), live & cross], axis=1).reshape(2 * m)
-  sel, _ = _first(ok, m)
-  out = _take(sel, cand)
+  sel, _ = first_k(ok, m)
+  out = take_rows(sel, cand)
   count = jnp.minimum(jnp.sum(ok.astype(jnp.int32)), m)
   return jnp.where(all_inside, poly, out), jnp.where(all_inside, n, count).astype(jnp.int32)
 
@@ -237,27 +237,27 @@ def _box_face(b1: GeomFrame, b2: GeomFrame, sat, margin):
 
   # (ax, ay, a): the reference face's in-plane axes, then its normal (a cyclic permutation)
   def perm(v):
-    return _at([jnp.stack([v[1], v[2], v[0]]), jnp.stack([v[2], v[0], v[1]]), v], a)
+    return select_at([jnp.stack([v[1], v[2], v[0]]), jnp.stack([v[2], v[0], v[1]]), v], a)
 
-  sgn = jnp.where(_at(posoi, a) >= 0, 1.0, -1.0)
+  sgn = jnp.where(select_at(posoi, a) >= 0, 1.0, -1.0)
   # incident face: the first most opposed to the reference normal
-  row = jnp.abs(_at(rinc, a))
+  row = jnp.abs(select_at(rinc, a))
   binc = jnp.where(row[1] > row[0], 1, 0)
   binc = jnp.where(row[2] > jnp.maximum(row[0], row[1]), 2, binc)
-  a, binc = _materialize(jnp.stack([a, binc]), sat["septol"])
-  colb = _col(rinc, binc)
-  tinc = jnp.where(sgn * _at(colb, a) > 0, -1.0, 1.0)
-  bu = _next(binc)
-  bv = _next(bu)
+  a, binc = materialize(jnp.stack([a, binc]), sat["septol"])
+  colb = select_col(rinc, binc)
+  tinc = jnp.where(sgn * select_at(colb, a) > 0, -1.0, 1.0)
+  bu = next_of_3(binc)
+  bv = next_of_3(bu)
   sref = perm(sizeref)
-  cx = perm(posoi) + tinc * _at(sizeinc, binc) * perm(colb)
-  du = _at(sizeinc, bu) * perm(_col(rinc, bu))
-  dv = _at(sizeinc, bv) * perm(_col(rinc, bv))
+  cx = perm(posoi) + tinc * select_at(sizeinc, binc) * perm(colb)
+  du = select_at(sizeinc, bu) * perm(select_col(rinc, bu))
+  dv = select_at(sizeinc, bv) * perm(select_col(rinc, bv))
   scale = jnp.stack([jnp.ones_like(sgn), jnp.ones_like(sgn), sgn])
   cx = jnp.stack([cx[0], cx[1], sgn * cx[2] - sref[2]])
   du = du * scale
   dv = dv * scale
-  cx, du, dv, sref = _materialize(jnp.stack([cx, du, dv, sref]), sat["septol"])
+  cx, du, dv, sref = materialize(jnp.stack([cx, du, dv, sref]), sat["septol"])
 
   su = jnp.array([1.0, -1.0, -1.0, 1.0], dt)
   sv = jnp.array([1.0, 1.0, -1.0, -1.0], dt)
@@ -282,9 +282,9 @@ def _box_face(b1: GeomFrame, b2: GeomFrame, sat, margin):
 
   accepted, _ = jax.lax.scan(accept, jnp.zeros(BOXBOX_MAXVERT, bool), jnp.arange(BOXBOX_MAXVERT))
 
-  normal = jnp.where(ref1, sgn, -sgn) * _col(matref, a)
-  ax = _next(a)
-  ay = _next(ax)
+  normal = jnp.where(ref1, sgn, -sgn) * select_col(matref, a)
+  ax = next_of_3(a)
+  ay = next_of_3(ax)
   local = jax.vmap(
     lambda v: (
       _onehot(ax, dt) * v[0]
@@ -292,7 +292,7 @@ def _box_face(b1: GeomFrame, b2: GeomFrame, sat, margin):
       + _onehot(a, dt) * (sgn * (sref[2] + 0.5 * v[2]))
     )
   )(poly)
-  pos = jax.vmap(lambda x: _mv(matref, x) + posref)(local)
+  pos = jax.vmap(lambda x: mat_vec3(matref, x) + posref)(local)
   return accepted, poly[:, 2], pos, normal
 
 
@@ -306,4 +306,4 @@ def box_box(b1: GeomFrame, b2: GeomFrame, margin) -> Collision:
   dist = jnp.where(is_edge, ed, fd)
   pos = jnp.where(is_edge, ep, fp)
   frame = make_frame(jnp.where(is_edge, en, fn))
-  return _pack(valid, dist, pos, jnp.broadcast_to(frame, (BOXBOX_MAXVERT, 3, 3)))
+  return pack_slots(valid, dist, pos, jnp.broadcast_to(frame, (BOXBOX_MAXVERT, 3, 3)))

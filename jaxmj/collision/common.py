@@ -1,8 +1,8 @@
 """What the primitive colliders (primitive.py, boxbox.py) share: the geom frame they read, the
 contact tuple they return, MuJoCo's small vector routines in its order of operations, and the
-helpers that keep XLA's compile time down (see primitive.py: `_at`, `_col`, `_next` index with
-selects instead of gathers, `_materialize` stores a value once instead of recomputing it in
-every kernel that reads it). Names with a leading underscore are internal to the colliders.
+helpers that keep XLA's compile time down (see primitive.py: `select_at`, `select_col`,
+`next_of_3` index with selects instead of gathers, `materialize` stores a value once instead
+of recomputing it in every kernel that reads it).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-MINVAL = 1e-15  # mjMINVAL
+from jaxmj.constants import MINVAL
+
 NO_CONTACT = 1e10  # distance reported in unused slots
-_BIG = 1e30  # stands in for the +-inf of a C division by zero in min/compare chains
+BIG = 1e30  # stands in for the +-inf of a C division by zero in min/compare chains
 
 
 class GeomFrame(NamedTuple):
@@ -33,46 +34,46 @@ Collision = tuple[jax.Array, jax.Array, jax.Array]
 # mju_mulMatVec3, ...): the same round-off as MuJoCo, and no reduced-precision matmuls.
 
 
-def _dot(a, b):
+def dot3(a, b):
   return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-def _mv(mat, v):
+def mat_vec3(mat, v):
   """mju_mulMatVec3: mat @ v."""
   return mat[:, 0] * v[0] + mat[:, 1] * v[1] + mat[:, 2] * v[2]
 
 
-def _mtv(mat, v):
+def mat_t_vec3(mat, v):
   """mju_mulMatTVec3: mat.T @ v."""
   return mat[0] * v[0] + mat[1] * v[1] + mat[2] * v[2]
 
 
-def _cross(a, b):
+def cross3(a, b):
   return jnp.stack(
     [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
   )
 
 
-def _sqrt(x):
+def safe_sqrt(x):
   """sqrt with a zero gradient at 0 instead of inf (x >= 0)."""
   pos = x > 0
   return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
 
 
-def _div(a, b, fallback=0.0):
+def safe_div(a, b, fallback=0.0):
   """a / b, or `fallback` where b == 0 (gradient-safe)."""
   zero = b == 0
   return jnp.where(zero, fallback, a / jnp.where(zero, 1.0, b))
 
 
-def _recip(b, fallback=_BIG):
+def recip(b, fallback=BIG):
   """1 / b as MuJoCo writes it (`x * (1/b)`), `fallback` where b == 0."""
-  return _div(1.0, b, fallback)
+  return safe_div(1.0, b, fallback)
 
 
-def _normalize(v):
+def normalize3(v):
   """mju_normalize3: (v / |v|, |v|); (1, 0, 0) where |v| < mjMINVAL."""
-  norm = _sqrt(_dot(v, v))
+  norm = safe_sqrt(dot3(v, v))
   small = norm < MINVAL
   inv = 1.0 / jnp.where(small, 1.0, norm)
   unit = jnp.where(small, jnp.array([1.0, 0.0, 0.0], dtype=v.dtype), v * inv)
@@ -85,37 +86,37 @@ def make_frame(normal, tangent=None):
   Without a usable tangent (|t|^2 < 0.25) the tangent starts as y = (0, 1, 0), or z where
   the normal is within 60 degrees of y; it is then made orthogonal to the normal.
   """
-  n, _ = _normalize(normal)
+  n, _ = normalize3(normal)
   if tangent is None:
     tangent = jnp.zeros_like(n)
-  undefined = _dot(tangent, tangent) < 0.25
+  undefined = dot3(tangent, tangent) < 0.25
   default = jnp.where(
     (n[1] < 0.5) & (n[1] > -0.5),
     jnp.array([0.0, 1.0, 0.0], dtype=n.dtype),
     jnp.array([0.0, 0.0, 1.0], dtype=n.dtype),
   )
   t = jnp.where(undefined, default, tangent)
-  t = t - n * _dot(n, t)
-  t, _ = _normalize(t)
-  return jnp.stack([n, t, _cross(n, t)])
+  t = t - n * dot3(n, t)
+  t, _ = normalize3(t)
+  return jnp.stack([n, t, cross3(n, t)])
 
 
-def _first(valid, k: int):
+def first_k(valid, k: int):
   """(k, N) one-hot rows selecting the first k True entries of `valid` in order, and whether
-  each row selects anything. `_take(sel, x)` gathers them."""
+  each row selects anything. `take_rows(sel, x)` gathers them."""
   rank = jnp.cumsum(valid.astype(jnp.int32)) - 1
   sel = valid[None, :] & (rank[None, :] == jnp.arange(k)[:, None])
   return sel.astype(jnp.result_type(float)), jnp.any(sel, axis=1)
 
 
-def _take(sel, x):
-  """Rows of x picked by a one-hot selection from `_first`: exact and differentiable (an
+def take_rows(sel, x):
+  """Rows of x picked by a one-hot selection from `first_k`: exact and differentiable (an
   elementwise product and sum, not a matmul, whose precision may be reduced on GPUs)."""
   sel = sel.astype(x.dtype).reshape(sel.shape + (1,) * (x.ndim - 1))
   return jnp.sum(sel * x[None], axis=1)
 
 
-def _at(x, i):
+def select_at(x, i):
   """x[i] for a traced index i into the leading axis of x (an array or a list), as a chain of
   selects: elementwise code that XLA fuses with its neighbours, where a gather with a traced
   index is a kernel of its own (kernels dominate the compile time of these colliders)."""
@@ -125,17 +126,17 @@ def _at(x, i):
   return out
 
 
-def _next(i):
+def next_of_3(i):
   """(i + 1) % 3 for a traced index, without an integer remainder (a kernel of its own)."""
   return jnp.where(i == 2, 0, i + 1)
 
 
-def _col(mat, k):
+def select_col(mat, k):
   """mat[:, k] for a traced k, by selects."""
-  return _at([mat[:, 0], mat[:, 1], mat[:, 2]], k)
+  return select_at([mat[:, 0], mat[:, 1], mat[:, 2]], k)
 
 
-def _materialize(x, ref):
+def materialize(x, ref):
   """x, computed once: x divided by a one that XLA cannot prove to be one (one plus the sign bit
   of |ref|, which is clear even for a NaN; ref: any traced float scalar). An exact identity that
   XLA treats as expensive, so it stores x rather than recompute the ops behind it in every
@@ -147,7 +148,7 @@ def _materialize(x, ref):
   return jax.lax.div(x, one)
 
 
-def _pack(valid, dist, pos, frame) -> Collision:
+def pack_slots(valid, dist, pos, frame) -> Collision:
   """Stacks per-slot results, putting NO_CONTACT where a slot holds no contact."""
   valid = jnp.asarray(valid)
   dist = jnp.where(valid, dist, NO_CONTACT)

@@ -1,12 +1,6 @@
-"""Collision driver (mj_collision): candidate pairs, grouped by geom types, and contacts.
-
-Which geom pairs may collide depends only on static structure (contype/conaffinity, the
-body tree, <contact> pairs and excludes, flags), so the host enumerates them once per
-model structure. Pairs are grouped by (type1, type2) and each group runs one vmapped
-collider: every collider is traced once, however many pairs use it. Each pair owns the
-collider's fixed number of contact slots; `Contact.active` marks the ones in use. The convex
-group (GJK/EPA) has four slots per pair when one of its pairs may get MuJoCo 4.0's multiccd
-contacts (collision/multiccd.py), else one.
+"""Collision driver (mj_collision): contact parameters (mj_contactParam), the broadphase and
+one vmapped collider per pair group of the static plan (plan.py), into fixed contact slots;
+`Contact.active` marks the ones in use.
 """
 
 from __future__ import annotations
@@ -15,123 +9,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
-from jaxmj.collision import broadphase
-from jaxmj.collision.primitive import NO_CONTACT
-from jaxmj.scan import cached_plan
-from jaxmj.types import Data, DisableBit, EnableBit, GeomType, Model
-
-CONVEX = "convex"  # group key of every pair handled by the GJK/EPA collider
-HFIELD = "hfield"  # group key of every heightfield pair (prisms through GJK/EPA)
-# pairs MuJoCo's collision table leaves empty: never collide
-_NEVER = {(GeomType.PLANE, GeomType.PLANE), (GeomType.PLANE, GeomType.HFIELD),
-          (GeomType.HFIELD, GeomType.HFIELD)}
-
-
-def _colliders() -> dict:
-  """(type1, type2) -> (collider, slots) for MuJoCo's native primitive colliders, and
-  (type1, type2) -> CONVEX for the pairs MuJoCo sends to its convex collider."""
-  from jaxmj.collision import hfield, mesh, primitive
-  from jaxmj.collision.ccd import convex
-
-  table = {k: CONVEX for k in (*convex.CONVEX_PAIRS, *mesh.CONVEX_MESH_PAIRS)}
-  table.update(primitive.COLLIDERS)
-  table.update(mesh.COLLIDERS)
-  table.update({(GeomType.HFIELD, t): HFIELD for t in hfield.GEOM_TYPES})
-  return table
-
-
-def _signature(b1, b2):
-  return (np.minimum(b1, b2) << 16) + np.maximum(b1, b2)
-
-
-def _dynamic_pairs(m, disableflags: int) -> tuple[np.ndarray, np.ndarray]:
-  """Geom pairs admitted by MuJoCo's filters: contype/conaffinity, same weld body,
-  parent-child (unless filterparent is disabled; never against the world), excludes."""
-  n = m.ngeom
-  g1, g2 = np.triu_indices(n, 1)
-  ct, ca = m.geom_contype, m.geom_conaffinity
-  keep = ((ct[g1] & ca[g2]) | (ct[g2] & ca[g1])) != 0
-  weld = m.body_weldid[m.geom_bodyid]
-  w1, w2 = weld[g1], weld[g2]
-  keep &= w1 != w2
-  if not disableflags & DisableBit.FILTERPARENT:
-    pw1 = m.body_weldid[m.body_parentid[w1]]
-    pw2 = m.body_weldid[m.body_parentid[w2]]
-    keep &= ~((w1 != 0) & (w2 != 0) & ((w1 == pw2) | (w2 == pw1)))
-  b1, b2 = m.geom_bodyid[g1], m.geom_bodyid[g2]
-  keep &= ~np.isin(_signature(b1, b2), m.exclude_signature)
-  return g1[keep], g2[keep]
-
-
-def collision_plan(m: Model) -> dict:
-  """Static pair groups and contact slots of `m` under its current flags (see _plan)."""
-  return _plan(m, m.opt.disableflags)
-
-
-@cached_plan
-def _plan(m, disable: int) -> dict:
-  """Static pair groups and contact slots.
-
-  groups: list of dicts with `types`, `g1`, `g2` (geom ids, type1 <= type2), `pair`
-  (explicit <pair> index or -1), `slots` (contacts per pair) and `start` (first slot).
-  Slot arrays: dim, geom1, geom2 (ncon,).
-  """
-  if disable & (DisableBit.CONTACT | DisableBit.CONSTRAINT) or m.ngeom == 0:
-    pairs = []
-  else:
-    explicit = [(int(a), int(b), i) for i, (a, b) in enumerate(zip(m.pair_geom1, m.pair_geom2))]
-    # a geom pair listed in <pair> is not collided again dynamically (MuJoCo skips it in
-    # either order); other geom pairs of the same two bodies still are
-    taken = {(min(a, b), max(a, b)) for a, b, _ in explicit}
-    dyn1, dyn2 = _dynamic_pairs(m, disable)
-    dynamic = [(int(a), int(b), -1) for a, b in zip(dyn1.tolist(), dyn2.tolist())
-               if (a, b) not in taken]
-    pairs = explicit + dynamic
-  from jaxmj.collision import hfield, multiccd
-
-  table = _colliders() if pairs else {}
-  groups: dict[tuple, list] = {}
-  missing = set()
-  for a, b, p in pairs:
-    ta, tb = int(m.geom_type[a]), int(m.geom_type[b])
-    if ta > tb:
-      a, b, ta, tb = b, a, tb, ta
-    key = (GeomType(ta), GeomType(tb))
-    if key not in table:
-      if key not in _NEVER:
-        missing.add(key)
-      continue
-    groups.setdefault(table[key] if isinstance(table[key], str) else key, []).append((a, b, p))
-  if missing:
-    names = ", ".join(f"{a.name.lower()}-{b.name.lower()}" for a, b in sorted(missing))
-    raise NotImplementedError(f"jaxmj has no collider for geom pairs {names} yet")
-  out, start = [], 0
-  dim, geom1, geom2 = [], [], []
-  # All convex pairs form one group: the GJK/EPA collider takes the geom types as traced
-  # values, so it is compiled once however many pair types use it.
-  for key in sorted(groups, key=str):
-    rows = np.array(groups[key], np.int32).reshape(-1, 3)
-    g1, g2, p = rows[:, 0], rows[:, 1], rows[:, 2]
-    slots = (multiccd.group_slots(m, g1, g2, disable) if key == CONVEX else
-             hfield.slots(m, g2) if key == HFIELD else table[key][1])
-    condim = _condim(m, g1, g2, p)
-    out.append({"types": key, "g1": g1, "g2": g2, "pair": p, "slots": slots, "start": start})
-    start += len(rows) * slots
-    dim.append(np.repeat(condim, slots))
-    geom1.append(np.repeat(g1, slots))
-    geom2.append(np.repeat(g2, slots))
-  cat = lambda xs: np.concatenate(xs).astype(np.int32) if xs else np.zeros(0, np.int32)
-  return {"groups": out, "ncon": start, "dim": cat(dim), "geom1": cat(geom1),
-          "geom2": cat(geom2)}
-
-
-def _condim(m, g1, g2, pair) -> np.ndarray:
-  """Static condim per pair: the explicit pair's, else the higher-priority geom's, else max."""
-  c1, c2 = m.geom_condim[g1], m.geom_condim[g2]
-  p1, p2 = m.geom_priority[g1], m.geom_priority[g2]
-  mixed = np.where(p1 > p2, c1, np.where(p2 > p1, c2, np.maximum(c1, c2)))
-  return np.where(pair >= 0, m.pair_dim[np.maximum(pair, 0)] if m.npair else mixed, mixed)
+from jaxmj.collision import broadphase, hfield, multiccd
+from jaxmj.collision.mesh import pair_arguments
+from jaxmj.collision.plan import CONVEX, HFIELD, colliders, collision_plan
+from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
+from jaxmj.constants import MINVAL
+from jaxmj.types import Data, EnableBit, Model
 
 
 def contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, pair: np.ndarray) -> dict:
@@ -153,7 +36,7 @@ def contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, pair: np.ndarray) -
   fr = pick(fr1, fr2, jnp.maximum(fr1, fr2))
   friction = jnp.concatenate([fr[:, :1], fr[:, :1], fr[:, 1:2], fr[:, 2:3], fr[:, 2:3]], -1)
   s1, s2 = m.geom_solmix[g1], m.geom_solmix[g2]
-  small1, small2 = s1 < math.MINVAL, s2 < math.MINVAL
+  small1, small2 = s1 < MINVAL, s2 < MINVAL
   ratio = s1 / jnp.where(small1 | small2, 1.0, s1 + s2)
   mix = jnp.where(small1 & small2, 0.5, jnp.where(small1, 0.0, jnp.where(small2, 1.0, ratio)))
   mix = mix[:, None]
@@ -187,20 +70,30 @@ def contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, pair: np.ndarray) -
           "solimp": solimp, "margin": margin, "gap": gap}
 
 
+def slot_gap(m: Model) -> jnp.ndarray:
+  """(ncon,) gap of every contact slot: the explicit pair's, else the sum of the geoms'
+  (mj_contactParam). A slot holds a contact when dist < includemargin + gap; only those
+  below includemargin get rows, but adhesion actuators pull through all of them."""
+  out = []
+  for group in collision_plan(m)["groups"]:
+    g1, g2, pair = group["g1"], group["g2"], group["pair"]
+    gap = m.geom_gap[g1] + m.geom_gap[g2]
+    if m.npair:
+      gap = jnp.where(pair >= 0, m.pair_gap[np.maximum(pair, 0)], gap)
+    out.append(jnp.repeat(gap, group["slots"]))
+  return jnp.concatenate(out) if out else jnp.zeros(0)
+
+
 def collision(m: Model, d: Data) -> Data:
   """mj_collision: fills d.contact from the current geom frames (fixed slots).
 
   Reads geom_xpos, geom_xmat. Colliders look as far as margin + gap (where MuJoCo 4.0
   reports a contact); a slot is active, and gets constraint rows, when dist < margin.
   """
-  from jaxmj.collision import hfield, multiccd
-  from jaxmj.collision.mesh import pair_arguments
-  from jaxmj.collision.primitive import GeomFrame
-
   plan = collision_plan(m)
   if not plan["groups"]:
     return d
-  table = _colliders()
+  table = colliders()
   iterations = m.opt.ccd_iterations
   # parameters and the broadphase of all pairs at once, sliced per group: elementwise per
   # pair, so the same numbers as per group, in a handful of kernels instead of a set per group

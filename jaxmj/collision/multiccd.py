@@ -109,13 +109,13 @@ from jaxmj import math
 from jaxmj.collision import mesh
 from jaxmj.collision.ccd import convex
 from jaxmj.collision.primitive import GeomFrame
-from jaxmj.types import GeomType
+from jaxmj.constants import MINVAL
+from jaxmj.types import DisableBit, GeomType
 
 FACE_TOL = 0.996  # cos of the largest angle between aligned face normals (4.0.0's binary)
 EDGE_TOL = 0.0888  # |sin| of the largest angle between an aligned edge and a face (binary)
 NCAP = 16  # vertices of a cylinder cap polygon
 MAX_CONTACTS = 4
-_MINVAL = 1e-15
 _BOX, _CYL, _CAP, _MESH = (int(GeomType.BOX), int(GeomType.CYLINDER), int(GeomType.CAPSULE),
                            int(GeomType.MESH))
 # geom types with flat features: a convex pair of two of them may get up to four contacts
@@ -302,14 +302,14 @@ def _support(code, g: GeomFrame, d):
   ld = g.mat.T @ d
   sgn = jnp.where(ld >= 0, 1.0, -1.0)
   n2 = ld[0] * ld[0] + ld[1] * ld[1]
-  ok = n2 >= _MINVAL * _MINVAL
+  ok = n2 >= MINVAL * MINVAL
   scl = jnp.where(ok, g.size[0] / jnp.sqrt(jnp.where(ok, n2, 1.0)), 0.0)
   cyl = jnp.stack([scl * ld[0], scl * ld[1], sgn[2] * g.size[1]])
   return _world(g, jnp.where(code == _CYL, cyl, sgn * g.size))
 
 
 def _unit(v):
-  return v / jnp.sqrt(jnp.maximum(jnp.sum(v * v, -1, keepdims=True), _MINVAL * _MINVAL))
+  return v / jnp.sqrt(jnp.maximum(jnp.sum(v * v, -1, keepdims=True), MINVAL * MINVAL))
 
 
 def _edges(code, g: GeomFrame, s: _Simplex, u, poly, grow, witness, z):
@@ -369,12 +369,12 @@ def _clip(clipper: _Face, subject, nsub, n, z):
     r = _cross3(b - a, (a + n) - a, z)
     rr = _nf(r * r, z)
     norm = jnp.sqrt((rr[0] + rr[1]) + rr[2])
-    tiny = norm < _MINVAL
+    tiny = norm < MINVAL
     pn = jnp.where(tiny, jnp.array([1.0, 0.0, 0.0], r.dtype),
                    r * (1.0 / jnp.where(tiny, 1.0, norm)))
     q = poly[jnp.where(idx + 1 < cnt, idx + 1, 0)]
     dp, dq = _dot3(poly - a, pn, z), _dot3(q - a, pn, z)
-    in1, in2 = dp > -_MINVAL, dq > -_MINVAL
+    in1, in2 = dp > -MINVAL, dq > -MINVAL
     ab = q - poly
     den = dp - dq
     nonzero = den != 0
@@ -475,8 +475,8 @@ def _select(n1, c1, n2, c2, e1, ec1, e2, ec2, dim1, dim2, u, vnorm):
   k = jnp.argmin(jnp.where(cand, dots, jnp.inf).reshape(-1))
   ff, fi, fj = jnp.any(cand), k // n2.shape[0], k % n2.shape[0]
   # faces outer, edges inner; the face must face the contact (n . v > 1e-15, v = x2 - x1)
-  face2 = ok2 & (-(n2 @ u) * vnorm > _MINVAL)
-  face1 = ok1 & ((n1 @ u) * vnorm > _MINVAL)
+  face2 = ok2 & (-(n2 @ u) * vnorm > MINVAL)
+  face1 = ok1 & ((n1 @ u) * vnorm > MINVAL)
   hit_a = face2[:, None] & (jnp.arange(e1.shape[0]) < ec1)[None] & (
     jnp.abs(n2 @ e1.T) < EDGE_TOL)
   hit_b = face1[:, None] & (jnp.arange(e2.shape[0]) < ec2)[None] & (
@@ -592,7 +592,7 @@ def collide(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e-6, 
                                                  verts1=verts1, verts2=verts2)
   diff = lax.stop_gradient(plan.x1 - plan.x2)
   depth = jnp.sqrt(diff @ diff)
-  u = diff / jnp.maximum(depth, _MINVAL)
+  u = diff / jnp.maximum(depth, MINVAL)
   dirs = jnp.where(plan.shallow, plan.core_dirs[:3], plan.face_dirs)
   ndirs = jnp.where(plan.shallow, plan.core_n, 3)
   # the witness points held fixed in their geom's frame (their gradients follow the geom)
@@ -617,8 +617,6 @@ def collide(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e-6, 
 def group_slots(m, g1: np.ndarray, g2: np.ndarray, disable: int) -> int:
   """Contact slots per pair of the driver's convex group (host side): MAX_CONTACTS when
   multiccd is on and some pair in the group has flat features on both geoms, else 1."""
-  from jaxmj.types import DisableBit
-
   if disable & DisableBit.MULTICCD:
     return 1
   t1, t2 = m.geom_type[g1], m.geom_type[g2]

@@ -24,10 +24,11 @@ branches not selected too.
 
 Compile time: XLA:CPU compiles each fused kernel with LLVM, and fuses a cheap value into
 every kernel that reads it, recomputing it there. The colliders therefore index with traced
-indices through selects (`_at`, `_col`, `_next`) rather than gathers and integer remainders,
-store values read by many kernels once (`_materialize`), and run a stage that repeats
-(box-box's four clipping passes) as a scan. These change no arithmetic: outputs are bit for bit
-those of the straightforward formulation (scripts/compile_time.py measures each collider).
+indices through selects (`select_at`, `select_col`, `next_of_3`) rather than gathers and
+integer remainders, store values read by many kernels once (`materialize`), and run a stage
+that repeats (box-box's four clipping passes) as a scan. These change no arithmetic: outputs
+are bit for bit those of the straightforward formulation (scripts/compile_time.py measures
+each collider).
 """
 
 from __future__ import annotations
@@ -40,26 +41,26 @@ import numpy as np
 
 from jaxmj.collision import boxbox
 from jaxmj.collision.common import (
-  _BIG,
+  BIG,
   MINVAL,
   NO_CONTACT,  # noqa: F401 (the driver and the other colliders import it from here)
   Collision,
   GeomFrame,
-  _at,
-  _cross,
-  _div,
-  _dot,
-  _first,
-  _materialize,
-  _mtv,
-  _mv,
-  _next,
-  _normalize,
-  _pack,
-  _recip,
-  _sqrt,
-  _take,
+  cross3,
+  dot3,
+  first_k,
   make_frame,
+  mat_t_vec3,
+  mat_vec3,
+  materialize,
+  next_of_3,
+  normalize3,
+  pack_slots,
+  recip,
+  safe_div,
+  safe_sqrt,
+  select_at,
+  take_rows,
 )
 from jaxmj.types import GeomType
 
@@ -74,7 +75,7 @@ PARALLEL_SIN2_F32 = 1e-5
 
 
 def _raw_plane_sphere(n, plane_pos, sphere_pos, radius, margin):
-  cdist = _dot(sphere_pos - plane_pos, n)
+  cdist = dot3(sphere_pos - plane_pos, n)
   valid = ~(cdist > margin + radius)
   dist = cdist - radius
   pos = sphere_pos + n * (-dist / 2 - radius)
@@ -83,22 +84,22 @@ def _raw_plane_sphere(n, plane_pos, sphere_pos, radius, margin):
 
 def _raw_sphere_sphere(pos1, mat1, r1, pos2, mat2, r2, margin):
   dif = pos1 - pos2
-  cdist_sqr = _dot(dif, dif)
+  cdist_sqr = dot3(dif, dif)
   min_dist = margin + r1 + r2
   valid = ~(cdist_sqr > min_dist * min_dist)
-  dist = _sqrt(cdist_sqr) - r1 - r2
-  normal, length = _normalize(pos2 - pos1)
+  dist = safe_sqrt(cdist_sqr) - r1 - r2
+  normal, length = normalize3(pos2 - pos1)
   # coincident centres: normal = cross product of the z axes, else (1, 0, 0)
-  alt, _ = _normalize(_cross(mat1[:, 2], mat2[:, 2]))
+  alt, _ = normalize3(cross3(mat1[:, 2], mat2[:, 2]))
   normal = jnp.where(length < MINVAL, alt, normal)
   pos = pos1 + normal * (r1 + dist / 2)
   return valid, dist, pos, normal
 
 
 def _raw_sphere_box(pos1, r1, pos2, mat2, size2, margin):
-  center = _mtv(mat2, pos1 - pos2)
+  center = mat_t_vec3(mat2, pos1 - pos2)
   clamped = jnp.where(size2 > 0, jnp.clip(center, -size2, size2), center)
-  tmp, dist = _normalize(clamped - center)
+  tmp, dist = normalize3(clamped - center)
   valid = ~(dist - r1 > margin)
 
   # sphere centre inside the box: push out through the nearest face (first minimum)
@@ -113,8 +114,8 @@ def _raw_sphere_box(pos1, r1, pos2, mat2, size2, margin):
   pos_out = clamped * 0.5 + deepest * 0.5
 
   inside = dist <= MINVAL
-  pos = _mv(mat2, jnp.where(inside, pos_in, pos_out)) + pos2
-  normal = _mv(mat2, jnp.where(inside, nearest, tmp))
+  pos = mat_vec3(mat2, jnp.where(inside, pos_in, pos_out)) + pos2
+  normal = mat_vec3(mat2, jnp.where(inside, nearest, tmp))
   d = jnp.where(inside, -closest, dist) - r1
   return valid, d, pos, normal
 
@@ -126,7 +127,7 @@ def _raw_sphere_box(pos1, r1, pos2, mat2, size2, margin):
 def plane_sphere(plane: GeomFrame, sphere: GeomFrame, margin) -> Collision:
   n = plane.mat[:, 2]
   valid, dist, pos, normal = _raw_plane_sphere(n, plane.pos, sphere.pos, sphere.size[0], margin)
-  return _pack(valid[None], dist[None], pos[None], make_frame(normal)[None])
+  return pack_slots(valid[None], dist[None], pos[None], make_frame(normal)[None])
 
 
 def plane_capsule(plane: GeomFrame, cap: GeomFrame, margin) -> Collision:
@@ -139,22 +140,22 @@ def plane_capsule(plane: GeomFrame, cap: GeomFrame, margin) -> Collision:
     out.append(_raw_plane_sphere(n, plane.pos, end, cap.size[0], margin))
   valid, dist, pos, _ = (jnp.stack(x) for x in zip(*out))
   frame = make_frame(n, axis)
-  return _pack(valid, dist, pos, jnp.stack([frame, frame]))
+  return pack_slots(valid, dist, pos, jnp.stack([frame, frame]))
 
 
 def plane_ellipsoid(plane: GeomFrame, ell: GeomFrame, margin) -> Collision:
   """mjc_PlaneConvex for an ellipsoid: its support point along -normal."""
   n = plane.mat[:, 2]
   size = ell.size
-  local = _mtv(ell.mat, -n) * size
-  norm2 = _dot(local, local)
+  local = mat_t_vec3(ell.mat, -n) * size
+  norm2 = dot3(local, local)
   small = norm2 < MINVAL * MINVAL
-  inv = 1.0 / _sqrt(jnp.where(small, 1.0, norm2))
-  supp = jnp.where(small, ell.mat[:, 0] * size[0], _mv(ell.mat, local * inv * size)) + ell.pos
-  dist = _dot(n, supp - plane.pos)
+  inv = 1.0 / safe_sqrt(jnp.where(small, 1.0, norm2))
+  supp = jnp.where(small, ell.mat[:, 0] * size[0], mat_vec3(ell.mat, local * inv * size)) + ell.pos
+  dist = dot3(n, supp - plane.pos)
   valid = ~(dist > margin)
   pos = supp + n * (-0.5 * dist)
-  return _pack(valid[None], dist[None], pos[None], make_frame(n)[None])
+  return pack_slots(valid[None], dist[None], pos[None], make_frame(n)[None])
 
 
 def plane_cylinder(plane: GeomFrame, cyl: GeomFrame, margin) -> Collision:
@@ -164,20 +165,20 @@ def plane_cylinder(plane: GeomFrame, cyl: GeomFrame, margin) -> Collision:
   radius, height = cyl.size[0], cyl.size[1]
 
   # make the axis point towards the plane
-  prjaxis = _dot(n, axis)
+  prjaxis = dot3(n, axis)
   flip = prjaxis > 0
   axis = jnp.where(flip, -axis, axis)
   prjaxis = jnp.where(flip, -prjaxis, prjaxis)
 
-  dist0 = _dot(cyl.pos - plane.pos, n)
+  dist0 = dot3(cyl.pos - plane.pos, n)
 
   # rim direction closest to the plane (the disk's x axis when the disk is parallel)
   vec = axis * prjaxis - n
-  len_sqr = _dot(vec, vec)
+  len_sqr = dot3(vec, vec)
   general = len_sqr >= MINVAL * MINVAL
-  scl = radius / _sqrt(jnp.where(general, len_sqr, 1.0))
+  scl = radius / safe_sqrt(jnp.where(general, len_sqr, 1.0))
   vec = jnp.where(general, vec * scl, cyl.mat[:, 0] * radius)
-  prjvec = _dot(vec, n)
+  prjvec = dot3(vec, n)
 
   axis = axis * height
   prjaxis = prjaxis * height
@@ -188,7 +189,7 @@ def plane_cylinder(plane: GeomFrame, cyl: GeomFrame, margin) -> Collision:
   v1 = d1 <= margin
   p1 = cyl.pos + vec + axis + n * (-d1 * 0.5)
   p2 = cyl.pos + vec - axis + n * (-d2 * 0.5)
-  side, _ = _normalize(_cross(vec, axis))
+  side, _ = normalize3(cross3(vec, axis))
   side = side * (radius * np.sqrt(3.0) / 2)
   pa = cyl.pos + side + axis - vec * 0.5 + n * (-d3 * 0.5)
   pb = cyl.pos - side + axis - vec * 0.5 + n * (-d3 * 0.5)
@@ -196,25 +197,25 @@ def plane_cylinder(plane: GeomFrame, cyl: GeomFrame, margin) -> Collision:
   valid = jnp.stack([v1, v1 & (d2 <= margin), v1 & (d3 <= margin), v1 & (d3 <= margin)])
   dist = jnp.stack([d1, d2, d3, d3])
   frame = make_frame(n)
-  return _pack(valid, dist, jnp.stack([p1, p2, pa, pb]), jnp.broadcast_to(frame, (4, 3, 3)))
+  return pack_slots(valid, dist, jnp.stack([p1, p2, pa, pb]), jnp.broadcast_to(frame, (4, 3, 3)))
 
 
 def plane_box(plane: GeomFrame, box: GeomFrame, margin) -> Collision:
   """The first four corners (in MuJoCo's corner order) below the plane and within margin."""
   n = plane.mat[:, 2]
-  dist = _dot(box.pos - plane.pos, n)
+  dist = dot3(box.pos - plane.pos, n)
   signs = np.array(
     [[(1 if i & 1 else -1), (1 if i & 2 else -1), (1 if i & 4 else -1)] for i in range(8)],
     dtype=float,
   )
-  corners = jax.vmap(lambda s: _mv(box.mat, s * box.size))(jnp.asarray(signs, box.size.dtype))
-  ldist = jax.vmap(lambda c: _dot(n, c))(corners)
+  corners = jax.vmap(lambda s: mat_vec3(box.mat, s * box.size))(jnp.asarray(signs, box.size.dtype))
+  ldist = jax.vmap(lambda c: dot3(n, c))(corners)
   ok = ~((dist + ldist > margin) | (ldist > 0))
-  sel, valid = _first(ok, 4)
-  d = dist + _take(sel, ldist)
-  pos = _take(sel, corners) + box.pos + n[None] * (-d[:, None] / 2)
+  sel, valid = first_k(ok, 4)
+  d = dist + take_rows(sel, ldist)
+  pos = take_rows(sel, corners) + box.pos + n[None] * (-d[:, None] / 2)
   frame = make_frame(n)
-  return _pack(valid, d, pos, jnp.broadcast_to(frame, (4, 3, 3)))
+  return pack_slots(valid, d, pos, jnp.broadcast_to(frame, (4, 3, 3)))
 
 
 # ------------------------------------------------------------------------------------------
@@ -225,18 +226,18 @@ def sphere_sphere(s1: GeomFrame, s2: GeomFrame, margin) -> Collision:
   valid, dist, pos, normal = _raw_sphere_sphere(
     s1.pos, s1.mat, s1.size[0], s2.pos, s2.mat, s2.size[0], margin
   )
-  return _pack(valid[None], dist[None], pos[None], make_frame(normal)[None])
+  return pack_slots(valid[None], dist[None], pos[None], make_frame(normal)[None])
 
 
 def sphere_capsule(sphere: GeomFrame, cap: GeomFrame, margin) -> Collision:
   axis = cap.mat[:, 2]
   length = cap.size[1]
-  x = jnp.clip(_dot(axis, sphere.pos - cap.pos), -length, length)
+  x = jnp.clip(dot3(axis, sphere.pos - cap.pos), -length, length)
   point = axis * x + cap.pos
   valid, dist, pos, normal = _raw_sphere_sphere(
     sphere.pos, sphere.mat, sphere.size[0], point, cap.mat, cap.size[0], margin
   )
-  return _pack(valid[None], dist[None], pos[None], make_frame(normal)[None])
+  return pack_slots(valid[None], dist[None], pos[None], make_frame(normal)[None])
 
 
 def sphere_cylinder(sphere: GeomFrame, cyl: GeomFrame, margin) -> Collision:
@@ -245,23 +246,23 @@ def sphere_cylinder(sphere: GeomFrame, cyl: GeomFrame, margin) -> Collision:
   r1 = sphere.size[0]
   axis = cyl.mat[:, 2]
   vec = sphere.pos - cyl.pos
-  x = _dot(axis, vec)
+  x = dot3(axis, vec)
   a_proj = axis * x
   p_proj = vec - a_proj
-  p_proj_sqr = _dot(p_proj, p_proj)
+  p_proj_sqr = dot3(p_proj, p_proj)
 
   side = jnp.abs(x) < height
   cap = p_proj_sqr < radius * radius
   both = side & cap  # sphere centre inside the cylinder: keep the shallower exit
   dist_cap = height - jnp.abs(x)
-  dist_radius = radius - _sqrt(p_proj_sqr)
+  dist_radius = radius - safe_sqrt(p_proj_sqr)
   cap_wins = dist_cap < dist_radius
   side = side & ~(both & cap_wins)
   cap = cap & ~(both & ~cap_wins)
 
   # side: sphere against the axis point; corner: against the nearest rim point (radius 0)
   top = x > 0
-  rim = p_proj * _div(radius, _sqrt(p_proj_sqr))
+  rim = p_proj * safe_div(radius, safe_sqrt(p_proj_sqr))
   corner = axis * jnp.where(top, height, -height) + rim + cyl.pos
   vs, ds, ps, ns = _raw_sphere_sphere(
     sphere.pos,
@@ -282,7 +283,7 @@ def sphere_cylinder(sphere: GeomFrame, cyl: GeomFrame, margin) -> Collision:
   dist = jnp.where(use_cap, dc, ds)
   pos = jnp.where(use_cap, pc, ps)
   normal = jnp.where(use_cap, -nc, ns)
-  return _pack(valid[None], dist[None], pos[None], make_frame(normal)[None])
+  return pack_slots(valid[None], dist[None], pos[None], make_frame(normal)[None])
 
 
 def capsule_capsule(c1: GeomFrame, c2: GeomFrame, margin) -> Collision:
@@ -299,11 +300,11 @@ def capsule_capsule(c1: GeomFrame, c2: GeomFrame, margin) -> Collision:
   axis1 = mat1[:, 2] * size1[1]
   axis2 = mat2[:, 2] * size2[1]
   dif = pos1 - pos2
-  ma = _dot(axis1, axis1)
-  mb = -_dot(axis1, axis2)
-  mc = _dot(axis2, axis2)
-  u = -_dot(axis1, dif)
-  v = _dot(axis2, dif)
+  ma = dot3(axis1, axis1)
+  mb = -dot3(axis1, axis2)
+  mc = dot3(axis2, axis2)
+  u = -dot3(axis1, dif)
+  v = dot3(axis2, dif)
   det = ma * mc - mb * mb
   tol = PARALLEL_SIN2 if jnp.finfo(det.dtype).bits >= 64 else PARALLEL_SIN2_F32
   parallel = (det < tol * ma * mc) | (ma == 0) | (mc == 0)
@@ -318,28 +319,28 @@ def capsule_capsule(c1: GeomFrame, c2: GeomFrame, margin) -> Collision:
   x1 = (mc * u - mb * v) / sdet
   x2 = (ma * v - mb * u) / sdet
   hi1, lo1 = x1 > 1, x1 < -1
-  x2 = jnp.where(hi1, _div(v - mb, mc), jnp.where(lo1, _div(v + mb, mc), x2))
+  x2 = jnp.where(hi1, safe_div(v - mb, mc), jnp.where(lo1, safe_div(v + mb, mc), x2))
   x1 = jnp.clip(x1, -1.0, 1.0)
   hi2, lo2 = x2 > 1, x2 < -1
   x1 = jnp.where(
-    hi2, jnp.clip(_div(u - mb, ma), -1, 1), jnp.where(lo2, jnp.clip(_div(u + mb, ma), -1, 1), x1)
-  )
+    hi2, jnp.clip(safe_div(u - mb, ma), -1, 1),
+    jnp.where(lo2, jnp.clip(safe_div(u + mb, ma), -1, 1), x1))
   x2 = jnp.clip(x2, -1.0, 1.0)
 
   # parallel axes: each end of segment 1, projected on segment 2 (and back where clamped)
   ends = jnp.array([1.0, -1.0], pos1.dtype)
-  px2 = _div(v - mb * ends, mc)
+  px2 = safe_div(v - mb * ends, mc)
   clamped = (px2 > 1) | (px2 < -1)
   px2 = jnp.clip(px2, -1.0, 1.0)
-  px1 = jnp.where(clamped, jnp.clip(_div(u - mb * px2, ma), -1.0, 1.0), ends)
+  px1 = jnp.where(clamped, jnp.clip(safe_div(u - mb * px2, ma), -1.0, 1.0), ends)
 
   # slot 0: the general contact or the first parallel one; slot 1: the second parallel one
   x1s = jnp.where(parallel, px1, jnp.stack([x1, x1]))
   x2s = jnp.where(parallel, px2, jnp.stack([x2, x2]))
-  x1s, x2s = _materialize(jnp.stack([x1s, x2s]), ma)
+  x1s, x2s = materialize(jnp.stack([x1s, x2s]), ma)
   valid, dist, pos, normal = jax.vmap(sphere_test)(x1s, x2s)
   valid = valid & (parallel | jnp.array([True, False]))
-  return _pack(valid, dist, pos, jax.vmap(make_frame)(normal))
+  return pack_slots(valid, dist, pos, jax.vmap(make_frame)(normal))
 
 
 # ------------------------------------------------------------------------------------------
@@ -350,7 +351,7 @@ def sphere_box(sphere: GeomFrame, box: GeomFrame, margin) -> Collision:
   valid, dist, pos, normal = _raw_sphere_box(
     sphere.pos, sphere.size[0], box.pos, box.mat, box.size, margin
   )
-  return _pack(valid[None], dist[None], pos[None], make_frame(normal)[None])
+  return pack_slots(valid[None], dist[None], pos[None], make_frame(normal)[None])
 
 
 # the 12 box edges in mjraw_CapsuleBox's loop order: axis j, corner i (bit j clear), and the
@@ -376,8 +377,8 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   """
   size1, mat2, size2, pos2 = cap.size, box.mat, box.size, box.pos
   halflength = size1[1]
-  pos = _mtv(mat2, cap.pos - pos2)  # capsule centre in the box frame
-  axis = _mtv(mat2, cap.mat[:, 2])
+  pos = mat_t_vec3(mat2, cap.pos - pos2)  # capsule centre in the box frame
+  axis = mat_t_vec3(mat2, cap.mat[:, 2])
   halfaxis = axis * halflength
   i32 = lambda x: jnp.asarray(x, jnp.int32)
   axisdir = i32(halfaxis[0] > 0) + 2 * i32(halfaxis[1] > 0) + 4 * i32(halfaxis[2] > 0)
@@ -406,16 +407,16 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   v = dif[:, 0] * halfaxis[0] + dif[:, 1] * halfaxis[1] + dif[:, 2] * halfaxis[2]
   det = ma * mc - mb * mb
   ok = ~(jnp.abs(det) < MINVAL)
-  idet = _recip(jnp.where(ok, det, 0.0), 0.0)
+  idet = recip(jnp.where(ok, det, 0.0), 0.0)
   x1 = (mc * u - mb * v) * idet
   x2 = (ma * v - mb * u) * idet
   hi, lo = x1 > 1, x1 < -1
   s1 = jnp.where(hi, 2, jnp.where(lo, 0, 1))
-  x2 = jnp.where(hi, (v - mb) * _recip(mc, 0.0), jnp.where(lo, (v + mb) * _recip(mc, 0.0), x2))
+  x2 = jnp.where(hi, (v - mb) * recip(mc, 0.0), jnp.where(lo, (v + mb) * recip(mc, 0.0), x2))
   x1 = jnp.where(hi, 1.0, jnp.where(lo, -1.0, x1))
   hi, lo = x2 > 1, x2 < -1
   s2 = jnp.where(hi, 2, jnp.where(lo, 0, 1))
-  ima = _recip(ma, 0.0)
+  ima = recip(ma, 0.0)
   x1b = jnp.where(hi, (u - mb) * ima, (u + mb) * ima)
   s1b = jnp.where(x1b > 1, 2, jnp.where(x1b < -1, 0, s1))  # s1 kept if x1b is inside
   clamp2 = hi | lo
@@ -433,12 +434,12 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   # segment and box positions; ok, type, face, corner and edge.
   f32 = lambda x: jnp.asarray(x, pos.dtype)
   slack = jnp.asarray(np.repeat([0.0, MINVAL], [2, 12]), pos.dtype)
-  fcand = _materialize(jnp.stack([
+  fcand = materialize(jnp.stack([
     jnp.concatenate([fdist, edist]),
     jnp.concatenate([f32([-1.0, 1.0]), x2]),
     jnp.concatenate([jnp.zeros(2, pos.dtype), x1]),
   ], axis=1), size2[0])
-  icand = _materialize(jnp.stack([
+  icand = materialize(jnp.stack([
     i32(jnp.concatenate([nout <= 1, ok])),
     jnp.concatenate([i32([-3, -1]), i32(ecode)]),
     jnp.concatenate([i32(lastout), i32(jnp.full(12, -1))]),
@@ -457,8 +458,8 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   cltype, clface, clcorner, cledge = bi[0], bi[1], bi[2], bi[3]
 
   absh = jnp.abs(halfaxis)
-  spans = _div(2.0 * size2, absh, _BIG)  # C: x / 0 = inf
-  span = lambda a: _at(spans, a)
+  spans = safe_div(2.0 * size2, absh, BIG)  # C: x / 0 = inf
+  span = lambda a: select_at(spans, a)
   bsp = bestsegmentpos
 
   # (a) closest to a corner of the box
@@ -470,9 +471,9 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   dp = jnp.where(flip, 1 - bsp, 1 + bsp)
   c1f = jnp.where(flip, 7 - c1, c1)
   ax = jnp.where(c1f == 1, 0, jnp.where(c1f == 2, 1, 2))
-  ax1 = _next(ax)
-  ax2 = _next(ax1)
-  along_edge = _at(axis, ax) * _at(axis, ax) > 0.5
+  ax1 = next_of_3(ax)
+  ax2 = next_of_3(ax1)
+  along_edge = select_at(axis, ax) * select_at(axis, ax) > 0.5
   sp_a = jnp.where(
     along_edge,
     jnp.minimum(de, span(ax)) * mul,
@@ -483,16 +484,16 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   c1 = jnp.bitwise_and(jnp.bitwise_xor(axisdir, clcorner), 7 - jnp.left_shift(1, cledge))
   skip_b = ~((c1 == 1) | (c1 == 2) | (c1 == 4))
   ax = cledge
-  ax1 = _next(ax)
-  ax2 = _next(ax1)
-  ax1 = jnp.where(jnp.abs(_at(axis, ax1)) > jnp.abs(_at(axis, ax2)), ax2, ax1)
+  ax1 = next_of_3(ax)
+  ax2 = next_of_3(ax1)
+  ax1 = jnp.where(jnp.abs(select_at(axis, ax1)) > jnp.abs(select_at(axis, ax2)), ax2, ax1)
   ax2 = 3 - ax - ax1
   bit = jnp.bitwise_and(jnp.right_shift(c1, ax2), 1) == 1
   mul = jnp.where(bit, 1.0, -1.0)
   sp_b = jnp.minimum(jnp.where(bit, 1 - bsp, 1 + bsp), span(ax2))
   same = (jnp.bitwise_and(jnp.right_shift(axisdir, ax), 1) == 1) == bit
   e2 = jnp.where(same, 1 - bestboxpos, 1 + bestboxpos)
-  sp_b = jnp.minimum(sp_b, _div(_at(size2, ax) * e2, _at(absh, ax), _BIG)) * mul
+  sp_b = jnp.minimum(sp_b, safe_div(select_at(size2, ax) * e2, select_at(absh, ax), BIG)) * mul
 
   # (c) an end point is closest to a face
   skip_c = clface == -1
@@ -502,7 +503,7 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   for i in range(3):
     other = clface != i
     for bound in (size2[i], -size2[i]):
-      e1 = _div(bound - p[i], halfaxis[i], -1.0) * mul
+      e1 = safe_div(bound - p[i], halfaxis[i], -1.0) * mul
       upd = other & (halfaxis[i] != 0) & (e1 > 0) & (e1 < sp_c)
       sp_c = jnp.where(upd, e1, sp_c)
   sp_c = sp_c * mul
@@ -517,14 +518,14 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   found = cltype != -4
 
   def sphere(t):
-    center = _mv(mat2, pos + halfaxis * t) + pos2
+    center = mat_vec3(mat2, pos + halfaxis * t) + pos2
     valid, dist, p, normal = _raw_sphere_box(center, size1[0], pos2, mat2, size2, margin)
     return valid, dist, p, make_frame(normal)
 
-  bsp, secondpos = _materialize(jnp.stack([bsp, secondpos]), size2[0])
+  bsp, secondpos = materialize(jnp.stack([bsp, secondpos]), size2[0])
   valid, dist, p, frames = jax.vmap(sphere)(jnp.stack([bsp, secondpos + bsp]))
   valid = valid & jnp.stack([found, found & (secondpos > -3)])
-  return _pack(valid, dist, p, frames)
+  return pack_slots(valid, dist, p, frames)
 
 
 # ------------------------------------------------------------------------------------------

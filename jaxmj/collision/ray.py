@@ -18,9 +18,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.types import Data, GeomType, Model
 
-MINVAL = 1e-15  # mjMINVAL
 NGROUP = 6  # mjNGROUP
 
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.collision.plan import collision_plan
 from jaxmj.types import Data, Model
 
 
 def slot_adhesion(m: Model) -> jnp.ndarray:
   """(ncon,) adhesion of every contact slot of the collision plan."""
-  from jaxmj.collision.driver import collision_plan
-
   out = []
   for group in collision_plan(m)["groups"]:
     g1, g2, pair = group["g1"], group["g2"], group["pair"]
@@ -33,22 +32,6 @@ def slot_adhesion(m: Model) -> jnp.ndarray:
     if m.npair:
       a = jnp.where(pair >= 0, m.pair_adhesion[np.maximum(pair, 0)], a)
     out.append(jnp.repeat(a, group["slots"]))
-  return jnp.concatenate(out) if out else jnp.zeros(0)
-
-
-def slot_gap(m: Model) -> jnp.ndarray:
-  """(ncon,) gap of every contact slot: the explicit pair's, else the sum of the geoms'
-  (mj_contactParam). A slot holds a contact when dist < includemargin + gap; only those
-  below includemargin get rows, but adhesion actuators pull through all of them."""
-  from jaxmj.collision.driver import collision_plan
-
-  out = []
-  for group in collision_plan(m)["groups"]:
-    g1, g2, pair = group["g1"], group["g2"], group["pair"]
-    gap = m.geom_gap[g1] + m.geom_gap[g2]
-    if m.npair:
-      gap = jnp.where(pair >= 0, m.pair_gap[np.maximum(pair, 0)], gap)
-    out.append(jnp.repeat(gap, group["slots"]))
   return jnp.concatenate(out) if out else jnp.zeros(0)
 
 

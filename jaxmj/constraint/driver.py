@@ -29,14 +29,12 @@ from jaxmj.constraint.impedance import (
 )
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.constraint.rows import contact_rows, friction_rows, limit_rows, rows
-from jaxmj.smooth import tendon
+from jaxmj.smooth import mass, tendon
 from jaxmj.types import Data, EnableBit, Model
 
 
 def _exact_diag(m: Model, d: Data, J: jnp.ndarray) -> jnp.ndarray:
   """diag(J M^-1 J') per row (DIAGEXACT)."""
-  from jaxmj.smooth import mass
-
   if J.shape[0] == 0:
     return jnp.zeros(0, J.dtype)
   minv_jt = jax.vmap(lambda row: mass.solve_m(m, d, row))(J)

@@ -19,6 +19,9 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.scan import cached_plan
+from jaxmj.smooth.jac import point_jacobians
+from jaxmj.smooth.kinematics import kinematics
+from jaxmj.smooth.qpos import integrate_pos
 from jaxmj.types import Data, EqType, Model, ObjType
 
 NROWS = {EqType.CONNECT: 3, EqType.WELD: 6, EqType.JOINT: 1, EqType.TENDON: 1}
@@ -50,12 +53,6 @@ def eq_plan(m) -> dict:
   return {"ne": int(nrows.sum()), "row_eq": row_eq, "groups": groups}
 
 
-def _point_jac(m: Model, d: Data, body: np.ndarray, point: jnp.ndarray):
-  from jaxmj.constraint.rows import point_jacobians
-
-  return point_jacobians(m, d, body, point)
-
-
 def anchor_frames(m: Model, d: Data, g: dict, site: bool, weld: bool):
   """Global points (and weld orientations) of the two sides of connect / weld constraints."""
   data = m.eq_data[g["eq"]]
@@ -84,9 +81,6 @@ def _residual(m: Model, d: Data, g: dict, site: bool, weld: bool) -> jnp.ndarray
 
 def _jdot_v(m: Model, d: Data, g: dict, site: bool, weld: bool) -> jnp.ndarray:
   """(n, k) Jdot v: d^2/dt^2 of the residual along q(t) = integrate(q, v t) at t = 0."""
-  from jaxmj.dynamics.integrator import integrate_pos
-  from jaxmj.smooth.kinematics import kinematics
-
   def residual(t):
     qpos = integrate_pos(m, d.qpos, d.qvel, t)
     return _residual(m, kinematics(m, d.replace(qpos=qpos)), g, site, weld)
@@ -99,8 +93,8 @@ def _jdot_v(m: Model, d: Data, g: dict, site: bool, weld: bool) -> jnp.ndarray:
 def _connect_weld(m: Model, d: Data, g: dict, site: bool, weld: bool):
   """(n, k, nv) Jacobians, (n, k) positions and diagApprox of connect (k=3) / weld (k=6)."""
   p1, p2, q1, q2 = anchor_frames(m, d, g, site, weld)
-  jp1, jr1 = _point_jac(m, d, g["body1"], p1)
-  jp2, jr2 = _point_jac(m, d, g["body2"], p2)
+  jp1, jr1 = point_jacobians(m, d, g["body1"], p1)
+  jp2, jr2 = point_jacobians(m, d, g["body2"], p2)
   iw = m.body_invweight0
   tran = iw[g["body1"], 0] + iw[g["body2"], 0]
   if not weld:

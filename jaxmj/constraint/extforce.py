@@ -1,4 +1,6 @@
-"""Equality and spatial-tendon terms of cfrc_ext (part of mj_rnePostConstraint, MuJoCo 4.0).
+"""mj_rnePostConstraint (cacc, cfrc_int, cfrc_ext after the constraint solve) and the equality
+and spatial-tendon terms of cfrc_ext it adds in MuJoCo 4.0. It lives with the constraints, not
+in smooth/rne.py, because those terms read the constraint forces and equality geometry.
 
 Connect and weld constraints: the translation rows' force acts on body1 at its constraint
 point and, opposite, on body2 at its point (equality.anchor_frames); a weld's rotation rows add
@@ -23,7 +25,10 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.constraint import equality
-from jaxmj.smooth import armature, plastic, tendon
+from jaxmj.constraint.layout import efc_layout
+from jaxmj.scan import body_plan
+from jaxmj.smooth import armature, plastic, tendon, wrap
+from jaxmj.smooth.support import contact_forces
 from jaxmj.types import Data, DisableBit, EqType, Model, TrnType
 
 
@@ -66,8 +71,6 @@ def _weld_torque(q1, q2, torquescale, frc) -> jnp.ndarray:
 
 def _row_tendon_forces(m: Model, d: Data) -> jnp.ndarray:
   """(ntendon,) scalar force of the tendon limit, friction-loss and equality rows."""
-  from jaxmj.constraint import efc_layout
-
   f = jnp.zeros(m.ntendon, d.qvel.dtype)
   if m.opt.disabled(DisableBit.CONSTRAINT) or not d.efc_force.shape[0]:
     return f
@@ -125,14 +128,56 @@ def tendon_wrenches(m: Model, d: Data) -> jnp.ndarray:
   out = jnp.zeros((m.nbody, 6), d.qvel.dtype)
   if not m.ntendon:
     return out
-  p = tendon._plan(m)
+  p = tendon.cached_path_plan(m)
   geo = tendon.geometry(p, d.site_xpos, d.geom_xpos, d.geom_xmat, m.geom_size, jnp)
   ten, b0, b1, x0, x1, scale = tendon.pieces(p, m.site_bodyid, m.geom_bodyid, m.wrap_prm,
                                              d.site_xpos, geo, jnp)
   if not len(ten):
     return out
-  from jaxmj.smooth import wrap
-
   force = (tendon_forces(m, d)[ten] * scale)[:, None] * wrap.unit(x1 - x0, jnp)
   out = out.at[b1].add(_wrench(d, m, b1, x1, force))
   return out.at[b0].add(-_wrench(d, m, b0, x0, force))
+
+
+def rne_post_constraint(m: Model, d: Data) -> Data:
+  """mj_rnePostConstraint: cacc, cfrc_ext, cfrc_int with the final qacc (com frame).
+
+  cacc includes gravity as an upward acceleration of the world. cfrc_ext holds xfrc_applied,
+  contact forces (support.contact_forces), connect and weld constraint forces and spatial
+  tendon forces (equality_wrenches, tendon_wrenches) on each body, moved to the com-frame
+  origin; cfrc_int is the force each body receives from its parent. Reads cdof, cdof_dot,
+  cinert, cvel,
+  qvel, qacc, xfrc_applied, contact, efc_force (and efc_J, tendon and actuator state).
+  """
+  plan = body_plan(m)
+  dt = d.qvel.dtype
+  gravity = jnp.zeros(3, dt) if m.opt.disabled(DisableBit.GRAVITY) else m.opt.gravity
+  body_dof = jnp.asarray(plan["body_dof"], dt)
+  cacc = body_dof @ (d.cdof_dot * d.qvel[:, None] + d.cdof * d.qacc[:, None])
+  cacc = cacc.at[:, 3:].add(-gravity)
+
+  com = d.subtree_com[m.body_rootid]
+  force, torque = d.xfrc_applied[:, :3], d.xfrc_applied[:, 3:]
+  cfrc_ext = jnp.concatenate([torque - jnp.cross(com - d.xipos, force), force], axis=-1)
+  cfrc_ext = cfrc_ext.at[0].set(0.0)
+  ncon = d.contact.dist.shape[0]
+  if ncon and d.efc_force.shape[0]:
+    local = contact_forces(m, d)
+    frame = d.contact.frame
+    fglob = jnp.einsum("cij,ci->cj", frame, local[:, :3])
+    tglob = jnp.einsum("cij,ci->cj", frame, local[:, 3:])
+    for geoms, sign in ((d.contact.geom1, -1.0), (d.contact.geom2, 1.0)):
+      body = m.geom_bodyid[geoms]
+      arm = com[body] - d.contact.pos
+      wrench = jnp.concatenate([tglob - jnp.cross(arm, fglob), fglob], axis=-1)
+      wrench = jnp.where((body > 0)[:, None], sign * wrench, 0.0)
+      cfrc_ext = cfrc_ext.at[body].add(wrench)
+
+  cfrc_ext = cfrc_ext + equality_wrenches(m, d) + tendon_wrenches(m, d)
+  cfrc_ext = cfrc_ext.at[0].set(0.0)
+
+  cfrc_body = math.inert_mul(d.cinert, cacc) + math.force_cross(
+    d.cvel, math.inert_mul(d.cinert, d.cvel)) - cfrc_ext
+  cfrc_body = cfrc_body.at[0].set(0.0)
+  cfrc_int = jnp.asarray(plan["subtree"], dt) @ cfrc_body
+  return d.replace(cacc=cacc, cfrc_ext=cfrc_ext, cfrc_int=cfrc_int)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.constraint.layout import EfcLayout
 from jaxmj.types import Data, DisableBit, Model
 
-MINVAL = 1e-15  # mjMINVAL
 MINIMP = 0.0001  # mjMINIMP: lower clamp of solimp dmin, dmax, midpoint
 MAXIMP = 0.9999  # mjMAXIMP
 DEFAULT_SOLREF = (0.02, 1.0)  # replaces a solref that mixes the standard and direct forms

@@ -26,11 +26,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
+from jaxmj.constants import MINVAL
 from jaxmj.constraint.layout import EfcLayout
 from jaxmj.scan import body_plan
 from jaxmj.types import Data, Model
-
-MINVAL = 1e-15  # mjMINVAL
 
 
 def rows(n, nv, dt, **kw) -> dict:
@@ -100,20 +99,6 @@ def limit_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
   return rows(n, m.nv, dt, J=J, pos=dist, margin=margin, imp_pos=dist, imp_margin=margin,
                diag=m.dof_invweight0[m.jnt_dofadr[jnt]], solref=m.jnt_solref[jnt],
                solimp=m.jnt_solimp[jnt], active=dist < margin)
-
-
-def point_jacobians(m: Model, d: Data, body: np.ndarray, point: jnp.ndarray):
-  """mj_jac for many (body, point) pairs: translational and rotational (n, 3, nv) Jacobians.
-
-  body: (n,) static body ids; point: (n, 3) global. Reads cdof and subtree_com.
-  """
-  mask = body_plan(m)["body_dof"][body].astype(bool)  # (n, nv)
-  offset = point - d.subtree_com[m.body_rootid[body]]
-  ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
-  jacp = lin[None] + jnp.cross(ang[None], offset[:, None, :])  # (n, nv, 3)
-  jacp = jnp.where(mask[..., None], jacp, 0.0)
-  jacr = jnp.where(mask[..., None], ang[None], 0.0)
-  return jnp.swapaxes(jacp, 1, 2), jnp.swapaxes(jacr, 1, 2)
 
 
 def _row_directions(d: Data, lay: EfcLayout, friction: jnp.ndarray):

@@ -32,11 +32,10 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from jaxmj.constants import MAXVAL
 from jaxmj.io import make_data
-from jaxmj.state import _FIELD, State, _components
+from jaxmj.state import STATE_FIELD, State, components
 from jaxmj.types import Data, DisableBit, Model, Warning
-
-MAXVAL = 1e10  # mjMAXVAL: a state entry beyond this counts as diverged
 
 
 def bad(x: jnp.ndarray) -> jnp.ndarray:
@@ -50,7 +49,8 @@ def _count(d: Data, code: Warning, flag: jnp.ndarray) -> jnp.ndarray:
 
 # the Data fields a step reads from the previous step (MuJoCo's mjSTATE_INTEGRATION) and the
 # warning counters; every other field a step reads it has written first
-_READ = tuple(_FIELD[c] for c in _components(State.INTEGRATION) if _FIELD[c]) + ("warning",)
+_READ = tuple(STATE_FIELD[c] for c in components(State.INTEGRATION) if STATE_FIELD[c]) + (
+  "warning",)
 
 
 def _check_state(m: Model, d: Data, fields) -> tuple[Data, jnp.ndarray]:

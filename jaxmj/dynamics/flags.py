@@ -18,6 +18,7 @@ The flags are static Option fields, so a flag switched after compiling
 
 from __future__ import annotations
 
+from jaxmj.collision.plan import CONVEX, HFIELD, collision_plan
 from jaxmj.types import DisableBit, EnableBit, Model
 
 _SLEEP = "flag sleep (trees sleeping under sleep_tolerance)"
@@ -37,11 +38,9 @@ def unsupported(m: Model) -> list[str]:
   speculative = m.opt.enableflags & EnableBit.SPECULATIVE
   libccd = m.opt.disableflags & DisableBit.NATIVECCD
   if speculative or libccd:
-    from jaxmj.collision import driver
-
-    plan = driver.collision_plan(m)
+    plan = collision_plan(m)
     if speculative and plan["ncon"]:  # without contact pairs there is nothing to speculate
       out.append(_SPECULATIVE)
-    if libccd and {g["types"] for g in plan["groups"]} & {driver.CONVEX, driver.HFIELD}:
+    if libccd and {g["types"] for g in plan["groups"]} & {CONVEX, HFIELD}:
       out.append(_LIBCCD)
   return out

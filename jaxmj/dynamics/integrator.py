@@ -6,45 +6,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
+from jaxmj.actuation import derivative
 from jaxmj.actuation import driver as actuation
 from jaxmj.scan import cached_plan
-from jaxmj.smooth import armature, mass
-from jaxmj.types import Data, DisableBit, JointType, Model
-
-
-@cached_plan
-def qpos_plan(m) -> dict:
-  """qpos/qvel addresses per joint type: linear coordinates and quaternion blocks."""
-  lin_q, lin_v, quat_q, quat_v = [], [], [], []
-  for j, t in enumerate(m.jnt_type):
-    qa, da = m.jnt_qposadr[j], m.jnt_dofadr[j]
-    if t == JointType.FREE:
-      lin_q += range(qa, qa + 3)
-      lin_v += range(da, da + 3)
-      quat_q.append(qa + 3)
-      quat_v.append(da + 3)
-    elif t == JointType.BALL:
-      quat_q.append(qa)
-      quat_v.append(da)
-    else:
-      lin_q.append(qa)
-      lin_v.append(da)
-  as_int = lambda v: np.asarray(v, np.int32)
-  return {"lin_q": as_int(lin_q), "lin_v": as_int(lin_v),
-          "quat_q": as_int(quat_q)[:, None] + np.arange(4),
-          "quat_v": as_int(quat_v)[:, None] + np.arange(3)}
-
-
-def integrate_pos(m: Model, qpos: jnp.ndarray, qvel: jnp.ndarray, dt) -> jnp.ndarray:
-  """mj_integratePos: qpos advanced by qvel over dt; quaternions rotate in the local frame."""
-  plan = qpos_plan(m)
-  if len(plan["lin_q"]):
-    qpos = qpos.at[plan["lin_q"]].add(dt * qvel[plan["lin_v"]])
-  if len(plan["quat_q"]):
-    quat = math.quat_integrate(qpos[plan["quat_q"]], qvel[plan["quat_v"]], dt)
-    qpos = qpos.at[plan["quat_q"]].set(quat)
-  return qpos
+from jaxmj.smooth import armature, com, mass, passive, rne, tendon
+from jaxmj.smooth.qpos import integrate_pos, qpos_plan
+from jaxmj.types import Data, DisableBit, Integrator, JointType, Model
 
 
 def advance(m: Model, d: Data, qacc: jnp.ndarray, act_dot: jnp.ndarray | None = None) -> Data:
@@ -150,12 +117,9 @@ def smooth_vel_derivative(m: Model, d: Data, bias: bool) -> jnp.ndarray:
   d/dv of qfrc_passive (damping, fluid) + qfrc_actuator, minus qfrc_bias (RNE Coriolis and
   centrifugal terms) when `bias`; by forward-mode differentiation of those stages, so it is
   the exact derivative MuJoCo writes analytically (where MuJoCo drops a term, DC motor LuGre
-  friction, motor.implicit_correction drops it too). Entries outside the tree sparsity of M
+  friction, actuation/derivative.py drops it too). Entries outside the tree sparsity of M
   (dofs neither ancestor nor descendant of each other) are dropped, as MuJoCo does.
   """
-  from jaxmj.actuation import motor, orientation
-  from jaxmj.smooth import com, passive, rne, tendon
-
   def smooth(qvel):
     dv = tendon.velocity(m, com.com_vel(m, d.replace(qvel=qvel)))
     dv = passive.passive(m, actuation.velocity(m, dv))
@@ -168,7 +132,7 @@ def smooth_vel_derivative(m: Model, d: Data, bias: bool) -> jnp.ndarray:
 
   deriv = jax.jacfwd(smooth)(d.qvel)
   # where MuJoCo drops terms: LuGre friction, so3 actuators at their force cap
-  fixes = (motor.implicit_correction(m, d), orientation.implicit_correction(m, d)) if (
+  fixes = (derivative.dcmotor_correction(m, d), derivative.so3_correction(m, d)) if (
     m.nactuator) else ()
   for fix in fixes:
     deriv = deriv if fix is None else deriv + fix
@@ -206,8 +170,6 @@ def implicit(m: Model, d: Data) -> Data:
   is solved densely, so a spinning free body integrates as under implicit. Then
   mj_advance. Reads qM, qfrc_smooth, qfrc_constraint.
   """
-  from jaxmj.types import Integrator
-
   if m.nv == 0:
     return advance(m, d, d.qacc)
   fast = m.opt.integrator == Integrator.IMPLICITFAST
@@ -248,8 +210,6 @@ def free_rigid_dofs(m) -> np.ndarray:
 def _free_bias_derivative(m: Model, d: Data, blocks: np.ndarray) -> jnp.ndarray:
   """(k, 6, 6) d qfrc_bias / d qvel on each free rigid body's own dofs (mjd_freeBias_vel),
   by forward-mode differentiation of the RNE bias over those dofs only."""
-  from jaxmj.smooth import com, rne
-
   flat = blocks.reshape(-1)
 
   def bias(v):

@@ -18,10 +18,12 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import sensor
+from jaxmj.constants import MINVAL
 from jaxmj.dynamics import integrator
+from jaxmj.dynamics.stages import check_supported, fwd_position, fwd_velocity
+from jaxmj.sensor import driver as sensor
 from jaxmj.smooth import armature, mass
-from jaxmj.solver import driver as solver
+from jaxmj.solver import problem
 from jaxmj.types import Cone, Data, DisableBit, EnableBit, Integrator, Model
 
 
@@ -35,17 +37,17 @@ def inv_constraint(m: Model, d: Data) -> Data:
   if nefc == 0 or m.opt.disabled(DisableBit.CONSTRAINT):
     return d.replace(qfrc_constraint=jnp.zeros_like(d.qacc),
                      efc_force=jnp.zeros_like(d.efc_force))
-  cones, fric, mu = solver.cone_layout(np.zeros(0), np.zeros(0)), None, None
+  cones, fric, mu = problem.cone_layout(np.zeros(0), np.zeros(0)), None, None
   con = d.contact
   if m.opt.cone == Cone.ELLIPTIC and len(con.dim):
     sel = np.asarray(con.dim) > 1
-    cones = solver.cone_layout(np.asarray(con.efc_address)[sel], np.asarray(con.dim)[sel])
+    cones = problem.cone_layout(np.asarray(con.efc_address)[sel], np.asarray(con.dim)[sel])
     fric = con.friction[jnp.asarray(np.flatnonzero(sel))]
-    mu = fric[:, 0] * jnp.sqrt(1.0 / jnp.maximum(solver.MINVAL, m.opt.impratio))
+    mu = fric[:, 0] * jnp.sqrt(1.0 / jnp.maximum(MINVAL, m.opt.impratio))
   zero = jnp.zeros_like(d.qacc)
-  p = solver._problem(d.qM, zero, zero, d.efc_J, d.efc_D, d.efc_R, d.efc_aref,
+  p = problem.make_problem(d.qM, zero, zero, d.efc_J, d.efc_D, d.efc_R, d.efc_aref,
                       d.efc_frictionloss, d.efc_type, d.efc_active, cones, fric, mu)
-  upd = solver._constraint_update(p, p.J @ d.qacc - p.aref)
+  upd = problem.constraint_update(p, p.J @ d.qacc - p.aref)
   return d.replace(efc_force=upd.force, efc_state=upd.state,
                    qfrc_constraint=p.J.T @ upd.force)
 
@@ -91,8 +93,6 @@ def inverse(m: Model, d: Data) -> Data:
   balance and the acceleration sensors use the continuous-time qacc, and d.qacc is
   returned unchanged, as in MuJoCo.
   """
-  from jaxmj.dynamics.forward import check_supported, fwd_position, fwd_velocity
-
   check_supported(m)
   qacc = d.qacc
   d = fwd_position(m, d)

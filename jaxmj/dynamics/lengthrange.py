@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import io
+from jaxmj.constants import MINVAL
 from jaxmj.dynamics.forward import step1, step2
-from jaxmj.math import MINVAL
 from jaxmj.smooth import mass
 from jaxmj.types import DisableBit, Model
 

@@ -3,9 +3,5 @@ position stage (position.py; rangefinder.py, inside.py, distance.py: the larger 
 velocity stage (velocity.py; limit.py: joint and tendon limit sensors), the acceleration
 stage (acceleration.py; contact.py: the contact sensor), and driver.py, which groups the
 sensors of a model by type and runs each stage's table. Delays and intervals are in
-jaxmj/history.py.
+actuation/history.py.
 """
-
-from jaxmj.sensor.driver import SUPPORTED, sensor_acc, sensor_fresh, sensor_pos, sensor_vel
-
-__all__ = ["SUPPORTED", "sensor_acc", "sensor_fresh", "sensor_pos", "sensor_vel"]

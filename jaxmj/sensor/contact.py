@@ -13,12 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.scan import body_plan
 from jaxmj.sensor.inside import inside_geom
 from jaxmj.smooth import support
 from jaxmj.types import ObjType
 
-MINVAL = 1e-15
 # mjtConDataType order: found force torque dist pos normal tangent linvel angvel.
 WIDTHS = (1, 3, 3, 1, 3, 3, 3, 3, 3)
 FORCE_BITS = 0b110

@@ -14,7 +14,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.sensor.objects import MINVAL
+from jaxmj.collision import mesh, primitive
+from jaxmj.collision.ccd import convex
+from jaxmj.collision.ccd.convex import collide_convex
+from jaxmj.collision.mesh import pair_arguments
+from jaxmj.collision.primitive import GeomFrame
+from jaxmj.constants import MINVAL
 from jaxmj.types import DisableBit, GeomType, ObjType
 
 _CCD = "ccd"  # group key of the pairs MuJoCo measures with one GJK/EPA query
@@ -22,9 +27,6 @@ _CCD = "ccd"  # group key of the pairs MuJoCo measures with one GJK/EPA query
 
 def _table() -> dict:
   """(type1, type2) -> _CCD, or (collider, takes_mesh_vertices) for the rest."""
-  from jaxmj.collision import mesh, primitive
-  from jaxmj.collision.ccd import convex
-
   table = {k: (fn, False) for k, (fn, _) in primitive.COLLIDERS.items()}
   table.update({k: (fn, True) for k, (fn, _) in mesh.COLLIDERS.items()})
   for k in (*convex.CONVEX_PAIRS, *mesh.CONVEX_MESH_PAIRS, (GeomType.BOX, GeomType.BOX)):
@@ -33,8 +35,6 @@ def _table() -> dict:
 
 
 def _frames(m, d, ids):
-  from jaxmj.collision.primitive import GeomFrame
-
   return GeomFrame(d.geom_xpos[ids], d.geom_xmat[ids], m.geom_size[ids])
 
 
@@ -45,9 +45,6 @@ def _ccd(m, d, a: np.ndarray, b: np.ndarray, distmax):
   and with no margin for a penetration, whose EPA must run on the shapes themselves (on
   margin-inflated shapes face-face contacts would report other, equally deep, witness
   points, and the depth only to the tolerance of EPA on rounded shapes)."""
-  from jaxmj.collision.ccd.convex import collide_convex
-  from jaxmj.collision.mesh import pair_arguments
-
   tol, iterations = m.opt.ccd_tolerance, m.opt.ccd_iterations
   n = len(a)
   a2, b2 = np.concatenate([a, a]), np.concatenate([b, b])
@@ -72,8 +69,6 @@ def _collider(m, d, key, a: np.ndarray, b: np.ndarray, distmax):
   fn, takes_mesh = _table()[key]
   extra = ()
   if takes_mesh:
-    from jaxmj.collision.mesh import pair_arguments
-
     extra = pair_arguments(m, key, a, b)
   cd, cpos, cframe = jax.vmap(fn)(_frames(m, d, a), _frames(m, d, b), distmax, *extra)
   k = jnp.argmin(cd, axis=1)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constraint.extforce import rne_post_constraint
 from jaxmj.scan import cached_plan
 from jaxmj.sensor.acceleration import NEED_RNE_POST, SENSOR_ACC
 from jaxmj.sensor.position import SENSOR_POS
 from jaxmj.sensor.velocity import SENSOR_VEL
-from jaxmj.smooth.rne import rne_post_constraint
 from jaxmj.types import Data, DisableBit, SensorType, Stage
 
 T = SensorType

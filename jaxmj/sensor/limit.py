@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constraint.layout import efc_layout
 from jaxmj.types import ConstraintType
 
 
@@ -15,8 +16,6 @@ def limit(kind: ConstraintType, field: str):
   2 * margin owns a lower and an upper row), 0 when none is active."""
 
   def fn(m, d, g):
-    from jaxmj.constraint import efc_layout
-
     lay = efc_layout(m, d.contact.dim)
     rows = {}
     for r in np.flatnonzero(lay.efc_type == kind):

@@ -11,8 +11,6 @@ from jaxmj import math
 from jaxmj.smooth import support
 from jaxmj.types import Data, ObjType
 
-MINVAL = 1e-15
-
 
 def frame(m, d: Data, objtype: int, ids: np.ndarray):
   """(pos (n, 3), mat (n, 3, 3)) of objects with a spatial frame, global."""

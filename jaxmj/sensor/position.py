@@ -8,9 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
+from jaxmj.constants import MINVAL
 from jaxmj.sensor.distance import collision
 from jaxmj.sensor.inside import insidesite
-from jaxmj.sensor.objects import MINVAL, actuator_output, field, frame, mat_t_vec, quat
+from jaxmj.sensor.objects import actuator_output, field, frame, mat_t_vec, quat
 from jaxmj.sensor.rangefinder import rangefinder
 from jaxmj.smooth import energy
 from jaxmj.types import ObjType, SensorType

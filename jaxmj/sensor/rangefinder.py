@@ -13,9 +13,8 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.collision.ray import box_faces, candidates, cast, mesh_triangles, triangle_hits
+from jaxmj.constants import MINVAL
 from jaxmj.types import Data, GeomType, Model
-
-MINVAL = 1e-15
 
 
 def _unit(v):

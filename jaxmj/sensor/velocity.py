@@ -6,9 +6,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.scan import body_plan
 from jaxmj.sensor.limit import limit
-from jaxmj.sensor.objects import MINVAL, actuator_output, field, frame, mat_t_vec, velocity
+from jaxmj.sensor.objects import actuator_output, field, frame, mat_t_vec, velocity
 from jaxmj.types import ConstraintType, Data, ObjType, SensorType
 
 

@@ -21,11 +21,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
+from jaxmj.constants import MINVAL
 from jaxmj.scan import body_plan, cached_plan
 from jaxmj.smooth import tendon
 from jaxmj.types import Data, JointType, Model, TrnType
 
-MINVAL = 1e-15
 _NDOF = {JointType.FREE: 6, JointType.BALL: 3}
 
 
@@ -150,7 +150,7 @@ def jdot_qvel(m: Model, d: Data) -> jnp.ndarray:
   along = jnp.sum(u * dv, axis=-1)
   turn = jnp.where(norm > MINVAL, (jnp.sum(dv * dv, axis=-1) - along * along) / safe, 0.0)
   value = jnp.sum(u * (a1 - a0), axis=-1) + turn
-  divisor = tendon._divisor(m.wrap_prm, path.ss_div[seg], jnp)
+  divisor = tendon.pulley_divisor(m.wrap_prm, path.ss_div[seg], jnp)
   return out.at[path.ss_ten[seg]].add(value / divisor)
 
 

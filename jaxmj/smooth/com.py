@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
+from jaxmj.constants import MINVAL
 from jaxmj.scan import body_plan, cached_plan
 from jaxmj.types import Data, JointType, Model
 
@@ -53,7 +54,7 @@ def com_pos(m: Model, d: Data) -> Data:
   subtree = jnp.asarray(plan["subtree"], d.xipos.dtype)
   stmass = subtree_mass(m)
   weighted = subtree @ (m.body_mass[:, None] * d.xipos)
-  has_mass = stmass >= math.MINVAL
+  has_mass = stmass >= MINVAL
   subtree_com = jnp.where(
     has_mass[:, None], weighted / jnp.where(has_mass, stmass, 1.0)[:, None], d.xipos
   )

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
-from jaxmj.dynamics.integrator import qpos_plan
 from jaxmj.smooth import plastic
+from jaxmj.smooth.qpos import qpos_plan
 from jaxmj.types import Data, DisableBit, JointType, Model
 
 
@@ -35,7 +35,7 @@ def _joint_spring_energy(m: Model, d: Data) -> jnp.ndarray:
 
 
 def _tendon_spring_energy(m: Model, d: Data) -> jnp.ndarray:
-  """k x^2/2 + k2 x^3/3 + k3 x^4/4 per tendon (the work of tendon.passive's polynomial
+  """k x^2/2 + k2 x^3/3 + k3 x^4/4 per tendon (the work of passive.tendon_passive's polynomial
   spring), x the length's signed distance outside the [lower, upper] deadband."""
   length = d.ten_length
   rest = plastic.lengthspring(m, d)

@@ -18,9 +18,22 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
-from jaxmj.mjcf.compile.fluid import semi_axes
+from jaxmj.constants import MINVAL
 from jaxmj.smooth import rne
-from jaxmj.types import Data, DisableBit, Model
+from jaxmj.types import Data, DisableBit, GeomType, Model
+
+
+def semi_axes(gtype: np.ndarray, size, xp=np):
+  """mju_geomSemiAxes for every geom: (ngeom, 3) from geom_type (ngeom,) and geom_size
+  (ngeom, 3); xp is jax.numpy at run time and numpy in the compiler
+  (mjcf/compile/fluid.py)."""
+  s0, s1, s2 = size[:, 0], size[:, 1], size[:, 2]
+  sphere = gtype == GeomType.SPHERE
+  capsule = gtype == GeomType.CAPSULE
+  cylinder = gtype == GeomType.CYLINDER
+  round_ = sphere | capsule | cylinder
+  ax2 = xp.where(sphere, s0, xp.where(capsule, s0 + s1, xp.where(cylinder, s1, s2)))
+  return xp.stack([s0, xp.where(round_, s0, s1), ax2], axis=-1)
 
 
 def apply_ft(m: Model, d: Data, force: jnp.ndarray, torque: jnp.ndarray,
@@ -42,8 +55,8 @@ def gravcomp(m: Model, d: Data) -> jnp.ndarray:
 def _box(m: Model) -> jnp.ndarray:
   """(nbody, 3) sides of the uniform box with each body's mass and principal inertia."""
   i0, i1, i2 = m.body_inertia[:, 0], m.body_inertia[:, 1], m.body_inertia[:, 2]
-  mass = jnp.where(m.body_mass < math.MINVAL, 1.0, m.body_mass)
-  side = lambda a, b, c: jnp.sqrt(jnp.maximum(math.MINVAL, a + b - c) / mass * 6.0)
+  mass = jnp.where(m.body_mass < MINVAL, 1.0, m.body_mass)
+  side = lambda a, b, c: jnp.sqrt(jnp.maximum(MINVAL, a + b - c) / mass * 6.0)
   return jnp.stack([side(i1, i2, i0), side(i0, i2, i1), side(i0, i1, i2)], axis=-1)
 
 
@@ -66,7 +79,7 @@ def _inertia_box(m: Model, d: Data) -> jnp.ndarray:
   arm = jnp.stack([b0 * (b1**4 + b2**4), b1 * (b0**4 + b2**4), b2 * (b0**4 + b1**4)], -1)
   torque = torque - rho * arm * jnp.abs(lang) * lang / 64.0
   box_bodies = (np.asarray(m.body_weldid) > 0) & ~np.asarray(m.body_fluidellipsoid, bool)
-  keep = (m.body_mass >= math.MINVAL) & box_bodies
+  keep = (m.body_mass >= MINVAL) & box_bodies
   force = jnp.where(keep[:, None], jnp.einsum("bij,bj->bi", rot, force), 0.0)
   torque = jnp.where(keep[:, None], jnp.einsum("bij,bj->bi", rot, torque), 0.0)
   return apply_ft(m, d, force, torque, d.xipos)
@@ -136,7 +149,7 @@ def _ellipsoid(m: Model, d: Data) -> jnp.ndarray:
   axes = semi_axes(np.asarray(m.geom_type)[geoms], m.geom_size[geoms], jnp)
   torque, force = jax.vmap(_ellipsoid_local, in_axes=(0, 0, 0, 0, None, None))(
     lang, llin, axes, m.geom_fluid[geoms], m.opt.density, m.opt.viscosity)
-  keep = (m.body_mass[body] >= math.MINVAL)[:, None]
+  keep = (m.body_mass[body] >= MINVAL)[:, None]
   force = jnp.where(keep, jnp.einsum("gij,gj->gi", rot, force), 0.0)
   torque = jnp.where(keep, jnp.einsum("gij,gj->gi", rot, torque), 0.0)
   # wrenches about the tree's com-frame origin add up per body before the dof projection

@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.scan import cached_plan
-from jaxmj.smooth import armature, fluid, plastic, tendon
+from jaxmj.smooth import armature, fluid, plastic
 from jaxmj.types import Data, DisableBit, JointType, Model
 
 
@@ -58,6 +58,32 @@ def _spring(m: Model, d: Data) -> jnp.ndarray:
   return qfrc
 
 
+def tendon_passive(m: Model, d: Data) -> tuple[jnp.ndarray, jnp.ndarray]:
+  """Tendon spring and damper forces in joint space, (nv,) each (part of mj_passive).
+
+  Spring: outside the rest range [lo, hi] of tendon_lengthspring (or of d.plastic for a
+  yielding tendon: plastic.lengthspring), with x the distance past
+  the nearer end, f = -(k x + k2 x^2 + k3 x^3); zero inside (a deadband when lo < hi).
+  Damper: f = -(b v + b2 v |v| + b3 v^3), with the damping actuators reflect onto the tendon
+  (armature.tendon_damping). Both act along ten_J.
+  """
+  zero = jnp.zeros(m.nv, d.qvel.dtype)
+  if m.ntendon == 0:
+    return zero, zero
+  spring = damper = zero
+  if not m.opt.disabled(DisableBit.SPRING):
+    rest = plastic.lengthspring(m, d)
+    lo, hi = rest[:, 0], rest[:, 1]
+    length = d.ten_length
+    x = jnp.where(length > hi, length - hi, jnp.where(length < lo, length - lo, 0.0))
+    k2, k3 = m.tendon_stiffnesspoly[:, 0], m.tendon_stiffnesspoly[:, 1]
+    spring = -(m.tendon_stiffness * x + k2 * x * x + k3 * x * x * x) @ d.ten_J
+  if not m.opt.disabled(DisableBit.DAMPER):
+    b, poly = armature.tendon_damping(m, d.qvel.dtype)
+    damper = armature.damper_force(b, poly, d.ten_velocity) @ d.ten_J
+  return spring, damper
+
+
 def passive(m: Model, d: Data) -> Data:
   """mj_passive: qfrc_spring, qfrc_damper, qfrc_gravcomp, qfrc_fluid and qfrc_passive.
 
@@ -68,7 +94,7 @@ def passive(m: Model, d: Data) -> Data:
   spring = zero if m.opt.disabled(DisableBit.SPRING) else _spring(m, d)
   damper = zero if m.opt.disabled(DisableBit.DAMPER) else armature.damper_force(
     *armature.dof_damping(m, d.qvel.dtype), d.qvel)
-  ten_spring, ten_damper = tendon.passive(m, d)
+  ten_spring, ten_damper = tendon_passive(m, d)
   spring, damper = spring + ten_spring, damper + ten_damper
   gravcomp, fluid_frc = fluid.gravcomp(m, d), fluid.fluid(m, d)
   # Gravity compensation of joints with actuatorgravcomp goes to qfrc_actuator instead.

@@ -25,7 +25,7 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.scan import cached_plan
-from jaxmj.smooth.support import differentiate_pos
+from jaxmj.smooth.qpos import differentiate_pos
 from jaxmj.types import Data, DisableBit, JointType, Model
 
 

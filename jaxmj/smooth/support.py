@@ -12,11 +12,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
-from jaxmj.dynamics.integrator import integrate_pos, qpos_plan
 from jaxmj.names import obj_type
-from jaxmj.scan import body_plan, cached_plan
+from jaxmj.smooth.jac import (
+  jac,
+  jac_body,
+  jac_body_com,
+  jac_dot,
+  jac_geom,
+  jac_site,
+  jac_subtree_com,
+)
 from jaxmj.smooth.mass import mul_m, solve_m
-from jaxmj.types import Cone, Data, JointType, Model, ObjType, SameFrame
+from jaxmj.smooth.qpos import differentiate_pos, integrate_pos, normalize_quat
+from jaxmj.types import Cone, Data, Model, ObjType, SameFrame
 
 __all__ = [
   "contact_force", "contact_forces", "differentiate_pos", "full_m", "integrate_pos", "jac",
@@ -26,35 +34,6 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------- positions on the manifold
-
-
-def differentiate_pos(m: Model, dt, qpos1: jnp.ndarray, qpos2: jnp.ndarray) -> jnp.ndarray:
-  """mj_differentiatePos: the (nv,) velocity that takes qpos1 to qpos2 in time dt.
-
-  Quaternions differ by a rotation in qpos1's local frame (mju_subQuat), so that
-  integrate_pos(m, qpos1, differentiate_pos(m, dt, qpos1, qpos2), dt) == qpos2.
-  """
-  plan = qpos_plan(m)
-  qvel = jnp.zeros(m.nv, jnp.result_type(qpos1, qpos2))
-  if len(plan["lin_q"]):
-    dq = qpos2[plan["lin_q"]] - qpos1[plan["lin_q"]]
-    qvel = qvel.at[plan["lin_v"]].set(dq / dt)
-  if len(plan["quat_q"]):
-    rot = math.quat_sub(qpos2[plan["quat_q"]], qpos1[plan["quat_q"]])
-    qvel = qvel.at[plan["quat_v"]].set(rot / dt)
-  return qvel
-
-
-def normalize_quat(m: Model, qpos: jnp.ndarray) -> jnp.ndarray:
-  """mj_normalizeQuat: qpos with every ball and free joint quaternion of unit length
-  (a zero quaternion becomes the identity)."""
-  plan = qpos_plan(m)
-  if not len(plan["quat_q"]):
-    return qpos
-  return qpos.at[plan["quat_q"]].set(math.normalize_quat(qpos[plan["quat_q"]]))
-
-
 # ---------------------------------------------------------------- mass matrix
 
 
@@ -62,89 +41,6 @@ def full_m(m: Model, d: Data) -> jnp.ndarray:
   """mj_fullM: the dense (nv, nv) joint-space inertia. jaxmj stores qM dense already."""
   del m
   return d.qM
-
-
-# ---------------------------------------------------------------- Jacobians
-
-
-def _dof_mask(m: Model, body) -> jnp.ndarray:
-  """(nv,) bool: the dofs that move `body` (its own and its ancestors')."""
-  return jnp.asarray(body_plan(m)["body_dof"], bool)[body]
-
-
-def jac(m: Model, d: Data, point: jnp.ndarray, body) -> tuple[jnp.ndarray, jnp.ndarray]:
-  """mj_jac: translational and rotational Jacobians (3, nv) of the global `point` (3,)
-  moving with `body`. Reads cdof and subtree_com (after com_pos)."""
-  mask = _dof_mask(m, body)
-  offset = point - d.subtree_com[jnp.asarray(m.body_rootid)[body]]
-  ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
-  jacp = jnp.where(mask[:, None], lin + jnp.cross(ang, offset), 0.0)
-  jacr = jnp.where(mask[:, None], ang, 0.0)
-  return jacp.T, jacr.T
-
-
-def jac_body(m: Model, d: Data, body) -> tuple[jnp.ndarray, jnp.ndarray]:
-  """mj_jacBody: Jacobians (3, nv) of the body frame's origin."""
-  return jac(m, d, d.xpos[body], body)
-
-
-def jac_body_com(m: Model, d: Data, body) -> tuple[jnp.ndarray, jnp.ndarray]:
-  """mj_jacBodyCom: Jacobians (3, nv) of the body's centre of mass."""
-  return jac(m, d, d.xipos[body], body)
-
-
-def jac_geom(m: Model, d: Data, geom) -> tuple[jnp.ndarray, jnp.ndarray]:
-  """mj_jacGeom: Jacobians (3, nv) of the geom's centre."""
-  return jac(m, d, d.geom_xpos[geom], jnp.asarray(m.geom_bodyid)[geom])
-
-
-def jac_site(m: Model, d: Data, site) -> tuple[jnp.ndarray, jnp.ndarray]:
-  """mj_jacSite: Jacobians (3, nv) of the site's position."""
-  return jac(m, d, d.site_xpos[site], jnp.asarray(m.site_bodyid)[site])
-
-
-def jac_subtree_com(m: Model, d: Data, body) -> jnp.ndarray:
-  """mj_jacSubtreeCom: translational Jacobian (3, nv) of the centre of mass of the subtree
-  rooted at `body`: the mass-weighted mean of its bodies' com Jacobians."""
-  plan = body_plan(m)
-  weight = jnp.asarray(plan["subtree"], d.xipos.dtype)[body] * m.body_mass  # (nbody,)
-  mask = jnp.asarray(plan["body_dof"], bool)  # (nbody, nv)
-  offset = d.xipos - d.subtree_com[m.body_rootid]  # (nbody, 3)
-  ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
-  # sum_b w_b (lin_i + ang_i x offset_b) over the bodies b that dof i moves
-  w_mask = weight[:, None] * mask  # (nbody, nv)
-  jacp = (jnp.sum(w_mask, axis=0)[:, None] * lin
-          + jnp.cross(ang, w_mask.T @ offset))
-  return jacp.T / jnp.maximum(jnp.sum(weight), math.MINVAL)
-
-
-def jac_dot(m: Model, d: Data, point: jnp.ndarray, body) -> tuple[jnp.ndarray, jnp.ndarray]:
-  """mj_jacDot: time derivatives (3, nv) of jac(point, body). Reads cdof, cdof_dot and cvel
-  (after com_vel); rotational dofs of ball and free joints use cvel x cdof, as MuJoCo."""
-  mask = _dof_mask(m, body)
-  com = d.subtree_com[jnp.asarray(m.body_rootid)[body]]
-  offset = point - com
-  cvel = d.cvel[body]
-  pvel_lin = cvel[3:] + jnp.cross(cvel[:3], offset)
-  cdof_dot = d.cdof_dot
-  quat = _quat_dofs(m)
-  if len(quat):
-    spun = math.motion_cross(d.cvel[m.dof_bodyid[quat]], d.cdof[quat])
-    cdof_dot = cdof_dot.at[quat].set(spun)
-  ang_dot, lin_dot = cdof_dot[:, :3], cdof_dot[:, 3:]
-  jacp = lin_dot + jnp.cross(ang_dot, offset) + jnp.cross(d.cdof[:, :3], pvel_lin)
-  jacp = jnp.where(mask[:, None], jacp, 0.0)
-  jacr = jnp.where(mask[:, None], ang_dot, 0.0)
-  return jacp.T, jacr.T
-
-
-@cached_plan
-def _quat_dofs(m) -> np.ndarray:
-  """Rotational dofs of ball and free joints."""
-  jnt = m.dof_jntid
-  t = m.jnt_type[jnt]
-  local = np.arange(m.nv) - m.jnt_dofadr[jnt]
-  return np.flatnonzero((t == JointType.BALL) | ((t == JointType.FREE) & (local >= 3)))
 
 
 # ---------------------------------------------------------------- frames and velocities
@@ -208,7 +104,7 @@ def object_acceleration(m: Model, d: Data, objtype, objid, local: bool = False) 
   """mj_objectAcceleration: (6,) angular then linear acceleration of the object's frame
   origin (world or local frame), with the rotating-frame term vel_rot x vel_lin added to
   the linear part as MuJoCo does. Gravity appears as an upward acceleration of every body,
-  the world included (cacc's convention). Reads cacc and cvel: call rne.rne_post_constraint after
+  the world included (cacc's convention). Reads cacc and cvel: call rne_post_constraint after
   forward first, as MuJoCo needs mj_rnePostConstraint."""
   body, pos, rot = _object_frame(m, d, objtype, objid)
   com = d.subtree_com[jnp.asarray(m.body_rootid)[body]]

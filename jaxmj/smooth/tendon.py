@@ -25,9 +25,8 @@ import numpy as np
 
 from jaxmj.scan import cached_plan
 from jaxmj.smooth import wrap
-from jaxmj.types import Data, DisableBit, Model, WrapType
-
-MINVAL = 1e-15
+from jaxmj.smooth.jac import point_jacobians
+from jaxmj.types import Data, Model, WrapType
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -115,7 +114,7 @@ def path_plan(m) -> TendonPlan:
     slot_obj=i32(slots["obj"]))
 
 
-_plan = cached_plan(path_plan)
+cached_path_plan = cached_plan(path_plan)
 
 
 def geometry(p: TendonPlan, site_xpos, geom_xpos, geom_xmat, geom_size, xp):
@@ -131,7 +130,7 @@ def geometry(p: TendonPlan, site_xpos, geom_xpos, geom_xmat, geom_size, xp):
   return wlen, t0, t1, wlen >= 0
 
 
-def _divisor(wrap_prm, div: np.ndarray, xp):
+def pulley_divisor(wrap_prm, div: np.ndarray, xp):
   return xp.where(div >= 0, wrap_prm[np.maximum(div, 0)], 1.0)
 
 
@@ -141,10 +140,10 @@ def lengths(p: TendonPlan, ntendon: int, qpos, wrap_prm, site_xpos, geo, xp):
   dist = lambda a, b: xp.sqrt(xp.sum((b - a) ** 2, axis=-1))
   terms = [wrap_prm[p.fix_wrap] * qpos[p.fix_qadr]]
   x0, x1 = site_xpos[p.ss_site[:, 0]], site_xpos[p.ss_site[:, 1]]
-  terms.append(dist(x0, x1) / _divisor(wrap_prm, p.ss_div, xp))
+  terms.append(dist(x0, x1) / pulley_divisor(wrap_prm, p.ss_div, xp))
   x0, x1 = site_xpos[p.gs_site[:, 0]], site_xpos[p.gs_site[:, 1]]
   around = dist(x0, t0) + wlen + dist(t1, x1)
-  terms.append(xp.where(wrapped, around, dist(x0, x1)) / _divisor(wrap_prm, p.gs_div, xp))
+  terms.append(xp.where(wrapped, around, dist(x0, x1)) / pulley_divisor(wrap_prm, p.gs_div, xp))
   ten = np.concatenate([p.fix_ten, p.ss_ten, p.gs_ten])
   values = xp.concatenate(terms)
   if xp is np:
@@ -165,7 +164,7 @@ def pieces(p: TendonPlan, site_bodyid, geom_bodyid, wrap_prm, site_xpos, geo, xp
   sb = np.asarray(site_bodyid)
   gb = np.asarray(geom_bodyid)[p.gs_geom]
   s0, s1 = site_xpos[p.gs_site[:, 0]], site_xpos[p.gs_site[:, 1]]
-  ss_div, gs_div = _divisor(wrap_prm, p.ss_div, xp), _divisor(wrap_prm, p.gs_div, xp)
+  ss_div, gs_div = pulley_divisor(wrap_prm, p.ss_div, xp), pulley_divisor(wrap_prm, p.gs_div, xp)
   on = wrapped.astype(s0.dtype) if xp is not np else wrapped.astype(float)
   groups = [  # (tendon, body0, body1, x0, x1, scale)
     (p.ss_ten, sb[p.ss_site[:, 0]], sb[p.ss_site[:, 1]], site_xpos[p.ss_site[:, 0]],
@@ -189,9 +188,7 @@ def tendon(m: Model, d: Data) -> Data:
   """
   if m.ntendon == 0:
     return d
-  from jaxmj.constraint import point_jacobians
-
-  p = _plan(m)
+  p = cached_path_plan(m)
   geo = geometry(p, d.site_xpos, d.geom_xpos, d.geom_xmat, m.geom_size, jnp)
   length = lengths(p, m.ntendon, d.qpos, m.wrap_prm, d.site_xpos, geo, jnp)
   dt = d.qpos.dtype
@@ -228,36 +225,6 @@ def velocity(m: Model, d: Data) -> Data:
   if m.ntendon == 0:
     return d
   return d.replace(ten_velocity=d.ten_J @ d.qvel)
-
-
-def passive(m: Model, d: Data) -> tuple[jnp.ndarray, jnp.ndarray]:
-  """Tendon spring and damper forces in joint space, (nv,) each (part of mj_passive).
-
-  Spring: outside the rest range [lo, hi] of tendon_lengthspring (or of d.plastic for a
-  yielding tendon: plastic.lengthspring), with x the distance past
-  the nearer end, f = -(k x + k2 x^2 + k3 x^3); zero inside (a deadband when lo < hi).
-  Damper: f = -(b v + b2 v |v| + b3 v^3), with what actuators reflect onto the tendon
-  (armature.tendon_damping). Both act along ten_J.
-  """
-  zero = jnp.zeros(m.nv, d.qvel.dtype)
-  if m.ntendon == 0:
-    return zero, zero
-  spring = damper = zero
-  if not m.opt.disabled(DisableBit.SPRING):
-    from jaxmj.smooth import plastic
-
-    rest = plastic.lengthspring(m, d)
-    lo, hi = rest[:, 0], rest[:, 1]
-    length = d.ten_length
-    x = jnp.where(length > hi, length - hi, jnp.where(length < lo, length - lo, 0.0))
-    k2, k3 = m.tendon_stiffnesspoly[:, 0], m.tendon_stiffnesspoly[:, 1]
-    spring = -(m.tendon_stiffness * x + k2 * x * x + k3 * x * x * x) @ d.ten_J
-  if not m.opt.disabled(DisableBit.DAMPER):
-    from jaxmj.smooth import armature  # damping reflected by the tendon's actuators
-
-    b, poly = armature.tendon_damping(m, d.qvel.dtype)
-    damper = armature.damper_force(b, poly, d.ten_velocity) @ d.ten_J
-  return spring, damper
 
 
 def friction_rows(m: Model, d: Data, ten: np.ndarray) -> dict:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-MINVAL = 1e-15  # mjMINVAL
+from jaxmj.constants import MINVAL
+
 _INSIDE_ITERATIONS = 20  # wrap_inside's Newton iterations and initial point
 _INSIDE_Z0 = 1 - 1e-7
 # Residual tolerance. Earlier MuJoCo sources stop at 1e-6; mujoco 4.0's inside points agree

@@ -59,25 +59,26 @@ import numpy as np
 
 from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order
-from jaxmj.solver.linesearch import (
+from jaxmj.solver.linesearch import differentiable_alpha, prepare
+from jaxmj.solver.problem import (
   MINVAL,
+  Cones,
   Islands,
+  Problem,
   bounded_loop,
-  differentiable_alpha,
+  cone_layout,
+  constraint_update,
+  dual_state,
   ext,
   make_islands,
-  prepare,
+  make_problem,
+  qcqp,
   safe_div,
   safe_sqrt,
   seg,
+  spd_solve,
 )
-from jaxmj.types import Cone, ConstraintState, ConstraintType, Data, DisableBit, Model, Solver
-
-_SAT = int(ConstraintState.SATISFIED)
-_QUAD = int(ConstraintState.QUADRATIC)
-_LNEG = int(ConstraintState.LINEARNEG)
-_LPOS = int(ConstraintState.LINEARPOS)
-_CONE = int(ConstraintState.CONE)
+from jaxmj.types import Cone, Data, DisableBit, Model, Solver
 
 
 class SolverResult(NamedTuple):
@@ -90,198 +91,6 @@ class SolverResult(NamedTuple):
   solver_niter: jax.Array  # () int32
   solver_improvement: jax.Array  # ()  scaled cost decrease of the last iteration
   solver_gradient: jax.Array  # ()  scaled gradient norm after the last iteration (0 for PGS)
-
-
-# ------------------------------------------------------------------ small dense linear algebra
-#
-# SPD solves are written with plain jnp ops (Gauss-Jordan elimination without pivoting, one
-# fori_loop step per column) rather than jnp.linalg.cholesky / jax.scipy.linalg.cho_factor /
-# solve: the batched LAPACK path (potrf under vmap) has been seen to deadlock on XLA:CPU at large
-# batch sizes (MJX, batch 1024), and for the small nv of one world an O(n^3) column loop costs
-# little. For an SPD matrix the Gauss-Jordan pivots are exactly the Cholesky pivots (Schur
-# complements), so the elimination is as stable as Cholesky and needs no pivoting; a pivot below
-# `mindiag` is replaced by `mindiag`, as mju_cholFactor does. One loop (factor and solve fused)
-# instead of a factorization plus two triangular substitutions keeps XLA compile times low.
-
-
-def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool = False):
-  """x = a^-1 b for SPD a (n, n); b (n,) or (n, k). Returns (x, full_rank).
-
-  full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test).
-  """
-  n = a.shape[0]
-  vec = b.ndim == 1
-  aug = jnp.concatenate([a, b[:, None] if vec else b], axis=1)
-  idx = jnp.arange(n)
-
-  def step(j, carry):
-    aug, ok = carry
-    row = aug[j]
-    piv = row[j]
-    ok = ok & (piv >= mindiag)
-    row = jnp.where(jnp.arange(row.shape[0]) == j, 1.0, row / jnp.maximum(piv, mindiag))
-    col = aug[:, j]
-    aug = jnp.where((idx == j)[:, None], row[None, :], aug - col[:, None] * row[None, :])
-    return aug, ok
-
-  carry = (aug, jnp.array(True))
-  if unroll:
-    for j in range(n):
-      carry = step(j, carry)
-  else:
-    carry = jax.lax.fori_loop(0, n, step, carry)
-  aug, ok = carry
-  x = aug[:, n:]
-  return (x[:, 0] if vec else x), ok
-
-
-# ------------------------------------------------------------------ problem description
-
-
-class Cones(NamedTuple):
-  """Static layout of the elliptic contacts: rows (ncone, 6) int, padded with -1; dim (ncone,)."""
-
-  rows: np.ndarray
-  dim: np.ndarray
-
-
-def cone_layout(efc_address, dim) -> Cones:
-  """Cones for contacts with condim > 1 (elliptic): rows efc_address .. efc_address+dim-1."""
-  efc_address, dim = np.asarray(efc_address, np.int64), np.asarray(dim, np.int64)
-  keep = dim > 1
-  efc_address, dim = efc_address[keep], dim[keep]
-  rows = -np.ones((len(dim), 6), np.int64)
-  for c, (a, n) in enumerate(zip(efc_address, dim)):
-    rows[c, :n] = np.arange(a, a + n)
-  return Cones(rows=rows.astype(np.int32), dim=dim.astype(np.int32))
-
-
-class _Problem(NamedTuple):
-  """Everything the primal solvers need, with inactive rows masked out."""
-
-  M: jax.Array  # (nv, nv)
-  qacc_smooth: jax.Array
-  qfrc_smooth: jax.Array
-  J: jax.Array  # (nefc, nv), inactive rows zeroed
-  D: jax.Array  # (nefc,), 0 for inactive rows
-  R: jax.Array  # (nefc,)
-  aref: jax.Array  # (nefc,), 0 for inactive rows
-  floss: jax.Array  # (nefc,), 0 for inactive rows
-  active: jax.Array  # (nefc,) bool
-  is_eq: jax.Array  # scalar rows by kind (cone rows excluded), all & active
-  is_fric: jax.Array
-  is_ineq: jax.Array
-  cidx: np.ndarray  # (ncone, 6) rows of the cones, padding -> nefc (an extra zero row)
-  cmask: np.ndarray  # (ncone, 6) bool, static
-  cscale: jax.Array  # (ncone, 6): mu, friction[0..dim-2], 0-padded
-  cfric: jax.Array  # (ncone, 6): 0, friction[0..dim-2], 0-padded (PGS's dual cone)
-  cmu: jax.Array  # (ncone,)
-  cactive: jax.Array  # (ncone,) bool
-
-
-def _problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
-             efc_type, efc_active, cones, cone_friction, cone_mu) -> _Problem:
-  nefc = efc_J.shape[0]
-  active = jnp.asarray(efc_active, bool)
-  in_cone = np.zeros(nefc, bool)
-  ncone = len(cones.dim)
-  if ncone:
-    in_cone[cones.rows[cones.rows >= 0]] = True
-  scalar = active & ~jnp.asarray(in_cone)
-  t = jnp.asarray(efc_type)
-  is_eq = scalar & (t == ConstraintType.EQUALITY)
-  is_fric = scalar & ((t == ConstraintType.FRICTION_DOF) | (t == ConstraintType.FRICTION_TENDON))
-  is_ineq = scalar & ~is_eq & ~is_fric
-  J = jnp.where(active[:, None], efc_J, 0.0)
-  D = jnp.where(active, efc_D, 0.0)
-  aref = jnp.where(active, efc_aref, 0.0)
-  floss = jnp.where(is_fric, efc_frictionloss, 0.0)
-  cidx = np.where(cones.rows >= 0, cones.rows, nefc).astype(np.int32).reshape(ncone, 6)
-  cmask = (cones.rows >= 0).reshape(ncone, 6)
-  dt = J.dtype
-  if ncone:
-    fr = jnp.asarray(cone_friction, dt).reshape(ncone, 5)
-    mu = jnp.asarray(cone_mu, dt).reshape(ncone)
-    tang = jnp.where(jnp.asarray(cmask[:, 1:]), fr, 0.0)
-    cscale = jnp.concatenate([mu[:, None], tang], axis=1)
-    cfric = jnp.concatenate([jnp.zeros((ncone, 1), dt), tang], axis=1)
-    cactive = ext(active, False)[cidx[:, 0]]
-  else:
-    cscale = cfric = jnp.zeros((0, 6), dt)
-    mu = jnp.zeros((0,), dt)
-    cactive = jnp.zeros((0,), bool)
-  return _Problem(M=qM, qacc_smooth=qacc_smooth, qfrc_smooth=qfrc_smooth, J=J, D=D,
-                  R=jnp.asarray(efc_R, dt), aref=aref, floss=floss, active=active, is_eq=is_eq,
-                  is_fric=is_fric, is_ineq=is_ineq, cidx=cidx, cmask=cmask, cscale=cscale,
-                  cfric=cfric, cmu=mu, cactive=cactive)
-
-
-# ------------------------------------------------------------------ primal: constraint update
-
-
-class _Update(NamedTuple):
-  force: jax.Array
-  state: jax.Array
-  cost: jax.Array  # constraint cost (Gauss not included)
-  Dq: jax.Array  # D of QUADRATIC rows (Hessian weights)
-  Hc: jax.Array  # (ncone, 6, 6) cone Hessians, 0 unless the cone is in state CONE
-
-
-def _constraint_update(p: _Problem, jar: jax.Array) -> _Update:
-  """mj_constraintUpdate: force, state, cost of each row at jar = J qacc - aref."""
-  D, floss = p.D, p.floss
-  rf = p.R * floss
-  lneg = p.is_fric & (jar <= -rf)
-  lpos = p.is_fric & ~lneg & (jar >= rf)
-  quad = p.is_eq | (p.is_fric & ~lneg & ~lpos) | (p.is_ineq & (jar < 0))
-  force = jnp.where(quad, -D * jar, jnp.where(lneg, floss, jnp.where(lpos, -floss, 0.0)))
-  cost = jnp.where(quad, 0.5 * D * jar * jar, 0.0)
-  cost += jnp.where(lneg, -0.5 * rf * floss - floss * jar, 0.0)
-  cost += jnp.where(lpos, -0.5 * rf * floss + floss * jar, 0.0)
-  state = jnp.where(quad, _QUAD, jnp.where(lneg, _LNEG, jnp.where(lpos, _LPOS, _SAT)))
-  total = jnp.sum(cost)
-  Dq = jnp.where(quad, D, 0.0)
-  ncone = p.cidx.shape[0]
-  Hc = jnp.zeros((ncone, 6, 6), jar.dtype)
-  if ncone:
-    jc = ext(jar)[p.cidx]  # (ncone, 6)
-    dc = ext(D)[p.cidx]
-    s, mu = p.cscale, p.cmu
-    u = jc * s
-    n = u[:, 0]
-    tsq = jnp.sum(u[:, 1:] ** 2, axis=1)
-    t = safe_sqrt(tsq)
-    tpos = t > 0
-    top = (n >= mu * t) | (~tpos & (n >= 0))
-    bottom = ~top & ((mu * n + t <= 0) | (~tpos & (n < 0)))
-    middle = ~top & ~bottom
-    top, bottom, middle = (z & p.cactive for z in (top, bottom, middle))
-    dm = safe_div(dc[:, 0], mu * mu * (1 + mu * mu))
-    nmt = n - mu * t
-    tsafe = jnp.where(tpos, t, 1.0)
-    c_cost = jnp.where(bottom, 0.5 * jnp.sum(dc * jc * jc, axis=1),
-                       jnp.where(middle, 0.5 * dm * nmt * nmt, 0.0))
-    f0 = -dm * nmt * mu
-    fmid = jnp.concatenate([f0[:, None], -(f0 / tsafe)[:, None] * u[:, 1:] * s[:, 1:]], axis=1)
-    fc = jnp.where(bottom[:, None], -dc * jc, jnp.where(middle[:, None], fmid, 0.0))
-    sc = jnp.where(bottom, _QUAD, jnp.where(middle, _CONE, _SAT))
-    rows = jnp.asarray(p.cidx)
-    force = ext(force).at[rows].set(fc)[:-1]
-    state = ext(state).at[rows].set(jnp.broadcast_to(sc[:, None], rows.shape))[:-1]
-    state = jnp.where(p.active, state, _SAT)
-    Dq = ext(Dq).at[rows].set(jnp.where(bottom[:, None], dc, 0.0))[:-1]
-    total = total + jnp.sum(c_cost)
-    # cone Hessian (mj_constraintUpdate with flg_coneHessian), zero outside the middle zone
-    eye = jnp.eye(5, dtype=jar.dtype)
-    ut = u[:, 1:]
-    row0 = jnp.concatenate([jnp.ones((ncone, 1)), -(mu / tsafe)[:, None] * ut], axis=1)
-    blk = ((mu * n / tsafe**3)[:, None, None] * ut[:, :, None] * ut[:, None, :]
-           + (mu * mu - mu * n / tsafe)[:, None, None] * eye)
-    h = jnp.zeros((ncone, 6, 6), jar.dtype).at[:, 0, :].set(row0).at[:, 1:, 0].set(row0[:, 1:])
-    h = h.at[:, 1:, 1:].set(blk)
-    h = h * (dm[:, None, None] * s[:, :, None] * s[:, None, :])
-    Hc = jnp.where(middle[:, None, None], h, 0.0)
-  return _Update(force=force, state=state.astype(jnp.int32), cost=total, Dq=Dq, Hc=Hc)
 
 
 # ------------------------------------------------------------------ primal: Newton and CG
@@ -309,7 +118,7 @@ def _cg_beta(isl: Islands, grad, mgrad, grad_old, mgrad_old, search_old):
   return jnp.maximum(beta, lower)
 
 
-def _primal(p: _Problem, isl: Islands, qacc0, newton: bool, iterations: int,
+def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
             ls_iterations: int, tolerance, ls_tolerance, scale, solve_m: Callable,
             early_exit: bool) -> SolverResult:
   """mj_solPrimal (Newton or CG) from qacc0 (already warm-started), on every island at once.
@@ -329,7 +138,7 @@ def _primal(p: _Problem, isl: Islands, qacc0, newton: bool, iterations: int,
   in_isl = jnp.sum(isl.dof, axis=1) > 0
 
   def update(qacc, ma, jar):
-    u = _constraint_update(p, jar)
+    u = constraint_update(p, jar)
     qfrc_c = p.J.T @ u.force
     grad = jnp.where(in_isl, ma - p.qfrc_smooth - qfrc_c, 0.0)
     if newton:
@@ -408,57 +217,7 @@ def _primal(p: _Problem, isl: Islands, qacc0, newton: bool, iterations: int,
 # ------------------------------------------------------------------ dual: PGS
 
 
-def _qcqp(a, b, d, r, live):
-  """mju_QCQP: min 0.5 x'Ax + x'b s.t. sum (x_i/d_i)^2 <= r^2 over the `live` dims (of 5).
-
-  Returns (x, constrained). Dead dims get identity rows and zero b, so they stay 0. Like
-  mju_QCQP: 20 Newton steps on the multiplier, stopping when the constraint holds
-  (val < 1e-10) or the step is below 1e-10; a pivot below 1e-10 gives x = 0, unconstrained.
-  """
-  dd = jnp.where(live, d, 0.0)
-  bs = b * dd
-  eye = jnp.eye(5, dtype=a.dtype)
-  As = a * dd[:, None] * dd[None, :] + jnp.diag(jnp.where(live, 0.0, 1.0))
-
-  def it(_, carry):
-    la, res, done, fail = carry
-    pinv, ok = spd_solve(As + la * eye, eye, 1e-10, unroll=True)
-    x = -pinv @ bs
-    val = x @ x - r * r
-    deriv = -2.0 * (x @ (pinv @ x))
-    delta = -safe_div(val, deriv)
-    stop = ~ok | (val < 1e-10) | (delta < 1e-10)
-    res = jnp.where(done, res, jnp.where(ok, x, 0.0))
-    fail = jnp.where(done, fail, ~ok)
-    la = jnp.where(done | stop, la, la + delta)
-    return la, res, done | stop, fail
-
-  z = jnp.zeros((), a.dtype)
-  la, res, _, fail = jax.lax.fori_loop(
-    0, 20, it, (z, jnp.zeros(5, a.dtype), jnp.array(False), jnp.array(False)))
-  return res * dd, (la != 0) & ~fail
-
-
-def _dual_state(p: _Problem, force, floss) -> jax.Array:
-  """dualState: the constraint state implied by dual forces."""
-  is_fric, is_ineq = p.is_fric, p.is_ineq
-  st = jnp.where(p.is_eq, _QUAD, _SAT)
-  st = jnp.where(is_fric, jnp.where(force <= -floss, _LPOS,
-                                    jnp.where(force >= floss, _LNEG, _QUAD)), st)
-  st = jnp.where(is_ineq, jnp.where(force <= 0, _SAT, _QUAD), st)
-  if p.cidx.shape[0]:
-    f = ext(force)[p.cidx]
-    mu = p.cmu
-    n = safe_div(f[:, 0], mu)
-    t = safe_sqrt(jnp.sum(jnp.where(p.cmask[:, 1:], safe_div(f[:, 1:], p.cfric[:, 1:]), 0.0)
-                           ** 2, axis=1))
-    sc = jnp.where(mu * n >= t, _SAT, jnp.where(n + mu * t <= 0, _QUAD, _CONE))
-    rows = jnp.asarray(p.cidx)
-    st = ext(st).at[rows].set(jnp.broadcast_to(sc[:, None], rows.shape))[:-1]
-  return jnp.where(p.active, st, _SAT).astype(jnp.int32)
-
-
-def _project(p: _Problem, f):
+def _project(p: Problem, f):
   """Dual forces projected onto the constraint set, as MuJoCo 4.0's PGS after extrapolating:
   friction loss into [-floss, floss], inequalities >= 0, an elliptic contact with a negative
   normal to 0, else its friction scaled onto the dual cone when outside it."""
@@ -488,7 +247,7 @@ def _pgs_blocks(cidx: np.ndarray, nefc: int):
   return kinds, ids, first
 
 
-def _pgs(p: _Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, scale,
+def _pgs(p: Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, scale,
          early_exit: bool, efc_order: np.ndarray):
   """mj_solPGS as MuJoCo 4.0 runs it: projected Gauss-Seidel on the dual over blocks (rows,
   elliptic cones), each sweep in a PCG32-shuffled order, with Nesterov extrapolation and
@@ -544,7 +303,7 @@ def _pgs(p: _Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, s
     # friction update with the normal fixed
     ac = a[1:, 1:]
     bc = res[1:] - ac @ old[1:] + a[1:, 0] * (fnew[0] - old[0])
-    v, act = _qcqp(ac, bc, fr, fnew[0], mask[1:])
+    v, act = qcqp(ac, bc, fr, fnew[0], mask[1:])
     ssq = jnp.sum(jnp.where(mask[1:], safe_div(v * v, fr * fr), 0.0))
     sc = safe_sqrt(fnew[0] * fnew[0] / jnp.maximum(MINVAL, ssq))
     v = jnp.where(act, v * sc, v)
@@ -597,7 +356,7 @@ def _pgs(p: _Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, s
                                                   lambda c: jnp.all(c[1]), early_exit)
   force = jnp.where(p.active, force, 0.0)
   qfrc_c = p.J.T @ force
-  return force, qfrc_c, _dual_state(p, force, floss), niter, improvement
+  return force, qfrc_c, dual_state(p, force, floss), niter, improvement
 
 
 # ------------------------------------------------------------------ entry points
@@ -676,7 +435,7 @@ def solve_arrays(
                         solver_improvement=jnp.zeros(ni, dt), solver_gradient=jnp.zeros(ni, dt))
   if solve_m is None:
     solve_m = lambda x: spd_solve(qM, x)[0]  # noqa: E731
-  p = _problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
+  p = make_problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
                efc_type, efc_active, cones, cone_friction, cone_mu)
   if not islands:  # one island holding every dof, or none without active rows (nefc = 0)
     dof_island = jnp.where(jnp.any(p.active), jnp.zeros(nv, jnp.int32), -1)
@@ -697,7 +456,7 @@ def solve_arrays(
     b = ps.J @ ps.qacc_smooth - ps.aref
     ar = ps.J @ minv_jt + jnp.diag(jnp.where(ps.active, ps.R, 0.0))
     if warmstart:  # primal forces at qacc_warmstart, or zero if their dual cost is positive
-      f = _constraint_update(ps, ps.J @ qacc_w - ps.aref).force
+      f = constraint_update(ps, ps.J @ qacc_w - ps.aref).force
       force0 = jnp.where(f @ b + 0.5 * f @ (ar @ f) > 0, 0.0, f)
     else:
       force0 = jnp.zeros(nefc, dt)
@@ -711,7 +470,7 @@ def solve_arrays(
   else:
     if warmstart:  # the better of qacc_warmstart and qacc_smooth (one batched cost evaluation)
       jars = jnp.stack([ps.J @ qacc_w, ps.J @ ps.qacc_smooth]) - ps.aref
-      costs = jax.vmap(lambda jar: _constraint_update(ps, jar).cost)(jars)
+      costs = jax.vmap(lambda jar: constraint_update(ps, jar).cost)(jars)
       ma_w = ps.M @ qacc_w
       cost_w = costs[0] + 0.5 * (ma_w - ps.qfrc_smooth) @ (qacc_w - ps.qacc_smooth)
       qacc0 = jnp.where(cost_w > costs[1], ps.qacc_smooth, qacc_w)
@@ -723,7 +482,7 @@ def solve_arrays(
   return _implicit(p, res) if implicit_grad else res
 
 
-def _implicit(p: _Problem, res: SolverResult) -> SolverResult:
+def _implicit(p: Problem, res: SolverResult) -> SolverResult:
   """res with the implicit-function derivative of the optimum (values unchanged).
 
   At the optimum the primal gradient g(qacc; inputs) = M qacc - qfrc_smooth - J' force(J qacc -
@@ -733,7 +492,7 @@ def _implicit(p: _Problem, res: SolverResult) -> SolverResult:
   """
   sg = jax.lax.stop_gradient
   q = sg(res.qacc)
-  u = _constraint_update(p, p.J @ q - p.aref)
+  u = constraint_update(p, p.J @ q - p.aref)
   grad = p.M @ q - p.qfrc_smooth - p.J.T @ u.force
   h = p.M + p.J.T @ (sg(u.Dq)[:, None] * p.J)
   if p.cidx.shape[0]:
@@ -741,7 +500,7 @@ def _implicit(p: _Problem, res: SolverResult) -> SolverResult:
     h = h + jnp.einsum("cin,cij,cjm->nm", jc, sg(u.Hc), jc)
   delta, _ = spd_solve(h, -grad)
   qacc = res.qacc + (delta - sg(delta))
-  force = _constraint_update(p, p.J @ qacc - p.aref).force
+  force = constraint_update(p, p.J @ qacc - p.aref).force
   force = res.efc_force + (force - sg(force))
   return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=p.J.T @ force)
 

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.constraint import efc_layout
+from jaxmj.constraint.layout import efc_layout
 from jaxmj.types import ConstraintType, Data, DisableBit, EqType, Model, ObjType
 
 

@@ -1,96 +1,29 @@
 """Per-island primal line search: MuJoCo 4.0's PrimalPrepare / PrimalEval / PrimalSearch for
-every constraint island at once (jaxmj/solver.py runs the Newton and CG iterations around it).
+every constraint island at once (driver.py runs the Newton and CG iterations around it).
 
 An island's 1-D cost along qacc + alpha * search is the sum over its rows and dofs; all islands
 are evaluated together, each at its own alpha, with per-island sums written as products with
 one-hot island matrices (`Islands`), so shapes are fixed whatever the islands are. The search
 itself is a small per-island state machine (vmapped over islands) between joint evaluations.
-Also holds the small helpers the solver modules share (guarded sqrt / division, the padding
-row for cone gathers, the early-exit loop).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-if TYPE_CHECKING:
-  from jaxmj.solver.driver import _Problem
-
-MINVAL = 1e-15  # mjMINVAL
-
-
-# ------------------------------------------------------------------ shared helpers
-
-
-def safe_sqrt(x):
-  """sqrt(x) for x > 0, else 0, with a finite derivative everywhere."""
-  pos = x > 0
-  return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
-
-
-def safe_div(num, den):
-  """num / den where den != 0, else 0 (finite derivative on both sides)."""
-  ok = den != 0
-  return jnp.where(ok, num / jnp.where(ok, den, 1.0), 0.0)
-
-
-def ext(x, fill=0.0):
-  """x with one extra trailing entry (a padding slot for cone gathers)."""
-  pad = jnp.full((1,) + x.shape[1:], fill, x.dtype)
-  return jnp.concatenate([x, pad], axis=0)
-
-
-def bounded_loop(n: int, body: Callable, init, done: Callable, early_exit: bool):
-  """`fori_loop(0, n, body, init)` for a body that leaves the carry unchanged once
-  `done(carry)`; with `early_exit` the same result from a while_loop that stops there (not
-  reverse-differentiable, so only for loops whose values are not differentiated)."""
-  if not early_exit:
-    return jax.lax.fori_loop(0, n, body, init)
-
-  def step(kc):
-    k, c = kc
-    return k + 1, body(k, c)
-
-  return jax.lax.while_loop(lambda kc: (kc[0] < n) & ~done(kc[1]), step, (0, init))[1]
-
-
-# ------------------------------------------------------------------ islands
-
-
-class Islands(NamedTuple):
-  """Which island each dof, row and elliptic cone belongs to, as one-hot matrices.
-
-  Sums over an island's dofs or rows are products with these (segment sums of fixed shape);
-  an island's scalar reaches its dofs / rows as `dof @ s` / `efc @ s`. Unconstrained dofs and
-  inactive rows have all-zero rows. The monolithic solve is one island holding everything.
-  """
-
-  dof: jax.Array  # (nv, ni)
-  efc: jax.Array  # (nefc, ni)
-  cone: jax.Array  # (ncone, ni)
-
-  @property
-  def ni(self) -> int:
-    return self.dof.shape[1]
-
-
-def make_islands(dof_island, efc_island, ni: int, cidx: np.ndarray, dtype) -> Islands:
-  slots = jnp.arange(ni)
-  dof = (jnp.asarray(dof_island)[:, None] == slots[None, :]).astype(dtype)
-  efc = (jnp.asarray(efc_island)[:, None] == slots[None, :]).astype(dtype)
-  cone = ext(efc)[cidx[:, 0]] if cidx.shape[0] else jnp.zeros((0, ni), dtype)
-  return Islands(dof=dof, efc=efc, cone=cone)
-
-
-def seg(onehot: jax.Array, x: jax.Array) -> jax.Array:
-  """Per-island sums of x (..., n) over the island's members: (..., ni)."""
-  return x @ onehot
-
+from jaxmj.solver.problem import (
+  MINVAL,
+  Islands,
+  Problem,
+  bounded_loop,
+  ext,
+  safe_div,
+  safe_sqrt,
+  seg,
+)
 
 # ------------------------------------------------------------------ primal: line search
 
@@ -109,7 +42,7 @@ class _Prep(NamedTuple):
   # the magnitudes of its terms; see `_tolerance`)
 
 
-def prepare(p: _Problem, isl: Islands, ma, search, mv, jar, jv) -> _Prep:
+def prepare(p: Problem, isl: Islands, ma, search, mv, jar, jv) -> _Prep:
   gauss = jnp.stack([seg(isl.dof, search * (ma - p.qfrc_smooth)),
                      0.5 * seg(isl.dof, search * mv)], axis=1)
   dj = p.D * jar
@@ -151,7 +84,7 @@ def _cone_zone(n, tsq, mu):
   return zone, t, jnp.where(tpos, t, 1.0)
 
 
-def _evaluate(p: _Problem, isl: Islands, pr: _Prep, alpha: jax.Array) -> jax.Array:
+def _evaluate(p: Problem, isl: Islands, pr: _Prep, alpha: jax.Array) -> jax.Array:
   """PrimalEval of every island at its own step: alpha (k, ni) -> (k, ni, 4) rows [alpha,
   cost, d cost/d alpha, d2 cost/d alpha2], each island's cost summed over its rows and dofs.
 
@@ -193,7 +126,7 @@ def _evaluate(p: _Problem, isl: Islands, pr: _Prep, alpha: jax.Array) -> jax.Arr
   return jnp.stack([alpha, cost, d1, d2], axis=-1)
 
 
-def _cone_eval(p: _Problem, pr: _Prep, a: jax.Array):
+def _cone_eval(p: Problem, pr: _Prep, a: jax.Array):
   """Elliptic cones' shifted cost and derivatives at steps a (k, ncone): each (k, ncone)."""
   u0, v0, uu, uv, vv, dm = (pr.cu[:, k] for k in range(6))
   mu, on = p.cmu, p.cactive
@@ -312,7 +245,7 @@ def _ls_bracket(st, qa, qb, brk, tl, lsmax: int):
   return _ls_select(phase == _BRACKET, brkt, st)
 
 
-def _linesearch(p: _Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations: int):
+def _linesearch(p: Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations: int):
   """PrimalSearch: MuJoCo 4.0's exact Newton-bracketing line search, one per island.
 
   snorm, gtol: (ni,). Returns each island's chosen point (ni, 4) [alpha, cost(alpha) -
@@ -372,7 +305,7 @@ def _linesearch(p: _Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations
                    jnp.where((phase == _BRACKET)[:, None], final, res)), trips
 
 
-def differentiable_alpha(p: _Problem, isl: Islands, pr: _Prep, snorm, gtol,
+def differentiable_alpha(p: Problem, isl: Islands, pr: _Prep, snorm, gtol,
                           ls_iterations: int):
   """MuJoCo's line-search alpha per island (ni,), with the implicit-function derivative of the
   line minimum; and the search's (stopped) cost decrease cost(0) - cost(alpha).

@@ -32,13 +32,21 @@ import numpy as np
 
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.smooth import mass
-from jaxmj.solver import driver as solver
 from jaxmj.solver import pgs_order
-from jaxmj.solver.driver import _dual_state, _problem, _qcqp, cone_layout
-from jaxmj.solver.linesearch import MINVAL, ext, safe_div, safe_sqrt
+from jaxmj.solver.problem import (
+  MINVAL,
+  Cones,
+  cone_layout,
+  dual_state,
+  ext,
+  make_problem,
+  qcqp,
+  safe_div,
+  safe_sqrt,
+)
 from jaxmj.types import Cone, Data, DisableBit, Model
 
-_ROW, _PAIR, _CONE = 0, 1, 2
+_ROW, _PAIR, CONE = 0, 1, 2
 
 
 def _blocks(m: Model, con_dim, con_adr, nefc: int):
@@ -54,7 +62,7 @@ def _blocks(m: Model, con_dim, con_adr, nefc: int):
       blocks += [(order[adr + 2 * k], _PAIR, [adr + 2 * k, adr + 2 * k + 1], nefc, 0)
                  for k in range(dim - 1)]
     else:
-      blocks.append((order[adr], _CONE, list(range(adr + 1, adr + dim)), adr, s))
+      blocks.append((order[adr], CONE, list(range(adr + 1, adr + dim)), adr, s))
   blocks.sort(key=lambda b: b[0])
   rows = np.full((len(blocks), 5), nefc, np.int32)
   for i, b in enumerate(blocks):
@@ -99,7 +107,7 @@ def _cone(a, res, old, normal, fric, live):
   """The friction rows of an elliptic contact: QCQP on the cone |f_t / friction| <= normal
   with the normal force fixed, put back on the ellipsoid when the cone is active."""
   bc = res - a @ old
-  v, act = _qcqp(a, bc, fric, normal, live)
+  v, act = qcqp(a, bc, fric, normal, live)
   ssq = jnp.sum(jnp.where(live, safe_div(v * v, fric * fric), 0.0))
   v = jnp.where(act, v * safe_sqrt(normal * normal / jnp.maximum(MINVAL, ssq)), v)
   new = jnp.where((normal < MINVAL) | ~live, 0.0, v)
@@ -129,7 +137,7 @@ def _sweep_fn(kinds, rows, normal_rows, slots, amat, b, floss, fric_slot, active
       old = fe[idx]
       fns = {_ROW: lambda: _row(a, res, old, ext(floss)[idx[0]]),
              _PAIR: lambda: _pair(a, res, old),
-             _CONE: lambda: _cone(a, res, old, fe[nrow], fric_slot[slot], live)}
+             CONE: lambda: _cone(a, res, old, fe[nrow], fric_slot[slot], live)}
       if len(present) == 1:
         new, change = fns[present[0]]()
       else:
@@ -157,7 +165,7 @@ def noslip(m: Model, d: Data) -> Data:
     return d
   dt = d.efc_J.dtype
   con = d.contact
-  cones = solver.Cones(rows=np.zeros((0, 6), np.int32), dim=np.zeros(0, np.int32))
+  cones = Cones(rows=np.zeros((0, 6), np.int32), dim=np.zeros(0, np.int32))
   fric, mu = None, None
   fric_slot = jnp.zeros((1, 5), dt)
   if m.opt.cone == Cone.ELLIPTIC and len(con.dim):
@@ -166,7 +174,7 @@ def noslip(m: Model, d: Data) -> Data:
     fric = con.friction[jnp.asarray(np.flatnonzero(sel))]
     mu = fric[:, 0] * jnp.sqrt(1.0 / jnp.maximum(MINVAL, m.opt.impratio))
     fric_slot = jnp.asarray(con.friction, dt).reshape(-1, 5)
-  p = _problem(d.qM, d.qacc_smooth, d.qfrc_smooth, d.efc_J, d.efc_D, d.efc_R, d.efc_aref,
+  p = make_problem(d.qM, d.qacc_smooth, d.qfrc_smooth, d.efc_J, d.efc_D, d.efc_R, d.efc_aref,
                d.efc_frictionloss, d.efc_type, d.efc_active, cones, fric, mu)
   minv_jt = jax.vmap(lambda x: mass.solve_m(m, d, x), in_axes=1, out_axes=1)(p.J.T)
   amat = p.J @ minv_jt
@@ -203,7 +211,7 @@ def noslip(m: Model, d: Data) -> Data:
   qfrc = p.J.T @ force
   ran = niter > 0
   return d.replace(
-    efc_force=force, efc_state=_dual_state(p, force, p.floss), qfrc_constraint=qfrc,
+    efc_force=force, efc_state=dual_state(p, force, p.floss), qfrc_constraint=qfrc,
     qacc=d.qacc_smooth + mass.solve_m(m, d, qfrc),
     solver_niter=d.solver_niter + niter.astype(d.solver_niter.dtype),
     solver_improvement=jnp.where(ran, last, d.solver_improvement),

@@ -27,6 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.collision.plan import collision_plan
+from jaxmj.constraint.layout import efc_layout
 from jaxmj.types import DisableBit, Model
 
 _U32 = jnp.uint32
@@ -145,9 +147,6 @@ def mujoco_efc_order(m: Model, contact_dims) -> np.ndarray:
   """(nefc,) int: each efc row's position in MuJoCo's row order, were every contact slot
   active (ranks among the active rows are then MuJoCo's). Non-contact rows already come in
   MuJoCo's order; contact rows follow `_contact_keys`. contact_dims: Contact.dim (static)."""
-  from jaxmj.collision.driver import collision_plan
-  from jaxmj.constraint import efc_layout
-
   layout = efc_layout(m, contact_dims)
   order = np.arange(layout.nefc)
   adr = np.asarray(layout.contact_efc_address)

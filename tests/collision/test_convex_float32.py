@@ -3,11 +3,11 @@
 Shapes resting on a box's top face (z = 0.1) with their local z axis vertical, sunk by a known
 depth: the exact contact is dist = -depth with the normal straight down (geom 1, the resting
 shape, into geom 2, the box). Axis-aligned, centred placements are the hard cases: the
-support functions tie exactly, and before the float32 thresholds (convex._noise) GJK ended on
-a flat tetrahedron or stalled on a corner tie and EPA's start polytope failed, so contacts
-1e-5..1e-3 deep were missed (e.g. a cylinder centred on the box). The inputs are float32
-arrays, so the collider runs in float32 although the test session has x64 on; one compiled,
-vmapped call serves all cases.
+support functions tie exactly, and before the float32 thresholds (ccd.support.rounding_noise)
+GJK ended on a flat tetrahedron or stalled on a corner tie and EPA's start polytope failed,
+so contacts 1e-5..1e-3 deep were missed (e.g. a cylinder centred on the box). The inputs are
+float32 arrays, so the collider runs in float32 although the test session has x64 on; one
+compiled, vmapped call serves all cases.
 """
 
 import jax

@@ -15,7 +15,9 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import jaxmj  # noqa: E402
-from jaxmj import constraint  # noqa: E402
+from jaxmj.constraint.driver import make_constraint  # noqa: E402
+from jaxmj.constraint.layout import efc_layout  # noqa: E402
+from jaxmj.constraint.rows import ball_angle_axis  # noqa: E402
 from jaxmj.smooth import com, kinematics, mass  # noqa: E402
 
 
@@ -107,7 +109,7 @@ def contact_of(m, dm) -> Contact:
     solimp=get("solimp", (5,)), active=jnp.ones(n, bool), dim=dim,
     geom1=np.array([c.geom[0] for c in cs], np.int32),
     geom2=np.array([c.geom[1] for c in cs], np.int32),
-    efc_address=constraint.efc_layout(m, dim).contact_efc_address)
+    efc_address=efc_layout(m, dim).contact_efc_address)
 
 
 def data_of(m, dm):
@@ -121,7 +123,7 @@ def data_of(m, dm):
 # The Model is a static argument: its leaves are constants, so the friction-loss rows can
 # be read from the compiled values. Backend optimization off halves compile time.
 OPTS = {"xla_backend_optimization_level": 0}
-make = jax.jit(constraint.make_constraint, static_argnums=0, compiler_options=OPTS)
+make = jax.jit(make_constraint, static_argnums=0, compiler_options=OPTS)
 
 
 def rows_by_key(types, ids):
@@ -194,7 +196,7 @@ def test_limits_and_frictionloss_match_mujoco(limits, case):
   mujoco.mj_forward(mj, dm)
   d = run(data_of(m, dm))
   matched = assert_rows_match(m, mj, d, dm)
-  lay = constraint.efc_layout(m, ())
+  lay = efc_layout(m, ())
   assert (lay.nf, lay.nl, lay.nc) == (4, 4, 0)  # hinge dof and 3 ball dofs; 4 limited joints
   assert matched[:lay.nf].all()  # friction rows always active
   assert dm.nefc == matched.sum()
@@ -202,12 +204,12 @@ def test_limits_and_frictionloss_match_mujoco(limits, case):
 
 def test_ball_limit_angle_axis_edge_cases():
   # Identity: zero angle, axis (1, 0, 0) as mju_normalize3 leaves it; w < 0 flips the axis.
-  f = jax.jit(constraint.ball_angle_axis, compiler_options=OPTS)
+  f = jax.jit(ball_angle_axis, compiler_options=OPTS)
   angle, axis = f(jnp.array([[1.0, 0, 0, 0], [-0.5, 0.5, 0.5, 0.5]]))
   np.testing.assert_allclose(angle, [0.0, 2 * np.pi / 3], atol=1e-15)
   np.testing.assert_allclose(axis[0], [1, 0, 0])
   np.testing.assert_allclose(axis[1], -np.ones(3) / np.sqrt(3), atol=1e-15)
-  aa = constraint.ball_angle_axis
+  aa = ball_angle_axis
   g = jax.jit(jax.grad(lambda q: aa(q)[0] + aa(q)[1].sum()), compiler_options=OPTS)(
     jnp.array([1.0, 0, 0, 0]))
   assert np.isfinite(np.asarray(g)).all()
@@ -289,7 +291,7 @@ def test_edited_contact_parameters_match_mj_makeconstraint():
   # Gradients through contact rows, the zeroed inactive slot included, are finite.
   def loss(dist, friction, solimp, qvel):
     cc = c.replace(dist=dist, friction=friction, solimp=solimp)
-    out = constraint.make_constraint(m, d.replace(contact=cc, qvel=qvel))
+    out = make_constraint(m, d.replace(contact=cc, qvel=qvel))
     return jnp.sum(out.efc_D * out.efc_aref ** 2) + jnp.sum(out.efc_R * out.efc_vel)
 
   grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3)), compiler_options=OPTS)(
@@ -305,7 +307,7 @@ def test_diagexact_matches_mujoco():
   m = m.replace(opt=m.opt.replace(enableflags=m.opt.enableflags | EnableBit.DIAGEXACT))
   dm = contact_state(mj, np.random.default_rng(2))
   mujoco.mj_forward(mj, dm)
-  run = jax.jit(lambda d: constraint.make_constraint(m, fwd_position(m, d)),
+  run = jax.jit(lambda d: make_constraint(m, fwd_position(m, d)),
                 compiler_options=OPTS)
   assert_rows_match(m, mj, run(data_of(m, dm)), dm)
 
@@ -316,20 +318,20 @@ def test_diagexact_matches_mujoco():
 def test_layout_rows_and_disable_flags():
   m, _ = load(LIMITS_XML)
   dims = [1, 3, 4, 6]
-  lay = constraint.efc_layout(m, dims)
+  lay = efc_layout(m, dims)
   assert (lay.ne, lay.nf, lay.nl, lay.nc) == (0, 4, 4, 1 + 4 + 6 + 10)
   assert lay.contact_efc_address.tolist() == [8, 9, 13, 19]
   T = ConstraintType
   assert lay.efc_type.tolist() == ([T.FRICTION_DOF] * 4 + [T.LIMIT_JOINT] * 4
                                    + [T.CONTACT_FRICTIONLESS] + [T.CONTACT_PYRAMIDAL] * 20)
   assert lay.efc_id.tolist()[:8] == [0, 2, 3, 4, 0, 1, 2, 3]
-  assert constraint.efc_layout(m, dims) is lay  # cached
-  ell = constraint.efc_layout(m.replace(opt=m.opt.replace(cone=jaxmj.Cone.ELLIPTIC)), dims)
+  assert efc_layout(m, dims) is lay  # cached
+  ell = efc_layout(m.replace(opt=m.opt.replace(cone=jaxmj.Cone.ELLIPTIC)), dims)
   assert ell.nc == 1 + 3 + 4 + 6
   assert ell.efc_type[8:].tolist() == [T.CONTACT_FRICTIONLESS] + [T.CONTACT_ELLIPTIC] * 13
 
   def flags(bits):
-    return constraint.efc_layout(m.replace(opt=m.opt.replace(disableflags=int(bits))), dims)
+    return efc_layout(m.replace(opt=m.opt.replace(disableflags=int(bits))), dims)
 
   assert (flags(DisableBit.FRICTIONLOSS).nf, flags(DisableBit.FRICTIONLOSS).nl) == (0, 4)
   assert flags(DisableBit.LIMIT).nl == 0 and flags(DisableBit.LIMIT).nf == 4
@@ -337,7 +339,7 @@ def test_layout_rows_and_disable_flags():
   assert off.nc == 0 and off.contact_efc_address.tolist() == [-1] * 4
   assert flags(DisableBit.CONSTRAINT).nefc == 0
   with pytest.raises(ValueError, match="condim"):
-    constraint.efc_layout(m, [2])
+    efc_layout(m, [2])
 
 
 def test_disabled_rows_match_mujoco(limits):
@@ -358,10 +360,10 @@ def test_rows_are_static_with_a_traced_model():
   """Which rows exist comes from static fields (dof_hasfrictionloss), so a Model passed
   into jit as a traced argument works, and a disable flag removes its rows."""
   m, _ = load(LIMITS_XML)
-  d = jax.eval_shape(constraint.make_constraint, m, jaxmj.make_data(m))
+  d = jax.eval_shape(make_constraint, m, jaxmj.make_data(m))
   nfric = int(m.dof_hasfrictionloss.sum())
   m2 = m.replace(opt=m.opt.replace(disableflags=int(DisableBit.FRICTIONLOSS)))
-  d2 = jax.eval_shape(constraint.make_constraint, m2, jaxmj.make_data(m2))
+  d2 = jax.eval_shape(make_constraint, m2, jaxmj.make_data(m2))
   assert nfric > 0 and d2.efc_J.shape == (d.efc_J.shape[0] - nfric, m.nv)
 
 
@@ -377,7 +379,7 @@ def test_gradients_finite_with_inactive_rows(limits):
 
   def loss(qpos, qvel, solimp):
     mm = m.replace(jnt_solimp=solimp)
-    d = constraint.make_constraint(mm, fwd_position(mm, d0.replace(qpos=qpos, qvel=qvel)))
+    d = make_constraint(mm, fwd_position(mm, d0.replace(qpos=qpos, qvel=qvel)))
     return jnp.sum(d.efc_D * d.efc_aref ** 2) + jnp.sum(d.efc_R * d.efc_vel)
 
   args = (d0.qpos, d0.qvel, m.jnt_solimp)
@@ -406,7 +408,7 @@ def test_vmap_over_states(limits):
     mujoco.mj_forward(mj, dm)
   ds = [data_of(m, dm) for dm in states]
   batch = jax.tree.map(lambda *x: jnp.stack(x), *ds)
-  out = jax.jit(jax.vmap(functools.partial(constraint.make_constraint, m)),
+  out = jax.jit(jax.vmap(functools.partial(make_constraint, m)),
                 compiler_options=OPTS)(batch)
   for i, dm in enumerate(states):
     assert_rows_match(m, mj, jax.tree.map(functools.partial(lambda i, x: x[i], i), out), dm)

@@ -67,7 +67,7 @@ def _check(m, mj, fwd, d):
 
 def test_model_has_every_supported_type(model):
   m, mj, _ = model
-  assert set(mj.sensor_type) == {int(t) for t in jaxmj.sensor.SUPPORTED}
+  assert set(mj.sensor_type) == {int(t) for t in jaxmj.sensor.driver.SUPPORTED}
   assert m.unsupported == ()
 
 
@@ -114,7 +114,7 @@ def test_sensor_disable_flag_leaves_sensordata():
                                   '<option timestep="0.005"><flag sensor="disable"/></option>')
   m = jaxmj.Model.from_xml_string(xml)
   d = jaxmj.make_data(m).replace(sensordata=np.full(m.nsensordata, 7.0))
-  out = jaxmj.sensor.sensor_pos(m, d)
+  out = jaxmj.sensor.driver.sensor_pos(m, d)
   np.testing.assert_array_equal(out.sensordata, 7.0)
 
 

@@ -226,13 +226,13 @@ def test_contact_force_equals_mujoco(cone):
 def test_object_acceleration_equals_mujoco(local):
   """After forward and rne_post_constraint (mj_rnePostConstraint), on a model with a free
   body, a ball joint and hinges."""
-  from jaxmj.smooth import rne
+  from jaxmj.constraint import extforce
 
   m, mj = load_both(os.path.join(MODELS, "arm.xml"))
   md = random_state(m, mj, seed=8)
   mujoco.mj_forward(mj, md)
   mujoco.mj_rnePostConstraint(mj, md)
-  fwd = jax.jit(lambda dd: rne.rne_post_constraint(m, jaxmj.forward(m, dd)),
+  fwd = jax.jit(lambda dd: extforce.rne_post_constraint(m, jaxmj.forward(m, dd)),
                 compiler_options=FAST)
   d = fwd(to_jaxmj(m, md))
   res = np.zeros(6)

@@ -14,7 +14,8 @@ from conftest import MODELS  # noqa: E402
 from mujoco_compare import load_both, random_state, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
-from jaxmj import constraint  # noqa: E402
+from jaxmj.constraint.driver import make_constraint  # noqa: E402
+from jaxmj.constraint.layout import efc_layout  # noqa: E402
 from jaxmj.smooth import com, kinematics, passive, tendon, wrap  # noqa: E402
 from jaxmj.types import ConstraintType  # noqa: E402
 
@@ -86,7 +87,7 @@ def test_tendon_arm_matches_mujoco():
   mj.opt.jacobian = mujoco.mjtJacobian.mjJAC_DENSE
 
   def rows(m, d):
-    return constraint.make_constraint(m, stages(m, d))
+    return make_constraint(m, stages(m, d))
 
   run = jax.jit(rows, **FAST)
   seen = set()
@@ -116,7 +117,7 @@ def test_tendon_arm_matches_mujoco():
 def test_tendon_rows_follow_mujoco_order():
   """Friction: dofs then tendons; limits: joints then tendons (mj_makeConstraint)."""
   m = jaxmj.Model.from_xml_path(ARM)
-  lay = constraint.efc_layout(m)
+  lay = efc_layout(m)
   order = [ConstraintType.FRICTION_DOF] * int(m.dof_hasfrictionloss.sum()) + [
     ConstraintType.FRICTION_TENDON] * 2 + [ConstraintType.LIMIT_JOINT] * 4 + [
     ConstraintType.LIMIT_TENDON] * 3

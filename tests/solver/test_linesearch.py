@@ -7,8 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxmj
-from jaxmj.solver import driver as solver
-from jaxmj.solver import linesearch
+from jaxmj.solver import linesearch, problem
 
 XML = """
 <mujoco>
@@ -26,12 +25,12 @@ def _searches(d, qacc0, search, dt):
   and loop trips (k,)."""
   c = lambda x: jnp.asarray(x, dt)  # noqa: E731
   nv, nefc = d.qM.shape[0], d.efc_J.shape[0]
-  cones = solver.Cones(rows=np.zeros((0, 6), np.int32), dim=np.zeros(0, np.int32))
-  p = solver._problem(c(d.qM), c(d.qacc_smooth), c(d.qfrc_smooth), c(d.efc_J), c(d.efc_D),
-                      c(d.efc_R), c(d.efc_aref), c(d.efc_frictionloss), d.efc_type,
-                      d.efc_active, cones, None, None)
-  isl = linesearch.make_islands(jnp.zeros(nv, jnp.int32), jnp.zeros(nefc, jnp.int32), 1,
-                                p.cidx, dt)
+  cones = problem.Cones(rows=np.zeros((0, 6), np.int32), dim=np.zeros(0, np.int32))
+  p = problem.make_problem(c(d.qM), c(d.qacc_smooth), c(d.qfrc_smooth), c(d.efc_J),
+                           c(d.efc_D), c(d.efc_R), c(d.efc_aref), c(d.efc_frictionloss),
+                           d.efc_type, d.efc_active, cones, None, None)
+  isl = problem.make_islands(jnp.zeros(nv, jnp.int32), jnp.zeros(nefc, jnp.int32), 1,
+                             p.cidx, dt)
 
   def one(q, s):
     ma, mv, jar, jv = p.M @ q, p.M @ s, p.J @ q - p.aref, p.J @ s

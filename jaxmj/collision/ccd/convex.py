@@ -38,7 +38,7 @@ iteration's support gap, margins handled by the core pass below):
 Near touching (MuJoCo 4.0's rules, read from the 4.0.0 binary; the stored C sources are
 older): GJK stops once its iterate (the origin's projection on the simplex) is shorter than
 ccd_tolerance on curved shapes and ends with a separating-plane test that rules out contact
-(see _gjk); EPA starts from 4.0's polytope3 (supports along both normals of GJK's triangle,
+(see gjk); EPA starts from 4.0's polytope3 (supports along both normals of GJK's triangle,
 then the hexahedron or tetrahedron of those five points that encloses the segment between
 them, faces turned away from the vertices' centroid, the origin allowed within the tolerance
 outside a face) and reports no contact when its first support falls short of the closest
@@ -60,7 +60,7 @@ float32 (jax's default, what RL users run): MuJoCo's exact tests (mjMINVAL) sit 
 resolution, so with exact support ties (axis-aligned, centred placements) GJK ended on a flat
 tetrahedron or stalled on a box corner tie and EPA's start polytope failed: clearly
 penetrating pairs got no contact. For dtypes narrower than float64 those thresholds scale with
-the rounding noise of the pair's coordinates (_noise), and EPA runs whenever GJK's last
+the rounding noise of the pair's coordinates (rounding_noise), and EPA runs whenever GJK's last
 support does not prove the shapes apart; float64 runs MuJoCo's thresholds unchanged (bit for
 bit). Held by tests/collision/test_convex_float32.py; one known remainder: an ellipsoid on a
 box face's symmetry plane 1e-5..1e-4 deep can still be missed (GJK stalls on a segment in
@@ -118,26 +118,26 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxmj import math
-from jaxmj.collision.ccd.epa import _epa
-from jaxmj.collision.ccd.gjk import _gjk, _lincomb, _Pass, _s1d
-from jaxmj.collision.ccd.polytope import _polytope, _tri_affine
+from jaxmj.collision.ccd.epa import epa
+from jaxmj.collision.ccd.gjk import GjkPass, gjk, lincomb, s1d
+from jaxmj.collision.ccd.polytope import polytope, tri_affine
 from jaxmj.collision.ccd.support import (
-  _BOX,
-  _CAPSULE,
-  _LINE,
-  _MESH,
-  _POINT,
-  _SPHERE,
+  BOX,
+  CAPSULE,
+  LINE,
+  MESH,
+  POINT,
   PRISM,
-  _cross,
-  _dot,
-  _mul,
-  _noise,
-  _normalize3,
-  _pair_support,
-  _project_origin_plane,
-  _tree_get,
+  SPHERE,
+  cross,
+  dot,
   fusion_free,
+  mul,
+  normalize3,
+  pair_support,
+  project_origin_plane,
+  rounding_noise,
+  tree_get,
 )
 from jaxmj.collision.primitive import GeomFrame
 from jaxmj.types import GeomType
@@ -182,14 +182,14 @@ MUJOCO_MAX_CONTACTS: dict[tuple[GeomType, GeomType], int] = {
 
 def make_frame(normal: jax.Array) -> jax.Array:
   """Contact frame rows [normal, tangent1, tangent2] like mju_makeFrame with no tangent given."""
-  x = _normalize3(normal)
+  x = normalize3(normal)
   use_y = (x[..., 1] < 0.5) & (x[..., 1] > -0.5)
   zero = jnp.zeros_like(x[..., 0])
   one = jnp.ones_like(zero)
   y = jnp.stack([zero, jnp.where(use_y, one, zero), jnp.where(use_y, zero, one)], axis=-1)
-  y = y - x * _dot(x, y)[..., None]
-  y = _normalize3(y)
-  z = _cross(x, y)
+  y = y - x * dot(x, y)[..., None]
+  y = normalize3(y)
+  z = cross(x, y)
   return jnp.stack([x, y, z], axis=-2)
 
 
@@ -214,13 +214,13 @@ class _Plan(NamedTuple):
 def _codes(code1, code2, g1, g2, margin):
   """Traced per-pair quantities: core codes, inflations, full margins, discreteness."""
   half = 0.5 * margin  # margins are >= 0; no max() so that d/d margin is one-sided-consistent
-  cap1 = (code1 == _SPHERE) | (code1 == _CAPSULE)
-  cap2 = (code2 == _SPHERE) | (code2 == _CAPSULE)
-  core1 = jnp.where(code1 == _SPHERE, _POINT, jnp.where(code1 == _CAPSULE, _LINE, code1))
-  core2 = jnp.where(code2 == _SPHERE, _POINT, jnp.where(code2 == _CAPSULE, _LINE, code2))
+  cap1 = (code1 == SPHERE) | (code1 == CAPSULE)
+  cap2 = (code2 == SPHERE) | (code2 == CAPSULE)
+  core1 = jnp.where(code1 == SPHERE, POINT, jnp.where(code1 == CAPSULE, LINE, code1))
+  core2 = jnp.where(code2 == SPHERE, POINT, jnp.where(code2 == CAPSULE, LINE, code2))
   fm1 = jnp.where(cap1, g1.size[0], 0.0) + half
   fm2 = jnp.where(cap2, g2.size[0], 0.0) + half
-  poly = (_BOX, _MESH, PRISM)
+  poly = (BOX, MESH, PRISM)
   disc = functools.reduce(jnp.logical_or, [code1 == c for c in poly]) & functools.reduce(
     jnp.logical_or, [code2 == c for c in poly])
   return half, cap1 | cap2, core1, core2, fm1, fm2, disc
@@ -231,12 +231,12 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
   dtype = g1.pos.dtype
   big = jnp.asarray(jnp.finfo(dtype).max, dtype)
   half, has_core, core1, core2, fm1, fm2, disc = _codes(code1, code2, g1, g2, margin)
-  noise = _noise(g1, g2, verts1, verts2, margin)
+  noise = rounding_noise(g1, g2, verts1, verts2, margin)
   zero = jnp.zeros((), dtype)
   # pass 0: distance between the cores (sphere -> point, capsule -> segment, others
   # uninflated), run when a sphere/capsule is involved or the margin is positive
   # pass 1: penetration on the full, margin-inflated shapes (intersection mode)
-  passes = _Pass(
+  passes = GjkPass(
     code1=jnp.stack([core1, code1]).astype(jnp.int32),
     code2=jnp.stack([core2, code2]).astype(jnp.int32),
     half1=jnp.stack([zero, half]),
@@ -246,18 +246,18 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
     cutoff=jnp.stack([fm1 + fm2, zero]),
   )
   dist_k, x1_k, x2_k, n_k, simplex_k, lam_k, none_k = jax.vmap(
-    lambda pp: _gjk(pp, g1, g2, verts1, verts2, iterations, tolerance, noise))(passes)
+    lambda pp: gjk(pp, g1, g2, verts1, verts2, iterations, tolerance, noise))(passes)
 
   use_core = has_core | (margin > 0)
   cdist, cx1, cx2, cnone = dist_k[0], x1_k[0], x2_k[0], none_k[0]
-  nvec = _normalize3(cx2 - cx1)
+  nvec = normalize3(cx2 - cx1)
   sx1 = cx1 + fm1 * nvec
   sx2 = cx2 - fm2 * nvec
   sdist = jnp.where(cnone, big, cdist - (fm1 + fm2))
   shallow = use_core & (cnone | (cdist > tolerance))
 
-  full = _pair_support(code1, g1, verts1, half, code2, g2, verts2, half)
-  gsimplex = _tree_get(simplex_k, 1)
+  full = pair_support(code1, g1, verts1, half, code2, g2, verts2, half)
+  gsimplex = tree_get(simplex_k, 1)
   near = dist_k[1] <= tolerance
   if noise is not None:
     # float32: GJK may end a few rounding units short of enclosing the origin (a face of its
@@ -266,18 +266,18 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
     # picking the same corner): EPA decides whenever the support opposite GJK's last
     # iterate does not prove the shapes apart
     xk = x1_k[1] - x2_k[1]
-    unproven = _dot(xk, full(-_normalize3(xk)).vert) <= 0
+    unproven = dot(xk, full(-normalize3(xk)).vert) <= 0
     near = near | (dist_k[1] <= 4 * noise) | unproven
   run_epa = ~none_k[1] & near & (n_k[1] > 1)
-  pverts, pnverts, pfaces, padj, pnfaces, pcenter, pok = _polytope(full, gsimplex, n_k[1],
+  pverts, pnverts, pfaces, padj, pnfaces, pcenter, pok = polytope(full, gsimplex, n_k[1],
                                                                   tolerance, noise)
-  found, fidx, everts, fv, fd2 = _epa(full, pverts, pnverts, pfaces, padj, pnfaces, pcenter,
+  found, fidx, everts, fv, fd2 = epa(full, pverts, pnverts, pfaces, padj, pnfaces, pcenter,
                                      iterations, tolerance, disc & (margin == 0), noise)
   deep = ~shallow & run_epa & pok & found
-  tri = _tree_get(everts, fidx)
-  lam = _tri_affine(tri.vert[0], tri.vert[1], tri.vert[2], fv)
-  ex1 = _mul(tri.vert1[0], lam[0]) + _mul(tri.vert1[1], lam[1]) + _mul(tri.vert1[2], lam[2])
-  ex2 = _mul(tri.vert2[0], lam[0]) + _mul(tri.vert2[1], lam[1]) + _mul(tri.vert2[2], lam[2])
+  tri = tree_get(everts, fidx)
+  lam = tri_affine(tri.vert[0], tri.vert[1], tri.vert[2], fv)
+  ex1 = mul(tri.vert1[0], lam[0]) + mul(tri.vert1[1], lam[1]) + mul(tri.vert1[2], lam[2])
+  ex2 = mul(tri.vert2[0], lam[0]) + mul(tri.vert2[1], lam[1]) + mul(tri.vert2[2], lam[2])
   edist = -jnp.sqrt(jnp.maximum(fd2, 0.0))
 
   dist = jnp.where(shallow, jnp.where(sdist > 0, big, sdist), jnp.where(deep, edist, big))
@@ -300,7 +300,7 @@ def _surrogate(plan: _Plan, code1, code2, g1, g2, verts1, verts2, margin):
   weights recomputed), for the gradient of the contact position.
   """
   half, _, core1, core2, fm1, fm2, _ = _codes(code1, code2, g1, g2, margin)
-  u = lax.stop_gradient(_normalize3(plan.x1 - plan.x2))
+  u = lax.stop_gradient(normalize3(plan.x1 - plan.x2))
 
   # supports: final GJK simplex (cores, rows 0-3), EPA face (rows 4-6), and along u (row 7)
   dirs = jnp.concatenate([plan.core_dirs, plan.face_dirs, u[None]])
@@ -309,32 +309,32 @@ def _surrogate(plan: _Plan, code1, code2, g1, g2, verts1, verts2, margin):
   c1 = jnp.where(full_row, code1, core1)
   c2 = jnp.where(full_row, code2, core2)
   hh = jnp.where(full_row, half, 0.0)
-  allv = jax.vmap(lambda d, a, b, h: _pair_support(a, g1, verts1, h, b, g2, verts2, h)(d))(
+  allv = jax.vmap(lambda d, a, b, h: pair_support(a, g1, verts1, h, b, g2, verts2, h)(d))(
     dirs, c1, c2, hh)
-  cv = _tree_get(allv, jnp.arange(4))
-  tv = _tree_get(allv, jnp.arange(4, 7))
-  gap = -_dot(u, allv.vert[7])
+  cv = tree_get(allv, jnp.arange(4))
+  tv = tree_get(allv, jnp.arange(4, 7))
+  gap = -dot(u, allv.vert[7])
   dist = jnp.where(plan.shallow, gap - (fm1 + fm2), gap)
 
   # shallow: the origin's projection on the final GJK simplex (all weights positive after
   # GJK's pruning), pushed out by the radii and margin/2; an empty simplex (GJK stopped at
   # its first check, e.g. two points) keeps the centres
-  l2 = _s1d(cv.vert[0], cv.vert[1])
-  p3, _ = _project_origin_plane(cv.vert[0], cv.vert[1], cv.vert[2])
-  l3 = _tri_affine(cv.vert[0], cv.vert[1], cv.vert[2], p3)
+  l2 = s1d(cv.vert[0], cv.vert[1])
+  p3, _ = project_origin_plane(cv.vert[0], cv.vert[1], cv.vert[2])
+  l3 = tri_affine(cv.vert[0], cv.vert[1], cv.vert[2], p3)
   z = jnp.zeros_like(l2[:1])
   lam = jnp.where(plan.core_n == 3, jnp.concatenate([l3, z]),
                   jnp.where(plan.core_n == 2, jnp.concatenate([l2, z, z]),
                             jnp.concatenate([z + 1, z, z, z])))
-  cx1 = jnp.where(plan.core_n > 0, _lincomb(lam, plan.core_n, cv.vert1), g1.pos)
-  cx2 = jnp.where(plan.core_n > 0, _lincomb(lam, plan.core_n, cv.vert2), g2.pos)
-  nvec = _normalize3(cx2 - cx1)
+  cx1 = jnp.where(plan.core_n > 0, lincomb(lam, plan.core_n, cv.vert1), g1.pos)
+  cx2 = jnp.where(plan.core_n > 0, lincomb(lam, plan.core_n, cv.vert2), g2.pos)
+  nvec = normalize3(cx2 - cx1)
   sx1 = cx1 + fm1 * nvec
   sx2 = cx2 - fm2 * nvec
 
   # deep: witness points through the EPA face
-  fv, _ = _project_origin_plane(tv.vert[2], tv.vert[1], tv.vert[0])
-  lamf = _tri_affine(tv.vert[0], tv.vert[1], tv.vert[2], fv)
+  fv, _ = project_origin_plane(tv.vert[2], tv.vert[1], tv.vert[0])
+  lamf = tri_affine(tv.vert[0], tv.vert[1], tv.vert[2], fv)
   ex1 = tv.vert1[0] * lamf[0] + tv.vert1[1] * lamf[1] + tv.vert1[2] * lamf[2]
   ex2 = tv.vert2[0] * lamf[0] + tv.vert2[1] * lamf[1] + tv.vert2[2] * lamf[2]
 
@@ -398,7 +398,7 @@ def contact_from_plan(plan, type1, type2, g1: GeomFrame, g2: GeomFrame, margin, 
   dtype = g1.pos.dtype
   valid = (plan.shallow | plan.deep) & (plan.dist < 0)
   dist, x1, x2 = _ccd_recompute(plan, code1, code2, g1, g2, verts1, verts2, margin)
-  normal = _normalize3(x1 - x2)
+  normal = normalize3(x1 - x2)
   pos = (x1 + x2) * 0.5
   frame = make_frame(normal)
   dist = jnp.where(valid, margin + dist, NO_CONTACT_DIST)
@@ -443,7 +443,7 @@ def convex_collider(
   t1, t2 = int(type1), int(type2)
 
   def collide(g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e-6, verts1=None, verts2=None):
-    if (t1 == _MESH and verts1 is None) or (t2 == _MESH and verts2 is None):
+    if (t1 == MESH and verts1 is None) or (t2 == MESH and verts2 is None):
       raise ValueError("mesh geoms need their vertex array (verts1 / verts2)")
     dist, pos, frame = collide_convex(t1, t2, g1, g2, margin, tolerance, iterations=iterations,
                                       verts1=verts1, verts2=verts2)

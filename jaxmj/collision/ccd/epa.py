@@ -8,15 +8,15 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxmj.collision.ccd.polytope import _attach, _epa_dir, _orient, _tri_affine
+from jaxmj.collision.ccd.polytope import attach, epa_dir, orient, tri_affine
 from jaxmj.collision.ccd.support import (
-  _MINVAL,
-  _at_least,
-  _dot,
-  _project_origin_plane,
-  _tree_set,
-  _tree_where,
-  _Vtx,
+  MINVAL,
+  Vertex,
+  at_least,
+  dot,
+  project_origin_plane,
+  tree_set,
+  tree_where,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -25,7 +25,7 @@ from jaxmj.collision.ccd.support import (
 _HORIZON = 24  # MuJoCo's horizon buffer holds 24 edges
 
 class _Epa(NamedTuple):
-  verts: _Vtx  # (NV,)
+  verts: Vertex  # (NV,)
   nverts: jax.Array
   fv: jax.Array  # (NF, 3) vertex indices
   adj: jax.Array  # (NF, 3) adjacent faces across edges [v1,v2], [v2,v3], [v3,v1]
@@ -40,7 +40,7 @@ class _Epa(NamedTuple):
   done: jax.Array
 
 
-def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolerance,
+def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolerance,
          discrete, noise=None):
   """MuJoCo 4.0's epa(): returns (found, face vertex indices (3,), verts, face v, face |v|^2).
 
@@ -52,15 +52,15 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolera
   nf_max = 6 * iterations  # MuJoCo's polytope capacity
   dtype = verts0.vert.dtype
   big = jnp.asarray(jnp.finfo(dtype).max, dtype)
-  tol = jnp.where(discrete, _at_least(_MINVAL, noise), tolerance)
+  tol = jnp.where(discrete, at_least(MINVAL, noise), tolerance)
 
   def grow(x, fill):
     return jnp.concatenate([x, jnp.full((nv_max - 5,) + x.shape[1:], fill, x.dtype)])
 
-  verts = _Vtx(*(grow(x, -1 if x.dtype == jnp.int32 else 0) for x in verts0))
+  verts = Vertex(*(grow(x, -1 if x.dtype == jnp.int32 else 0) for x in verts0))
   fv = jnp.zeros((nf_max, 3), jnp.int32).at[:6].set(faces0)
   adj = jnp.zeros((nf_max, 3), jnp.int32).at[:6].set(adj0)
-  vp, dp = _attach(verts.vert, faces0, center)
+  vp, dp = attach(verts.vert, faces0, center)
   live0 = jnp.arange(6) < nfaces0
   v = jnp.zeros((nf_max, 3), dtype).at[:6].set(vp)
   d2 = jnp.zeros((nf_max,), dtype).at[:6].set(dp)
@@ -83,8 +83,8 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolera
 
       lower = jnp.sqrt(jnp.where(zero | ~has, 1.0, lower2))
       fvv = s.v[f]
-      w = sup(_epa_dir(fvv, lower))
-      upper_k = _dot(fvv, w.vert) / lower
+      w = sup(epa_dir(fvv, lower))
+      upper_k = dot(fvv, w.vert) / lower
       better = upper_k < s.upper
       upper = jnp.where(better, upper_k, s.upper)
       upper2 = jnp.where(better, upper * upper, s.upper2)
@@ -95,11 +95,11 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolera
       wi = s.nverts
       rep = discrete & jnp.any((s.verts.index1 == w.index1) & (s.verts.index2 == w.index2)
                                & (v_idx < wi))
-      verts = _tree_set(s.verts, wi, w)
+      verts = tree_set(s.verts, wi, w)
 
       # faces visible from w and connected to f through visible faces
-      vis_eps = _at_least(_MINVAL, None if noise is None else noise * jnp.sqrt(s.d2))
-      vis_test = s.alive & (_dot(s.v, w.vert) - s.d2 > vis_eps)
+      vis_eps = at_least(MINVAL, None if noise is None else noise * jnp.sqrt(s.d2))
+      vis_test = s.alive & (dot(s.v, w.vert) - s.d2 > vis_eps)
       vis0 = jnp.zeros_like(s.alive).at[f].set(True)
       vis = lax.fori_loop(
         0, 12, lambda _, vis: vis | (vis_test & jnp.any(vis[s.adj], axis=1)), vis0)
@@ -124,9 +124,9 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolera
       new_fv = jnp.stack([jnp.full_like(ea, wi), eb, ea], axis=1)
       new_adj = jnp.stack([prev, g, nxt], axis=1)
       wb = jnp.broadcast_to(w.vert, (_HORIZON, 3))
-      nvp, nfail = _project_origin_plane(verts.vert[ea], verts.vert[eb], wb)
-      nvp = _orient(nvp, wb, center)
-      nd2 = jnp.where(nfail, 0.0, _dot(nvp, nvp))
+      nvp, nfail = project_origin_plane(verts.vert[ea], verts.vert[eb], wb)
+      nvp = orient(nvp, wb, center)
+      nd2 = jnp.where(nfail, 0.0, dot(nvp, nvp))
 
       few = nedges < 3
       over = (nedges > _HORIZON) | (s.nfaces + nedges > nf_max)
@@ -149,7 +149,7 @@ def _epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolera
       expanded = _Epa(verts, s.nverts + 1, fv, adj, v, d2, alive, inmap, s.nfaces + nedges,
                       face, upper, upper2, empty)
       stopped = s._replace(face=face, done=jnp.array(True))
-      return _tree_where(expand, expanded, stopped)
+      return tree_where(expand, expanded, stopped)
 
     return lax.cond(s.done, lambda s: s, step, s)
 
@@ -169,10 +169,10 @@ def _coplanar_neighbour(s: _Epa, f):
   XLA's fused multiply-adds break it either way, depending on the compiled graph. The witness
   points are the same either way; the face's vertices choose multiccd's features."""
   tri = s.verts.vert[s.fv[f]]
-  lam = _tri_affine(tri[0], tri[1], tri[2], s.v[f])
+  lam = tri_affine(tri[0], tri[1], tri[2], s.v[f])
   k = jnp.argmin(lam)
   g = s.adj[f, (k + 1) % 3]  # edge (k + 1) % 3 runs between the other two vertices
   eps = 64 * jnp.finfo(s.d2.dtype).eps * s.d2[f]
   tie = (lam[k] < 0) & s.alive[g] & (jnp.abs(s.d2[g] - s.d2[f]) <= eps) & (
-    _dot(s.v[f], s.v[g]) >= s.d2[f] - eps)
+    dot(s.v[f], s.v[g]) >= s.d2[f] - eps)
   return jnp.where(tie, g, f).astype(jnp.int32)

@@ -10,35 +10,35 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxmj.collision.ccd.support import (
-  _MINVAL,
-  _MINVAL2,
-  _at_least,
-  _det3,
-  _dot,
-  _mul,
-  _pair_support,
-  _project_origin_line,
-  _project_origin_plane,
-  _safe,
-  _same_sign,
-  _tree_get,
-  _tree_set,
-  _tree_where,
-  _Vtx,
-  _vtx_zeros,
+  MINVAL,
+  MINVAL2,
+  Vertex,
+  at_least,
+  det3,
+  dot,
+  mul,
+  ones_where,
+  pair_support,
+  project_origin_line,
+  project_origin_plane,
+  same_sign,
+  tree_get,
+  tree_set,
+  tree_where,
+  vertex_zeros,
 )
 
 # --------------------------------------------------------------------------------------------
 # GJK distance subalgorithm (Montanari et al. 2017 signed volumes, as in engine_collision_gjk.c)
 
-def _s1d(s1, s2):
+def s1d(s1, s2):
   """Barycentric coordinates (..., 2) of the point of segment (s1, s2) closest to the origin.
 
   MuJoCo 4.0's S1D: (0, 1) for a segment shorter than 1e-15, and the end s1 (not s2) where the
   origin projects beyond it."""
   diff = s2 - s1
-  short = _dot(diff, diff) < 1e-30
-  p = _project_origin_line(s1, s2)
+  short = dot(diff, diff) < 1e-30
+  p = project_origin_line(s1, s2)
   mu = s1 - s2
   c1 = jnp.abs(mu[..., 1]) >= jnp.abs(mu[..., 0])
   mu_max = jnp.where(c1, mu[..., 1], mu[..., 0])
@@ -51,9 +51,9 @@ def _s1d(s1, s2):
   pi, s1i, s2i = pick(p), pick(s1), pick(s2)
   c1_ = pi - s2i
   c2_ = s1i - pi
-  first = _same_sign(mu_max, c1_)
-  same = first & _same_sign(mu_max, c2_) & ~short
-  den = _safe(mu_max, ~same)
+  first = same_sign(mu_max, c1_)
+  same = first & same_sign(mu_max, c2_) & ~short
+  den = ones_where(mu_max, ~same)
   end1 = first & ~short  # the origin beyond s1
   return jnp.stack([jnp.where(same, c1_ / den, jnp.where(end1, 1.0, 0.0)),
                     jnp.where(same, c2_ / den, jnp.where(end1, 0.0, 1.0))], axis=-1)
@@ -63,14 +63,14 @@ _MI = (1, 0, 0)
 _MJ = (2, 2, 1)
 
 
-def _minors(s1, s2, s3):
+def minors(s1, s2, s3):
   """MuJoCo's minors M_14, M_24, M_34 of [s1 s2 s3; 1 1 1]: (the largest in magnitude, picker
   dropping that axis). Batched on (..., 3)."""
   ai, aj = s1[..., _MI], s1[..., _MJ]
   bi, bj = s2[..., _MI], s2[..., _MJ]
   ci, cj = s3[..., _MI], s3[..., _MJ]
-  m = (_mul(bi, cj) - _mul(bj, ci) - _mul(ai, cj) + _mul(aj, ci) + _mul(ai, bj)
-       - _mul(aj, bi))  # (..., 3): M_14, M_24, M_34
+  m = (mul(bi, cj) - mul(bj, ci) - mul(ai, cj) + mul(aj, ci) + mul(ai, bj)
+       - mul(aj, bi))  # (..., 3): M_14, M_24, M_34
   mu = jnp.abs(m)
   c1 = (mu[..., 0] >= mu[..., 1]) & (mu[..., 0] >= mu[..., 2])
   c2 = ~c1 & (mu[..., 1] >= mu[..., 2])
@@ -82,17 +82,17 @@ def _minors(s1, s2, s3):
   return m_max, pick
 
 
-def _area_cofactors(pick, p, s1, s2, s3):
+def area_cofactors(pick, p, s1, s2, s3):
   px, py = pick(p)
   ax, ay = pick(s1)
   bx, by = pick(s2)
   cx, cy = pick(s3)
-  c31 = (_mul(px, by) + _mul(py, cx) + _mul(bx, cy) - _mul(px, cy) - _mul(py, bx)
-         - _mul(cx, by))
-  c32 = (_mul(px, cy) + _mul(py, ax) + _mul(cx, ay) - _mul(px, ay) - _mul(py, cx)
-         - _mul(ax, cy))
-  c33 = (_mul(px, ay) + _mul(py, bx) + _mul(ax, by) - _mul(px, by) - _mul(py, ax)
-         - _mul(bx, ay))
+  c31 = (mul(px, by) + mul(py, cx) + mul(bx, cy) - mul(px, cy) - mul(py, bx)
+         - mul(cx, by))
+  c32 = (mul(px, cy) + mul(py, ax) + mul(cx, ay) - mul(px, ay) - mul(py, cx)
+         - mul(ax, cy))
+  c33 = (mul(px, ay) + mul(py, bx) + mul(ax, by) - mul(px, by) - mul(py, ax)
+         - mul(bx, ay))
   return c31, c32, c33
 
 
@@ -115,12 +115,12 @@ def _s2d(s1, s2, s3):
   MuJoCo 4.0's S2D: the minors from the edge vectors (s2 - s1) x (s3 - s1), the weights as the
   sub-triangle areas around the projection p over their sum, and where the projection fails
   the closest of the three edges (older sources: the edge (s1, s2))."""
-  p, fail = _project_origin_plane(s1, s2, s3)
+  p, fail = project_origin_plane(s1, s2, s3)
   e = s2 - s1
   f = s3 - s1
-  m = jnp.stack([_mul(e[..., 1], f[..., 2]) - _mul(e[..., 2], f[..., 1]),
-                 _mul(e[..., 0], f[..., 2]) - _mul(e[..., 2], f[..., 0]),
-                 _mul(e[..., 0], f[..., 1]) - _mul(e[..., 1], f[..., 0])], axis=-1)
+  m = jnp.stack([mul(e[..., 1], f[..., 2]) - mul(e[..., 2], f[..., 1]),
+                 mul(e[..., 0], f[..., 2]) - mul(e[..., 2], f[..., 0]),
+                 mul(e[..., 0], f[..., 1]) - mul(e[..., 1], f[..., 0])], axis=-1)
   mu = jnp.abs(m)
   c1 = (mu[..., 0] >= mu[..., 1]) & (mu[..., 0] >= mu[..., 2])
   c2 = ~c1 & (mu[..., 1] >= mu[..., 2])
@@ -131,21 +131,21 @@ def _s2d(s1, s2, s3):
 
   pa, pb = pick(p)
   (aa, ab), (ba, bb), (ca, cb) = ((x - pa, y - pb) for x, y in (pick(s1), pick(s2), pick(s3)))
-  c31 = _mul(cb, ba) - _mul(ca, bb)
-  c32 = _mul(ca, ab) - _mul(aa, cb)
-  c33 = _mul(aa, bb) - _mul(ba, ab)
-  comp = jnp.stack([_same_sign(m_max, c) & ~fail for c in (c31, c32, c33)])
+  c31 = mul(cb, ba) - mul(ca, bb)
+  c32 = mul(ca, ab) - mul(aa, cb)
+  c33 = mul(aa, bb) - mul(ba, ab)
+  comp = jnp.stack([same_sign(m_max, c) & ~fail for c in (c31, c32, c33)])
   inside = comp[0] & comp[1] & comp[2]
   den = (c31 + c32) + c33
-  den = _safe(den, ~inside)
+  den = ones_where(den, ~inside)
   lam_in = jnp.stack([c31 / den, c32 / den, c33 / den], axis=-1)
 
   # the three edges (s2, s3), (s1, s3), (s1, s2) in one batched call
   ea = jnp.stack([s2, s1, s1])
   eb = jnp.stack([s3, s3, s2])
-  l = _s1d(ea, eb)
-  x = _mul(l[..., 0:1], ea) + _mul(l[..., 1:2], eb)
-  d = _dot(x, x)
+  l = s1d(ea, eb)
+  x = mul(l[..., 0:1], ea) + mul(l[..., 1:2], eb)
+  d = dot(x, x)
   zero = jnp.zeros_like(l[..., 0])
   cands = jnp.stack([
     jnp.stack([zero[0], l[0, ..., 0], l[0, ..., 1]], axis=-1),
@@ -159,14 +159,14 @@ def _s2d(s1, s2, s3):
 def _s3d(s1, s2, s3, s4):
   """Barycentric coordinates (4,) of the point of tetrahedron (s1, .., s4) closest to 0, and
   the sub-results of its faces: triangle (s1, s2, s3) (3,) and segment (s1, s2) (2,)."""
-  c41 = -_det3(s2, s3, s4)
-  c42 = _det3(s1, s3, s4)
-  c43 = -_det3(s1, s2, s4)
-  c44 = _det3(s1, s2, s3)
+  c41 = -det3(s2, s3, s4)
+  c42 = det3(s1, s3, s4)
+  c43 = -det3(s1, s2, s4)
+  c44 = det3(s1, s2, s3)
   m_det = c41 + c42 + c43 + c44
-  comp = jnp.stack([_same_sign(m_det, c) for c in (c41, c42, c43, c44)])
+  comp = jnp.stack([same_sign(m_det, c) for c in (c41, c42, c43, c44)])
   inside = jnp.all(comp)
-  den = _safe(m_det, ~inside)
+  den = ones_where(m_det, ~inside)
   lam_in = jnp.stack([c41 / den, c42 / den, c43 / den, c44 / den])
 
   # the four faces in one batched call
@@ -174,8 +174,8 @@ def _s3d(s1, s2, s3, s4):
   fb = jnp.stack([s3, s3, s2, s2])
   fc = jnp.stack([s4, s4, s4, s3])
   l, edges = _s2d(fa, fb, fc)
-  x = _mul(l[:, 0:1], fa) + _mul(l[:, 1:2], fb) + _mul(l[:, 2:3], fc)
-  d = _dot(x, x)
+  x = mul(l[:, 0:1], fa) + mul(l[:, 1:2], fb) + mul(l[:, 2:3], fc)
+  d = dot(x, x)
   zero = jnp.zeros_like(l[:, 0])
   cands = jnp.stack([
     jnp.stack([zero[0], l[0, 0], l[0, 1], l[0, 2]]),
@@ -200,11 +200,11 @@ def _subdistance(n, v):
   return jnp.where(n == 4, l4, jnp.where(n == 3, l3, jnp.where(n == 2, l2, l1)))
 
 
-def _lincomb(lam, n, v):
+def lincomb(lam, n, v):
   """sum_{i<n} lam_i v_i, accumulated left to right like MuJoCo's lincomb."""
   res = jnp.zeros(v.shape[1:], v.dtype)
   for i in range(4):
-    res = res + _mul(jnp.where(i < n, lam[i], 0.0), v[i])
+    res = res + mul(jnp.where(i < n, lam[i], 0.0), v[i])
   return res
 
 
@@ -212,7 +212,7 @@ def _lincomb(lam, n, v):
 # GJK
 
 
-class _Pass(NamedTuple):
+class GjkPass(NamedTuple):
   """Parameters of one GJK pass (the core distance pass or the full penetration pass)."""
 
   code1: jax.Array
@@ -225,7 +225,7 @@ class _Pass(NamedTuple):
 
 
 class _Gjk(NamedTuple):
-  simplex: _Vtx  # (4,)
+  simplex: Vertex  # (4,)
   n: jax.Array
   x_k: jax.Array
   lam: jax.Array
@@ -235,7 +235,7 @@ class _Gjk(NamedTuple):
   proven: jax.Array  # a support proved the shapes apart (distance mode goes on)
 
 
-def _reduce(simplex_h: _Vtx, lam):
+def _reduce(simplex_h: Vertex, lam):
   """GJK's pruning: the vertices of non-zero weight moved to the front, in order. Returns
   (simplex (4,), weights (4,), count)."""
   idx4 = jnp.arange(4)
@@ -244,7 +244,7 @@ def _reduce(simplex_h: _Vtx, lam):
   pos = jnp.cumsum(keep) - 1
   src = jnp.argmax(keep[None, :] & (pos[None, :] == idx4[:, None]), axis=1)
   kept = idx4 < n_new
-  return (_tree_where(kept, _tree_get(simplex_h, src), simplex_h), jnp.where(kept, lam[src], lam),
+  return (tree_where(kept, tree_get(simplex_h, src), simplex_h), jnp.where(kept, lam[src], lam),
           n_new)
 
 
@@ -252,13 +252,13 @@ def _next_iterate(sv, lam, n):
   """MuJoCo 4.0's next iterate: the origin's projection on the segment / plane of the kept
   simplex sv (4, 3), their barycentric combination where that degenerates (or n is 1, 4)."""
   seg = sv[1] - sv[0]
-  plane, plane_fail = _project_origin_plane(sv[0], sv[1], sv[2])
+  plane, plane_fail = project_origin_plane(sv[0], sv[1], sv[2])
   return jnp.where(
-    ((n == 2) & (_dot(seg, seg) >= 1e-30))[..., None], _project_origin_line(sv[0], sv[1]),
-    jnp.where(((n == 3) & ~plane_fail)[..., None], plane, _lincomb(lam, n, sv)))
+    ((n == 2) & (dot(seg, seg) >= 1e-30))[..., None], project_origin_line(sv[0], sv[1]),
+    jnp.where(((n == 3) & ~plane_fail)[..., None], plane, lincomb(lam, n, sv)))
 
 
-def _gjk(pp: _Pass, g1, g2, verts1, verts2, iterations, tolerance, noise=None):
+def gjk(pp: GjkPass, g1, g2, verts1, verts2, iterations, tolerance, noise=None):
   """MuJoCo 4.0's gjk(): returns (dist, x1, x2, nsimplex, simplex, lam, no_contact).
 
   Stop rules as read from the 4.0.0 binary (the stored C sources are older): the separation
@@ -272,32 +272,32 @@ def _gjk(pp: _Pass, g1, g2, verts1, verts2, iterations, tolerance, noise=None):
   plane: in intersection mode that is no contact, i.e. no EPA for shapes apart by less than
   the tolerance.
 
-  noise: see _noise (None at float64)."""
-  sup = _pair_support(pp.code1, g1, verts1, pp.half1, pp.code2, g2, verts2, pp.half2)
+  noise: see rounding_noise (None at float64)."""
+  sup = pair_support(pp.code1, g1, verts1, pp.half1, pp.code2, g2, verts2, pp.half2)
   dtype = g1.pos.dtype
   tol2 = tolerance * tolerance
   eps = jnp.where(pp.discrete, 0.0, 0.5 * tol2)
-  zero_x = _at_least(_MINVAL, noise)  # an iterate shorter than this reads as zero
-  stop_norm = jnp.where(pp.discrete | pp.get_dist, _MINVAL, tolerance)
+  zero_x = at_least(MINVAL, noise)  # an iterate shorter than this reads as zero
+  stop_norm = jnp.where(pp.discrete | pp.get_dist, MINVAL, tolerance)
 
   def body(k, s: _Gjk):
     def step(s: _Gjk):
-      xx = _dot(s.x_k, s.x_k)
+      xx = dot(s.x_k, s.x_k)
       small = xx < zero_x * zero_x
-      x_norm = jnp.sqrt(_safe(xx, small))
+      x_norm = jnp.sqrt(ones_where(xx, small))
       dn = s.x_k * (1.0 / x_norm)
       v = sup(-dn)
-      simplex_h = _tree_set(s.simplex, s.n, v)
-      fw = (k > 0) & (_dot(s.x_k, s.x_k - v.vert) < eps)
-      vs = _dot(s.x_k, v.vert)
+      simplex_h = tree_set(s.simplex, s.n, v)
+      fw = (k > 0) & (dot(s.x_k, s.x_k - v.vert) < eps)
+      vs = dot(s.x_k, v.vert)
       sep = (vs > 0) & (~pp.get_dist | (vs >= pp.cutoff * x_norm))
 
       # distance subalgorithm on the n+1 simplex, then drop the vertices with zero weight
       simplex_c, lam_c, n_new = _reduce(simplex_h, _subdistance(s.n + 1, simplex_h.vert))
       x_next = _next_iterate(simplex_c.vert, lam_c, n_new)
-      next_norm = jnp.sqrt(_dot(x_next, x_next))
-      near = next_norm < jnp.where(n_new == 1, _MINVAL, stop_norm)
-      conv = (k > 0) & (jnp.abs(next_norm - x_norm) < _MINVAL)
+      next_norm = jnp.sqrt(dot(x_next, x_next))
+      near = next_norm < jnp.where(n_new == 1, MINVAL, stop_norm)
+      conv = (k > 0) & (jnp.abs(next_norm - x_norm) < MINVAL)
 
       head_stop = small | sep | fw
       fail = ~head_stop & (n_new < 1)
@@ -305,7 +305,7 @@ def _gjk(pp: _Pass, g1, g2, verts1, verts2, iterations, tolerance, noise=None):
       tet = tail & (n_new == 4)
       proven = s.proven | (~small & (vs > 0))
 
-      simplex = _tree_where(tail, simplex_c, _tree_where(fw & ~small, simplex_h, s.simplex))
+      simplex = tree_where(tail, simplex_c, tree_where(fw & ~small, simplex_h, s.simplex))
       tet_norm = jnp.where(proven, x_norm, 0.0)
       return _Gjk(
         simplex=simplex,
@@ -322,9 +322,9 @@ def _gjk(pp: _Pass, g1, g2, verts1, verts2, iterations, tolerance, noise=None):
 
   # initial guess: the centres' difference, or +x when the centres coincide (as MuJoCo 4.0)
   x0 = g1.pos - g2.pos
-  x0 = jnp.where(_dot(x0, x0) < _MINVAL2, jnp.array([1.0, 0.0, 0.0], dtype), x0)
+  x0 = jnp.where(dot(x0, x0) < MINVAL2, jnp.array([1.0, 0.0, 0.0], dtype), x0)
   init = _Gjk(
-    simplex=_vtx_zeros(4, dtype),
+    simplex=vertex_zeros(4, dtype),
     n=jnp.array(0, jnp.int32),
     x_k=x0,
     lam=jnp.zeros(4, dtype).at[0].set(1.0),
@@ -336,11 +336,11 @@ def _gjk(pp: _Pass, g1, g2, verts1, verts2, iterations, tolerance, noise=None):
   s = lax.fori_loop(0, iterations, body, init)
   # the final separating-plane test; it decides contact in intersection mode only (the core
   # pass in distance mode reports its distance whatever it finds)
-  xx = _dot(s.x_k, s.x_k)
-  xn = s.x_k * (1.0 / jnp.sqrt(_safe(xx, xx < _MINVAL2)))
-  apart = ~pp.get_dist & ~s.proven & (s.n < 4) & (s.x_norm >= _MINVAL) & (
-    _dot(s.x_k, sup(-xn).vert) > 0)
+  xx = dot(s.x_k, s.x_k)
+  xn = s.x_k * (1.0 / jnp.sqrt(ones_where(xx, xx < MINVAL2)))
+  apart = ~pp.get_dist & ~s.proven & (s.n < 4) & (s.x_norm >= MINVAL) & (
+    dot(s.x_k, sup(-xn).vert) > 0)
   s = s._replace(nocontact=s.nocontact | apart)
-  x1 = jnp.where(s.n > 0, _lincomb(s.lam, s.n, s.simplex.vert1), g1.pos)
-  x2 = jnp.where(s.n > 0, _lincomb(s.lam, s.n, s.simplex.vert2), g2.pos)
+  x1 = jnp.where(s.n > 0, lincomb(s.lam, s.n, s.simplex.vert1), g1.pos)
+  x2 = jnp.where(s.n > 0, lincomb(s.lam, s.n, s.simplex.vert2), g2.pos)
   return s.x_norm, x1, x2, jnp.where(s.nocontact, 0, s.n), s.simplex, s.lam, s.nocontact

@@ -12,12 +12,12 @@ import jax.numpy as jnp
 
 from jaxmj import math
 from jaxmj.collision.primitive import GeomFrame
+from jaxmj.constants import MINVAL
 from jaxmj.types import GeomType
 
-_MINVAL = 1e-15  # mjMINVAL
-_MINVAL2 = _MINVAL * _MINVAL
+MINVAL2 = MINVAL * MINVAL
 # float32: the search's "exactly zero / coplanar / converged" tests use this many units of
-# rounding noise (eps x the pair's coordinate scale) instead of mjMINVAL, see _noise
+# rounding noise (eps x the pair's coordinate scale) instead of mjMINVAL, see rounding_noise
 _NOISE_K = 8.0
 
 
@@ -45,13 +45,13 @@ def fusion_free(z):
     _GUARD.pop()
 
 
-def _mul(a, b):
+def mul(a, b):
   """a * b, kept out of fused multiply-adds while the search is traced (fusion_free)."""
   return math.nofma(a * b, _GUARD[-1])
 
 
-def _dot(a, b):
-  p = _mul(a, b)
+def dot(a, b):
+  p = mul(a, b)
   return p[..., 0] + p[..., 1] + p[..., 2]
 
 
@@ -59,23 +59,23 @@ _I120 = (1, 2, 0)
 _I201 = (2, 0, 1)
 
 
-def _cross(a, b):
-  return _mul(a[..., _I120], b[..., _I201]) - _mul(a[..., _I201], b[..., _I120])
+def cross(a, b):
+  return mul(a[..., _I120], b[..., _I201]) - mul(a[..., _I201], b[..., _I120])
 
 
-def _det3(a, b, c):
-  return _dot(a, _cross(b, c))
+def det3(a, b, c):
+  return dot(a, cross(b, c))
 
 
-def _mat_t_vec(m, v):
-  return _mul(m[0], v[0]) + _mul(m[1], v[1]) + _mul(m[2], v[2])
+def mat_t_vec(m, v):
+  return mul(m[0], v[0]) + mul(m[1], v[1]) + mul(m[2], v[2])
 
 
-def _mat_vec(m, v):
-  return _mul(m[:, 0], v[0]) + _mul(m[:, 1], v[1]) + _mul(m[:, 2], v[2])
+def mat_vec(m, v):
+  return mul(m[:, 0], v[0]) + mul(m[:, 1], v[1]) + mul(m[:, 2], v[2])
 
 
-def _div3(v, s):
+def div3(v, s):
   """v / s for (..., 3) v and (...) s, each component divided on its own.
 
   XLA rewrites a division by a broadcast, v / s[..., None], into v * (1 / s) (measured on
@@ -84,25 +84,25 @@ def _div3(v, s):
   return jnp.stack([v[..., 0] / s, v[..., 1] / s, v[..., 2] / s], axis=-1)
 
 
-def _safe(x, bad):
+def ones_where(x, bad):
   """x with the entries where `bad` holds replaced by 1 (for guarded divisions)."""
   return jnp.where(bad, jnp.ones_like(x), x)
 
 
-def _normalize3(v):
+def normalize3(v):
   """mju_normalize3: v/|v|, or (1, 0, 0) when |v| < mjMINVAL. Gradient-safe."""
-  sq = _dot(v, v)
-  tiny = sq < _MINVAL2
-  n = jnp.sqrt(_safe(sq, tiny))
+  sq = dot(v, v)
+  tiny = sq < MINVAL2
+  n = jnp.sqrt(ones_where(sq, tiny))
   ex = jnp.zeros_like(v).at[..., 0].set(1.0)
   return jnp.where(tiny[..., None], ex, v / n[..., None])
 
 
-def _same_sign(a, b):
+def same_sign(a, b):
   return ((a > 0) & (b > 0)) | ((a < 0) & (b < 0))
 
 
-def _noise(g1: GeomFrame, g2: GeomFrame, verts1, verts2, margin):
+def rounding_noise(g1: GeomFrame, g2: GeomFrame, verts1, verts2, margin):
   """Rounding noise of the search's coordinates for dtypes narrower than float64, else None.
 
   MuJoCo's exact tests (mjMINVAL = 1e-15: the origin on a simplex or face, a support on the
@@ -129,7 +129,7 @@ def _noise(g1: GeomFrame, g2: GeomFrame, verts1, verts2, margin):
   return _NOISE_K * jnp.finfo(dtype).eps * scale
 
 
-def _at_least(threshold, noise):
+def at_least(threshold, noise):
   """max(threshold, noise), or threshold itself when noise is None (float64)."""
   return threshold if noise is None else jnp.maximum(threshold, noise)
 
@@ -137,10 +137,10 @@ def _at_least(threshold, noise):
 # --------------------------------------------------------------------------------------------
 # support functions; geom kinds are traced int codes so one compiled function serves all pairs
 
-_POINT = 100  # sphere core
-_LINE = 101  # capsule core
-_SPHERE, _CAPSULE, _ELLIPSOID = int(GeomType.SPHERE), int(GeomType.CAPSULE), int(GeomType.ELLIPSOID)
-_CYLINDER, _BOX, _MESH = int(GeomType.CYLINDER), int(GeomType.BOX), int(GeomType.MESH)
+POINT = 100  # sphere core
+LINE = 101  # capsule core
+SPHERE, CAPSULE, ELLIPSOID = int(GeomType.SPHERE), int(GeomType.CAPSULE), int(GeomType.ELLIPSOID)
+CYLINDER, BOX, MESH = int(GeomType.CYLINDER), int(GeomType.BOX), int(GeomType.MESH)
 # heightfield prism (collision/hfield.py): 6 vertices passed like a mesh's, but as points of
 # the frame the search runs in (the geom frame's pos is only the centre GJK starts from). MuJoCo
 # 4.0's ccd counts it as polyhedral (exact EPA termination against boxes and meshes) but its
@@ -149,44 +149,44 @@ _CYLINDER, _BOX, _MESH = int(GeomType.CYLINDER), int(GeomType.BOX), int(GeomType
 PRISM = 102
 
 
-def _support(code, g: GeomFrame, verts, d):
+def support(code, g: GeomFrame, verts, d):
   """Support point of one geom in unit direction d (global); returns (point, vertex index).
 
-  code: GeomType value (sphere .. mesh) or _POINT / _LINE for the sphere / capsule cores.
+  code: GeomType value (sphere .. mesh) or POINT / LINE for the sphere / capsule cores.
   verts: (V, 3) vertex array in the geom frame for meshes, else None.
   """
-  ld = _mat_t_vec(g.mat, d)
+  ld = mat_t_vec(g.mat, d)
   zero = jnp.zeros_like(ld[0])
   h = jnp.where(ld[2] >= 0, g.size[1], -g.size[1])
   t_line = jnp.stack([zero, zero, h])
-  t_cap = _mul(ld, g.size[0]) + t_line
+  t_cap = mul(ld, g.size[0]) + t_line
   te = ld * g.size
-  n2 = _dot(te, te)
-  small = n2 < _MINVAL2
-  inv = 1.0 / jnp.sqrt(_safe(n2, small))
+  n2 = dot(te, te)
+  small = n2 < MINVAL2
+  inv = 1.0 / jnp.sqrt(ones_where(n2, small))
   t_ell = jnp.where(small, jnp.stack([g.size[0], zero, zero]), te * (inv * g.size))
-  n2c = _mul(ld[0], ld[0]) + _mul(ld[1], ld[1])
-  ok = n2c >= _MINVAL2
-  scl = jnp.where(ok, g.size[0] / jnp.sqrt(_safe(n2c, ~ok)), 0.0)
+  n2c = mul(ld[0], ld[0]) + mul(ld[1], ld[1])
+  ok = n2c >= MINVAL2
+  scl = jnp.where(ok, g.size[0] / jnp.sqrt(ones_where(n2c, ~ok)), 0.0)
   t_cyl = jnp.stack([scl * ld[0], scl * ld[1], h])
   t_box = jnp.where(ld >= 0, g.size, -g.size)
   i_box = (jnp.where(t_box[0] > 0, 1, 0) + jnp.where(t_box[1] > 0, 2, 0)
            + jnp.where(t_box[2] > 0, 4, 0)).astype(jnp.int32)
-  t = jnp.where(code == _LINE, t_line, jnp.where(code == _CAPSULE, t_cap, jnp.where(
-    code == _ELLIPSOID, t_ell, jnp.where(code == _CYLINDER, t_cyl, t_box))))
-  idx = jnp.where(code == _BOX, i_box, -1).astype(jnp.int32)
+  t = jnp.where(code == LINE, t_line, jnp.where(code == CAPSULE, t_cap, jnp.where(
+    code == ELLIPSOID, t_ell, jnp.where(code == CYLINDER, t_cyl, t_box))))
+  idx = jnp.where(code == BOX, i_box, -1).astype(jnp.int32)
   if verts is not None:
-    dots = _mul(verts[:, 0], ld[0]) + _mul(verts[:, 1], ld[1]) + _mul(verts[:, 2], ld[2])
+    dots = mul(verts[:, 0], ld[0]) + mul(verts[:, 1], ld[1]) + mul(verts[:, 2], ld[2])
     i_mesh = jnp.argmax(dots).astype(jnp.int32)
-    t = jnp.where((code == _MESH) | (code == PRISM), verts[i_mesh], t)
-    idx = jnp.where(code == _MESH, i_mesh, idx)
-  p = _mat_vec(g.mat, t) + g.pos
-  p = jnp.where(code == _SPHERE, _mul(g.size[0], d) + g.pos, jnp.where(code == _POINT, g.pos, p))
+    t = jnp.where((code == MESH) | (code == PRISM), verts[i_mesh], t)
+    idx = jnp.where(code == MESH, i_mesh, idx)
+  p = mat_vec(g.mat, t) + g.pos
+  p = jnp.where(code == SPHERE, mul(g.size[0], d) + g.pos, jnp.where(code == POINT, g.pos, p))
   p = jnp.where(code == PRISM, t, p)  # prism vertices are given in the common frame
   return p, idx
 
 
-class _Vtx(NamedTuple):
+class Vertex(NamedTuple):
   """Vertex of the Minkowski difference: support points on both geoms and the direction."""
 
   vert: jax.Array  # vert1 - vert2
@@ -197,71 +197,71 @@ class _Vtx(NamedTuple):
   index2: jax.Array
 
 
-def _pair_support(code1, g1, verts1, half1, code2, g2, verts2, half2):
+def pair_support(code1, g1, verts1, half1, code2, g2, verts2, half2):
   """S_{A-B}(d) with geom i inflated by half_i along the support direction."""
 
   def sup(d):
     dn = -d
-    p1, i1 = _support(code1, g1, verts1, d)
-    p2, i2 = _support(code2, g2, verts2, dn)
-    p1 = p1 + _mul(d, half1)
-    p2 = p2 + _mul(dn, half2)
-    return _Vtx(p1 - p2, p1, p2, d, i1, i2)
+    p1, i1 = support(code1, g1, verts1, d)
+    p2, i2 = support(code2, g2, verts2, dn)
+    p1 = p1 + mul(d, half1)
+    p2 = p2 + mul(dn, half2)
+    return Vertex(p1 - p2, p1, p2, d, i1, i2)
 
   return sup
 
 
-def _tree_set(tree, i, leaf):
+def tree_set(tree, i, leaf):
   return jax.tree.map(lambda a, b: a.at[i].set(b), tree, leaf)
 
 
-def _tree_get(tree, i):
+def tree_get(tree, i):
   return jax.tree.map(lambda a: a[i], tree)
 
 
-def _tree_where(c, a, b):
+def tree_where(c, a, b):
   def sel(x, y):
     return jnp.where(jnp.reshape(c, c.shape + (1,) * (x.ndim - c.ndim)), x, y)
 
   return jax.tree.map(sel, a, b)
 
 
-def _vtx_zeros(n, dtype):
+def vertex_zeros(n, dtype):
   z = jnp.zeros((n, 3), dtype)
   i = jnp.full((n,), -1, jnp.int32)
-  return _Vtx(z, z, z, z, i, i)
+  return Vertex(z, z, z, z, i, i)
 
 
 # --------------------------------------------------------------------------------------------
 # projections of the origin (GJK's iterate, EPA's faces)
 
 
-def _project_origin_line(v1, v2):
+def project_origin_line(v1, v2):
   diff = v2 - v1
-  dd = _dot(diff, diff)
-  scl = -(_dot(v2, diff) / _safe(dd, dd == 0))
-  return v2 + _mul(scl[..., None], diff)
+  dd = dot(diff, diff)
+  scl = -(dot(v2, diff) / ones_where(dd, dd == 0))
+  return v2 + mul(scl[..., None], diff)
 
 
-def _project_origin_plane(v1, v2, v3):
+def project_origin_plane(v1, v2, v3):
   """Projection of the origin on the plane (v1, v2, v3); (point, failed). Batched on (..., 3)."""
   d21 = v2 - v1
   d31 = v3 - v1
   d32 = v3 - v2
-  n1 = _cross(d32, d21)
-  nv1 = _dot(n1, v2)
-  nn1 = _dot(n1, n1)
-  n2 = _cross(d21, d31)
-  nv2 = _dot(n2, v1)
-  nn2 = _dot(n2, n2)
-  n3 = _cross(d31, d32)
-  nv3 = _dot(n3, v3)
-  nn3 = _dot(n3, n3)
-  ok1 = (nv1 != 0) & (nn1 > _MINVAL)
-  ok2 = (nv2 != 0) & (nn2 > _MINVAL)
+  n1 = cross(d32, d21)
+  nv1 = dot(n1, v2)
+  nn1 = dot(n1, n1)
+  n2 = cross(d21, d31)
+  nv2 = dot(n2, v1)
+  nn2 = dot(n2, n2)
+  n3 = cross(d31, d32)
+  nv3 = dot(n3, v3)
+  nn3 = dot(n3, n3)
+  ok1 = (nv1 != 0) & (nn1 > MINVAL)
+  ok2 = (nv2 != 0) & (nn2 > MINVAL)
   fail = (nn1 == 0) | (~ok1 & (nn2 == 0)) | (~ok1 & ~ok2 & (nn3 == 0))
-  r1 = n1 * (nv1 / _safe(nn1, nn1 == 0))[..., None]
-  r2 = n2 * (nv2 / _safe(nn2, nn2 == 0))[..., None]
-  r3 = n3 * (nv3 / _safe(nn3, nn3 == 0))[..., None]
+  r1 = n1 * (nv1 / ones_where(nn1, nn1 == 0))[..., None]
+  r2 = n2 * (nv2 / ones_where(nn2, nn2 == 0))[..., None]
+  r3 = n3 * (nv3 / ones_where(nn3, nn3 == 0))[..., None]
   res = jnp.where(ok1[..., None], r1, jnp.where(ok2[..., None], r2, r3))
   return jnp.where(fail[..., None], jnp.zeros_like(res), res), fail

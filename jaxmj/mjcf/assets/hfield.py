@@ -14,7 +14,7 @@ import struct
 
 import numpy as np
 
-_EPS = 1e-14  # mjEPS
+from jaxmj.constants import EPS
 
 
 class HFieldError(ValueError):
@@ -69,6 +69,6 @@ def build(size, nrow: int, ncol: int, elevation, file_data: bytes | None, is_png
       grid = np.asarray(elevation, np.float32).reshape(nrow, ncol)[::-1]
   lo, hi = grid.min(), grid.max()
   grid = grid - lo
-  if hi - lo > _EPS:
+  if hi - lo > EPS:
     grid = grid / (hi - lo)
   return size, grid.shape[0], grid.shape[1], np.ascontiguousarray(grid, np.float32).ravel()

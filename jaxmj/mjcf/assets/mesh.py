@@ -17,10 +17,10 @@ import struct
 
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.mjcf.assets import meshpoly, qhull
 from jaxmj.mjcf.compile import frames, inertia
 
-MINVAL = 1e-15  # mjMINVAL
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 
 

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
+from jaxmj.constants import EPS, MINVAL
+
 KINDS = ("grid", "box", "cylinder", "ellipsoid", "square", "disc")
-_MINVAL = 1e-15  # mjMINVAL
-_EPS = 1e-14  # mjEPS
 
 
 class GridError(ValueError):
@@ -26,7 +26,7 @@ class GridError(ValueError):
 def _normalize(p: list, n: int) -> None:
   """mjuu_normvec on the first n entries (left alone when shorter than mjMINVAL)."""
   nrm = math.sqrt(sum(p[i] * p[i] for i in range(n)))
-  if nrm >= _MINVAL:
+  if nrm >= MINVAL:
     for i in range(n):
       p[i] /= nrm
 
@@ -43,7 +43,7 @@ def _grid(count, spacing, dim: int, disc: bool = False):
         pts.append([pos[0], pos[1], 0.0])
         quad = [[0, 1, 2], [0, 2, 3]]
         # the disc flips the diagonal in two quadrants so the projection stays symmetric
-        if disc and ((pos[0] < -_EPS < pos[1]) or (pos[0] > -_EPS > pos[1])):
+        if disc and ((pos[0] < -EPS < pos[1]) or (pos[0] > -EPS > pos[1])):
           quad = [[0, 1, 3], [1, 2, 3]]
         if ix < nx - 1 and iy < ny - 1:
           v = [nz * ny * ix + nz * iy, nz * ny * (ix + 1) + nz * iy,

@@ -28,8 +28,9 @@ import struct
 
 import numpy as np
 
+from jaxmj.constants import MINVAL
+
 _ANGLE_TOL = 0.01  # rad, bucket size of the normal directions merged into one polygon
-_MINVAL = 1e-15  # mjMINVAL
 
 
 def _round(x: float) -> float:
@@ -46,7 +47,7 @@ def _key(a, b, c) -> tuple[float, float] | None:
   n = (ab[1] * ac[2] - ab[2] * ac[1], ab[2] * ac[0] - ab[0] * ac[2],
        ab[0] * ac[1] - ab[1] * ac[0])
   nrm = math.sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2])
-  if nrm < _MINVAL:
+  if nrm < MINVAL:
     return None
   x, y, z = (c / nrm + 0.0 for c in n)  # + 0.0: atan2 sees +0 for -0
   if abs(z) > 1.0 - 1e-7:
@@ -230,7 +231,7 @@ def _newell(pts) -> tuple[float, float, float]:
     y += (az - bz) * (ax + bx)
     z += (ax - bx) * (ay + by)
   nrm = math.sqrt(x * x + y * y + z * z)
-  return (1.0, 0.0, 0.0) if nrm < _MINVAL else (x / nrm, y / nrm, z / nrm)
+  return (1.0, 0.0, 0.0) if nrm < MINVAL else (x / nrm, y / nrm, z / nrm)
 
 
 def normals(vert: np.ndarray, paths: list[list[int]]) -> np.ndarray:

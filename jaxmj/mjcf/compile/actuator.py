@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.mjcf.compile import actuator_checks as checks
 from jaxmj.mjcf.compile import engine0, frames, motor, orientation, setconst
 from jaxmj.mjcf.errors import MJCFError
@@ -26,7 +27,6 @@ from jaxmj.mjcf.spec import schema
 from jaxmj.mjcf.spec.parse import Node, overlay
 from jaxmj.types import BiasType, DynType, GainType, JointType, TrnType
 
-_MINVAL = 1e-15
 _PRISTINE = {k: v for k, (_, v) in schema.ATTRS["general"].items()}
 # What a shortcut resets when its class spec was last written by another shortcut.
 _SHORTCUT_OWNED = ("dyntype", "dynprm", "gaintype", "gainprm", "biastype", "biasprm",
@@ -467,12 +467,12 @@ def actuator_constants(f: dict, root: Node) -> dict:
   nu = f.get("nactuator", 0)
   if not nu:
     return {}
-  s = setconst._Qpos0(f)
+  s = setconst.Qpos0(f)
   lengths, moments = np.zeros(f["nout"]), np.zeros((f["nout"], len(s.cdof)))
   for i in range(nu):
     out = slice(f["actuator_outadr"][i], f["actuator_outadr"][i] + f["actuator_outnum"][i])
     lengths[out], moments[out] = _transmission0(f, s, i)
-  inv = setconst._solve(s.qld, s.ancestors, moments.T).T if len(s.cdof) else moments
+  inv = setconst.solve(s.qld, s.ancestors, moments.T).T if len(s.cdof) else moments
   acc0 = np.sqrt(engine0.dot(inv.T, inv.T))  # mju_norm's order of the sum
   biasprm = np.array(f["actuator_biasprm"], float)
   gainprm = f["actuator_gainprm"]
@@ -485,7 +485,7 @@ def actuator_constants(f: dict, root: Node) -> dict:
       # reflected mass (J M^-1 J')^-1 at qpos0, over several outputs the inverse of the mean
       # J_k M^-1 J_k'; kp is -biasprm[1] (= gainprm[0] for servos)
       adr, n = f["actuator_outadr"][i], f["actuator_outnum"][i]
-      mass = 1 / max(_MINVAL, float(np.mean(np.sum(moments[adr:adr + n] * inv[adr:adr + n],
+      mass = 1 / max(MINVAL, float(np.mean(np.sum(moments[adr:adr + n] * inv[adr:adr + n],
                                                    axis=1))))
       biasprm[i, 2] = -2 * ratio * np.sqrt(-biasprm[i, 1] * mass)
   out = dict(actuator_length0=lengths, actuator_acc0=acc0, actuator_biasprm=biasprm)
@@ -493,19 +493,6 @@ def actuator_constants(f: dict, root: Node) -> dict:
   if pending:
     out["_lengthrange_pending"] = (pending, lengthrange_options(root))
   return out
-
-
-def _site_frame(f: dict, s, site: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """Global position (3,), rotation matrix (3, 3) and quaternion (4,) of a site at qpos0;
-  position and matrix as mj_kinematics rounds them (copied from the body's frames where the
-  compiler found them to coincide)."""
-  one = slice(site, site + 1)
-  b = np.asarray(f["site_bodyid"])[one]
-  same = np.asarray(f["site_sameframe"])[one] if "site_sameframe" in f else None
-  pos, mat = engine0.local_to_global(s.kin, b, np.reshape(f["site_pos"], (-1, 3))[one],
-                                     np.reshape(f["site_quat"], (-1, 4))[one], same)
-  quat = frames.quat_mul(s.kin["xquat"][b[0]], np.asarray(f["site_quat"][site], float))
-  return pos[0], mat[0], quat
 
 
 def _transmission0(f: dict, s, i: int) -> tuple[float, np.ndarray]:
@@ -554,7 +541,7 @@ def _tendon0(f: dict, s, t: int) -> tuple[float, np.ndarray]:
     length = float(prms @ np.asarray(f["qpos0"], float)[qa])
   elif np.all(np.isin(types, (setconst.WRAP_SITE, setconst.WRAP_PULLEY))):
     length, divisor = 0.0, 1.0
-    pos = {k: _site_frame(f, s, int(k))[0] for k in ids[types == setconst.WRAP_SITE]}
+    pos = {k: engine0.site_frame(f, s, int(k))[0] for k in ids[types == setconst.WRAP_SITE]}
     for k in range(num - 1):
       if types[k] == setconst.WRAP_PULLEY:
         divisor = prms[k]
@@ -567,11 +554,11 @@ def _tendon0(f: dict, s, t: int) -> tuple[float, np.ndarray]:
 
 
 def _site0(f: dict, s, site: int, ref: int, gear: np.ndarray) -> tuple[float, np.ndarray]:
-  pos, mat, _ = _site_frame(f, s, site)
+  pos, mat, _ = engine0.site_frame(f, s, site)
   jac = s.point_jacobian(int(f["site_bodyid"][site]), pos)
   if ref < 0:
     return 0.0, engine0.site_moment(jac, mat, gear)
-  rpos, rmat, _ = _site_frame(f, s, ref)
+  rpos, rmat, _ = engine0.site_frame(f, s, ref)
   rjac = s.point_jacobian(int(f["site_bodyid"][ref]), rpos)
   common = _common_dofs(f, site, ref)
   length, moment = 0.0, np.zeros(len(s.cdof))
@@ -623,8 +610,8 @@ def _common_dofs(f: dict, site: int, ref: int) -> list[int]:
 
 
 def _slidercrank0(f, s, crank: int, slider: int, gear: float, rod: float):
-  cpos = _site_frame(f, s, crank)[0]
-  spos, smat, _ = _site_frame(f, s, slider)
+  cpos = engine0.site_frame(f, s, crank)[0]
+  spos, smat, _ = engine0.site_frame(f, s, slider)
   sjac = s.point_jacobian(int(f["site_bodyid"][slider]), spos)
   cjac = s.point_jacobian(int(f["site_bodyid"][crank]), cpos)
   length, moment = engine0.slider_crank(cpos.tolist(), spos.tolist(), smat[:, 2].tolist(),

@@ -9,6 +9,7 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constants import EPS, MINVAL
 from jaxmj.mjcf.assets import asset, hfieldgrid
 from jaxmj.mjcf.compile import (
   actuator,
@@ -47,8 +48,6 @@ from jaxmj.types import (
   Solver,
 )
 
-MINVAL = 1e-15
-_EPS = 1e-14  # mjEPS
 _IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 
 
@@ -526,7 +525,7 @@ def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
     # single massive one keeps that geom's frame and unsorted moments. Without any such
     # geom the values above stand, even with inertiafromgeom="true".
     gs = [g for g in range(adr, adr + num) if lo <= f["geom_group"][g] <= hi
-          and f["geom_type"][g] != GeomType.PLANE and gmass[g] > _EPS]
+          and f["geom_type"][g] != GeomType.PLANE and gmass[g] > EPS]
     if gs:
       mass[b], ipos[b], inert[b], iquat[b] = inertia.combine(
         gmass[gs], f["geom_pos"][gs], f["geom_quat"][gs],

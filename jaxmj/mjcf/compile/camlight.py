@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.mjcf.compile import engine0, frames, setconst, visual
 from jaxmj.mjcf.spec.parse import Node
 
@@ -16,7 +17,6 @@ MODES = ("fixed", "track", "trackcom", "targetbody", "targetbodycom")
 LIGHT_TYPES = ("spot", "directional", "point", "image")
 # mjtCamOutBit: the keywords of camera 'output'.
 OUTPUT_BITS = {"rgb": 1, "depth": 2, "distance": 4, "normal": 8, "segmentation": 16}
-_MINVAL = 1e-15
 
 
 def placed(node: Node, vals: dict, compiler: dict, fpos, fquat) -> tuple:
@@ -28,7 +28,7 @@ def placed(node: Node, vals: dict, compiler: dict, fpos, fquat) -> tuple:
   if node.tag == "camera":
     return (node, vals, *frames.placed(fpos, fquat, pos,
                                        frames.orientation(vals, compiler, node, False)))
-  if frames.normvec([float(x) for x in vals["dir"]])[1] < _MINVAL:
+  if frames.normvec([float(x) for x in vals["dir"]])[1] < MINVAL:
     raise node.error("zero direction in light", "dir")
   return (node, vals, np.asarray(fpos, float), np.asarray(fquat, float), pos,
           [float(x) for x in vals["dir"]])
@@ -169,7 +169,7 @@ def compile_camlights(root: Node, bodies, f: dict) -> dict:
   znear = visual.compile_visual(root).map["znear"]
   out = {**_cameras(bodies, body_ids, znear), **_lights(root, bodies, body_ids)}
   # mj_camlight at qpos0 with every mode fixed: cameras and lights composed on their bodies
-  kin = setconst._kinematics(f, np.asarray(f["qpos0"], float))
+  kin = setconst.kinematics(f, np.asarray(f["qpos0"], float))
   com = engine0.subtree_com(f, kin)
   xpos = kin["xpos"]
   cb, lb = out["cam_bodyid"], out["light_bodyid"]

@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 
 from jaxmj.mjcf.spec.parse import Node
+from jaxmj.names import name2id
 from jaxmj.types import ObjType
 
 _KINDS = ("numeric", "text", "tuple")
@@ -103,7 +104,6 @@ def resolve(model, elements: list[Node]):
   """The Model with tuple_objid filled from the tuple elements' object names."""
   if not elements:
     return model
-  from jaxmj.names import name2id
 
   ids = []
   for el, t in zip(elements, model.tuple_objtype):

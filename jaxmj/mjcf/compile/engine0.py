@@ -20,7 +20,9 @@ import math
 
 import numpy as np
 
-MINVAL = 1e-15
+from jaxmj.constants import MINVAL
+from jaxmj.mjcf.compile import frames
+
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 SAMEFRAME_NONE, SAMEFRAME_BODY, SAMEFRAME_INERTIA = 0, 1, 2
 SAMEFRAME_BODYROT, SAMEFRAME_INERTIAROT = 3, 4
@@ -467,3 +469,16 @@ def slider_crank(cpos, spos, axis, rod: float, cjac: np.ndarray, sjac: np.ndarra
   for k in range(3):
     moment = moment + (dlda[k] * jaca[k] + dldv[k] * jac[k])
   return length, moment
+
+
+def site_frame(f: dict, s, site: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """Global position (3,), rotation matrix (3, 3) and quaternion (4,) of a site at qpos0;
+  position and matrix as mj_kinematics rounds them (copied from the body's frames where the
+  compiler found them to coincide)."""
+  one = slice(site, site + 1)
+  b = np.asarray(f["site_bodyid"])[one]
+  same = np.asarray(f["site_sameframe"])[one] if "site_sameframe" in f else None
+  pos, mat = local_to_global(s.kin, b, np.reshape(f["site_pos"], (-1, 3))[one],
+                                     np.reshape(f["site_quat"], (-1, 4))[one], same)
+  quat = frames.quat_mul(s.kin["xquat"][b[0]], np.asarray(f["site_quat"][site], float))
+  return pos[0], mat[0], quat

@@ -127,7 +127,7 @@ def compile_equality(root: Node, bodies, defaults: Defaults, f: dict) -> dict:
       raise sec.error(f"unknown attribute '{name}'", name)
     nodes += sec.children
   ids = _ids(bodies, f)
-  kin = setconst._kinematics(f, np.asarray(f["qpos0"], float)) if nodes else None
+  kin = setconst.kinematics(f, np.asarray(f["qpos0"], float)) if nodes else None
   rows = []
   seen = set()
   for node in nodes:

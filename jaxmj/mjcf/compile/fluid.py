@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmj.types import GeomType
+from jaxmj.smooth.fluid import semi_axes
 
 NFLUID = 12  # mjNFLUID
 _EPS = 1e-6  # mjEPS
@@ -32,18 +32,6 @@ _KRONROD_D = np.array([
   0.23985243401862602, 0.6868318249020725, 1.8551129519182894, 5.0, 14.060031152313941,
   43.28941239611009, 156.58546376397112, 747.9826085305024, 5827.4042950027115,
   116754.0197944512, 25482945.327264845])
-
-
-def semi_axes(gtype: np.ndarray, size, xp=np):
-  """mju_geomSemiAxes for every geom: (ngeom, 3) from geom_type (ngeom,) and geom_size
-  (ngeom, 3); xp is numpy here and jax.numpy at run time."""
-  s0, s1, s2 = size[:, 0], size[:, 1], size[:, 2]
-  sphere = gtype == GeomType.SPHERE
-  capsule = gtype == GeomType.CAPSULE
-  cylinder = gtype == GeomType.CYLINDER
-  round_ = sphere | capsule | cylinder
-  ax2 = xp.where(sphere, s0, xp.where(capsule, s0 + s1, xp.where(cylinder, s1, s2)))
-  return xp.stack([s0, xp.where(round_, s0, s1), ax2], axis=-1)
 
 
 def _kappa(dx: float, dy: float, dz: float) -> float:

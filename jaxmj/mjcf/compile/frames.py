@@ -14,10 +14,9 @@ import math
 
 import numpy as np
 
+from jaxmj.constants import EPS, MINVAL
 from jaxmj.mjcf.errors import MJCFError
 
-MINVAL = 1e-15
-EPS = 1e-14  # mjEPS
 _AXES = {"x": 0, "y": 1, "z": 2}
 
 

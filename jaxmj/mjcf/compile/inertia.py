@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.mjcf.compile import frames
 from jaxmj.types import GeomType
 
@@ -169,7 +170,7 @@ def combine(masses, positions, quats, inertias,
   for m, p in zip(masses, positions):
     total += m
     com = [com[k] + m * float(p[k]) for k in range(3)]
-  if total < frames.MINVAL:
+  if total < MINVAL:
     return 0.0, np.zeros(3), np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
   com = [c / total for c in com]
   full = [0.0] * 6

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxmj.mjcf.compile import engine0, frames
 from jaxmj.mjcf.spec.parse import Node
 from jaxmj.types import DynType, JointType, TrnType
 
@@ -109,8 +110,6 @@ def _rotation_vector(q: np.ndarray) -> np.ndarray:
 def transmission0(f: dict, s, tid: int, ref: int) -> tuple[np.ndarray, np.ndarray]:
   """(length (3,), moment (3, nv)) at qpos0: the joint's rotation vector and the identity on
   its dofs, or log(qr^-1 qs) of the two sites and S' (jacr_site - jacr_refsite)."""
-  from jaxmj.mjcf.compile import actuator, frames
-
   nv = len(s.cdof)
   if ref < 0:
     da, qa = f["jnt_dofadr"][tid], f["jnt_qposadr"][tid]
@@ -118,8 +117,8 @@ def transmission0(f: dict, s, tid: int, ref: int) -> tuple[np.ndarray, np.ndarra
     moment[:, da:da + 3] = np.eye(3)
     return _rotation_vector(frames.normalize_quat(np.asarray(f["qpos0"], float)[qa:qa + 4])), \
         moment
-  pos, mat, quat = actuator._site_frame(f, s, tid)
-  rpos, _, rquat = actuator._site_frame(f, s, ref)
+  pos, mat, quat = engine0.site_frame(f, s, tid)
+  rpos, _, rquat = engine0.site_frame(f, s, ref)
   jac = s.point_jacobian(int(f["site_bodyid"][tid]), pos)[3:]
   rjac = s.point_jacobian(int(f["site_bodyid"][ref]), rpos)[3:]
   rel = frames.quat_mul(rquat * np.array([1.0, -1, -1, -1]), quat)

@@ -11,6 +11,7 @@ import numpy as np
 
 from jaxmj.mjcf.spec import schema
 from jaxmj.mjcf.spec.parse import Node
+from jaxmj.sensor.driver import SUPPORTED
 from jaxmj.types import DisableBit, JointType, ObjType, SensorType, Stage
 
 REAL, POSITIVE, AXIS, QUATERNION = 0, 1, 2, 3  # mjtDataType
@@ -322,8 +323,6 @@ def names(f: dict) -> list[str]:
 
 def unsupported(f: dict) -> list[tuple[str, int]]:
   """(feature, DisableBit.SENSOR) for each compiled sensor feature the runtime lacks."""
-  from jaxmj.sensor import SUPPORTED
-
   bit = int(DisableBit.SENSOR)
   types = sorted(set(int(t) for t in f["sensor_type"]) - {int(t) for t in SUPPORTED})
   return [(f"{SensorType(t).name.lower()} sensors", bit) for t in types]

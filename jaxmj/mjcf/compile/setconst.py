@@ -21,6 +21,7 @@ import functools
 
 import numpy as np
 
+from jaxmj.constants import MAXVAL, MINVAL
 from jaxmj.mjcf.compile import engine0
 
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
@@ -32,8 +33,6 @@ SAMEFRAME_BODYROT, SAMEFRAME_INERTIAROT = 3, 4
 # Frames closer than this are treated as identical (MuJoCo's kFrameEps).
 _FRAME_EPS = 1e-6
 _MJ_EPS = 1e-14
-_MJ_MINVAL = 1e-15
-_MJ_MAXVAL = 1e10
 
 # mjModel.stat as mj_makeModel initialises it; setStat leaves a value alone when the model
 # has nothing to measure it from (no bodies, no dofs, an empty bounding box).
@@ -302,7 +301,7 @@ def _geom_aamm(f: dict, g: int) -> np.ndarray:
     t = int(f["geom_type"][g])
     s = _f64(f["geom_size"]).reshape(-1, 3)[g]
     if t == PLANE:
-        return np.array([-_MJ_MAXVAL] * 3 + [_MJ_MAXVAL, _MJ_MAXVAL, 0.0])
+        return np.array([-MAXVAL] * 3 + [MAXVAL, MAXVAL, 0.0])
     if t == HFIELD:
         h = _f64(f["hfield_size"]).reshape(-1, 4)[f["geom_dataid"][g]]
         return np.array([-h[0], -h[1], -h[3], h[0], h[1], h[2]])
@@ -354,7 +353,7 @@ def _geom_rbound(f: dict) -> np.ndarray:
 # ------------------------------------------------------------------------------------ kinematics
 
 
-def _kinematics(f: dict, qpos: np.ndarray) -> dict:
+def kinematics(f: dict, qpos: np.ndarray) -> dict:
     """Global frames at configuration qpos, bit for bit mj_kinematics (engine0.kinematics).
 
     Returns xpos (nbody, 3), xquat (nbody, 4), xmat (nbody, 3, 3), xipos (nbody, 3),
@@ -365,14 +364,14 @@ def _kinematics(f: dict, qpos: np.ndarray) -> dict:
     return engine0.kinematics(f, qpos)
 
 
-def _attached_xpos(kin: dict, bodyid: np.ndarray, pos: np.ndarray,
+def attached_xpos(kin: dict, bodyid: np.ndarray, pos: np.ndarray,
                    sameframe: np.ndarray | None = None) -> np.ndarray:
     """Global position (n, 3) of points given in their bodies' frames, as mj_local2Global:
     copied from the body's or inertial frame where `sameframe` says they coincide."""
     return engine0.local_to_global(kin, bodyid, pos, None, sameframe)[0]
 
 
-def _attached_xmat(kin: dict, bodyid: np.ndarray, quat: np.ndarray,
+def attached_xmat(kin: dict, bodyid: np.ndarray, quat: np.ndarray,
                    sameframe: np.ndarray | None = None) -> np.ndarray:
     """Global rotation matrices (n, 3, 3) of frames given by quaternions (n, 4) in their
     bodies' frames, as mj_local2Global (copies where `sameframe` says so)."""
@@ -398,21 +397,21 @@ def _dof_armature(f: dict) -> np.ndarray:
     return arm
 
 
-def _solve(qld: np.ndarray, anc: list, rhs: np.ndarray) -> np.ndarray:
-    """M^-1 rhs for rhs of shape (nv, k), from `_Qpos0.qld` (mj_solveM's rounding)."""
+def solve(qld: np.ndarray, anc: list, rhs: np.ndarray) -> np.ndarray:
+    """M^-1 rhs for rhs of shape (nv, k), from `Qpos0.qld` (mj_solveM's rounding)."""
     return engine0.solve(qld, 1 / np.diag(qld), anc, rhs)
 
 
 # -------------------------------------------------------------------------------- mass constants
 
 
-class _Qpos0:
+class Qpos0:
     """Everything mj_setConst evaluates at qpos0, computed once per model."""
 
     def __init__(self, f: dict):
         # derived fields the caller already has (e.g. mesh rbounds) win over recomputed ones
         self.f = {**structure_fields(f), **f}
-        self.kin = _kinematics(self.f, _f64(f["qpos0"]))
+        self.kin = kinematics(self.f, _f64(f["qpos0"]))
         self.com = engine0.subtree_com(self.f, self.kin)
         self.ref = self.com[_i32(self.f["body_rootid"])]
         self.cdof = engine0.cdof(self.f, self.kin, self.com)
@@ -472,7 +471,7 @@ class _Qpos0:
                 jac[f["jnt_dofadr"][j]] += coef
             return jac
         sbody = _i32(f["site_bodyid"])
-        spos = _attached_xpos(self.kin, sbody, _f64(f["site_pos"]).reshape(-1, 3),
+        spos = attached_xpos(self.kin, sbody, _f64(f["site_pos"]).reshape(-1, 3),
                               f.get("site_sameframe"))
         divisor = 1.0
         for k in range(len(types) - 1):
@@ -496,12 +495,12 @@ def mass_constants(f: dict) -> dict:
     Derived fields already in ``f`` (e.g. geom_rbound of mesh geoms) take precedence over
     the ones this module would compute.
     """
-    s = _Qpos0(f)
+    s = Qpos0(f)
     return dict(body_invweight0=_body_invweight0(s), dof_invweight0=_dof_invweight0(s),
                 dof_M0=s.dof_m0, dof_length=_dof_length(s, _body_sizes(s)))
 
 
-def _inverse_weights(s: _Qpos0, jacs: list[np.ndarray]) -> list[np.ndarray]:
+def inverse_weights(s: Qpos0, jacs: list[np.ndarray]) -> list[np.ndarray]:
     """diag(J M^-1 J') for each (k, nv) Jacobian J, all solved in one batch: mj_solveM,
     then each diagonal entry an mju_dot over all nv (mju_mulMatMatT)."""
     if not jacs:
@@ -509,7 +508,7 @@ def _inverse_weights(s: _Qpos0, jacs: list[np.ndarray]) -> list[np.ndarray]:
     if not len(s.cdof):
         return [np.zeros(len(jac)) for jac in jacs]  # mocap bodies of a model with no dofs
     stacked = np.concatenate(jacs)
-    x = _solve(s.qld, s.ancestors, stacked.T)
+    x = solve(s.qld, s.ancestors, stacked.T)
     diag = engine0.dot(stacked.T, x)
     out, row = [], 0
     for jac in jacs:
@@ -522,7 +521,7 @@ def _mean3(a: np.ndarray) -> float:
     return (a[0] + a[1] + a[2]) / 3
 
 
-def _body_invweight0(s: _Qpos0) -> np.ndarray:
+def _body_invweight0(s: Qpos0) -> np.ndarray:
     f = s.f
     out = np.zeros((len(f["body_parentid"]), 2))
     general = []
@@ -531,30 +530,30 @@ def _body_invweight0(s: _Qpos0) -> np.ndarray:
             continue  # welded to the world: immovable
         if f["body_simple"][b] == 2:
             # translation-only diagonal body: the weight is just its inverse mass
-            out[b] = 1 / max(_MJ_MINVAL, f["body_mass"][b]), 0
+            out[b] = 1 / max(MINVAL, f["body_mass"][b]), 0
         else:
             general.append(b)
     jacs = [s.point_jacobian(b, s.kin["xipos"][b]) for b in general]
-    for b, a in zip(general, _inverse_weights(s, jacs), strict=True):
+    for b, a in zip(general, inverse_weights(s, jacs), strict=True):
         out[b] = _mean3(a[:3]), _mean3(a[3:])
     return out
 
 
-def _dof_invweight0(s: _Qpos0) -> np.ndarray:
+def _dof_invweight0(s: Qpos0) -> np.ndarray:
     f = s.f
     nv = len(s.cdof)
     out = np.zeros(nv)
     general = []
     for t, d, b in zip(f["jnt_type"], f["jnt_dofadr"], f["jnt_bodyid"], strict=True):
         if f["body_simple"][b] == 2:
-            out[d] = 1 / max(_MJ_MINVAL, f["body_mass"][b])
+            out[d] = 1 / max(MINVAL, f["body_mass"][b])
         else:
             general.append((int(d), {FREE: 6, BALL: 3}.get(int(t), 1)))
     if not general:
         return out
     # J = rows of the identity: J M^-1 J' is read off the solution (the dot adds zeros)
     cols = [d + k for d, width in general for k in range(width)]
-    x = _solve(s.qld, s.ancestors, np.eye(nv)[:, cols])
+    x = solve(s.qld, s.ancestors, np.eye(nv)[:, cols])
     diag, row = x[cols, np.arange(len(cols))], 0
     for d, width in general:
         a = diag[row:row + width]
@@ -565,13 +564,13 @@ def _dof_invweight0(s: _Qpos0) -> np.ndarray:
     return out
 
 
-def _geom_xpos(s: _Qpos0) -> np.ndarray:
+def _geom_xpos(s: Qpos0) -> np.ndarray:
     f = s.f
-    return _attached_xpos(s.kin, _i32(f["geom_bodyid"]), _f64(f["geom_pos"]).reshape(-1, 3),
+    return attached_xpos(s.kin, _i32(f["geom_bodyid"]), _f64(f["geom_pos"]).reshape(-1, 3),
                           f.get("geom_sameframe"))
 
 
-def _body_sizes(s: _Qpos0) -> np.ndarray:
+def _body_sizes(s: Qpos0) -> np.ndarray:
     """Approximate length of each body (nbody,), as setStat estimates it.
 
     The largest of its com-to-joint distances (own joints and its children's) and its geoms'
@@ -592,7 +591,7 @@ def _body_sizes(s: _Qpos0) -> np.ndarray:
     return size
 
 
-def _dof_length(s: _Qpos0, size: np.ndarray) -> np.ndarray:
+def _dof_length(s: Qpos0, size: np.ndarray) -> np.ndarray:
     """dof_length (nv,): 1 for translations, the body size for rotations (m per rad)."""
     f = s.f
     out = np.ones(len(s.cdof))
@@ -613,7 +612,7 @@ def statistics(f: dict) -> dict:
 
     Values the user overrides in MJCF <statistic> are not known here.
     """
-    s = _Qpos0(f)
+    s = Qpos0(f)
     size = _body_sizes(s)
     nbody, nv = len(size), len(s.cdof)
     stat = dict(_STAT_DEFAULTS)
@@ -638,7 +637,7 @@ def statistics(f: dict) -> dict:
     return out
 
 
-def _bounding_box(s: _Qpos0) -> tuple[np.ndarray, np.ndarray]:
+def _bounding_box(s: Qpos0) -> tuple[np.ndarray, np.ndarray]:
     """Box around body frames and coms, joint anchors, sites and geom bounding spheres.
 
     Planes, which have no finite bound, count with a tenth of their extent (0.01 if
@@ -650,7 +649,7 @@ def _bounding_box(s: _Qpos0) -> tuple[np.ndarray, np.ndarray]:
     for g, t in enumerate(_i32(f["geom_type"])):
         if rbound[g] <= 0 and t == PLANE:
             rbound[g] = 0.1 * max(size[g, 0], size[g, 1]) if size[g, :2].any() else 0.01
-    site_xpos = _attached_xpos(s.kin, _i32(f["site_bodyid"]), _f64(f["site_pos"]).reshape(-1, 3),
+    site_xpos = attached_xpos(s.kin, _i32(f["site_bodyid"]), _f64(f["site_pos"]).reshape(-1, 3),
                                f.get("site_sameframe"))
     points = [s.kin["xpos"][1:], s.kin["xipos"][1:], s.kin["xanchor"], site_xpos]
     gxpos = _geom_xpos(s)

@@ -241,15 +241,15 @@ def limit_both(f: dict, kind: str) -> np.ndarray:
 
 
 def _frames(f: dict, kin: dict) -> dict:
-  """site_xpos, geom_xpos, geom_xmat from body frames (setconst._kinematics)."""
+  """site_xpos, geom_xpos, geom_xmat from body frames (setconst.kinematics)."""
   sb, gb = np.asarray(f["site_bodyid"]), np.asarray(f["geom_bodyid"])
   site_pos = np.asarray(f["site_pos"], float).reshape(-1, 3)
   geom_pos = np.asarray(f["geom_pos"], float).reshape(-1, 3)
   gsame = f.get("geom_sameframe")
   return dict(
-    site_xpos=setconst._attached_xpos(kin, sb, site_pos, f.get("site_sameframe")),
-    geom_xpos=setconst._attached_xpos(kin, gb, geom_pos, gsame),
-    geom_xmat=setconst._attached_xmat(kin, gb, np.asarray(f["geom_quat"], float), gsame))
+    site_xpos=setconst.attached_xpos(kin, sb, site_pos, f.get("site_sameframe")),
+    geom_xpos=setconst.attached_xpos(kin, gb, geom_pos, gsame),
+    geom_xmat=setconst.attached_xmat(kin, gb, np.asarray(f["geom_quat"], float), gsame))
 
 
 def _length(f: dict, plan, kin: dict, qpos: np.ndarray):
@@ -273,7 +273,7 @@ def tendon_constants(f: dict) -> dict:
     return out
   view = types.SimpleNamespace(**{k: v for k, v in f.items() if not k.startswith("_")})
   plan = runtime.path_plan(view)
-  s = setconst._Qpos0(f)
+  s = setconst.Qpos0(f)
   length0, geo, x = _length(f, plan, s.kin, np.asarray(f["qpos0"], float))
   jac = np.zeros((n, len(s.cdof)))
   np.add.at(jac, (plan.fix_ten, plan.fix_dadr), np.asarray(f["wrap_prm"])[plan.fix_wrap])
@@ -289,12 +289,12 @@ def tendon_constants(f: dict) -> dict:
   out["tendon_length0"] = length0
   out["_tendon_J0"] = jac  # for actuator_length0 / acc0 (mjcf/actuator.py), wraps included
   out["tendon_invweight0"] = np.array(
-    [w[0] for w in setconst._inverse_weights(s, [row[None] for row in jac])])
+    [w[0] for w in setconst.inverse_weights(s, [row[None] for row in jac])])
   spring = np.asarray(f["tendon_lengthspring"], float).copy()
   auto = (spring[:, 0] == -1) & (spring[:, 1] == -1)
   if np.any(auto):
     qs = np.asarray(f["qpos_spring"], float)
-    kin = setconst._kinematics(s.f, qs)
+    kin = setconst.kinematics(s.f, qs)
     spring[auto] = _length(s.f, plan, kin, qs)[0][auto, None]
   out["tendon_lengthspring"] = spring
   out.update(_trees(f, plan, s.f["body_treeid"]))

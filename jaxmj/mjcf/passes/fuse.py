@@ -19,10 +19,10 @@ import dataclasses
 
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.mjcf.compile import frames, inertia
 from jaxmj.mjcf.spec.parse import Node
 
-_MINVAL = 1e-15
 _BODY_OBJTYPES = ("body", "xbody")
 
 
@@ -83,7 +83,7 @@ def _accumulate(parent: tuple, child: tuple, pos: np.ndarray, quat: np.ndarray) 
   (whose body frame is (pos, quat) in the parent's) rigidly added."""
   cipos, ciquat = frames.compose(pos, quat, child[1], child[3])
   pmass, pipos, pinert, piquat = parent
-  if pmass + child[0] < _MINVAL:
+  if pmass + child[0] < MINVAL:
     return 0.0, np.zeros(3), np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
   # Two parts: combine() diagonalizes the sum (MuJoCo does so even when one mass is zero).
   return inertia.combine([pmass, child[0]], [pipos, cipos], [piquat, ciquat],
@@ -158,11 +158,11 @@ def fuse_static(root: Node, bodies: list, asset_fields: dict):
     p = parent[b]
     if (body.joints or body.mocap or body.name in keep or _kept(body)
         or any(s[0].attrs.get("name") in force_sites for s in body.sites)
-        or (p != 0 and inert[b][0] >= _MINVAL and body.gravcomp != bodies[p].gravcomp)):
+        or (p != 0 and inert[b][0] >= MINVAL and body.gravcomp != bodies[p].gravcomp)):
       i += 1
       continue
     pos, quat = pose[b]
-    if p != 0 and inert[b][0] >= _MINVAL:
+    if p != 0 and inert[b][0] >= MINVAL:
       inert[p] = _accumulate(inert[p], inert[b], pos, quat)
       geom_only[p] = geom_only[p] and geom_only[b]
       resum[p] = True
