@@ -58,7 +58,7 @@ def _constraint_fields(m: Model, dt) -> dict:
   plan = collision_plan(m)
   layout = efc_layout(m, plan["dim"])
   ncon, nefc = plan["ncon"], layout.nefc
-  ni = max(1, m.ntree)  # island slots (jaxmj/island.py)
+  ni = max(1, m.ntree)  # island slots (jaxmj/solver/island.py)
   z = lambda *shape: jnp.zeros(shape, dt)
   contact = Contact(
     dist=z(ncon), pos=z(ncon, 3), frame=z(ncon, 3, 3), includemargin=z(ncon),

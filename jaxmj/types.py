@@ -284,7 +284,7 @@ class DynType(enum.IntEnum):
   FILTER = 2
   FILTEREXACT = 3
   MUSCLE = 4
-  DCMOTOR = 5  # DC motor states: slew, integral, temperature, bristle, current (jaxmj/motor.py)
+  DCMOTOR = 5  # DC motor states: slew, integral, temperature, bristle, current (actuation/motor.py)
   PID = 6  # PID controller states: slew, integral
   USER = 7
 
@@ -296,7 +296,7 @@ class GainType(enum.IntEnum):
   AFFINE = 1
   MUSCLE = 2
   DCMOTOR = 3  # K / R (stateless) or K (current state)
-  SO3 = 4  # geodesic servo of <orientation> (jaxmj/orientation.py)
+  SO3 = 4  # geodesic servo of <orientation> (jaxmj/actuation/orientation.py)
   PID = 5  # setpoint gains of <pid>: kp or kv on the input, ki on the integral
   USER = 6
 
@@ -518,7 +518,7 @@ class Model:
   geom_margin: jax.Array  # (ngeom,)
   geom_gap: jax.Array  # (ngeom,)
 
-  # ---- fluid (ellipsoid model: mjcf/fluid.py compiles, jaxmj/fluid.py runs) ----
+  # ---- fluid (ellipsoid model: mjcf/fluid.py compiles, jaxmj/smooth/fluid.py runs) ----
   # geom_fluid row: interaction flag (1 ellipsoid, 0 none), blunt drag, slender drag, angular
   # drag, Kutta lift, Magnus lift, virtual mass (3), virtual inertia (3), per unit density.
   geom_fluid: jax.Array  # (ngeom, 12)
@@ -535,7 +535,7 @@ class Model:
   site_pos: jax.Array  # (nsite, 3)  in body frame
   site_quat: jax.Array  # (nsite, 4)  in body frame
 
-  # ---- cameras and lights (<camera>, <light>; mjcf/camlight.py, run in jaxmj/camlight.py) ----
+  # ---- cameras and lights (<camera>, <light>; mjcf/camlight.py, run in smooth/camlight.py) ----
   # Visual only. Modes are mjtCamLight: 0 fixed, 1 track, 2 trackcom, 3 targetbody,
   # 4 targetbodycom. Poses in the owning body's frame.
   ncam: int = static()
@@ -550,7 +550,7 @@ class Model:
   cam_output: np.ndarray = static()  # (ncam,) int32  mjtCamOutBit bits
   cam_sensorsize: np.ndarray = static()  # (ncam, 2) float32  sensor size, length units
   cam_intrinsic: np.ndarray = static()  # (ncam, 4) float32  focal x, y; principal x, y
-  cam_user: np.ndarray = static()  # (ncam, nuser_cam)  (jaxmj/mjcf/user.py)
+  cam_user: np.ndarray = static()  # (ncam, nuser_cam)  (jaxmj/mjcf/compile/user.py)
   name_camadr: np.ndarray = static()  # (ncam,) int32  address in `names`
   cam_pos: jax.Array  # (ncam, 3)  in body frame
   cam_quat: jax.Array  # (ncam, 4)  in body frame
@@ -686,7 +686,7 @@ class Model:
   sensor_interval: jax.Array  # (nsensor, 2)  period, phase
   sensor_user: jax.Array  # (nsensor, nuser_sensor)
 
-  # ---- actuators (<actuator>; compiled in mjcf/actuator.py, run in jaxmj/actuation.py) ----
+  # ---- actuators (<actuator>; compiled in mjcf/actuator.py, run in jaxmj/actuation/driver.py) ----
   # MuJoCo 4.0 layout: actuator k reads ctrl[ctrladr[k] : + ctrlnum[k]] and writes the outputs
   # outadr[k] : + outnum[k] (gear, acc0, length0, lengthrange and Data's actuator_length /
   # velocity / force / moment are per output; ctrlrange / ctrllimited per control). An
@@ -735,7 +735,7 @@ class Model:
   # act block of the PID / DC motor states slew, integral, temperature, bristle, current
   # (-1 absent); MuJoCo derives them from the parameters (mj_dcmotorSlots)
 
-  # ---- tendons (<tendon>; compiled in mjcf/tendon.py, run in jaxmj/tendon.py) ----
+  # ---- tendons (<tendon>; compiled in mjcf/tendon.py, run in jaxmj/smooth/tendon.py) ----
   ntendon: int = static()
   nwrap: int = static()  # objects on all tendon paths
   tendon_adr: np.ndarray = static()  # (ntendon,) int32  first wrap object of the path
@@ -771,7 +771,7 @@ class Model:
   tendon_width: jax.Array  # (ntendon,)  visual radius
   wrap_prm: jax.Array  # (nwrap,)  joint coef, pulley divisor, geom side site id (-1 none)
 
-  # ---- spring plasticity (springyield; mjcf/plastic.py compiles, jaxmj/plastic.py runs) ----
+  # ---- spring plasticity (springyield; mjcf/plastic.py compiles, smooth/plastic.py runs) ----
   nplastic: int = static()  # size of mjData.plastic
   jnt_plasticadr: np.ndarray = static()  # (njnt,) int32  first plastic slot (1 hinge/slide,
   # 4 ball), -1 without springyield
@@ -987,7 +987,7 @@ class Data:
   site_xpos: jax.Array  # (nsite, 3)
   site_xquat: jax.Array  # (nsite, 4)
   site_xmat: jax.Array  # (nsite, 3, 3)
-  cam_xpos: jax.Array  # (ncam, 3)  camera position (jaxmj/camlight.py)
+  cam_xpos: jax.Array  # (ncam, 3)  camera position (jaxmj/smooth/camlight.py)
   cam_xmat: jax.Array  # (ncam, 3, 3)  camera orientation: looks along -z, y up
   light_xpos: jax.Array  # (nlight, 3)
   light_xdir: jax.Array  # (nlight, 3)  unit direction the light shines along
@@ -998,7 +998,7 @@ class Data:
   cdof: jax.Array  # (nv, 6)  motion axis of each dof
   cvel: jax.Array  # (nbody, 6)  body velocity
   cdof_dot: jax.Array  # (nv, 6)  time derivative of cdof
-  # ---- tendons (jaxmj/tendon.py; ten_J dense where MuJoCo's may be sparse) ----
+  # ---- tendons (jaxmj/smooth/tendon.py; ten_J dense where MuJoCo's may be sparse) ----
   ten_wrapadr: jax.Array  # (ntendon,) int32  first wrap_obj / wrap_xpos entry of the path
   ten_wrapnum: jax.Array  # (ntendon,) int32  path points (depends on which wraps touch)
   ten_J: jax.Array  # (ntendon, nv)  d length / d qpos, per dof (fwd_position)
@@ -1006,7 +1006,7 @@ class Data:
   ten_velocity: jax.Array  # (ntendon,)  ten_J @ qvel (fwd_velocity)
   wrap_obj: jax.Array  # (nwrap, 2) int32  per path point: -2 pulley, -1 site, else geom id
   wrap_xpos: jax.Array  # (nwrap, 6)  path points, global frame, 3 per entry (for drawing)
-  # ---- actuators (jaxmj/actuation.py; moment dense where MuJoCo's is sparse) ----
+  # ---- actuators (jaxmj/actuation/driver.py; moment dense where MuJoCo's is sparse) ----
   actuator_length: jax.Array  # (nout,)  transmission length (fwd_position)
   actuator_moment: jax.Array  # (nout, nv)  d length / d qpos, per dof (fwd_position); MuJoCo
   # stores the nonzeros only (nJmom)
@@ -1047,12 +1047,12 @@ class Data:
   solver_niter: jax.Array  # (max(1, ntree),) int32  iterations the solver ran, per island
   # (mjData's has mjNISLAND entries; entry 0 only with islands disabled)
   solver_fwdinv: jax.Array  # (2,)  fwdinv flag: |qfrc_constraint forward - inverse|,
-  # |applied forces - qfrc_inverse| (jaxmj/fwdinv.py)
+  # |applied forces - qfrc_inverse| (jaxmj/dynamics/fwdinv.py)
   solver_improvement: jax.Array  # (max(1, ntree),)  jaxmj: per island, mjData.solver[island,
   # niter-1].improvement, the scaled cost decrease of the solver's last iteration
   solver_gradient: jax.Array  # (max(1, ntree),)  jaxmj: per island, mjData.solver[island,
   # niter-1].gradient (0 for PGS)
-  # ---- constraint islands (jaxmj/island.py; padded to max(1, ntree) islands) ----
+  # ---- constraint islands (jaxmj/solver/island.py; padded to max(1, ntree) islands) ----
   nisland: jax.Array  # () int32  islands found (0 with islands disabled)
   tree_island: jax.Array  # (ntree,) int32  island of each tree, -1 if no active row touches it
   dof_island: jax.Array  # (nv,) int32  island of each dof, -1 if unconstrained

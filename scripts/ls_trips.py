@@ -1,5 +1,5 @@
 """Line-search loop trips in vmapped steps: how many passes the per-island search of
-jaxmj/linesearch.py makes, per line search, in a batch of worlds stepped together.
+jaxmj/solver/linesearch.py makes, per line search, in a batch of worlds stepped together.
 
 Each line search is a while loop whose every trip evaluates all islands at four step sizes;
 under vmap a batch pays, per Newton iteration, the trips of its slowest world. The script

@@ -55,3 +55,11 @@ def _free_compiled_programs():
   modules, and keeping every executable alive grows its memory without bound."""
   yield
   jax.clear_caches()
+
+
+@pytest.fixture
+def fast_jit():
+  """jax.jit with the cheapest XLA compile (mujoco_compare.FAST), for a test's own jit."""
+  from mujoco_compare import jit_fast
+
+  return jit_fast

@@ -1,4 +1,23 @@
-"""Helpers for holding jaxmj against MuJoCo: model fields, random states, stage outputs."""
+"""Helpers for holding jaxmj against MuJoCo: model fields, random states, stage outputs.
+
+Adding a test against MuJoCo, in the folder of the stage it checks (tests/smooth/, ...):
+
+    from mujoco_compare import assert_stage_matches, mujoco
+    from jaxmj.smooth import com, kinematics
+
+    def test_com_pos_matches_mj_compos():
+      assert_stage_matches(
+        XML, lambda m, d: com.com_pos(m, kinematics.kinematics(m, d)),
+        lambda mj, md: (mujoco.mj_kinematics(mj, md), mujoco.mj_comPos(mj, md)),
+        ["subtree_com", "cinert", "cdof"], seeds=range(3), tol=1e-12)
+
+`assert_stage_matches` compiles the MJCF with both engines, draws random states
+(`random_state`: qpos on the joint manifold, qvel, applied forces), runs the jaxmj function
+jitted with the fast compile flags (`FAST`, `jit_fast`; the `fast_jit` fixture in conftest.py)
+and the MuJoCo function on each, and compares the named fields (tol=0: bit for bit). Use
+float64 references only (conftest.py turns x64 on), and a tolerance you can defend: MuJoCo's
+own arithmetic order is reproduced where the tests say "bit for bit".
+"""
 
 from __future__ import annotations
 
@@ -9,6 +28,18 @@ from jaxmj.conformance import SPECIAL
 from jaxmj.conformance import float32_tol as _float32_tol
 
 mujoco = __import__("pytest").importorskip("mujoco")
+
+# The cheapest XLA compile (no LLVM optimization) for a test's own jit: most of the suite's
+# time is compiling, and results agree with XLA's defaults to round-off (conftest.py adds the
+# process-wide flags). Bit-for-bit comparisons must hold under either.
+FAST = {"xla_backend_optimization_level": 0}
+
+
+def jit_fast(fn, **kwargs):
+  """jax.jit(fn) with the FAST compile flags."""
+  import jax
+
+  return jax.jit(fn, compiler_options=FAST, **kwargs)
 
 PREFIXES = ("body_", "jnt_", "dof_", "geom_", "site_", "tree_", "actuator_", "mesh_", "hfield_",
             "tex_", "mat_", "sensor_", "tendon_", "wrap_", "eq_", "cam_", "light_", "name_")
@@ -231,3 +262,31 @@ def assert_compiles_alike_or_refused(xml: str, forward: bool = False) -> None:
     return
   m, mj = load_both(xml=xml)
   assert model_differences(m, mj) == []
+
+
+
+def assert_stage_matches(xml: str, jaxmj_fn, mujoco_fn, fields, seeds=range(3), tol=1e-9):
+  """Holds a jaxmj stage to its MuJoCo counterpart on random states.
+
+  xml: MJCF text, or the path of a .xml file. jaxmj_fn(m, d) -> Data, jitted here with the
+  FAST flags; mujoco_fn(mj, md) fills the MjData in place (e.g. mujoco.mj_forward). For each
+  seed the same `random_state` feeds both, and every field in `fields` (Data and MjData
+  names; MuJoCo's reshaped to jaxmj's shape) must agree within `tol`, absolute and relative
+  (0: bit for bit; a dict gives a tolerance per field). Returns (m, mj) for further checks.
+  """
+  path = xml if xml.endswith(".xml") and "<" not in xml else None
+  m, mj = load_both(path=path) if path else load_both(xml=xml)
+  run = jit_fast(jaxmj_fn)
+  for seed in seeds:
+    md = random_state(m, mj, seed)
+    d = run(m, to_jaxmj(m, md))
+    mujoco_fn(mj, md)
+    for k in fields:
+      ours = np.asarray(getattr(d, k))
+      ref = np.asarray(getattr(md, k)).reshape(ours.shape)
+      t = tol.get(k, 0.0) if isinstance(tol, dict) else tol
+      if t == 0:
+        np.testing.assert_array_equal(ours, ref, err_msg=f"{k}, seed {seed}")
+      else:
+        np.testing.assert_allclose(ours, ref, rtol=t, atol=t, err_msg=f"{k}, seed {seed}")
+  return m, mj

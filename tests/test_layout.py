@@ -17,7 +17,7 @@ from import_graph import find_cycle, module_graph
 # a layer the imports form a DAG. The MJCF compiler (jaxmj.mjcf) is host-only and sits apart.
 LAYERS = [
   ("core", ["jaxmj.types", "jaxmj.pytree", "jaxmj.math", "jaxmj.constants", "jaxmj.scan",
-            "jaxmj.visual", "jaxmj.names"]),
+            "jaxmj.visual", "jaxmj.names", "jaxmj.linalg"]),
   ("smooth", ["jaxmj.smooth"]),
   ("collision", ["jaxmj.collision"]),
   ("actuation", ["jaxmj.actuation"]),

@@ -16,7 +16,7 @@ with kp = gainprm[0] = -biasprm[1], biasprm[2] = -kv. The target t is exp of 3 c
 the 3 activations of an integrator (act_dot = the 3 controls; actrange clamps each,
 actearly reads next step's). A forcelimited actuator caps the norm of the force at
 forcerange[1]. gear, armature and damping are stored but unused, as in MuJoCo. Compiled by
-jaxmj/mjcf/orientation.py; jaxmj.actuation calls `transmission`, `act_dot` and `forces`.
+jaxmj/mjcf/compile/orientation.py; jaxmj.actuation calls `transmission`, `act_dot` and `forces`.
 """
 
 from __future__ import annotations

@@ -52,13 +52,6 @@ def pad_vertices(verts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
   return out, count
 
 
-def support_index(verts: jax.Array, local_dir: jax.Array) -> jax.Array:
-  """Index of the first vertex maximising local_dir . v (MuJoCo's exhaustive mesh support,
-  mjc_meshSupport, with no cached start). verts (V, 3), local_dir (3,) in the geom frame."""
-  dots = verts[:, 0] * local_dir[0] + verts[:, 1] * local_dir[1] + verts[:, 2] * local_dir[2]
-  return jnp.argmax(dots)
-
-
 class PlaneMeshTables(NamedTuple):
   """Static per-mesh data of the plane-mesh collider, indices in hull slots (rows of
   mesh_hullvert). Built on the host (`plane_mesh_tables`) from MuJoCo's hull graph and

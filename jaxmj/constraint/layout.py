@@ -2,7 +2,7 @@
 
 Row order follows MuJoCo: equality rows (equality.py: every equality owns rows, active per
 Data.eq_active), friction-loss rows (dofs, then tendons), limit rows (joints, then
-tendons: jaxmj/tendon.py friction_rows / limit_rows, built like the dof and joint rows
+tendons: jaxmj/smooth/tendon.py friction_rows / limit_rows, built like the dof and joint rows
 from ten_J, tendon_invweight0 and the static tendon_hasfrictionloss / tendon_limited),
 contact rows. rows.py says what each kind of row holds.
 """

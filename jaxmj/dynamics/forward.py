@@ -16,6 +16,7 @@ from jaxmj.dynamics.stages import (
   fwd_constraint,
   fwd_position,
   fwd_velocity,
+  run_stages,
 )
 from jaxmj.sensor import driver as sensor
 from jaxmj.smooth import energy, plastic
@@ -29,10 +30,9 @@ def forward(m: Model, d: Data) -> Data:
 
 def _acceleration_stages(m: Model, d: Data) -> Data:
   """The stages after step1: actuation, smooth acceleration, constraints, their sensors."""
-  d = actuation.fwd_actuation(m, d)
-  d = fwd_acceleration(m, d)
-  d = fwd_constraint(m, d)
-  return sensor.sensor_acc(m, d)
+  return run_stages(m, d, ("mj_fwdActuation", actuation.fwd_actuation),
+                    ("mj_fwdAcceleration", fwd_acceleration),
+                    ("mj_fwdConstraint", fwd_constraint), ("mj_sensorAcc", sensor.sensor_acc))
 
 
 def _compare_fwd_inv(m: Model, d: Data) -> Data:
@@ -91,12 +91,10 @@ def step1(m: Model, d: Data) -> Data:
 def _step1(m: Model, d: Data) -> Data:
   """step1 with every sensor's value as computed (what the history records)."""
   check_supported(m)
-  d = fwd_position(m, d)
-  d = sensor.sensor_pos(m, d)
-  d = fwd_velocity(m, d)
-  d = sensor.sensor_vel(m, d)
+  d = run_stages(m, d, ("mj_fwdPosition", fwd_position), ("mj_sensorPos", sensor.sensor_pos),
+                 ("mj_fwdVelocity", fwd_velocity), ("mj_sensorVel", sensor.sensor_vel))
   if m.opt.enabled(EnableBit.ENERGY):
-    d = energy.energy(m, d)
+    d = run_stages(m, d, ("mj_energy", energy.energy))
   return d
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from jaxmj.actuation import derivative
 from jaxmj.actuation import driver as actuation
+from jaxmj.linalg import lu_solve
 from jaxmj.scan import cached_plan
 from jaxmj.smooth import armature, com, mass, passive, rne, tendon
 from jaxmj.smooth.qpos import integrate_pos, qpos_plan
@@ -140,25 +141,6 @@ def smooth_vel_derivative(m: Model, d: Data, bias: bool) -> jnp.ndarray:
   return jnp.where(anc | anc.T, deriv, 0.0)
 
 
-def _lu_solve(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
-  """a^-1 b by LU without pivoting (a = M - h D is close to SPD M), as plain jnp ops."""
-  n = a.shape[0]
-
-  def eliminate(k, ab):
-    piv = ab[k, k]
-    factor = jnp.where(jnp.arange(n) > k, ab[:, k] / piv, 0.0)
-    return ab - factor[:, None] * ab[k][None, :]
-
-  ab = jax.lax.fori_loop(0, n, eliminate, jnp.concatenate([a, b[:, None]], axis=1))
-  u, y = ab[:, :n], ab[:, n]
-
-  def back(i, x):
-    k = n - 1 - i
-    return x.at[k].set((y[k] - u[k] @ x) / u[k, k])
-
-  return jax.lax.fori_loop(0, n, back, jnp.zeros_like(b))
-
-
 def implicit(m: Model, d: Data) -> Data:
   """mj_implicit: implicit-in-velocity Euler.
 
@@ -177,12 +159,12 @@ def implicit(m: Model, d: Data) -> Data:
   deriv = smooth_vel_derivative(m, d, bias=not fast)
   force = d.qfrc_smooth + d.qfrc_constraint
   if not fast:
-    return advance(m, d, _lu_solve(d.qM - h * deriv, force))
+    return advance(m, d, lu_solve(d.qM - h * deriv, force))
   ld, diag_inv = mass.factor(m, d.qM - h * 0.5 * (deriv + deriv.T))
   qacc = mass.solve_ld(m, ld, diag_inv, force)
   blocks, mhat = free_body_mhat(m, d, deriv, h)
   if len(blocks):
-    qacc = qacc.at[blocks].set(jax.vmap(_lu_solve)(mhat, force[blocks]))
+    qacc = qacc.at[blocks].set(jax.vmap(lu_solve)(mhat, force[blocks]))
   return advance(m, d, qacc)
 
 

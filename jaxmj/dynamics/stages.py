@@ -2,20 +2,24 @@
 engine_forward.c orders them: mj_fwdPosition, mj_fwdVelocity, mj_fwdAcceleration,
 mj_fwdConstraint (mj_fwdActuation is actuation/driver.py's fwd_actuation). forward.py
 composes them into forward, step, step1 and step2; inverse.py reuses the position and
-velocity stages.
+velocity stages. Every step runs under `jax.named_scope` with its MuJoCo name
+(`mj_fwdPosition/mj_kinematics`, ...), which profiles and HLO dumps show.
 """
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 
 from jaxmj.actuation import driver as actuation
-from jaxmj.collision import driver
+from jaxmj.collision import driver as collision
 from jaxmj.constraint import driver as constraint
 from jaxmj.dynamics import flags
 from jaxmj.smooth import armature, camlight, com, kinematics, mass, passive, rne, tendon
 from jaxmj.solver import driver as solver
-from jaxmj.solver import noslip
+from jaxmj.solver import island, noslip
 from jaxmj.types import Data, Model
 
 
@@ -35,26 +39,32 @@ def check_supported(m: Model) -> None:
 
 
 def fwd_position(m: Model, d: Data) -> Data:
-  """Position-dependent stages: kinematics, com, inertia and its factorization, collision."""
-  d = kinematics.kinematics(m, d)
-  d = com.com_pos(m, d)
-  d = camlight.camlight(m, d)
-  d = tendon.tendon(m, d)
-  d = mass.crb(m, d)
-  d = mass.factor_m(m, d)
-  d = driver.collision(m, d)
-  return actuation.transmission(m, d)
+  """mj_fwdPosition: kinematics, com, camera and light poses, tendons, the joint-space inertia
+  and its factorization, collision, transmission.
+
+  MuJoCo makes the constraint rows here too (mj_makeConstraint, then mj_island). jaxmj makes
+  them in fwd_velocity, in one pass with their reference accelerations (MuJoCo's
+  mj_referenceConstraint, in mj_fwdVelocity), which read qvel; nothing between the two stages
+  reads the rows, so the result is MuJoCo's. Islands are found in fwd_constraint, from the
+  same rows.
+  """
+  return run_stages(m, d, ("mj_kinematics", kinematics.kinematics), ("mj_comPos", com.com_pos),
+              ("mj_camlight", camlight.camlight), ("mj_tendon", tendon.tendon),
+              ("mj_crb", mass.crb), ("mj_factorM", mass.factor_m),
+              ("mj_collision", collision.collision),
+              ("mj_transmission", actuation.transmission))
 
 
 def fwd_velocity(m: Model, d: Data) -> Data:
-  """Velocity-dependent stages: com velocities, passive and bias forces, constraint rows
-  (their reference accelerations need qvel, as in mj_referenceConstraint)."""
-  d = com.com_vel(m, d)
-  d = tendon.velocity(m, d)
-  d = actuation.velocity(m, d)
-  d = passive.passive(m, d)
-  d = armature.tendon_bias(m, rne.rne(m, d))
-  return constraint.make_constraint(m, d) if d.efc_J.shape[0] else d
+  """mj_fwdVelocity: com velocities, tendon and actuator velocities, passive forces, the RNE
+  bias forces (with the tendon armature's), then the constraint rows (mj_makeConstraint and
+  mj_referenceConstraint: see fwd_position)."""
+  d = run_stages(m, d, ("mj_comVel", com.com_vel), ("mj_tendonVel", tendon.velocity),
+           ("mj_actuatorVel", actuation.velocity), ("mj_passive", passive.passive),
+           ("mj_rne", rne.rne), ("mj_tendonBias", armature.tendon_bias))
+  if not d.efc_J.shape[0]:
+    return d
+  return run_stages(m, d, ("mj_makeConstraint", constraint.make_constraint))
 
 
 def fwd_acceleration(m: Model, d: Data) -> Data:
@@ -67,7 +77,20 @@ def fwd_acceleration(m: Model, d: Data) -> Data:
 
 
 def fwd_constraint(m: Model, d: Data) -> Data:
-  """mj_fwdConstraint: qacc from the constraint solver, or qacc_smooth without rows."""
+  """mj_fwdConstraint: constraint islands (mj_island), the solver (Newton, CG or PGS per
+  island), then noslip (mj_solNoSlip, when opt.noslip_iterations > 0); without rows,
+  qacc = qacc_smooth."""
   if d.efc_J.shape[0] == 0:
     return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth))
-  return noslip.noslip(m, solver.solve(m, d))
+  return run_stages(m, d, ("mj_island", island.island),
+              ("mj_solve", functools.partial(solver.solve, find_islands=False)),
+              ("mj_solNoSlip", noslip.noslip))
+
+
+def run_stages(m: Model, d: Data, *stages) -> Data:
+  """d through each (name, stage) in turn, each under `jax.named_scope(name)`, so that its ops
+  carry the MuJoCo function's name in profiles and HLO dumps."""
+  for name, stage in stages:
+    with jax.named_scope(name):
+      d = stage(m, d)
+  return d

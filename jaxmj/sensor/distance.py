@@ -96,7 +96,7 @@ def geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax):
                                 "geom pairs are not supported by jaxmj yet")
     groups.setdefault(_CCD if table[key] == _CCD else key, []).append(i)
   if _CCD in groups and m.opt.disableflags & DisableBit.NATIVECCD:
-    # MuJoCo then measures these pairs with libccd, whose distances differ (jaxmj/flags.py)
+    # MuJoCo then measures these pairs with libccd, whose distances differ (jaxmj/dynamics/flags.py)
     raise NotImplementedError("flag nativeccd disabled: collision sensors (distance, normal, "
                               "fromto) on convex geom pairs are not supported by jaxmj")
   for key, sel in sorted(groups.items(), key=lambda kv: str(kv[0])):

@@ -63,7 +63,7 @@ def _padded(mat: jnp.ndarray) -> jnp.ndarray:
 
 def crb(m: Model, d: Data) -> Data:
   """mj_crb and mj_tendonArmature: composite inertias and the joint-space inertia qM, with
-  dof, actuator and tendon armature (jaxmj/armature.py).
+  dof, actuator and tendon armature (jaxmj/smooth/armature.py).
 
   Reads cinert, cdof, ten_J. Writes crb, qM (dense, symmetric).
   """

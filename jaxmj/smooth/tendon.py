@@ -2,7 +2,7 @@
 
 A fixed tendon is linear in qpos: length = sum coef * qpos[joint], J = coef on each dof.
 A spatial tendon is a path of sites, optionally wrapping around sphere and cylinder geoms
-between two sites (jaxmj/wrap.py), split into branches by pulleys whose divisor scales the
+between two sites (jaxmj/smooth/wrap.py), split into branches by pulleys whose divisor scales the
 branch. Its length is the sum of the segment lengths (divided by the branch divisor), and
 its Jacobian sums, over every segment whose ends lie on different bodies, the segment
 direction times the difference of the ends' point Jacobians; the tangent points of a wrap

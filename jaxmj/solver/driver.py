@@ -14,11 +14,11 @@ count: same result, and a converged Newton solve costs its few iterations rather
 Newton and CG reproduce MuJoCo 4.0 iterate for iterate (up to roundoff), for any
 `ls_iterations`: MuJoCo 4.0's line search evaluates costs shifted by their value at alpha = 0,
 keeps its first Newton step, returns the last Newton point when its evaluation budget runs out
-(jaxmj/linesearch.py), and its measured decrease is the iteration's `improvement`; CG's
+(jaxmj/solver/linesearch.py), and its measured decrease is the iteration's `improvement`; CG's
 directions are Hager-Zhang's (`_cg_beta`); every solver scales its tests by 1 / trace(qM) at the
 current state (over the island's dofs).
 
-Islands (`<flag island>`, on by default; jaxmj/island.py finds them): as MuJoCo 4.0, each
+Islands (`<flag island>`, on by default; jaxmj/solver/island.py finds them): as MuJoCo 4.0, each
 island (trees coupled by active rows) is solved as its own problem after one warm start of the
 whole system: dofs in no island take qacc_smooth; Newton and CG run per island directions,
 line searches (one step size each), termination tests and statistics, PGS per island
@@ -29,7 +29,7 @@ ends when every island has stopped. With islands disabled all rows form one prob
 dofs. Converged results are the same either way; at few iterations they differ, and these
 follow MuJoCo's island solves iterate for iterate, PGS too: MuJoCo 4.0's PGS sweeps each
 island's blocks in a PCG32-shuffled order with Nesterov extrapolation between sweeps, not the
-published engine_solver.c loop (read from the 4.0.0 binary: jaxmj/pgs_order.py).
+published engine_solver.c loop (read from the 4.0.0 binary: jaxmj/solver/pgs_order.py).
 
 Derivatives: by default (`implicit_grad=True`) the loops run on stopped values and the outputs
 carry the implicit-function derivative of the optimum (see `solve_arrays`); with
@@ -57,11 +57,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constants import MINVAL
+from jaxmj.linalg import spd_solve
 from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order
 from jaxmj.solver.linesearch import differentiable_alpha, prepare
 from jaxmj.solver.problem import (
-  MINVAL,
   Cones,
   Islands,
   Problem,
@@ -76,7 +77,6 @@ from jaxmj.solver.problem import (
   safe_div,
   safe_sqrt,
   seg,
-  spd_solve,
 )
 from jaxmj.types import Cone, Data, DisableBit, Model, Solver
 
@@ -251,7 +251,7 @@ def _pgs(p: Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, sc
          early_exit: bool, efc_order: np.ndarray):
   """mj_solPGS as MuJoCo 4.0 runs it: projected Gauss-Seidel on the dual over blocks (rows,
   elliptic cones), each sweep in a PCG32-shuffled order, with Nesterov extrapolation and
-  adaptive restart between sweeps (jaxmj/pgs_order.py; `efc_order`: (nefc,) static, MuJoCo's
+  adaptive restart between sweeps (jaxmj/solver/pgs_order.py; `efc_order`: (nefc,) static, MuJoCo's
   row order, which ranks each island's blocks before the shuffles).
 
   ar = J M^-1 J' + diag(R) and b = J qacc_smooth - aref (efc_AR, efc_b). Islands (MuJoCo 4.0
@@ -402,7 +402,7 @@ def solve_arrays(
   1 / trace(qM) over the island's dofs at the current state (MuJoCo 4.0).
   `solve_m(x)` = qM^-1 x (default: a dense SPD solve of qM).
 
-  Islands (jaxmj/island.py): `dof_island` (nv,) and `efc_island` (nefc,) (-1: in none) with
+  Islands (jaxmj/solver/island.py): `dof_island` (nv,) and `efc_island` (nefc,) (-1: in none) with
   at most `nisland_max` islands (static) solve each island as its own problem, as MuJoCo 4.0
   does: warm start over the whole system, then dofs in no island take qacc_smooth and each
   island iterates (own directions, step sizes, termination) until it stops. Without them the
@@ -505,19 +505,21 @@ def _implicit(p: Problem, res: SolverResult) -> SolverResult:
   return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=p.J.T @ force)
 
 
-def solve(m: Model, d: Data, *, implicit_grad: bool = True) -> Data:
+def solve(m: Model, d: Data, *, implicit_grad: bool = True, find_islands: bool = True) -> Data:
   """mj_fwdConstraint: the constraint forces for the efc rows in `d` (one world).
 
   Reads qM, qLD, qLDiagInv, qacc_smooth, qfrc_smooth, qacc_warmstart, efc_J, efc_D, efc_R,
   efc_aref, efc_frictionloss, efc_type, efc_active, contact.friction/dim/efc_address (elliptic).
   Writes qacc, efc_force, efc_state, qfrc_constraint, the solver statistics and the island
-  fields (mj_island, jaxmj/island.py: computed here, from the rows the solve uses). Solver,
+  fields (mj_island, jaxmj/solver/island.py: computed here, from the rows the solve uses). Solver,
   cone, iteration counts, tolerances and the island flag from m.opt. Like MuJoCo 4.0's
   mj_fwdConstraint it leaves qacc_warmstart alone: mj_advance (the integrator) copies qacc
-  into it after each step. `implicit_grad`: see `solve_arrays`.
+  into it after each step. `implicit_grad`: see `solve_arrays`. `find_islands=False` reads
+  the island fields of `d` as they are (the pipeline runs mj_island as a stage of its own).
   """
   nefc = d.efc_J.shape[0]
-  d = island.island(m, d)
+  if find_islands:
+    d = island.island(m, d)
   if nefc == 0 or m.opt.disabled(DisableBit.CONSTRAINT):
     return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth),
                      efc_force=jnp.zeros_like(d.efc_force),

@@ -1,7 +1,7 @@
 """Constraint islands: mj_island, with fixed shapes.
 
 An island is a set of kinematic trees coupled by active constraint rows; MuJoCo 4.0 (unless
-`<flag island="disable"/>`) solves each island as its own problem (jaxmj/solver.py). Trees
+`<flag island="disable"/>`) solves each island as its own problem (jaxmj/solver/driver.py). Trees
 touched by no active row belong to no island (-1), nor do their dofs.
 
 Which trees a row touches follows mj_island's tree iterator: contacts the trees of their two

@@ -14,8 +14,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxmj.constants import MINVAL
 from jaxmj.solver.problem import (
-  MINVAL,
   Islands,
   Problem,
   bounded_loop,

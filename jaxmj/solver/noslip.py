@@ -30,11 +30,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.constants import MINVAL
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.smooth import mass
 from jaxmj.solver import pgs_order
 from jaxmj.solver.problem import (
-  MINVAL,
   Cones,
   cone_layout,
   dual_state,

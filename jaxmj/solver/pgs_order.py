@@ -1,4 +1,4 @@
-"""MuJoCo 4.0's PGS sweep order and extrapolation, with fixed shapes (used by jaxmj/solver.py).
+"""MuJoCo 4.0's PGS sweep order and extrapolation, with fixed shapes (used by solver/driver.py).
 
 MuJoCo 4.0's PGS (solPGS, per island) is not the published engine_solver.c sweep in row
 order; read from the 4.0.0 binary and held against it (tests/test_pgs_order.py):

@@ -1,10 +1,11 @@
 """The constraint problem the solvers share: what Newton, CG and PGS (driver.py), their line
 search (linesearch.py), noslip (noslip.py) and inverse dynamics (dynamics/inverse.py) read.
 
-`problem` masks MuJoCo's efc rows into a `Problem` (inactive rows zeroed, elliptic cones as
-static row groups); `Islands` holds the constraint islands as one-hot matrices; `dual_state`
-is the constraint state of dual forces; `qcqp` and `spd_solve` are the small dense solves;
-`safe_sqrt`, `safe_div`, `ext` and `bounded_loop` are the guarded helpers every solver loop uses.
+`make_problem` masks MuJoCo's efc rows into a `Problem` (inactive rows zeroed, elliptic cones
+as static row groups); `constraint_update` is the primal cost, force and state of each row;
+`Islands` holds the constraint islands as one-hot matrices; `dual_state` is the constraint
+state of dual forces; `qcqp` is mju_QCQP (the SPD solve is jaxmj/linalg.py's); `safe_sqrt`,
+`safe_div`, `ext` and `bounded_loop` are the guarded helpers every solver loop uses.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.constants import MINVAL
+from jaxmj.linalg import spd_solve
 from jaxmj.types import ConstraintState, ConstraintType
 
 SATISFIED = int(ConstraintState.SATISFIED)
@@ -96,49 +97,6 @@ def make_islands(dof_island, efc_island, ni: int, cidx: np.ndarray, dtype) -> Is
 def seg(onehot: jax.Array, x: jax.Array) -> jax.Array:
   """Per-island sums of x (..., n) over the island's members: (..., ni)."""
   return x @ onehot
-
-
-# ------------------------------------------------------------------ small dense linear algebra
-#
-# SPD solves are written with plain jnp ops (Gauss-Jordan elimination without pivoting, one
-# fori_loop step per column) rather than jnp.linalg.cholesky / jax.scipy.linalg.cho_factor /
-# solve: the batched LAPACK path (potrf under vmap) has been seen to deadlock on XLA:CPU at large
-# batch sizes (MJX, batch 1024), and for the small nv of one world an O(n^3) column loop costs
-# little. For an SPD matrix the Gauss-Jordan pivots are exactly the Cholesky pivots (Schur
-# complements), so the elimination is as stable as Cholesky and needs no pivoting; a pivot below
-# `mindiag` is replaced by `mindiag`, as mju_cholFactor does. One loop (factor and solve fused)
-# instead of a factorization plus two triangular substitutions keeps XLA compile times low.
-
-
-def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool = False):
-  """x = a^-1 b for SPD a (n, n); b (n,) or (n, k). Returns (x, full_rank).
-
-  full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test).
-  """
-  n = a.shape[0]
-  vec = b.ndim == 1
-  aug = jnp.concatenate([a, b[:, None] if vec else b], axis=1)
-  idx = jnp.arange(n)
-
-  def step(j, carry):
-    aug, ok = carry
-    row = aug[j]
-    piv = row[j]
-    ok = ok & (piv >= mindiag)
-    row = jnp.where(jnp.arange(row.shape[0]) == j, 1.0, row / jnp.maximum(piv, mindiag))
-    col = aug[:, j]
-    aug = jnp.where((idx == j)[:, None], row[None, :], aug - col[:, None] * row[None, :])
-    return aug, ok
-
-  carry = (aug, jnp.array(True))
-  if unroll:
-    for j in range(n):
-      carry = step(j, carry)
-  else:
-    carry = jax.lax.fori_loop(0, n, step, carry)
-  aug, ok = carry
-  x = aug[:, n:]
-  return (x[:, 0] if vec else x), ok
 
 
 class Cones(NamedTuple):

@@ -10,14 +10,13 @@ mujoco = pytest.importorskip("mujoco")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from mujoco_compare import load_both, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import FAST, load_both, random_state, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.actuation import driver as actuation  # noqa: E402
 from jaxmj.dynamics.forward import fwd_position, fwd_velocity  # noqa: E402
 from jaxmj.types import DisableBit  # noqa: E402
 
-FAST = {"xla_backend_optimization_level": 0}
 TOL = 1e-9
 
 # Every transmission (hinge, slide, ball, free, joint in parent, site, refsite translation and

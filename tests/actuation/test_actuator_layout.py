@@ -10,6 +10,7 @@ mujoco = pytest.importorskip("mujoco")
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from mujoco_compare import (  # noqa: E402
+  FAST,
   assert_ctrl_jacobian_matches,
   load_both,
   model_differences,
@@ -18,8 +19,6 @@ from mujoco_compare import (  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.mjcf.errors import MJCFError  # noqa: E402
-
-FAST = {"xla_backend_optimization_level": 0}
 
 # A plain <pid> (input "pos vel"), pid states with two inputs, three inputs with per-input
 # ranges and a control delay, inheritrange on the position control, <general> with the pid

@@ -1,4 +1,4 @@
-"""MuJoCo 4.0's DC motor inputs and type mixing (jaxmj/motor.py, jaxmj/mjcf/motor.py) held
+"""MuJoCo 4.0's DC motor inputs and type mixing (actuation/motor.py, mjcf/compile/motor.py) held
 against mujoco 4.0.0: <dcmotor> with several inputs (pos, vel, ff, voltage: one control each,
 the voltage input added to the controller's clipped voltage), with none (a passive motor),
 and <general> mixing the dcmotor gain, bias and dynamics types with the others. Compiled
@@ -13,6 +13,7 @@ mujoco = pytest.importorskip("mujoco")
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from mujoco_compare import (  # noqa: E402
+  FAST,
   assert_compiles_alike_or_refused,
   assert_ctrl_jacobian_matches,
   assert_ctrl_rollout_matches,
@@ -27,7 +28,6 @@ from jaxmj.actuation.driver import fwd_actuation  # noqa: E402
 from jaxmj.dynamics.forward import fwd_position, fwd_velocity  # noqa: E402
 from jaxmj.mjcf.errors import MJCFError  # noqa: E402
 
-FAST = {"xla_backend_optimization_level": 0}
 THERMAL = 'thermal="1 2 3 .004 25 20"'
 
 # Several inputs with every state, none, and the voltage input beside a clipped controller.

@@ -1,4 +1,4 @@
-"""PID and DC motor actuators (jaxmj/motor.py) held against mujoco 4.0.0: forces and act_dot
+"""PID and DC motor actuators (actuation/motor.py) held against mujoco 4.0.0: forces and act_dot
 at random states, 200-step trajectories with actuator sensors under Euler and implicitfast
 (1e-8), and gradients w.r.t. ctrl and the motor parameters against finite differences (of
 mj_fwdActuation by default, of a rollout with --runslow). The compiler side is in
@@ -12,6 +12,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from mujoco_compare import (  # noqa: E402
+  FAST,
   assert_ctrl_rollout_matches,
   load_both,
   model_differences,
@@ -22,8 +23,6 @@ from mujoco_compare import (  # noqa: E402
 import jaxmj  # noqa: E402
 from jaxmj.actuation.driver import fwd_actuation  # noqa: E402
 from jaxmj.dynamics.forward import fwd_position, fwd_velocity  # noqa: E402
-
-FAST = {"xla_backend_optimization_level": 0}
 
 # Every state (slew, integral, temperature, bristle, current), each controller input, the
 # force and voltage limits, cogging and LuGre friction, the pid type through <general>.

@@ -14,6 +14,7 @@ mujoco = pytest.importorskip("mujoco")
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from mujoco_compare import (  # noqa: E402
+  FAST,
   assert_ctrl_jacobian_matches,
   load_both,
   model_differences,
@@ -22,8 +23,6 @@ from mujoco_compare import (  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.mjcf.errors import MJCFError  # noqa: E402
-
-FAST = {"xla_backend_optimization_level": 0}
 
 # Single-output actuators before and after the so3 ones, so control and output addresses
 # shift; a force-limited orientation (the norm cap binds) with a control delay; a general so3

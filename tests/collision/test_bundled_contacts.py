@@ -29,11 +29,11 @@ from jaxmj.dynamics.forward import check_supported
 
 # the list of bundled files and the subset maker live beside the compiler tests
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "mjcf"))
+from mujoco_compare import FAST as _FAST  # noqa: E402
 from test_compile import BUNDLED, MJ_DIR, _supported_subset  # noqa: E402
 
 NSTEP = 100
 TOL = 1e-6
-_FAST = {"xla_backend_optimization_level": 0}
 
 # files with contacts in MuJoCo that are not stepped here, and why. 03-07_humanoids (humanoids
 # solved as separate islands at iterations=1) are stepped: 1e-12. Measured CPU time of the

@@ -31,7 +31,6 @@ cylinder / box features) are only checked for having a contact at all: we return
 first (EPA) contact and MuJoCo replaces it by the clipped polygon's points.
 """
 
-import functools
 
 import numpy as np
 import pytest
@@ -40,12 +39,11 @@ mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from mujoco_compare import jit_fast as jit0  # noqa: E402
 
 from jaxmj.collision.ccd import convex  # noqa: E402
 from jaxmj.collision.ccd.convex import GeomFrame  # noqa: E402
 from jaxmj.types import GeomType  # noqa: E402
-
-jit0 = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
 
 SIZES = {
   GeomType.SPHERE: "0.15",

@@ -12,7 +12,6 @@ positive margin, the contact comes from GJK's closest points, which agree to GJK
 tolerance (as in test_convex.py): 1e-7 in dist, 1e-5 in pos, 1e-4 in the frame.
 """
 
-import functools
 
 import numpy as np
 import pytest
@@ -20,12 +19,11 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
+from mujoco_compare import jit_fast as jit0  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.collision.driver import collision  # noqa: E402
 from jaxmj.smooth.kinematics import kinematics  # noqa: E402
-
-jit0 = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
 
 _rng = np.random.default_rng(3)
 NROW, NCOL = 7, 9

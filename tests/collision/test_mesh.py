@@ -22,7 +22,6 @@ Where MuJoCo's algorithm differs in kind, the test says so and compares less:
   alignment tolerance of the EPA direction (measured: <= 7e-4 in depth, <= 0.08 in normal).
 """
 
-import functools
 
 import numpy as np
 import pytest
@@ -30,14 +29,13 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
+from mujoco_compare import jit_fast as jit0  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.collision import mesh  # noqa: E402
 from jaxmj.collision.ccd import convex  # noqa: E402
 from jaxmj.collision.primitive import GeomFrame  # noqa: E402
 from jaxmj.types import GeomType  # noqa: E402
-
-jit0 = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
 
 BOX = "-.1 -.1 -.1  .1 -.1 -.1  -.1 .1 -.1  .1 .1 -.1  -.1 -.1 .1  .1 -.1 .1  -.1 .1 .1  .1 .1 .1"
 _rng = np.random.default_rng(7)

@@ -8,11 +8,10 @@ import jax
 import numpy as np
 import pytest
 from conftest import MODELS
+from mujoco_compare import FAST as _FAST
 from mujoco_compare import STATE, load_both, mujoco, mujoco_states, one_step_errors, rollout_error
 
 import jaxmj
-
-_FAST = {"xla_backend_optimization_level": 0}
 
 
 def _qpos_error(path, nstep):

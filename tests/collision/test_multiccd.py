@@ -15,14 +15,13 @@ mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from mujoco_compare import jit_fast as jit0  # noqa: E402
 from test_multicontact_survey import CUBE, GEOMS  # noqa: E402  (the survey's scenes)
 
 import jaxmj  # noqa: E402
 from jaxmj import math  # noqa: E402
 from jaxmj.collision import multiccd  # noqa: E402
 from jaxmj.collision.primitive import GeomFrame  # noqa: E402
-
-jit0 = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
 
 P = multiccd.NCAP
 

@@ -14,11 +14,10 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import load_both, rollout_error, to_jaxmj  # noqa: E402
+from mujoco_compare import FAST, load_both, rollout_error, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
 
-FAST = {"xla_backend_optimization_level": 0}
 EXACT, SOLVED = 1e-10, 1e-6
 XML = """<mujoco><option timestep="0.002" cone="{cone}" tolerance="1e-14"/><worldbody>
 <geom name="floor" type="plane" size="1 1 .1" adhesion="1.5"/>

@@ -25,6 +25,8 @@ def fwd_position(m, d):
   """Position stages without collision: these tests supply MuJoCo's contacts themselves."""
   d = com.com_pos(m, kinematics.kinematics(m, d))
   return mass.factor_m(m, mass.crb(m, d))
+from mujoco_compare import FAST as OPTS  # noqa: E402
+
 from jaxmj.types import ConstraintType, Contact, DisableBit, EnableBit  # noqa: E402
 
 TOL = 1e-9
@@ -122,7 +124,6 @@ def data_of(m, dm):
 
 # The Model is a static argument: its leaves are constants, so the friction-loss rows can
 # be read from the compiled values. Backend optimization off halves compile time.
-OPTS = {"xla_backend_optimization_level": 0}
 make = jax.jit(make_constraint, static_argnums=0, compiler_options=OPTS)
 
 

@@ -1,4 +1,4 @@
-"""cfrc_ext terms of jaxmj/extforce.py against mujoco 4.0.0: connect and weld (body and site
+"""cfrc_ext terms of constraint/extforce.py against mujoco 4.0.0: connect and weld (body and site
 forms) constraint forces and spatial-tendon forces (spring, damper, limit, friction loss,
 armature, an actuator and a tendon equality; a path over a wrapping sphere) in cfrc_ext,
 cfrc_int and the force / torque sensors that read them."""
@@ -9,11 +9,9 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import load_both, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import FAST, load_both, random_state, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
-
-FAST = {"xla_backend_optimization_level": 0}
 
 XML = """<mujoco><option><flag contact="disable"/></option><worldbody>
 <site name="w" pos="0 0 2"/>

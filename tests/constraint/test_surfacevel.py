@@ -13,12 +13,11 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import load_both, rollout_error, to_jaxmj  # noqa: E402
+from mujoco_compare import FAST, load_both, rollout_error, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.constraint.surfacevel import contact_surfacevel  # noqa: E402
 
-FAST = {"xla_backend_optimization_level": 0}
 EXACT, SOLVED = 1e-10, 1e-6
 XML = """<mujoco><option timestep="0.002" cone="{cone}" tolerance="1e-14"/><worldbody>
 <geom type="plane" size="2 2 .1" surfacevel="0 0 0 0 0 .7" condim="4"/>

@@ -1,4 +1,4 @@
-"""Divergence checks and autoreset (jaxmj/autoreset.py) against mujoco 4.0.0's mj_step and
+"""Divergence checks and autoreset (jaxmj/dynamics/autoreset.py) against mujoco 4.0.0's mj_step and
 mj_step1/mj_step2: which warning counts, what is reset, and where the step continues."""
 
 import numpy as np
@@ -7,12 +7,11 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
-from mujoco_compare import load_both  # noqa: E402
+from mujoco_compare import FAST, load_both  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.types import Warning  # noqa: E402
 
-FAST = {"xla_backend_optimization_level": 0}
 XML = """<mujoco><option timestep="0.005"/><worldbody>
   <body><joint name="a" axis="0 1 0" damping=".1"/><geom type="capsule" size=".05"
     fromto="0 0 0 .3 0 0"/><body pos=".3 0 0"><joint axis="0 1 0"/>

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from mujoco_compare import FAST as _FAST
 
 import jaxmj
 
@@ -40,7 +41,6 @@ BOX_XML = """<mujoco><option timestep="0.002"/><worldbody>
 BALL_QVEL = np.array([0.8, -0.3, -1.5, 2.0, 1.0, -3.0])
 BOX_QVEL = np.array([1.0, 0.3, 0.0, 0.0, 0.0, 0.2])
 
-_FAST = {"xla_backend_optimization_level": 0}
 
 
 def _rollout(m, nstep):

@@ -1,7 +1,7 @@
 """Option flags and options jaxmj does not simulate: each one either changes MuJoCo 4.0's
-physics and is refused by name (jaxmj/flags.py, the compiler for ipc), or is shown here to
+physics and is refused by name (jaxmj/dynamics/flags.py, the compiler for ipc), or is shown here to
 leave MuJoCo's trajectory unchanged, so ignoring it is exact. The fwdinv diagnostics
-(jaxmj/fwdinv.py) are held against mj_step."""
+(jaxmj/dynamics/fwdinv.py) are held against mj_step."""
 
 import pytest
 

@@ -9,11 +9,10 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import load_both, to_jaxmj  # noqa: E402
+from mujoco_compare import FAST, load_both, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
 
-FAST = {"xla_backend_optimization_level": 0}
 INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
 
 ARM = """<mujoco><option integrator="{integ}" timestep="0.005"><flag contact="disable"/>

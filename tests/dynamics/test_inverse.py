@@ -11,12 +11,10 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import load_both, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import FAST, load_both, random_state, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.smooth import rne  # noqa: E402
-
-FAST = {"xla_backend_optimization_level": 0}
 
 # Equality, limit and friction-loss rows, springs, dampers, gravcomp and a fluid medium;
 # contact-free to keep the compile small (contacts share the same per-row update).

@@ -1,4 +1,4 @@
-"""Simulated actuator length ranges (mj_setLengthRange, jaxmj/lengthrange.py) against
+"""Simulated actuator length ranges (mj_setLengthRange, jaxmj/dynamics/lengthrange.py) against
 MuJoCo 4.0's compiler.
 
 MuJoCo's ranges come from a 10 s simulation, so they are held to 1e-9 (absolute, lengths

@@ -1,6 +1,6 @@
 """The compiler's frames, inertias and mj_setConst constants are MuJoCo's to the last bit.
 
-jaxmj/mjcf/frames.py, inertia.py and mesh.py round every compiled pose, mass and principal
+jaxmj/mjcf/compile/frames.py, inertia.py and mesh.py round every compiled pose, mass and principal
 frame operation by operation as MuJoCo 4.0's compiler does (its mjuu_* helpers, mjuu_eig3 as
 in the 4.0 binary, mjCGeom's volume and inertia formulas, the mesh frame), so these Model
 fields are bit-equal to mjModel's, not merely close; and with them jaxmj's forward kinematics
@@ -31,7 +31,7 @@ EXACT = ("body_pos", "body_quat", "body_ipos", "body_iquat", "body_mass", "body_
          "geom_aabb", "site_pos", "site_quat", "site_size", "cam_pos", "cam_quat", "light_pos",
          "light_dir", "mesh_pos", "mesh_quat", "mesh_polynormal", "qpos0")
 # mj_setConst's engine-derived constants. Tendons that wrap around geoms are left out of the
-# tendon fields: their wrap points come from jaxmj's own wrap geometry (jaxmj/wrap.py).
+# tendon fields: their wrap points come from jaxmj's own wrap geometry (jaxmj/smooth/wrap.py).
 SETCONST = ("dof_M0", "dof_invweight0", "body_invweight0", "dof_length", "tendon_length0",
             "tendon_invweight0", "actuator_length0", "actuator_acc0", "actuator_biasprm",
             "cam_pos0", "cam_poscom0", "cam_mat0", "light_pos0", "light_poscom0", "light_dir0")

@@ -1,4 +1,4 @@
-"""<pid> and <dcmotor> (jaxmj/mjcf/motor.py) compiled as mujoco 4.0.0 compiles them: the
+"""<pid> and <dcmotor> (jaxmj/mjcf/compile/motor.py) compiled as mujoco 4.0.0 compiles them: the
 parameter layouts, values derived from a nominal operating point, saturation, inductance and
 thermal constants, default classes, dampratio and inheritrange, the dcmotor's several or no
 inputs and its types mixed with others in <general>; and the errors for what MuJoCo rejects

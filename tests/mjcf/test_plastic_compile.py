@@ -1,5 +1,5 @@
 """Spring plasticity and joint springdamper compiled as mujoco 4.0.0 compiles them
-(jaxmj/mjcf/plastic.py): springyield, plastic addresses, key_plastic, the initial plastic
+(jaxmj/mjcf/compile/plastic.py): springyield, plastic addresses, key_plastic, the initial plastic
 state, springdamper's stiffness and damping, and MuJoCo's errors."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""URDF read as MuJoCo 4.0 reads it (jaxmj/mjcf/urdf.py): our own test robots and small
+"""URDF read as MuJoCo 4.0 reads it (jaxmj/mjcf/spec/urdf.py): our own test robots and small
 documents compile to MuJoCo's model, step like it, and malformed URDF fails naming the file
 and line."""
 

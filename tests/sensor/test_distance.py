@@ -11,11 +11,9 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
-from mujoco_compare import load_both, to_jaxmj  # noqa: E402
+from mujoco_compare import FAST, load_both, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
-
-FAST = {"xla_backend_optimization_level": 0}
 
 
 def _pos_sensors(m, d):

@@ -11,13 +11,12 @@ mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
 from conftest import MODELS  # noqa: E402
-from mujoco_compare import load_both, to_jaxmj  # noqa: E402
+from mujoco_compare import FAST, load_both, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.types import SensorType  # noqa: E402
 
 PATH = f"{MODELS}/sensors.xml"
-FAST = {"xla_backend_optimization_level": 0}
 
 
 def _state(mj, seed: int):

@@ -1,4 +1,4 @@
-"""Tendon armature and the armature and damping actuators reflect (jaxmj/armature.py) against
+"""Tendon armature and the armature and damping actuators reflect (jaxmj/smooth/armature.py) against
 mujoco 4.0: qM, qLD, qfrc_bias (mj_tendonBias), passive damping, qacc at random states, and
 500-step trajectories under every integrator."""
 

@@ -9,12 +9,10 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import load_both, model_differences, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import FAST, load_both, model_differences, random_state, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.smooth import com, kinematics, passive  # noqa: E402
-
-FAST = {"xla_backend_optimization_level": 0}
 
 # An inertia-box arm carrying an ellipsoid-model capsule (own fluidcoef), and a free body
 # with one ellipsoid geom of each primitive type plus a plain box (flag 0: no force). Small

@@ -8,13 +8,11 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
-from mujoco_compare import load_both, random_state, to_jaxmj
+from mujoco_compare import FAST, load_both, random_state, to_jaxmj
 
 from jaxmj import math
 from jaxmj.smooth import kinematics as kinematics_module
 from jaxmj.smooth.kinematics import kinematics
-
-FAST = {"xla_backend_optimization_level": 0}  # for derivative checks, not bit checks
 
 # Every joint type, several joints in one body, a mocap body, a quaternion given unnormalized,
 # geoms and sites in each sameframe class: at the body frame, rotated only (one by -identity,

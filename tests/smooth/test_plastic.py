@@ -1,4 +1,4 @@
-"""Spring plasticity at run time (jaxmj/plastic.py) against mj_step: trajectories past the
+"""Spring plasticity at run time (jaxmj/smooth/plastic.py) against mj_step: trajectories past the
 yield point for hinge, slide and ball joints and for spatial and fixed tendons (a slack
 range among them), energy, springs disabled, keyframes and the PLASTIC state component."""
 

@@ -12,14 +12,13 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from conftest import MODELS  # noqa: E402
-from mujoco_compare import load_both, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import FAST, load_both, random_state, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.smooth import com, kinematics, mass, support  # noqa: E402
 from jaxmj.types import ObjType, SameFrame  # noqa: E402
 
 TOL = 1e-9
-FAST = {"xla_backend_optimization_level": 0}
 CASES = ["humanoid.xml", "arm.xml", "chain.xml"]
 
 

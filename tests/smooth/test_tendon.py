@@ -1,4 +1,4 @@
-"""Tendons (jaxmj/tendon.py, jaxmj/wrap.py) against mujoco 4.0 at random states: lengths,
+"""Tendons (smooth/tendon.py, smooth/wrap.py) against mujoco 4.0 at random states: lengths,
 dense Jacobians, velocities, drawn path points, tendon passive forces, tendon friction and
 limit efc rows, and a 500-step trajectory of models/tendon_arm.xml."""
 

@@ -1,4 +1,4 @@
-"""Constraint islands (jaxmj/island.py) and the per-island solve (jaxmj/solver.py) against
+"""Constraint islands (solver/island.py) and the per-island solve (solver/driver.py) against
 MuJoCo 4.0, whose solver treats each island as its own problem (islands on by default): at
 few iterations (what RL users run) that differs from one global solve, since every island
 takes its own step sizes and stops on its own.

@@ -1,4 +1,4 @@
-"""The primal line search (jaxmj/linesearch.py) in float32: it ends within a few loop trips
+"""The primal line search (jaxmj/solver/linesearch.py) in float32: it ends within a few loop trips
 from starts near and far from the solution, and its step lands where float64's does to float32
 precision. (Its float64 results are MuJoCo's: tests/test_solver.py and tests/test_island.py.)"""
 

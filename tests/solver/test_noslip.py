@@ -1,4 +1,4 @@
-"""The noslip post-processing solver (jaxmj/noslip.py) against mujoco 4.0.0's mj_solNoSlip.
+"""The noslip post-processing solver (jaxmj/solver/noslip.py) against mujoco 4.0.0's mj_solNoSlip.
 
 Scene: a box resting on a plane under tilted gravity (4 contacts) and a sphere on two slide
 joints, one with friction loss: two islands, friction-loss rows, pyramidal or elliptic

@@ -1,4 +1,4 @@
-"""MuJoCo 4.0's PGS sweep order (jaxmj/pgs_order.py): PCG32 and the shuffled block lists.
+"""MuJoCo 4.0's PGS sweep order (jaxmj/solver/pgs_order.py): PCG32 and the shuffled block lists.
 
 The solver's sweeps against MuJoCo: tests/test_solver.py (its rows) and tests/test_island.py
 (mj_step trajectories per island).

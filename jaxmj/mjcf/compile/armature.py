@@ -4,7 +4,7 @@ MuJoCo 4.0 reflects an actuator's `armature`, `damping` and `dampingpoly` (scale
 squared) onto the joint or tendon it drives. The compiler records the driving actuator in
 jnt_actuatorid / tendon_actuatorid: -1 when no actuator reflects anything onto the target
 (actuators with zero armature and damping do not count), the actuator id when exactly one
-does, -2 when several do (the engine then sums over all of them). jaxmj/armature.py reads
+does, -2 when several do (the engine then sums over all of them). jaxmj/smooth/armature.py reads
 these static fields at run time.
 
 Tendon armature (the tendon's own or an actuator's) needs d/dt ten_J, which MuJoCo only

@@ -75,7 +75,7 @@ def _body_ids(bodies) -> dict:
 
 
 def _cameras(bodies, body_ids: dict, znear: float) -> dict:
-  """cam_* fields (cam_user: jaxmj/mjcf/user.py); fovy stays in degrees whatever the
+  """cam_* fields (cam_user: jaxmj/mjcf/compile/user.py); fovy stays in degrees whatever the
   compiler's angle (MuJoCo's)."""
   items = _items(bodies, "camera")
   n = len(items)

@@ -174,11 +174,6 @@ def quat_to_mat(q: np.ndarray) -> np.ndarray:
   ])
 
 
-def axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
-  axis = normalize(np.asarray(axis, float))
-  return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
-
-
 def orientation(values: dict, compiler: dict, node, normalize: bool = True) -> np.ndarray:
   """The element's orientation as a unit quaternion from whichever single form it gives,
   rounded as MuJoCo's ResolveOrientation. A quat is normalized by normvec, unless not

@@ -1,7 +1,7 @@
 """<body sleep>: MuJoCo 4.0's per-tree sleep policy, `tree_sleep_policy` (ntree,).
 
 The policy only matters when the sleep flag is on (`<flag sleep="enable"/>`), which jaxmj
-refuses by name at `forward` (jaxmj/flags.py); with the flag off mujoco 4.0.0 simulates
+refuses by name at `forward` (jaxmj/dynamics/flags.py); with the flag off mujoco 4.0.0 simulates
 every policy alike (probed), so the attribute is taken and stored as MuJoCo stores it:
 - `sleep` is auto, never, allowed or init; anything but auto is allowed only on the root
   body of a kinematic tree (a body with dofs whose parent is static), else MuJoCo's error;

@@ -4,7 +4,7 @@ Host side, numpy only. `compile_tendons` reads the paths and attributes (default
 <default> classes' <tendon>), checked as MuJoCo checks them. `tendon_constants` then
 evaluates what mj_setConst stores: tendon_length0 and tendon_invweight0 (J M^-1 J') at
 qpos0, tendon_lengthspring at qpos_spring when springlength is -1, and the kinematic trees
-each tendon touches. The path geometry is jaxmj/tendon.py's and jaxmj/wrap.py's, evaluated
+each tendon touches. The path geometry is smooth/tendon.py's and smooth/wrap.py's, evaluated
 with numpy.
 """
 

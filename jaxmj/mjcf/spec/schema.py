@@ -159,7 +159,7 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "solreffriction": SOLREF,
     "solimpfriction": SOLIMP,
     "stiffness": (fv(-1), (0.0, 0.0, 0.0)),  # linear, quadratic, cubic
-    "springyield": (F, 0.0),  # plasticity: jaxmj/mjcf/plastic.py
+    "springyield": (F, 0.0),  # plasticity: jaxmj/mjcf/compile/plastic.py
     "range": (fv(2), (0.0, 0.0)),
     "actuatorfrcrange": (fv(2), (0.0, 0.0)),
     "actuatorgravcomp": (B, False),
@@ -171,7 +171,7 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "frictionloss": (F, 0.0),
   },
   "freejoint": {"name": (S, None), "group": (I, 0),
-                "align": (kw("false", "true", "auto"), "auto")},  # jaxmj/mjcf/align.py
+                "align": (kw("false", "true", "auto"), "auto")},  # jaxmj/mjcf/passes/align.py
   "geom": {
     "name": (S, None),
     "class": (S, None),
@@ -254,7 +254,7 @@ ATTRS: dict[str, dict[str, tuple]] = {
   },
 }
 
-# ---- sensors (compiled by jaxmj/mjcf/sensor.py) ----
+# ---- sensors (compiled by jaxmj/mjcf/compile/sensor.py) ----
 _SENSOR_COMMON = {
   "name": (S, None),
   "noise": (F, 0.0),
@@ -309,7 +309,7 @@ ATTRS["contact"] = {
   "reduce": (kw("none", "mindist", "maxforce", "netforce"), "none"),
 }
 
-# ---- equality constraints (compiled by jaxmj/mjcf/equality.py) ----
+# ---- equality constraints (compiled by jaxmj/mjcf/compile/equality.py) ----
 # <equality> in <default> sets the attributes common to every type. Its children <joint>
 # and <tendon> are scoped tags (SCOPED) so they do not clash with the body joint / tendons.
 _EQ_COMMON = {"name": (S, None), "class": (S, None), "active": (B, True), "solref": SOLREF,
@@ -324,7 +324,7 @@ ATTRS["equality/joint"] = {**_EQ_COMMON, "joint1": (S, None), "joint2": (S, None
 ATTRS["equality/tendon"] = {**_EQ_COMMON, "tendon1": (S, None), "tendon2": (S, None),
                             "polycoef": (fv(5), (0.0, 1.0, 0.0, 0.0, 0.0))}
 # Geom fluid attributes: fluidshape="ellipsoid" gives the geom's body the ellipsoid fluid
-# model (coefficients compiled in jaxmj/mjcf/fluid.py); "none" keeps the inertia-box model.
+# model (coefficients compiled in jaxmj/mjcf/compile/fluid.py); "none" keeps the inertia-box model.
 ATTRS["geom"].update(fluidshape=(kw("none", "ellipsoid"), "none"),
                      fluidcoef=(fv(5), (0.5, 0.25, 1.5, 1.0, 1.0)))
 
@@ -398,7 +398,7 @@ DEFAULTABLE += ("equality",)
 UNSUPPORTED.update({f"equality/{t}": f"<equality><{t}> (flex equality constraints)"
                     for t in ("flex", "flexvert", "flexstrain")})
 
-# ---- actuators (compiled by jaxmj/mjcf/actuator.py) ----
+# ---- actuators (compiled by jaxmj/mjcf/compile/actuator.py) ----
 # Defaults here are MuJoCo's values for <general>; actuator.py applies each shortcut's own
 # expansion and the default-class cascade, so only the attribute names and types matter
 # for the shortcuts.
@@ -459,7 +459,7 @@ CHILDREN["compiler"] = CHILDREN.get("compiler", ()) + ("lengthrange",)
 UNIQUE["compiler"] = UNIQUE.get("compiler", ()) + ("lengthrange",)
 MAX_VALUES.update({"gear": 6, "dynprm": 10, "gainprm": 10, "biasprm": 10})
 NOT_IN_DEFAULT["muscle"] = ("tausmooth",)  # MuJoCo's schema: not in a default class
-# <pid> and <dcmotor> (expanded by jaxmj/mjcf/motor.py); <input> is a set of keywords
+# <pid> and <dcmotor> (expanded by jaxmj/mjcf/compile/motor.py); <input> is a set of keywords
 ACTUATORS += ("pid", "dcmotor")
 ATTRS["pid"] = {**_ACT_COMMON, "kp": (F, 1.0), "kv": (F, None), "dampratio": (F, None),
                 "ki": (F, 0.0), "imax": (F, 0.0), "slewmax": (F, 0.0), "inheritrange": (F, 0.0),
@@ -476,7 +476,7 @@ MAX_VALUES.update({"motorconst": 2, "nominal": 3, "saturation": 3, "inductance":
                    "cogging": 3, "controller": 6, "thermal": 6, "lugre": 5})
 CHILDREN["actuator"] = ACTUATORS
 CHILDREN["default"] += ("pid", "dcmotor")
-# <orientation>: SO3 servo on a ball joint, 3 controls and 3 outputs (jaxmj/mjcf/orientation.py)
+# <orientation>: SO3 servo on a ball joint, 3 controls and 3 outputs (mjcf/compile/orientation.py)
 ACTUATORS += ("orientation",)
 ATTRS["orientation"] = {k: _ACT_COMMON[k] for k in ("name", "class", "group", "forcelimited",
                                                     "ctrlrange", "forcerange", "user", "joint",
@@ -487,7 +487,7 @@ ATTRS["orientation"].update({"kp": (F, 1.0), "kv": (F, 0.0), "dampratio": (F, 0.
 CHILDREN["actuator"] = ACTUATORS
 CHILDREN["default"] += ("orientation",)
 
-# ---- assets: meshes and heightfields (compiled by jaxmj/mjcf/asset.py) ----
+# ---- assets: meshes and heightfields (compiled by jaxmj/mjcf/assets/asset.py) ----
 ATTRS["compiler"].update({
   "meshdir": (S, None), "texturedir": (S, None), "assetdir": (S, None),
   "strippath": (B, False), "fitaabb": (B, False),
@@ -508,7 +508,7 @@ ATTRS["hfield"] = {
   "name": (S, None), "content_type": (S, None), "file": (S, None), "nrow": (I, 0),
   "ncol": (I, 0), "elevation": (fv(-1), None), "size": (fv(4), None),
 }
-# Textures and materials (jaxmj/mjcf/texture.py): kept for renderers, no physics effect.
+# Textures and materials (jaxmj/mjcf/assets/texture.py): kept for renderers, no physics effect.
 ATTRS["geom"]["material"] = (S, None)
 ATTRS["site"]["material"] = (S, None)
 ATTRS["texture"] = {
@@ -547,7 +547,7 @@ NOT_IN_DEFAULT["texture"] = ("file", "content_type") + tuple(
 for _tag in ("asset", "mesh", "hfield", "texture", "material"):
   UNSUPPORTED.pop(_tag, None)
 
-# ---- cameras and lights (compiled by jaxmj/mjcf/camlight.py; visual only) ----
+# ---- cameras and lights (compiled by jaxmj/mjcf/compile/camlight.py; visual only) ----
 _CAMLIGHT_MODE = kw("fixed", "track", "trackcom", "targetbody", "targetbodycom")
 ATTRS["camera"] = {
   "name": (S, None), "class": (S, None), "mode": (_CAMLIGHT_MODE, "fixed"), "target": (S, None),
@@ -578,7 +578,7 @@ CHILDREN["default"] += ("camera", "light")
 UNIQUE["default"] += ("camera", "light")
 DEFAULTABLE += ("camera", "light")
 
-# ---- <visual> and <statistic> (compiled by jaxmj/mjcf/visual.py; no physics effect) ----
+# ---- <visual> and <statistic> (compiled by jaxmj/mjcf/compile/visual.py; no physics effect) ----
 from jaxmj import visual as _visual  # noqa: E402 - the visual spec is shared with the Model
 
 ATTRS["visual"] = {}
@@ -596,7 +596,7 @@ ATTRS["statistic"] = {"meaninertia": (F, None), "meanmass": (F, None), "meansize
                       "extent": (F, None), "center": (fv(3), None)}
 UNSUPPORTED.pop("statistic", None)
 
-# ---- <custom> numeric, text and tuple data (compiled by jaxmj/mjcf/custom.py) ----
+# ---- <custom> numeric, text and tuple data (compiled by jaxmj/mjcf/compile/custom.py) ----
 ATTRS["custom"] = {}
 ATTRS["numeric"] = {"name": (S, None), "size": (I, -1), "data": (fv(-1), None)}
 ATTRS["text"] = {"name": (S, None), "data": (S, None)}
@@ -614,7 +614,7 @@ CHILDREN["tuple"] = ("tuple/element",)
 for _tag in ("custom", "numeric", "text", "tuple"):
   UNSUPPORTED.pop(_tag, None)
 
-# ---- more <compiler> options (jaxmj/mjcf/fuse.py, discard.py, align.py) ----
+# ---- more <compiler> options (jaxmj/mjcf/passes/fuse.py, discard.py, align.py) ----
 ATTRS["compiler"].update({"fusestatic": (B, False), "discardvisual": (B, False),
                           "alignfree": (B, False), "usethread": (B, True),
                           # what MuJoCo's XML writer saves; the compiled model is the same
@@ -623,7 +623,7 @@ ATTRS["compiler"].update({"fusestatic": (B, False), "discardvisual": (B, False),
                           "conflict": (kw("error", "warning", "merge"), "error"),
                           "passthrough": (S, "none")})
 
-# ---- user data sizes and `user` attributes (compiled by jaxmj/mjcf/user.py) ----
+# ---- user data sizes and `user` attributes (compiled by jaxmj/mjcf/compile/user.py) ----
 ATTRS["size"].update({f"nuser_{k}": (I, -1) for k in ("body", "jnt", "geom", "site", "cam",
                                                       "tendon", "actuator", "sensor")})
 for _tag in ("body", "joint", "geom", "site"):
