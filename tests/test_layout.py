@@ -26,7 +26,7 @@ LAYERS = [
   ("sensor", ["jaxmj.sensor"]),
   ("data", ["jaxmj.io", "jaxmj.state"]),
   ("dynamics", ["jaxmj.dynamics"]),
-  ("public", ["jaxmj", "jaxmj.bind", "jaxmj.conformance", "jaxmj.cli"]),
+  ("public", ["jaxmj", "jaxmj.bind", "jaxmj.physics", "jaxmj.conformance", "jaxmj.cli"]),
 ]
 
 # Imports inside functions: each is one of these, with its reason.

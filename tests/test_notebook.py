@@ -35,10 +35,11 @@ def test_compose_notebook_builds_simulates_and_plots(monkeypatch):
   m, scene = scope["m"], scope["scene"]
   assert m.nu == 4 and m.nbody == 1 + 1 + 2 * 3 + 2
   # The balls came to rest on the floor (height = radius), the servo follows its target.
-  np.testing.assert_allclose(scope["ball_z"]["ball_a"][-1], 0.06, atol=2e-3)
-  np.testing.assert_allclose(scope["ball_z"]["ball_b"][-1], 0.08, atol=2e-3)
+  np.testing.assert_allclose(scope["ball_z"]["ball"][-1], 0.06, atol=2e-3)
+  np.testing.assert_allclose(scope["ball_z"]["ball_1"][-1], 0.08, atol=2e-3)
   follow = np.corrcoef(scope["shoulder"][100:], scope["targets"][100:, 0])[0, 1]
   assert follow > 0.9
-  assert scene.find("joint", "left_arm/elbow") is scope["arms"][0].find("joint", "elbow")
+  assert scene.find("joint", "arm/elbow") is scope["arms"][0].find("joint", "elbow")
+  assert [a.model for a in scope["arms"]] == ["arm", "arm_1"]  # renamed as dm_control
   if scope["plt"] is not None:
     scope["plt"].close("all")

@@ -238,11 +238,19 @@ def test_dangling_references_fail_when_written_or_compiled():
     root4.to_xml_string()
 
 
-def test_unnamed_reference_target_is_an_error():
+def test_unnamed_reference_targets_get_generated_names():
+  """As dm_control: an unnamed joint (body, geom, site, ...) is written with a generated
+  name that references use; an unnamed material has none, so a reference to it fails."""
   root = mjcf.RootElement()
-  joint = root.worldbody.add("body").add("joint")
+  body = root.worldbody.add("body")
+  joint = body.add("joint")
+  geom = body.add("geom", size=[0.1])
   root.sensor.add("jointpos", joint=joint)
-  with pytest.raises(jaxmj.MJCFError, match="unnamed <joint>"):
+  xml = root.to_xml_string()
+  assert '<joint name="//unnamed_joint_0"/>' in xml and 'joint="//unnamed_joint_0"' in xml
+  assert mujoco.MjModel.from_xml_string(xml).sensor_objid[0] == 0
+  geom.material = root.asset.add("material")
+  with pytest.raises(jaxmj.MJCFError, match="unnamed <material>"):
     root.to_xml_string()
 
 

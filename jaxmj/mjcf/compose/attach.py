@@ -13,6 +13,8 @@ from jaxmj.mjcf.compose.element import GLOBAL_SECTIONS, AttachmentFrame, Element
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.mjcf.spec import schema
 
+# The name an unnamed model gets when attached (dm_control's).
+UNNAMED = "unnamed_model"
 # Compiler attributes consumed when a model is read (asset files are loaded then).
 READ_ONLY_COMPILER = ("assetdir", "meshdir", "texturedir")
 
@@ -34,12 +36,6 @@ def attach(target: Element, child: RootElement) -> AttachmentFrame:
   parent = target.root
   if any(m is child for m in _ancestors(parent)):
     raise MJCFError(f"cannot attach model {child.model!r} inside itself")
-  if not child.model:
-    raise MJCFError("an attached model needs a name: its names are prefixed with it "
-                    "(RootElement(model=...))")
-  if parent.find("attachment_frame", child.model) is not None:
-    raise MJCFError(f"model {parent.model!r} already has an attached model named "
-                    f"{child.model!r}: names would collide; rename one (root.model = ...)")
   top = _ancestors(parent)[-1]
   merged_options(top.models() + child.models())
   site = target if target.tag == "site" else None
@@ -52,9 +48,40 @@ def attach(target: Element, child: RootElement) -> AttachmentFrame:
     for name in ("pos", *schema.ORIENT):
       if site._attrs.get(name) is not None:
         frame._attrs[name] = site._attrs[name]
-  where._children.append(frame)
+  name = free_model_name(parent, child.model or UNNAMED)
+  if name != child.model:
+    child.model = name
+  siblings = where._children
+  at = len(siblings)
+  if site is not None:  # right after the site and the frames already there (dm_control's)
+    at = siblings.index(site) + 1
+    while at < len(siblings) and isinstance(siblings[at], AttachmentFrame):
+      at += 1
+  siblings.insert(at, frame)
   child.__dict__["_frame"] = frame
   return frame
+
+
+def free_model_name(parent: RootElement, name: str) -> str:
+  """`name`, or if a model attached to `parent` has it, `name_1`, `name_2`, ... (the first
+  free one): dm_control's names for repeated copies of one model."""
+  taken = {f.child.model for f in parent.frames()}
+  n, free = 0, name
+  while free in taken:
+    n += 1
+    free = f"{name}_{n}"
+  return free
+
+
+def check_model_name(model: RootElement, name) -> None:
+  """An attached model's new name must be free among the models attached with it."""
+  if not name:
+    raise model.error("an attached model needs a name: its names are prefixed with it",
+                      "model")
+  parent = model.parent_model
+  if any(f.child is not model and f.child.model == name for f in parent.frames()):
+    raise model.error(f"model {parent.model!r} already has an attached model named "
+                      f"{name!r}", "model")
 
 
 def _check_pose_not_defaulted(site: Element) -> None:

@@ -16,12 +16,13 @@ which survives renaming, prefixing and attachment (see `attach.py`, `write.py`).
 from __future__ import annotations
 
 import copy
-import dataclasses
-import hashlib
 import os
+import re
 
 import numpy as np
 
+from jaxmj.mjcf.compose.namescope import NameScope
+from jaxmj.mjcf.compose.values import FILE_ATTRIBUTES, Asset, format_value, load_file, number
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Node
@@ -61,24 +62,12 @@ REFERENCES = {
   "actuator": "actuator", "mesh": "mesh", "hfield": "hfield", "material": "material",
   "texture": "texture", "skin": "skin", "objname": None, "refname": None,
 }
-# Attributes naming asset files: loaded when set, written under content-hashed names.
-FILE_ATTRIBUTES = ("file", "fileright", "fileleft", "fileup", "filedown", "filefront",
-                   "fileback")
-FILE_DIRS = ("assetdir", "meshdir", "texturedir")
-
-
-@dataclasses.dataclass(frozen=True)
-class Asset:
-  """Contents of an asset file; written as `name-<sha1>.ext` so equal files merge."""
-
-  contents: bytes
-  extension: str
-  prefix: str = dataclasses.field(default="", compare=False)  # the file's stem
-
-  @property
-  def vfs_name(self) -> str:
-    digest = hashlib.sha1(self.contents).hexdigest()
-    return f"{self.prefix}-{digest}{self.extension}"
+# Namespaces whose unnamed elements are written with a generated name (dm_control's
+# '/unnamed_geom_0' after the model's prefix), so every MuJoCo object has a name to be found
+# and bound by; a name containing '/' cannot be the user's. Reading drops these names.
+AUTO_NAMED = ("body", "joint", "geom", "site", "camera", "light", "actuator", "sensor",
+              "tendon", "equality")
+GENERATED_NAME = re.compile(r"(^|/)/unnamed_[a-z]+_[0-9]+$")
 
 
 class Children:
@@ -139,16 +128,6 @@ def spec_of(tag: str) -> dict:
                   "cannot be composed", element=tag)
 
 
-def format_value(value) -> str:
-  if isinstance(value, bool | np.bool_):
-    return "true" if value else "false"
-  if isinstance(value, np.ndarray):
-    return " ".join(format_value(v.item()) for v in value)
-  if isinstance(value, float):
-    return repr(float(value))
-  return str(value)
-
-
 class Element:
   """One MJCF element: attributes and children as Python attributes, checked by the schema."""
 
@@ -189,15 +168,51 @@ class Element:
     return self._attrs.get("class" if self._tag == "default" else "name")
 
   @property
+  def namescope(self):
+    """The name scope of this element's model (namescope.py)."""
+    return self._model.namescope
+
+  def prefixed_identifier(self, prefix_root=None) -> str | None:
+    """The name as written from the model of name scope `prefix_root` (this element's own
+    model when None): `arm/elbow` from a model `arm` is attached to. A worldbody is 'world'
+    in its own model and its attachment frame's name from above; an unnamed element gets
+    dm_control's generated name (`arm//unnamed_geom_0`) where AUTO_NAMED, else None."""
+    prefix = self.namescope.full_prefix(prefix_root)
+    if self._tag == "worldbody":
+      return prefix or "world"
+    if self.identifier is None and not self._auto_named():
+      return None
+    if isinstance(self._parent, AttachmentFrame):  # dm_control: 'child/' or 'child/name/'
+      ident = self.identifier
+      return self._parent.prefixed_identifier(prefix_root) + (ident + "/" if ident else "")
+    if self.identifier is not None:
+      return prefix + self.identifier
+    index = next(i for i, el in enumerate(
+      self._model.find_all(self.namespace, exclude_attachments=True)) if el is self)
+    return generated_name(prefix, self.namespace, index)
+
+  def _auto_named(self) -> bool:
+    return (self.namespace in AUTO_NAMED and "name" in self.spec and not self._in_default()
+            and self._attached_to_model())
+
+  @property
   def full_identifier(self) -> str | None:
     """The name as written in the outermost model this one is attached to (`arm/elbow`):
     the name to look up in the compiled Model."""
-    ident, model = self.identifier, self._model
-    if ident is None or model is None:
-      return ident
-    while model._frame is not None:
-      ident, model = f"{model.model}/{ident}", model.parent_model
-    return ident
+    if self._model is None:
+      return self.identifier
+    return self.prefixed_identifier(self.namescope.root)
+
+  def __mjobject__(self) -> tuple[str, str]:
+    """(MJCF namespace, name in the compiled outermost model): how `jaxmj.bind`, which
+    duck-types elements (the runtime never imports this package), finds the object."""
+    namespace = "worldbody" if self._tag == "worldbody" else self.namespace
+    if namespace is None or namespace == "default":
+      raise TypeError(f"<{self.tag}> is not a MuJoCo object that can be bound")
+    name = self.full_identifier
+    if name is None:
+      raise self.error(f"an unnamed <{self.tag}> cannot be bound: give it a name")
+    return namespace, name
 
   def __dir__(self):
     written = {k.rpartition("/")[2] for k in self._allowed()}
@@ -216,9 +231,24 @@ class Element:
       return {k: v for k, v in spec.items() if k not in banned}
     return spec
 
-  @property
   def all_children(self) -> list[Element]:
-    return list(self._children)
+    """Children, with those attached models merge here as the written XML places them
+    (dm_control's order): a root section's counterparts in attached models follow its own."""
+    out = list(self._children)
+    if self._parent is not None and self._parent._tag == "mujoco" and (
+        self._tag not in ("worldbody", "default")):
+      for frame in self._model.frames():
+        section = frame.child.section(self._tag)
+        if section is not None:
+          out += [c for c in section.all_children() if c._parent._single(c._tag) is None]
+    return out
+
+  def get_children(self, tag: str):
+    """Children `tag`: a list view when it may repeat, else the element (or None)."""
+    key = key_of(self.tag, tag)
+    if key not in self._allowed():
+      raise AttributeError(f"<{tag}> is not a valid child of <{self.tag}>")
+    return self._child_access(key)
 
   def _in_default(self) -> bool:
     return self._tag != "default" and self._parent is not None and self._parent.tag == "default"
@@ -307,7 +337,8 @@ class Element:
     if isinstance(value, Asset) and name in FILE_ATTRIBUTES:
       return value
     if name in FILE_ATTRIBUTES and isinstance(value, str) and self._tag in STRUCTURE["asset"]:
-      return load_file(self, name, value, os.getcwd(), {})
+      root = self._model
+      return load_file(self, name, value, root._model_dir or os.getcwd(), root._assets)
     if isinstance(value, str):
       if typ == schema.S:
         self._check_name(name, value)
@@ -322,7 +353,7 @@ class Element:
     if typ == schema.S or isinstance(typ, frozenset):
       kind = "a keyword" if isinstance(typ, frozenset) else "a string"
       raise self.error(f"expected {kind}, got {value!r}", name)
-    return _number(self, name, typ, value)
+    return number(self, name, typ, value)
 
   def _check_name(self, name: str, value: str) -> None:
     ident = name == "name" or (name == "class" and self._tag == "default")
@@ -352,6 +383,12 @@ class Element:
   def _rename(self, new: str) -> None:
     ns, model = self.namespace, self._model
     if ns is None or model is None or not self._attached_to_model():
+      return
+    if isinstance(self._parent, AttachmentFrame):
+      # A frame's joints are named within the frame (written 'child/name/'), not the model.
+      if any(c is not self and c.namespace == ns and c.identifier == new
+             for c in self._parent._children):
+        raise self.error(f"duplicate {ns} name {new!r} in this attachment frame", "name")
       return
     owner = model._ids.setdefault(ns, {}).get(new)
     if owner is not None and owner is not self:
@@ -469,26 +506,40 @@ class Element:
 
   # ---------------------------------------------------------------- output
 
-  def to_xml(self):
-    """lxml element of this element's model with the models attached to it (write.py)."""
+  def to_xml(self, prefix_root=None, debug_context=None, *, precision: int | None = None,
+             zero_threshold: float = 0.0, filename_with_hash: bool = True):
+    """lxml element of this element as written in its model with the models attached to it
+    (write.py), names scoped from `prefix_root` (a NameScope; this element's model when
+    None). Floats: see values.format_value. `debug_context` is dm_control's and ignored."""
     from jaxmj.mjcf.compose import write
 
-    return write.to_lxml(write.to_node(self._top()))
+    if not filename_with_hash:
+      raise NotImplementedError("filename_with_hash=False: jaxmj always names asset files "
+                                "by their contents")
+    top = self._model if prefix_root is None else prefix_root.mjcf_model
+    return write.to_lxml(write.subtree_node(self, top, precision, zero_threshold))
 
-  def to_xml_string(self, pretty_print: bool = True) -> str:
+  def to_xml_string(self, prefix_root=None, self_only: bool = False,
+                    pretty_print: bool = True, debug_context=None, *,
+                    precision: int | None = None, zero_threshold: float = 0.0,
+                    filename_with_hash: bool = True) -> str:
+    """XML text of this element (the whole composition for a model); `self_only` leaves
+    out its children ('...'); the other arguments as to_xml."""
     from jaxmj.mjcf.compose import write
 
-    return write.to_string(write.to_node(self._top()), pretty_print)
+    xml = self.to_xml(prefix_root, debug_context, precision=precision,
+                      zero_threshold=zero_threshold, filename_with_hash=filename_with_hash)
+    if self_only and len(xml):
+      for c in list(xml):
+        xml.remove(c)
+      xml.text = "..."
+    return write.lxml_string(xml, pretty_print)
 
   def get_assets(self) -> dict[str, bytes]:
     """Asset files of the composed model: {name used in to_xml_string(): contents}."""
     from jaxmj.mjcf.compose import write
 
-    return write.assets(self._top())
-
-  def _top(self) -> RootElement:
-    # Writing any element writes its model with everything attached below it.
-    return self._model
+    return write.assets(self._model)
 
   def is_same_as(self, other: Element) -> bool:
     """Structural equality: tags, attributes (references by name) and children."""
@@ -512,42 +563,18 @@ class Element:
     return f"MJCF Element: <{self.tag}{attrs}/>"
 
 
+def generated_name(prefix: str, namespace: str, index: int) -> str:
+  """dm_control's name for an unnamed element of `namespace`, the `index`-th of that
+  namespace (named ones counted) in its model, written with the model's `prefix`."""
+  return f"{prefix or '/'}/unnamed_{namespace}_{index}"
+
+
 def _plain(value):
   if isinstance(value, Element):
     return value.identifier or f"<{value.tag}>"
   if isinstance(value, Asset):
     return value.vfs_name
   return value
-
-
-def _number(el: Element, name: str, typ, value):
-  """Checks and converts a Python number or sequence for a numeric or boolean attribute."""
-  if typ == schema.B:
-    if isinstance(value, bool | np.bool_):
-      return bool(value)
-    raise el.error(f"expected a boolean, got {value!r}", name)
-  base, n = (typ, 0) if typ in (schema.F, schema.I) else typ
-  try:
-    arr = np.asarray(value)
-  except (ValueError, TypeError):
-    raise el.error(f"expected numbers, got {value!r}", name) from None
-  if arr.dtype.kind not in "iuf" or arr.ndim > 1 or (n == 0 and arr.ndim != 0):
-    raise el.error(f"expected {'a number' if n == 0 else 'numbers'}, got {value!r}", name)
-  flat = arr.reshape(-1).astype(np.float64)
-  if not np.all(np.isfinite(flat)):
-    raise el.error(f"non-finite number in {value!r}", name)
-  if base == schema.I and np.any(flat != np.round(flat)):
-    raise el.error(f"expected integers, got {value!r}", name)
-  if n > 0 and flat.size != n:
-    raise el.error(f"expected {n} value{'s' * (n > 1)}, got {flat.size}", name)
-  cap = schema.max_values(el._tag, name) if n < 0 else None
-  if cap is not None and flat.size > cap:
-    raise el.error(f"expected at most {cap} values, got {flat.size}", name)
-  if n == 0:
-    return float(flat[0]) if base == schema.F else int(flat[0])
-  out = flat if base == schema.F else flat.astype(np.int64)
-  out.flags.writeable = False
-  return out
 
 
 def _check_schema_only(el: Element) -> None:
@@ -558,31 +585,16 @@ def _check_schema_only(el: Element) -> None:
       raise el.error(f"unknown attribute '{bad[0]}' in a default class", bad[0])
 
 
-def load_file(el: Element, name: str, path: str, base: str, assets: dict) -> Asset:
-  stem, ext = os.path.splitext(os.path.basename(path))
-  if path in assets:
-    data = assets[path]
-    data = data.encode() if isinstance(data, str) else bytes(data)
-  else:
-    full = path if os.path.isabs(path) else os.path.join(base, path)
-    try:
-      with open(full, "rb") as f:
-        data = f.read()
-    except OSError as e:
-      raise el.error(f"cannot read asset file {path!r}: {e.strerror}", name) from None
-  asset = Asset(data, ext, stem)
-  own = "-" + hashlib.sha1(data).hexdigest()
-  if stem.endswith(own):  # a name we wrote: keep the original stem
-    asset = Asset(data, ext, stem[: -len(own)])
-  return asset
-
-
 class RootElement(Element):
   """A model: the <mujoco> element, its sections and its name scope."""
 
-  def __init__(self, model: str | None = None):
+  def __init__(self, model: str | None = None, model_dir: str = "",
+               assets: dict | None = None):
+    """`model_dir` and `assets` ({file name: contents}) are where asset files named later
+    (mesh.file = ...) are read from, as dm_control's."""
     super().__init__("mujoco", None, None)
-    self.__dict__.update(_model=self, _ids={}, _frame=None)
+    self.__dict__.update(_model=self, _ids={}, _frame=None, _namescope=NameScope(self),
+                         _model_dir=model_dir, _assets=assets or {})
     if model is not None:
       self.model = model
 
@@ -599,9 +611,21 @@ class RootElement(Element):
   def attachment_frame(self) -> AttachmentFrame | None:
     return self._frame
 
+  @property
+  def namescope(self):
+    return self._namescope
+
+  def prefixed_identifier(self, prefix_root=None) -> str:
+    """A model's prefix as written from `prefix_root` ('' from itself)."""
+    return self.namescope.full_prefix(prefix_root)
+
   def set_attribute(self, name: str, value) -> None:
     if name == "model" and isinstance(value, str) and "/" in value:
       raise self.error(f"'/' is not allowed in a model name ({value!r})", "model")
+    if name == "model" and self._frame is not None:
+      from jaxmj.mjcf.compose import attach
+
+      attach.check_model_name(self, value)
     super().set_attribute(name, value)
 
   def attach(self, child: RootElement) -> AttachmentFrame:
@@ -683,6 +707,15 @@ class AttachmentFrame(Element):
 
   def _allowed(self) -> tuple[str, ...]:
     return tuple(t for t in allowed_children("body") if t in self._ALLOWED)
+
+  def prefixed_identifier(self, prefix_root=None) -> str:
+    """The frame's body name as written from `prefix_root`: the attached model's prefix."""
+    return self.namescope.full_prefix(prefix_root) + self._child.model + "/"
+
+  def all_children(self) -> list[Element]:
+    """The frame's joints and inertial, then the attached model's worldbody children."""
+    world = self._child.section("worldbody")
+    return list(self._children) + ([] if world is None else list(world._children))
 
   def __repr__(self) -> str:
     return f"MJCF Attachment Frame: <body of {self._child.model!r}>"

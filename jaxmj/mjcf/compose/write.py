@@ -19,13 +19,13 @@ from jaxmj.mjcf.compose import attach
 from jaxmj.mjcf.compose.element import (
   REFERENCES,
   REQUIRED,
-  Asset,
   AttachmentFrame,
   Element,
   RootElement,
-  format_value,
+  generated_name,
   section_order,
 )
+from jaxmj.mjcf.compose.values import Asset, format_value
 from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Node
 
@@ -46,8 +46,21 @@ def to_lxml(node: Node):
   return el
 
 
-def to_string(node: Node, pretty_print: bool = True) -> str:
-  return etree.tostring(to_lxml(node), pretty_print=pretty_print, encoding="unicode")
+def lxml_string(el, pretty_print: bool = True) -> str:
+  return etree.tostring(el, pretty_print=pretty_print, encoding="unicode")
+
+
+def subtree_node(el: Element, top: RootElement, precision: int | None = None,
+                 zero_threshold: float = 0.0) -> Node:
+  """Node of `el` as written in model `top` with its attachments (its names, classes and
+  merged children as there); floats formatted as values.format_value."""
+  writer = _Writer(top, precision, zero_threshold)
+  writer.root()
+  node = writer.nodes.get(id(el))
+  if node is None:
+    raise el.error(f"<{el.tag}> is not written in model {top.model!r} (removed, or not "
+                   "in a model attached to it)")
+  return node
 
 
 def assets(model: RootElement) -> dict[str, bytes]:
@@ -65,8 +78,11 @@ def compile_model(model: RootElement):
 
 
 class _Writer:
-  def __init__(self, top: RootElement):
+  def __init__(self, top: RootElement, precision: int | None = None,
+               zero_threshold: float = 0.0):
     self.top = top
+    self.fmt = lambda v: format_value(v, precision, zero_threshold)
+    self.nodes: dict[int, Node] = {}  # id(element) -> its node, for writing subtrees
     self.models = top.models()
     self.prefix = {id(top): ""}
     for m in self.models[1:]:
@@ -74,6 +90,7 @@ class _Writer:
     self.scope = {id(m): self._scope(m) for m in self.models}
     self.assets: dict[str, bytes] = {}
     self.names: dict[tuple, Element] = {}
+    self.indices: dict[tuple, dict[int, int]] = {}  # (model, namespace) -> {element: index}
 
   def _scope(self, m: RootElement) -> str:
     """Default class that elements of `m` without a class must get."""
@@ -103,7 +120,8 @@ class _Writer:
         children.append(self._make(parts[0][1], {}, kids))
       else:
         children.append(self._make(parts[0][1], {}, self._merged(tag, parts)))
-    return Node("mujoco", attrs, children, *self.top.where())
+    self.nodes[id(self.top)] = Node("mujoco", attrs, children, *self.top.where())
+    return self.nodes[id(self.top)]
 
   def _merged(self, tag: str, parts) -> list[Node]:
     out = []
@@ -131,10 +149,11 @@ class _Writer:
       for sub in path[:-1]:
         level = level.setdefault((sub,), {})
       level[path[-1]] = value
-    return self._settings_node(tag, tree, first)
+    self.nodes[id(first)] = self._settings_node(tag, tree, first)
+    return self.nodes[id(first)]
 
   def _settings_node(self, tag: str, tree: dict, where: Element, parent: str = "") -> Node:
-    attrs = {k: format_value(v) for k, v in tree.items() if isinstance(k, str)}
+    attrs = {k: self.fmt(v) for k, v in tree.items() if isinstance(k, str)}
     kids = [self._settings_node(k[0], v, where, tag) for k, v in tree.items()
             if isinstance(k, tuple)]
     # Sections such as <visual><global> are scoped schema keys (schema.SCOPED).
@@ -213,7 +232,7 @@ class _Writer:
     out = {}
     for name, value in el._attrs.items():
       if name == "name":
-        out[name] = self.prefix[id(m)] + value
+        out[name] = self._name(el, m, value)
         self._claim(el, el.namespace, out[name])
       elif name in ("class", "childclass"):
         out[name] = self._class(el, m, name, value)
@@ -225,7 +244,9 @@ class _Writer:
       elif name in REFERENCES and isinstance(value, str):
         out[name] = self._string_reference(el, m, name, value)
       else:
-        out[name] = format_value(value)
+        out[name] = self.fmt(value)
+    if "name" not in el._attrs and el._auto_named():
+      out = {"name": self._name(el, m, None), **out}
     asset = el._attrs.get("file")
     if isinstance(asset, Asset) and "name" in el.spec and "name" not in el._attrs:
       # MuJoCo names an unnamed asset after its file; the written file name is a hash.
@@ -236,6 +257,20 @@ class _Writer:
         if name not in el._attrs:
           raise el.error(f"missing required attribute '{name}'", name)
     return out
+
+  def _name(self, el: Element, m: RootElement, name: str | None) -> str:
+    """`el`'s name as written (el.prefixed_identifier from the top model)."""
+    if isinstance(el._parent, AttachmentFrame):  # dm_control: 'child/' or 'child/name/'
+      return self.prefix[id(el._parent.child)] + (name + "/" if name else "")
+    return self.prefix[id(m)] + name if name else self._generated_name(el, m)
+
+  def _generated_name(self, el: Element, m: RootElement) -> str:
+    """el.prefixed_identifier's generated name, with the model's indices found once."""
+    key = (id(m), el.namespace)
+    if key not in self.indices:
+      self.indices[key] = {id(x): i for i, x in enumerate(
+        m.find_all(el.namespace, exclude_attachments=True))}
+    return generated_name(self.prefix[id(m)], el.namespace, self.indices[key][id(el)])
 
   def _claim(self, el: Element, namespace: str | None, name: str) -> None:
     if namespace is None:
@@ -253,13 +288,10 @@ class _Writer:
     if not live:
       raise el.error(f"dangling reference: {name} refers to {target!r}, which is not in this "
                      "model (removed, or in a model not attached to it)", name)
-    if isinstance(target, AttachmentFrame):
-      return self.prefix[id(target.child)]
-    if target.tag == "worldbody":
-      return "world" if tm is self.top else self.prefix[id(tm)]
-    if target.identifier is None:
+    written = target.prefixed_identifier(self.top.namescope)
+    if written is None:
       raise el.error(f"{name} refers to an unnamed <{target.tag}>: give it a name", name)
-    return self.prefix[id(tm)] + target.identifier
+    return written
 
   def _string_reference(self, el: Element, m: RootElement, name: str, value: str) -> str:
     namespace = REFERENCES[name]
@@ -272,7 +304,8 @@ class _Writer:
     return self.prefix[id(m)] + value
 
   def _make(self, el: Element, attrs: dict, children: list[Node]) -> Node:
-    return Node(el._tag, attrs, children, *el.where())
+    self.nodes[id(el)] = Node(el._tag, attrs, children, *el.where())
+    return self.nodes[id(el)]
 
 
 def _check_no_free_joints(world: Element | None, child: RootElement) -> None:

@@ -486,6 +486,7 @@ ATTRS["orientation"].update({"kp": (F, 1.0), "kv": (F, 0.0), "dampratio": (F, 0.
                              "input": (S, None)})
 CHILDREN["actuator"] = ACTUATORS
 CHILDREN["default"] += ("orientation",)
+UNIQUE["default"] += ACTUATORS  # MuJoCo: "unique element 'motor' found 2 times"
 
 # ---- assets: meshes and heightfields (compiled by jaxmj/mjcf/assets/asset.py) ----
 ATTRS["compiler"].update({
