@@ -563,7 +563,11 @@ def _site0(f: dict, s, site: int, ref: int, gear: np.ndarray) -> tuple[float, np
   common = _common_dofs(f, site, ref)
   length, moment = 0.0, np.zeros(len(s.cdof))
   if np.any(gear[:3] != 0):
-    length += (rmat.T @ (pos - rpos)) @ gear[:3]
+    # mju_mulMatTVec3 then mju_dot3, each left to right in Python floats: numpy's matmul may
+    # go through BLAS, whose summation order and fused multiply-adds vary with the build.
+    dif = (pos - rpos).tolist()
+    vec = engine0.matvec3(np.asarray(rmat, float).T.reshape(9).tolist(), dif)
+    length += vec[0] * gear[0] + vec[1] * gear[1] + vec[2] * gear[2]
     d = jac[:3] - rjac[:3]
     d[:, common] = 0
     moment = moment + engine0.project(d, rmat, gear[:3])
