@@ -1,0 +1,1 @@
+"""The registered tasks (jaxmj.envs.names() lists them)."""

@@ -1,0 +1,73 @@
+"""jaxmj.envs: batched reset and step, Brax's wrappers and trainers, fresh random restarts,
+domain randomization."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxmj
+import jaxmj.envs as E
+
+
+@pytest.fixture(scope="module")
+def cartpole():
+  return E.load("CartpoleBalance")
+
+
+def test_registry_lists_and_loads_every_task():
+  assert {"CartpoleBalance", "CartpoleSwingup", "PendulumSwingup"} <= set(E.names())
+  with pytest.raises(ValueError, match="unknown task 'Nope'"):
+    E.load("Nope")
+
+
+def test_vmapped_reset_and_step_over_1024_worlds(cartpole):
+  env = cartpole
+  keys = jax.random.split(jax.random.PRNGKey(0), 1024)
+  state = jax.jit(jax.vmap(env.reset))(keys)
+  act = jnp.zeros((1024, env.action_size))
+  state = jax.jit(jax.vmap(env.step))(state, act)
+  assert state.obs.shape == (1024, env.observation_size) == (1024, 5)
+  assert state.reward.shape == state.done.shape == (1024,)
+  assert np.all(np.isfinite(state.obs)) and np.all(np.asarray(state.done) == 0)
+  # every world starts elsewhere
+  assert len(np.unique(np.asarray(state.pipeline_state.qpos[:, 1]))) == 1024
+  assert 0 < float(state.reward.min()) and float(state.reward.max()) <= 1
+  # the pole's angle in the observation is the model's (analytic: cos and sin of qpos)
+  np.testing.assert_allclose(state.obs[:, 1], np.cos(state.pipeline_state.qpos[:, 1]))
+
+
+def _restarts(wrapped, steps, nworld):
+  """Steps `wrapped` with zero actions; returns per-step done flags and the pole angles of
+  the states each world was restarted at."""
+  state = jax.jit(wrapped.reset)(jax.random.split(jax.random.PRNGKey(1), nworld))
+  first = np.asarray(state.pipeline_state.qpos[:, 1])
+
+  @jax.jit
+  def run(state):
+    def f(s, _):
+      s = wrapped.step(s, jnp.zeros((nworld, 1)))
+      return s, (s.done, s.pipeline_state.qpos[:, 1], s.info["steps"])
+    return jax.lax.scan(f, state, None, steps)
+
+  return first, run(state)[1]
+
+
+@pytest.mark.parametrize("which", ["brax", "jaxmj"])
+def test_wrapped_env_restarts_every_finished_world_from_a_new_random_start(cartpole, which):
+  if which == "brax":
+    training = pytest.importorskip("brax.envs.wrappers.training")
+    wrapped = training.wrap(cartpole, episode_length=50)
+  else:
+    wrapped = E.wrap(cartpole, episode_length=50)
+  nworld = 8
+  first, (done, theta, steps) = _restarts(wrapped, 120, nworld)
+  done, theta = np.asarray(done), np.asarray(theta)
+  assert np.array_equal(done.sum(0), np.full(nworld, 2))  # ended at steps 50 and 100
+  # after a done step the world holds its restart state: new each time, never the first
+  starts = theta[[49, 99]]
+  assert np.all(np.abs(starts) <= 0.2)  # drawn from the task's start distribution
+  assert len(np.unique(np.concatenate([first, starts.ravel()]))) == 3 * nworld
+  assert np.asarray(steps)[50].max() == 1  # the step counter restarted
