@@ -22,10 +22,13 @@ from jaxmj.envs.wrappers import (
 )
 
 
-def to_gymnasium(env, num_envs: int, **kwargs):
-  """A gymnasium.vector.VectorEnv over `num_envs` worlds of `env` (needs gymnasium)."""
-  from jaxmj.envs.gym import JaxmjVectorEnv
+def to_gymnasium(env, num_envs: int | None, **kwargs):
+  """A gymnasium.vector.VectorEnv over `num_envs` worlds of `env`, or with num_envs=None a
+  single-world gymnasium.Env (needs gymnasium; see jaxmj.envs.gym)."""
+  from jaxmj.envs.gym import JaxmjEnv, JaxmjVectorEnv
 
+  if num_envs is None:
+    return JaxmjEnv(env, **kwargs)
   return JaxmjVectorEnv(env, num_envs, **kwargs)
 
 

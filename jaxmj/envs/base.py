@@ -49,7 +49,8 @@ _BRAX_FIRST = ("first_pipeline_state", "first_obs")
 class Env:
   """A task on a jaxmj Model; subclasses define the task's four pieces:
 
-  `initial_qpos_qvel(rng) -> (qpos (nq,), qvel (nv,))`: a random start;
+  `initial_qpos_qvel(rng) -> (qpos (nq,), qvel (nv,))`: a random start (or, for more than
+  positions and velocities, `initial_data(rng) -> Data` before forward);
   `observation(d) -> (observation_size,)`;
   `reward_done(d_prev, d, action) -> (reward (), done (), metrics {name: ()})`;
   `metric_names`: the keys of those metrics.
@@ -60,6 +61,7 @@ class Env:
 
   backend = "jaxmj"
   metric_names: tuple[str, ...] = ()
+  episode_length = 1000  # the training default (env steps); the env itself never truncates
 
   def __init__(self, sys: Model, n_frames: int = 1):
     if n_frames < 1:
@@ -90,9 +92,7 @@ class Env:
   def reset(self, rng: jax.Array) -> State:
     """A fresh random start; `rng` is a (2,) key (vmap it for a batch)."""
     rng, key = jax.random.split(rng)
-    qpos, qvel = self.initial_qpos_qvel(key)
-    d = jaxmj.make_data(self.sys).replace(qpos=qpos, qvel=qvel)
-    d = jaxmj.forward(self.sys, d)
+    d = jaxmj.forward(self.sys, self.initial_data(key))
     zero = jnp.zeros((), d.qpos.dtype)
     metrics = {k: zero for k in self.metric_names}
     return State(d, self.observation(d), zero, zero, metrics, {"rng": rng})
@@ -126,6 +126,10 @@ class Env:
     return lo + 0.5 * (a + 1.0) * (hi - lo)
 
   # -- the task ------------------------------------------------------------------------------
+  def initial_data(self, rng: jax.Array) -> Data:
+    qpos, qvel = self.initial_qpos_qvel(rng)
+    return jaxmj.make_data(self.sys).replace(qpos=qpos, qvel=qvel)
+
   def initial_qpos_qvel(self, rng: jax.Array) -> tuple[jax.Array, jax.Array]:
     raise NotImplementedError
 

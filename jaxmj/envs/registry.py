@@ -13,6 +13,12 @@ _TASKS: dict[str, tuple[str, str, dict]] = {
   "CartpoleBalance": ("classic:CartpoleBalance", "cartpole.xml", {}),
   "CartpoleSwingup": ("classic:CartpoleSwingup", "cartpole.xml", {}),
   "PendulumSwingup": ("classic:PendulumSwingup", "pendulum.xml", {}),
+  "Hopper": ("locomotion:Hopper", "hopper.xml", {}),
+  "Walker": ("locomotion:Walker", "walker.xml", {}),
+  "HalfCheetah": ("locomotion:HalfCheetah", "cheetah.xml", {}),
+  "Ant": ("locomotion:Ant", "ant.xml", {}),
+  "Humanoid": ("locomotion:Humanoid", "humanoid.xml", {}),
+  "ArmPush": ("manipulation:ArmPush", "arm_push.xml", {}),
 }
 
 

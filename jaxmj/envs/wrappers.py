@@ -142,11 +142,20 @@ class AutoResetWrapper(Wrapper):
   """Restarts every finished world from a fresh random start drawn with its own key."""
 
   def step(self, state: State, action: jax.Array) -> State:
+    state = self.env.step(self.clear_done(state), action)
+    return self.restart_done(state)
+
+  @staticmethod
+  def clear_done(state: State) -> State:
+    """Before a step: the step counter of worlds that finished restarts, done clears."""
     info = dict(state.info)
     if "steps" in info:
       info["steps"] = jnp.where(state.done, jnp.zeros_like(info["steps"]), info["steps"])
-    state = state.replace(done=jnp.zeros_like(state.done), info=info)
-    state = self.env.step(state, action)
+    return state.replace(done=jnp.zeros_like(state.done), info=info)
+
+  def restart_done(self, state: State) -> State:
+    """After a step: worlds with done set get a fresh start (pipeline_state, obs, key);
+    computed only when some world of the batch is done."""
     return jax.lax.cond(jnp.any(state.done > 0), self._restart, lambda s: s, state)
 
   def _restart(self, state: State) -> State:
