@@ -1,4 +1,5 @@
-"""`jaxmj simulate MODEL.xml`: compile, jit and run a batched rollout, then report speed."""
+"""`jaxmj simulate MODEL.xml`: compile, jit and run a batched rollout, then report speed.
+`jaxmj train ENV --algo ppo|sac|apg`: train a policy on a jaxmj.envs task (jaxmj[rl])."""
 
 from __future__ import annotations
 
@@ -85,10 +86,54 @@ def main(argv=None) -> int:
   sim.add_argument("--seed", type=int, default=0)
   sim.add_argument("--x64", action="store_true", help="simulate in float64")
   sim.add_argument("--quiet", action="store_true", help="no progress bar")
+  _add_train(sub)
   args = parser.parse_args(argv)
+  if args.command == "train":
+    return _train(args)
   if args.key is not None and args.key.isdigit():
     args.key = int(args.key)
   return _simulate(args)
+
+
+def _add_train(sub) -> None:
+  tr = sub.add_parser("train", help="train a policy on a jaxmj.envs task (needs jaxmj[rl])")
+  tr.add_argument("env", help="task name (python -c 'import jaxmj.envs; "
+                  "print(jaxmj.envs.names())')")
+  tr.add_argument("--algo", choices=("ppo", "sac", "apg"), default="ppo")
+  tr.add_argument("--num-timesteps", type=int, default=1_000_000, help="env steps to train")
+  tr.add_argument("--num-evals", type=int, default=10, help="evaluations during the run")
+  tr.add_argument("--num-envs", type=int, default=None, help="parallel worlds")
+  tr.add_argument("--episode-length", type=int, default=None)
+  tr.add_argument("--out", default=None, help="run directory (default runs/ENV-ALGO)")
+  tr.add_argument("--resume", action="store_true", help="continue the run in --out")
+  tr.add_argument("--seed", type=int, default=0)
+  tr.add_argument("--x64", action="store_true", help="train in float64")
+  tr.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _train(args) -> int:
+  import jax
+
+  if args.x64:
+    jax.config.update("jax_enable_x64", True)
+  try:
+    from jaxmj.envs.train import train
+  except ImportError as e:
+    print(f"error: {e}; training needs `pip install jaxmj[rl]`", file=sys.stderr)
+    return 2
+  out = args.out or f"runs/{args.env}-{args.algo}"
+  settings = {} if args.num_envs is None else {"num_envs": args.num_envs}
+  try:
+    result = train(args.env, args.algo, args.num_timesteps, out, resume=args.resume,
+                   seed=args.seed, num_evals=args.num_evals,
+                   episode_length=args.episode_length, progress=not args.quiet, **settings)
+  except (ValueError, FileNotFoundError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  for step, ret in result.curve:
+    print(f"eval  {step:>12,d} steps  return {ret:9.2f}")
+  print(f"saved {out}/ (checkpoint/, run.json, curve.png) after {result.seconds:.1f} s")
+  return 0
 
 
 if __name__ == "__main__":

@@ -114,8 +114,9 @@ class Env:
       fresh = self.reset(info["rng"])
       info["rng"] = fresh.info["rng"]
       info["first_pipeline_state"], info["first_obs"] = fresh.pipeline_state, fresh.obs
+    # keep metrics that wrappers added (Brax's EvalWrapper adds 'reward')
     return state.replace(pipeline_state=d, obs=self.observation(d), reward=reward,
-                         done=done, metrics=metrics, info=info)
+                         done=done, metrics={**state.metrics, **metrics}, info=info)
 
   def control(self, action: jax.Array) -> jax.Array:
     """Action in [-1, 1] -> ctrl in each actuator's ctrlrange."""

@@ -64,6 +64,9 @@ def _module(algo: str):
     raise ValueError(f"unknown algorithm {algo!r}; one of {', '.join(ALGOS)}")
   import importlib
 
+  from jaxmj.envs import brax_compat
+
+  brax_compat.install()
   train = importlib.import_module(f"brax.training.agents.{algo}.train")
   networks = importlib.import_module(f"brax.training.agents.{algo}.networks")
   return train, networks, getattr(networks, f"make_{algo}_networks")
@@ -145,7 +148,7 @@ def train(env_name: str, algo: str = "ppo", num_timesteps: int = 1_000_000,
   seconds = time.perf_counter() - t0
   if bar is not None:
     bar.close()
-  steps = done_before + num_timesteps
+  steps = max([done_before + num_timesteps] + [s for s, _ in curve])  # Brax rounds up
   os.makedirs(out_dir, exist_ok=True)
   config = brax_checkpoint.network_config(env.observation_size, env.action_size,
                                           cfg["normalize_observations"], network_factory)

@@ -132,7 +132,8 @@ class EpisodeWrapper(Wrapper):
     totals["sum_reward"] = totals["sum_reward"] * keep + reward
     totals["length"] = totals["length"] * keep + self.action_repeat
     for k, v in state.metrics.items():
-      totals[k] = totals[k] * keep + v
+      if k in totals:  # not what outer wrappers added later (Brax's eval 'reward')
+        totals[k] = totals[k] * keep + v
     info["episode_metrics"] = totals
     info["episode_done"] = done
     return state.replace(reward=reward, done=done, info=info)
