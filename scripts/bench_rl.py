@@ -21,9 +21,9 @@ import subprocess
 import sys
 import time
 
-PPO = dict(num_envs=256, batch_size=256, unroll_length=20, num_minibatches=8,
-           num_updates_per_batch=4, discounting=0.97, learning_rate=1e-3, entropy_cost=1e-2,
-           reward_scaling=1.0, normalize_observations=True, num_eval_envs=32,
+PPO = dict(num_envs=128, batch_size=128, unroll_length=16, num_minibatches=8,
+           num_updates_per_batch=8, discounting=0.99, learning_rate=1e-3, entropy_cost=1e-3,
+           reward_scaling=10.0, normalize_observations=True, num_eval_envs=32,
            episode_length=1000)
 NETWORK = dict(policy_hidden_layer_sizes=(64, 64), value_hidden_layer_sizes=(64, 64))
 
@@ -72,8 +72,8 @@ def main() -> int:
                  choices=["jaxmj", "playground"])
   p.add_argument("--task", default="CartpoleBalance", help="jaxmj.envs task (Playground: "
                  "same name; CartpoleBalance exists in both)")
-  p.add_argument("--num-timesteps", type=int, default=2_000_000)
-  p.add_argument("--num-evals", type=int, default=11)
+  p.add_argument("--num-timesteps", type=int, default=1_000_000)
+  p.add_argument("--num-evals", type=int, default=9)
   p.add_argument("--target", type=float, default=700.0)
   p.add_argument("--seed", type=int, default=0)
   p.add_argument("--child", default=None, help=argparse.SUPPRESS)

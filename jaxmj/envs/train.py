@@ -33,9 +33,9 @@ ALGOS = ("ppo", "sac", "apg")
 # Settings sized for a few CPU cores (Brax's own defaults target accelerators). Keys are
 # the algorithm's `train` arguments; "network" goes to its network factory.
 DEFAULTS: dict[str, dict] = {
-  "ppo": dict(num_envs=256, batch_size=256, unroll_length=20, num_minibatches=8,
-              num_updates_per_batch=4, discounting=0.97, learning_rate=1e-3,
-              entropy_cost=1e-2, reward_scaling=1.0, normalize_observations=True,
+  "ppo": dict(num_envs=128, batch_size=128, unroll_length=16, num_minibatches=8,
+              num_updates_per_batch=8, discounting=0.99, learning_rate=1e-3,
+              entropy_cost=1e-3, reward_scaling=10.0, normalize_observations=True,
               num_eval_envs=32, network=dict(policy_hidden_layer_sizes=(64, 64),
                                              value_hidden_layer_sizes=(64, 64))),
   "sac": dict(num_envs=64, batch_size=256, learning_rate=1e-3, discounting=0.99,

@@ -1,0 +1,30 @@
+"""notebooks/rl_training.ipynb runs end to end in its smoke setting (JAXMJ_NOTEBOOK_SMOKE)."""
+
+import os
+
+import jax
+import pytest
+from conftest import ROOT
+from test_notebook import code_cells
+
+pytest.importorskip("brax")
+
+NOTEBOOK = os.path.join(ROOT, "notebooks", "rl_training.ipynb")
+
+
+def test_rl_notebook_trains_saves_and_reloads_a_policy(tmp_path, monkeypatch):
+  monkeypatch.setenv("MPLBACKEND", "Agg")
+  monkeypatch.setenv("JAXMJ_NOTEBOOK_SMOKE", "1")
+  monkeypatch.chdir(tmp_path)  # the notebook writes runs/ where it runs
+  jax.config.update("jax_enable_x64", False)  # float32, as users train
+  try:
+    scope: dict = {}
+    for i, source in enumerate(code_cells(NOTEBOOK)):
+      exec(compile(source, f"{NOTEBOOK}:cell{i}", "exec"), scope)
+  finally:
+    jax.config.update("jax_enable_x64", True)
+  assert len(scope["result"].curve) == 6
+  assert (tmp_path / "runs" / "notebook-cartpole" / "curve.png").exists()
+  assert scope["returns"].shape == (8,)
+  if scope["plt"] is not None:
+    scope["plt"].close("all")
