@@ -55,19 +55,21 @@ def _restarts(wrapped, steps, nworld):
   return first, run(state)[1]
 
 
-@pytest.mark.parametrize("which", ["brax", "jaxmj"])
-def test_wrapped_env_restarts_every_finished_world_from_a_new_random_start(cartpole, which):
-  if which == "brax":
+@pytest.mark.parametrize("which,length", [("brax", 1000), ("jaxmj", 50)])
+def test_wrapped_env_restarts_every_finished_world_from_a_new_random_start(
+    cartpole, which, length):
+  if which == "brax":  # the check: Brax's own wrapper, 2000 steps
     training = pytest.importorskip("brax.envs.wrappers.training")
-    wrapped = training.wrap(cartpole, episode_length=50)
+    wrapped = training.wrap(cartpole, episode_length=length)
   else:
-    wrapped = E.wrap(cartpole, episode_length=50)
+    wrapped = E.wrap(cartpole, episode_length=length)
   nworld = 8
-  first, (done, theta, steps) = _restarts(wrapped, 120, nworld)
+  first, (done, theta, steps) = _restarts(wrapped, 2 * length + 20, nworld)
   done, theta = np.asarray(done), np.asarray(theta)
-  assert np.array_equal(done.sum(0), np.full(nworld, 2))  # ended at steps 50 and 100
+  assert np.array_equal(done.sum(0), np.full(nworld, 2))  # ended at the two limits
+  assert np.all(done[[length - 1, 2 * length - 1]] == 1)
   # after a done step the world holds its restart state: new each time, never the first
-  starts = theta[[49, 99]]
+  starts = theta[[length - 1, 2 * length - 1]]
   assert np.all(np.abs(starts) <= 0.2)  # drawn from the task's start distribution
   assert len(np.unique(np.concatenate([first, starts.ravel()]))) == 3 * nworld
-  assert np.asarray(steps)[50].max() == 1  # the step counter restarted
+  assert np.asarray(steps)[length].max() == 1  # the step counter restarted
