@@ -197,8 +197,7 @@ def load_policy(path: str, deterministic: bool = True):
     run = json.load(f)
   _, networks, factory = _module(run["algo"])
   ckpt = _latest(path)
-  config = brax_checkpoint.load_config(os.path.join(ckpt, "config.json"))
-  network = brax_checkpoint.get_network(config, factory)
+  network = brax_checkpoint.get_network(_network_config(ckpt), factory)
   params = brax_checkpoint.load(ckpt)
   if run["algo"] == "ppo":
     params = tuple(params)
@@ -211,6 +210,25 @@ def load_policy(path: str, deterministic: bool = True):
     return inference(obs, key)[0]
 
   return policy
+
+
+def _network_config(ckpt: str):
+  """Brax's load_config, minus its KeyError on initializers saved as null (brax 0.14.2
+  writes `mean_kernel_init_fn: null` and then looks null up as a name): unset ones are
+  left to the factory's default."""
+  from brax.training import networks as brax_networks
+  from ml_collections import config_dict
+
+  with open(os.path.join(ckpt, "config.json")) as f:
+    config = json.load(f)
+  kwargs = {k: v for k, v in config["network_factory_kwargs"].items() if v is not None}
+  for k, v in kwargs.items():
+    if k == "activation":
+      kwargs[k] = brax_networks.ACTIVATION[v]
+    elif k.endswith("kernel_init_fn"):
+      kwargs[k] = brax_networks.KERNEL_INITIALIZER[v]
+  config["network_factory_kwargs"] = kwargs
+  return config_dict.create(**config)
 
 
 def evaluate(env_name: str, policy, episodes: int = 8, seed: int = 0,
