@@ -24,7 +24,7 @@ import time
 PPO = dict(num_envs=128, batch_size=128, unroll_length=16, num_minibatches=8,
            num_updates_per_batch=8, discounting=0.99, learning_rate=1e-3, entropy_cost=1e-3,
            reward_scaling=10.0, normalize_observations=True, num_eval_envs=32,
-           episode_length=1000)
+           deterministic_eval=True, episode_length=1000)
 NETWORK = dict(policy_hidden_layer_sizes=(64, 64), value_hidden_layer_sizes=(64, 64))
 
 

@@ -36,14 +36,16 @@ DEFAULTS: dict[str, dict] = {
   "ppo": dict(num_envs=128, batch_size=128, unroll_length=16, num_minibatches=8,
               num_updates_per_batch=8, discounting=0.99, learning_rate=1e-3,
               entropy_cost=1e-3, reward_scaling=10.0, normalize_observations=True,
-              num_eval_envs=32, network=dict(policy_hidden_layer_sizes=(64, 64),
-                                             value_hidden_layer_sizes=(64, 64))),
+              num_eval_envs=32, deterministic_eval=True,
+              network=dict(policy_hidden_layer_sizes=(64, 64),
+                           value_hidden_layer_sizes=(64, 64))),
   "sac": dict(num_envs=64, batch_size=256, learning_rate=1e-3, discounting=0.99,
               grad_updates_per_step=8, min_replay_size=4096, max_replay_size=200_000,
               reward_scaling=1.0, normalize_observations=True, num_eval_envs=32,
-              network=dict(hidden_layer_sizes=(64, 64))),
+              deterministic_eval=True, network=dict(hidden_layer_sizes=(64, 64))),
   "apg": dict(num_envs=64, horizon_length=32, learning_rate=3e-3, normalize_observations=True,
-              num_eval_envs=32, network=dict(hidden_layer_sizes=(64, 64))),
+              num_eval_envs=32, deterministic_eval=True,
+              network=dict(hidden_layer_sizes=(64, 64))),
 }
 
 
