@@ -26,7 +26,8 @@ LAYERS = [
   ("sensor", ["jaxmj.sensor"]),
   ("data", ["jaxmj.io", "jaxmj.state"]),
   ("dynamics", ["jaxmj.dynamics"]),
-  ("public", ["jaxmj", "jaxmj.bind", "jaxmj.physics", "jaxmj.conformance", "jaxmj.cli"]),
+  ("public", ["jaxmj", "jaxmj.bind", "jaxmj.physics", "jaxmj.conformance", "jaxmj.cli",
+              "jaxmj.envs"]),
 ]
 
 # Imports inside functions: each is one of these, with its reason.
@@ -35,6 +36,9 @@ INNER_IMPORTS = {
   "loaders are Model's classmethods, and the runtime must import without the compiler",
   ("jaxmj.types", "jaxmj.mjcf.compose.write"): "Model.from_mjcf compiles a composed model",
   ("jaxmj.cli", "jaxmj"): "`jaxmj --help` answers without importing jax",
+  ("jaxmj.cli", "jaxmj.envs.train"): "`jaxmj train` needs brax (jaxmj[rl]); simulate does not",
+  ("jaxmj.envs", "jaxmj.envs.gym"): "to_gymnasium needs gymnasium, an optional dependency",
+  ("jaxmj.envs", "jaxmj.envs.train"): "load_policy needs brax and orbax (jaxmj[rl])",
   ("jaxmj.mjcf.compile.build", "jaxmj.dynamics.lengthrange"): "the compiler simulates to "
   "find muscle length ranges (mj_setLengthRange), only for models that need it",
   ("jaxmj.mjcf.spec.parse", "jaxmj.mjcf.spec.urdf"): "a <robot> document is read by the URDF "
@@ -137,8 +141,8 @@ def test_no_private_name_crosses_modules(graph):
 def test_runtime_subpackages_export_nothing(graph):
   """A runtime subpackage's __init__ holds its docstring only, so that importing one of its
   modules runs no other (Python runs the package's __init__ first)."""
-  packages = [m for m in graph.modules if m != "jaxmj" and not _is_mjcf(m)
-              and os.path.basename(_path(m)) == "__init__.py"]
+  packages = [m for m in graph.modules if m not in ("jaxmj", "jaxmj.envs") and not _is_mjcf(m)
+              and os.path.basename(_path(m)) == "__init__.py"]  # jaxmj.envs: a public API
   assert {p: graph.top[p] for p in packages if graph.top[p]} == {}
 
 

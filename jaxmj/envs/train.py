@@ -25,6 +25,7 @@ import time
 import jax
 import numpy as np
 
+from jaxmj.envs import brax_compat
 from jaxmj.envs.registry import load
 from jaxmj.envs.wrappers import wrap
 
@@ -65,8 +66,6 @@ def _module(algo: str):
   if algo not in ALGOS:
     raise ValueError(f"unknown algorithm {algo!r}; one of {', '.join(ALGOS)}")
   import importlib
-
-  from jaxmj.envs import brax_compat
 
   brax_compat.install()
   train = importlib.import_module(f"brax.training.agents.{algo}.train")
