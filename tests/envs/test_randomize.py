@@ -47,7 +47,7 @@ def test_each_world_steps_with_its_own_model_as_mujoco_does(env):
   rand = functools.partial(E.randomization(_heavier), rng=jax.random.split(
     jax.random.PRNGKey(3), n))
   wrapped = E.wrap(env, episode_length=100, randomization_fn=rand)
-  state = wrapped.reset(jax.random.split(jax.random.PRNGKey(4), n))
+  state = jax.jit(wrapped.reset)(jax.random.split(jax.random.PRNGKey(4), n))
   action = jnp.linspace(-1, 1, n)[:, None]
   new = jax.jit(wrapped.step)(state, action)
   sys_v, _ = rand(env.sys)
