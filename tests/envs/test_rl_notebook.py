@@ -12,6 +12,7 @@ pytest.importorskip("brax")
 NOTEBOOK = os.path.join(ROOT, "notebooks", "rl_training.ipynb")
 
 
+@pytest.mark.slow  # four compiles (two evaluations, PPO, load_policy): 257 s at load 10
 def test_rl_notebook_trains_saves_and_reloads_a_policy(tmp_path, monkeypatch):
   monkeypatch.setenv("MPLBACKEND", "Agg")
   monkeypatch.setenv("JAXMJ_NOTEBOOK_SMOKE", "1")
