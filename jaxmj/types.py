@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from jaxmj.pytree import pytree_dataclass, static
+from jaxmj.source import ModelSource
 from jaxmj.visual import Statistic, Visual
 
 
@@ -922,6 +923,8 @@ class Model:
   unsupported: tuple = static()  # ((feature, DisableBit mask that turns it off), ...)
   model_name: str = static()
   path: str = static()  # file the model was read from, "" for a string
+  source: ModelSource | None = static(default=None)  # the MJCF and assets compiled, for
+  # MuJoCo to compile again (jaxmj/interop.py); None for a Model built without one
 
   @classmethod
   def from_xml_path(cls, path, assets: dict[str, bytes] | None = None) -> Model:
@@ -943,7 +946,16 @@ class Model:
     the same Model as compiling `root.to_xml_string()` with `root.get_assets()`."""
     from jaxmj.mjcf.compose import write
 
-    return write.compile_model(root.root)
+    source = ModelSource.of(xml=root.to_xml_string(), assets=root.get_assets())
+    return write.compile_model(root.root).replace(source=source)
+
+  @classmethod
+  def from_mujoco(cls, model, assets: dict[str, bytes] | None = None) -> Model:
+    """The Model of a `mujoco.MjModel` or `mujoco.MjSpec`, values edited in the MjModel
+    included (jaxmj/interop.py; needs the `mujoco` package)."""
+    from jaxmj.interop import from_mujoco
+
+    return from_mujoco(model, assets)
 
 
 @pytree_dataclass

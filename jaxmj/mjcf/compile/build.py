@@ -34,6 +34,7 @@ from jaxmj.mjcf.passes import align, discard, fuse
 from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Defaults, Node
 from jaxmj.scan import ancestor_mask, depths
+from jaxmj.source import ModelSource
 from jaxmj.types import (
   JOINT_NV,
   Cone,
@@ -71,12 +72,14 @@ class _Body:
 
 def compile_path(path, assets: dict | None = None) -> Model:
   """Compiles the MJCF file at `path` into a Model."""
-  return compile_node(parse.parse_path(path, assets), str(path), assets)
+  source = ModelSource.of(file=path, assets=assets)
+  return compile_node(parse.parse_path(path, assets), str(path), assets, source)
 
 
 def compile_string(xml: str | bytes, assets: dict | None = None) -> Model:
   """Compiles MJCF text into a Model; `assets` maps included file names to contents."""
-  return compile_node(parse.parse_string(xml, assets=assets), "", assets)
+  source = ModelSource.of(xml=xml, assets=assets)
+  return compile_node(parse.parse_string(xml, assets=assets), "", assets, source)
 
 
 def _section(root: Node, tag: str) -> tuple[dict, list[Node]]:
@@ -88,8 +91,10 @@ def _section(root: Node, tag: str) -> tuple[dict, list[Node]]:
   return values, nodes
 
 
-def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
-  """Compiles a parsed, validated MJCF tree; `assets` maps file names to contents."""
+def compile_node(root: Node, path: str, assets: dict | None = None,
+                 source: ModelSource | None = None) -> Model:
+  """Compiles a parsed, validated MJCF tree; `assets` maps file names to contents, `source`
+  is the MJCF the tree was read from (kept in the Model for MuJoCo to compile again)."""
   compiler, cnodes = _section(root, "compiler")
   if compiler["coordinate"] == "global":
     node = next(n for n in cnodes if n.attrs.get("coordinate") == "global")
@@ -154,7 +159,7 @@ def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
   size, size_nodes = _section(root, "size")
   f.update(user.compile_user(root, bodies, defaults, f, size))
   tuple_elements = f.pop("_tuple_elements")
-  m = _model(root, bodies, f, option, size, path)
+  m = _model(root, bodies, f, option, size, path, source)
   arena.check_memory(m, size_nodes)
   if "_lengthrange_pending" in f:  # mj_setLengthRange: simulated with jaxmj's runtime
     from jaxmj.dynamics import lengthrange
@@ -765,7 +770,7 @@ def _check_unique(bodies: list[_Body], kind: str, items: list) -> None:
     seen[name] = node
 
 
-def _model(root, bodies, f, opt, size, path) -> Model:
+def _model(root, bodies, f, opt, size, path, source) -> Model:
   keys, key_names = _keyframes(root, f, size["nkey"])
   keys["key_plastic"] = plastic.key_plastic(root, f, len(keys["key_time"]))
   jnodes = [(n, n.attrs.get("name", "")) for b in bodies for n, _, _ in b.joints]
@@ -839,6 +844,7 @@ def _model(root, bodies, f, opt, size, path) -> Model:
     dof_hasfrictionloss=np.asarray(f["dof_frictionloss"]) > 0,
     jnt_limitboth=tendon.limit_both(f, "jnt"),
     unsupported=tuple(unsupported), model_name=model_name, path=path,
+    source=source,
   )
   missing = fields - set(kw)
   if missing:
