@@ -20,9 +20,11 @@ from jaxmj.dynamics.forward import (
   step2,
 )
 from jaxmj.dynamics.inverse import inverse
+from jaxmj.interop import to_mujoco
 from jaxmj.io import make_data, reset
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.names import id2name, name2id
+from jaxmj.rendering import render
 from jaxmj.sensor.driver import sensor_acc, sensor_pos, sensor_vel
 from jaxmj.smooth.energy import energy_pos, energy_vel
 from jaxmj.smooth.support import (
@@ -91,4 +93,6 @@ __all__ = [
   # sensors and rays
   "SensorType", "multi_ray", "ray", "rne_post_constraint", "sensor_acc", "sensor_pos",
   "sensor_vel",
+  # MuJoCo interop and rendering (need the mujoco package: jaxmj[mujoco], jaxmj[render])
+  "render", "to_mujoco",
 ]

@@ -36,6 +36,7 @@ def _simulate(args) -> int:
 
   d = jaxmj.reset(m, args.key) if args.key is not None else jaxmj.make_data(m)
   rng = np.random.default_rng(args.seed)
+  nstep = max(1, round(args.duration / float(m.opt.timestep)))
   qvel = d.qvel + args.noise * jnp.asarray(rng.normal(size=(args.batch, m.nv)), d.qvel.dtype)
   batch = jax.vmap(lambda v: d.replace(qvel=v))(qvel)
   chunk = min(args.chunk, args.steps)
@@ -73,6 +74,83 @@ def _simulate(args) -> int:
   return 0
 
 
+def _render_trajectory(args):
+  """(Model, state fields (T, ...), physics steps per frame) of the run to film: the task
+  MODEL driven by the policy at --policy, or the MJCF file MODEL under zero or random
+  controls."""
+  import jax
+  import jax.numpy as jnp
+
+  import jaxmj
+
+  if args.policy is not None:
+    from jaxmj import envs  # the policy's task and checkpoint format belong to jaxmj.envs
+
+    env, policy = envs.load(args.model), envs.load_policy(args.policy)
+
+    def act(state, _):
+      state = env.step(state, policy(state.obs))
+      return state, {f: getattr(state.pipeline_state, f) for f in ("time", "qpos", "qvel")}
+
+    nframe = max(1, round(args.duration / float(env.dt)))
+    _, traj = jax.jit(lambda key: jax.lax.scan(act, env.reset(key), None, nframe))(
+      jax.random.PRNGKey(args.seed))
+    return env.sys, traj, env.n_frames
+  m = jaxmj.Model.from_xml_path(args.model)
+  d = jaxmj.reset(m, args.key) if args.key is not None else jaxmj.make_data(m)
+  rng = np.random.default_rng(args.seed)
+  nstep = max(1, round(args.duration / float(m.opt.timestep)))
+  if args.controls == "random":  # uniform over ctrlrange, [-1, 1] for unlimited controls
+    lo, hi = np.asarray(m.actuator_ctrlrange).T
+    limited = np.asarray(m.actuator_ctrllimited, bool)
+    lo, hi = np.where(limited, lo, -1.0), np.where(limited, hi, 1.0)
+    ctrl = rng.uniform(lo, hi, size=(nstep, m.nu))
+  else:
+    ctrl = np.broadcast_to(np.asarray(d.ctrl), (nstep, m.nu))
+  fields = ("time", "qpos", "qvel", "act") + (("mocap_pos", "mocap_quat") if m.nmocap else ())
+  _, traj = jax.jit(lambda d, u: jaxmj.rollout(m, d, u, fields=fields))(
+    d, jnp.asarray(ctrl, d.qpos.dtype))
+  return m, traj, 1
+
+
+def _render(args) -> int:
+  """`jaxmj render`: simulate, draw every frame with mujoco.Renderer, write a video."""
+  import jaxmj
+  from jaxmj import rendering
+
+  rendering.load_mujoco()  # before jaxmj.envs' libraries import mujoco without a GL backend
+  try:
+    m, traj, substeps = _render_trajectory(args)
+  except (jaxmj.MJCFError, OSError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  dt = float(m.opt.timestep) * substeps
+  stride = max(1, round(1 / (args.fps * dt)))  # film at about --fps, shown in real time
+  traj = {k: np.asarray(v)[stride - 1::stride] for k, v in traj.items()}
+  frames = rendering.render(m, traj, camera=args.camera, height=args.height, width=args.width)
+  rendering.write_video(args.output, frames, fps=1 / (stride * dt))
+  print(f"wrote      {args.output}: {len(frames)} frames of {args.width}x{args.height}, "
+        f"{len(frames) * stride * dt:.2f} s simulated")
+  return 0
+
+
+def _add_render_parser(sub) -> None:
+  ren = sub.add_parser("render", help="simulate a model and write a video of it (jaxmj[render])")
+  ren.add_argument("model", help="MJCF file; with --policy, a task name of jaxmj.envs")
+  ren.add_argument("-o", "--output", default="out.mp4", help="video file (mp4, gif, ...)")
+  ren.add_argument("--policy", default=None,
+                   help="checkpoint of `jaxmj train` driving the task MODEL")
+  ren.add_argument("--controls", choices=("zero", "random"), default="zero",
+                   help="controls without a policy: held at zero, or uniform random per step")
+  ren.add_argument("--duration", type=float, default=3.0, help="simulated seconds")
+  ren.add_argument("--key", default=None, help="start from this keyframe (name or index)")
+  ren.add_argument("--camera", default="-1", help="camera name or id (-1: free camera)")
+  ren.add_argument("--height", type=int, default=240)
+  ren.add_argument("--width", type=int, default=320)
+  ren.add_argument("--fps", type=float, default=30.0, help="frames per simulated second")
+  ren.add_argument("--seed", type=int, default=0)
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(prog="jaxmj", description=__doc__)
   sub = parser.add_subparsers(dest="command", required=True)
@@ -87,11 +165,15 @@ def main(argv=None) -> int:
   sim.add_argument("--x64", action="store_true", help="simulate in float64")
   sim.add_argument("--quiet", action="store_true", help="no progress bar")
   _add_train(sub)
+  _add_render_parser(sub)
   args = parser.parse_args(argv)
   if args.command == "train":
     return _train(args)
   if args.key is not None and args.key.isdigit():
     args.key = int(args.key)
+  if args.command == "render":
+    args.camera = int(args.camera) if args.camera.lstrip("-").isdigit() else args.camera
+    return _render(args)
   return _simulate(args)
 
 

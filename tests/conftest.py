@@ -26,6 +26,10 @@ def _fast_compile_flags() -> str:
 if not os.environ.get("JAXMJ_TEST_XLA_OPT"):
   os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + _fast_compile_flags()).strip()
 
+# MuJoCo picks its OpenGL backend once, at import: headless EGL for the rendering tests
+# (they skip where no backend works).
+os.environ.setdefault("MUJOCO_GL", "egl")
+
 import jax  # noqa: E402
 import pytest  # noqa: E402
 

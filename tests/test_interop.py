@@ -1,0 +1,135 @@
+"""jaxmj.to_mujoco / Model.from_mujoco: MuJoCo's structures hold jaxmj's values and state,
+and come back unchanged."""
+
+import os
+
+import jax
+import mujoco
+import numpy as np
+import pytest
+from conftest import MODELS
+
+import jaxmj
+from jaxmj.interop import from_mujoco, to_mujoco
+from jaxmj.kinematics import kinematics
+
+
+def model_differences(a, b) -> list[str]:
+  """Fields (static and leaves, options and statistics) whose values differ exactly."""
+  bad = []
+  for name in type(a)._static_names + type(a)._leaf_names:
+    if name in ("source", "path"):
+      continue
+    x, y = getattr(a, name), getattr(b, name)
+    if name == "opt":
+      if any(not np.array_equal(np.asarray(getattr(x, f)), np.asarray(getattr(y, f)))
+             for f in type(x)._static_names + type(x)._leaf_names):
+        bad.append(name)
+    elif isinstance(x, tuple | str | bytes | int) or name in ("stat", "vis"):
+      if x != y:
+        bad.append(name)
+    elif not np.array_equal(np.asarray(x), np.asarray(y)):
+      bad.append(name)
+  return bad
+
+
+def moved(m, seed=0, stage=jaxmj.forward):
+  """A Data of `m` off its reference pose, with velocities and controls, through `stage`."""
+  rng = np.random.default_rng(seed)
+  d = jaxmj.make_data(m)
+  d = d.replace(qpos=d.qpos + 0.1 * rng.normal(size=m.nq), qvel=rng.normal(size=m.nv),
+                ctrl=0.5 * rng.uniform(-1, 1, size=m.nu),
+                mocap_pos=d.mocap_pos + rng.normal(size=(m.nmocap, 3)))
+  return jax.jit(stage)(m, d.replace(qpos=jaxmj.normalize_quat(m, d.qpos)))
+
+
+@pytest.mark.parametrize("name", ["humanoid.xml", "free_body.xml", "mesh_drop.xml",
+                                  "tendon_arm.xml"])
+def test_mj_forward_on_converted_state_gives_our_positions(name):
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, name))
+  d = moved(m, stage=kinematics)  # positions only: a cheap compile
+  mjm, mjd = to_mujoco(m, d)  # runs mj_forward
+  for field in ("xpos", "xquat", "xipos", "geom_xpos", "site_xpos"):
+    np.testing.assert_allclose(getattr(mjd, field), getattr(d, field), rtol=0, atol=1e-12,
+                               err_msg=field)
+  for field in ("qpos", "qvel", "ctrl", "mocap_pos"):
+    np.testing.assert_array_equal(getattr(mjd, field), getattr(d, field), err_msg=field)
+
+
+def test_converted_state_has_our_forward_dynamics():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  d = moved(m)
+  _, mjd = to_mujoco(m, d)
+  np.testing.assert_allclose(mjd.qfrc_bias, d.qfrc_bias, rtol=1e-10, atol=1e-10)
+  np.testing.assert_allclose(mjd.qacc, d.qacc, rtol=1e-10, atol=1e-10)
+
+
+def test_batched_data_gives_one_mjdata_per_world():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  batch = jax.tree.map(lambda *x: np.stack(x), *[moved(m, s) for s in range(3)])
+  mjm, datas = to_mujoco(m, batch)
+  assert isinstance(mjm, mujoco.MjModel) and len(datas) == 3
+  for i, mjd in enumerate(datas):
+    np.testing.assert_allclose(mjd.xpos, batch.xpos[i], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["humanoid.xml", "mesh_drop.xml", "tendon_arm.xml"])
+def test_from_mujoco_of_to_mujoco_is_the_same_model(name):
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, name))
+  mjm, _ = to_mujoco(m)
+  back = from_mujoco(mjm)
+  assert model_differences(m, back) == []
+  assert back.source == m.source
+
+
+@pytest.mark.parametrize("name", ["humanoid.xml", "cartpole.xml", "muscle_arm.xml"])
+def test_from_mujoco_equals_compiling_the_file(name):
+  path = os.path.join(MODELS, name)
+  m = jaxmj.Model.from_xml_path(path)
+  assert model_differences(m, jaxmj.Model.from_mujoco(mujoco.MjModel.from_xml_path(path))) == []
+  assert model_differences(m, jaxmj.Model.from_mujoco(mujoco.MjSpec.from_file(path))) == []
+
+
+def test_randomized_fields_carry_over_both_ways():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  rng = np.random.default_rng(1)
+  m = m.replace(body_mass=m.body_mass * rng.uniform(0.5, 1.5, m.nbody),
+                geom_rgba=rng.uniform(0, 1, (m.ngeom, 4)).astype(np.float32),
+                geom_friction=m.geom_friction * 0.7,
+                opt=m.opt.replace(timestep=m.opt.timestep * 0.5))
+  d = moved(m)
+  mjm, mjd = to_mujoco(m, d)
+  np.testing.assert_array_equal(mjm.body_mass, m.body_mass)
+  np.testing.assert_array_equal(mjm.geom_rgba, m.geom_rgba)
+  np.testing.assert_array_equal(mjm.geom_friction, m.geom_friction)
+  assert mjm.opt.timestep == m.opt.timestep
+  # MuJoCo steps the randomized model as jaxmj does.
+  mujoco.mj_step(mjm, mjd)
+  ours = jax.jit(jaxmj.step)(m, d)
+  np.testing.assert_allclose(mjd.qpos, ours.qpos, rtol=0, atol=1e-10)
+  assert model_differences(m, from_mujoco(mjm)) == []
+  # An MjModel edited after conversion brings its edits back.
+  mjm.body_mass[1] = 3.25
+  mjm.opt.gravity[:] = (0, 0, -1.5)
+  back = from_mujoco(mjm)
+  assert float(back.body_mass[1]) == 3.25
+  np.testing.assert_array_equal(back.opt.gravity, (0, 0, -1.5))
+  assert model_differences(m.replace(body_mass=back.body_mass, opt=back.opt), back) == []
+
+
+def test_batched_model_gives_one_mjmodel_per_world():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  masses = np.stack([m.body_mass * s for s in (1.0, 2.0)])
+  batch = m.replace(body_mass=masses)
+  d = jax.tree.map(lambda *x: np.stack(x), moved(m), moved(m, 1))
+  models, datas = to_mujoco(batch, d)
+  assert len(models) == len(datas) == 2
+  for i in range(2):
+    np.testing.assert_array_equal(models[i].body_mass, masses[i])
+    assert datas[i].qpos.shape == (m.nq,)
+
+
+def test_model_without_source_is_refused_by_name():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml")).replace(source=None)
+  with pytest.raises(ValueError, match="Model.source is None"):
+    to_mujoco(m)

@@ -1,0 +1,79 @@
+"""jaxmj.render and `jaxmj render`: frames of jaxmj states through mujoco.Renderer are the
+frames MuJoCo draws of its own simulation, and the Model's values show in them."""
+
+import os
+
+import jax
+import mujoco
+import numpy as np
+import pytest
+from conftest import MODELS
+
+import jaxmj
+from jaxmj import cli, rendering
+
+H, W = 96, 128
+
+
+@pytest.fixture(scope="module")
+def gl():
+  """Skips where MuJoCo has no working OpenGL backend (MUJOCO_GL, set in conftest)."""
+  m = mujoco.MjModel.from_xml_string("<mujoco/>")
+  try:
+    with mujoco.Renderer(m, 8, 8):
+      pass
+  except Exception as e:
+    pytest.skip(f"no OpenGL backend for mujoco.Renderer (MUJOCO_GL="
+                f"{os.environ.get('MUJOCO_GL')}): {e}")
+
+
+def test_frames_of_our_trajectory_equal_mujocos_frames(gl):
+  path = os.path.join(MODELS, "free_body.xml")  # a body thrown spinning, and a mocap body
+  m = jaxmj.Model.from_xml_path(path)
+  nstep = 12
+  fields = ("time", "qpos", "qvel", "mocap_pos", "mocap_quat")
+  _, traj = jax.jit(lambda d: jaxmj.rollout(m, d, nstep=nstep, fields=fields))(
+    jaxmj.reset(m, "throw"))
+  ours = jaxmj.render(m, traj, height=H, width=W)
+  assert ours.shape == (nstep, H, W, 3) and ours.dtype == np.uint8
+  mjm = mujoco.MjModel.from_xml_path(path)
+  mjd = mujoco.MjData(mjm)
+  mujoco.mj_resetDataKeyframe(mjm, mjd, 0)
+  with mujoco.Renderer(mjm, H, W) as renderer:
+    for t in range(nstep):
+      mujoco.mj_step(mjm, mjd)
+      np.testing.assert_allclose(mjd.qpos, traj["qpos"][t], rtol=0, atol=1e-12)
+      mujoco.mj_forward(mjm, mjd)  # mj_step leaves the poses of the state before it
+      renderer.update_scene(mjd)
+      np.testing.assert_array_equal(ours[t], renderer.render(), err_msg=f"frame {t}")
+  assert ours[0].std() > 0 and np.any(ours[0] != ours[-1])  # a scene that moves
+
+
+def test_randomized_geom_rgba_shows_in_frames(gl):
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  d = jaxmj.make_data(m)
+  floor = jaxmj.name2id(m, jaxmj.ObjType.GEOM, "floor")
+  colours = {}
+  for name, rgba in (("red", (1, 0, 0, 1)), ("blue", (0, 0, 1, 1))):
+    rgba_all = np.array(m.geom_rgba)
+    rgba_all[floor] = rgba
+    colours[name] = jaxmj.render(m.replace(geom_rgba=rgba_all), d, height=H, width=W)
+  red, blue = (colours[k].astype(float) for k in ("red", "blue"))
+  assert red.shape == (H, W, 3)
+  assert red[..., 0].mean() > blue[..., 0].mean() + 20
+  assert blue[..., 2].mean() > red[..., 2].mean() + 20
+
+
+def test_render_cli_writes_a_video(gl, tmp_path, capsys):
+  out = tmp_path / "cartpole.mp4"
+  rc = cli.main(["render", os.path.join(MODELS, "cartpole.xml"), "--controls", "random",
+                 "--duration", "0.2", "--fps", "20", "--height", "64", "--width", "96",
+                 "-o", str(out)])
+  assert rc == 0 and out.stat().st_size > 0
+  assert "4 frames of 96x64" in capsys.readouterr().out
+
+
+def test_unknown_trajectory_shape_is_refused_by_name():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  with pytest.raises(ValueError, match=r"qpos has shape \(2, 3, 2\)"):
+    rendering.render(m, {"qpos": np.zeros((2, 3, m.nq))})
