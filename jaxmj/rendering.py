@@ -100,4 +100,5 @@ def write_video(path: str, frames: np.ndarray, fps: float) -> None:
       raise ImportError("writing videos needs an ffmpeg binary: install ffmpeg or "
                         "pip install 'jaxmj[render]'") from e
     mediapy.set_ffmpeg(imageio_ffmpeg.get_ffmpeg_exe())
-  mediapy.write_video(path, frames, fps=fps)
+  codec = {".gif": "gif"}.get(os.path.splitext(str(path))[1].lower(), "h264")
+  mediapy.write_video(path, frames, fps=fps, codec=codec)

@@ -2,6 +2,9 @@
 frames MuJoCo draws of its own simulation, and the Model's values show in them."""
 
 import os
+import sys
+import types
+from typing import NamedTuple
 
 import jax
 import mujoco
@@ -77,3 +80,43 @@ def test_unknown_trajectory_shape_is_refused_by_name():
   m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
   with pytest.raises(ValueError, match=r"qpos has shape \(2, 3, 2\)"):
     rendering.render(m, {"qpos": np.zeros((2, 3, m.nq))})
+
+
+class _State(NamedTuple):
+  pipeline_state: jaxmj.Data
+  obs: jax.Array
+
+
+class _CartpoleEnv:
+  """The parts of a jaxmj.envs environment that `jaxmj render --policy` uses."""
+
+  n_frames = 5
+
+  def __init__(self):
+    self.sys = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+    self.dt = self.sys.opt.timestep * self.n_frames
+
+  def reset(self, key):
+    d = jaxmj.make_data(self.sys)
+    return _State(pipeline_state=d, obs=jax.numpy.concatenate([d.qpos, d.qvel]))
+
+  def step(self, state, action):
+    d = state.pipeline_state.replace(ctrl=action)
+    d = jax.lax.fori_loop(0, self.n_frames, lambda _, d: jaxmj.step(self.sys, d), d)
+    return _State(pipeline_state=d, obs=jax.numpy.concatenate([d.qpos, d.qvel]))
+
+
+def test_render_cli_films_a_policy_from_jaxmj_envs(gl, tmp_path, monkeypatch, capsys):
+  loaded = []
+  fake = types.ModuleType("jaxmj.envs")
+  fake.load = lambda name: loaded.append(name) or _CartpoleEnv()
+  fake.load_policy = lambda path: loaded.append(path) or (lambda obs: -obs[:1])
+  monkeypatch.setitem(sys.modules, "jaxmj.envs", fake)
+  monkeypatch.setattr(jaxmj, "envs", fake, raising=False)
+  out = tmp_path / "policy.gif"
+  rc = cli.main(["render", "CartpoleBalance", "--policy", str(tmp_path / "ckpt"),
+                 "--duration", "0.1", "--fps", "100", "--height", "48", "--width", "64",
+                 "-o", str(out)])
+  assert rc == 0 and out.stat().st_size > 0
+  assert loaded == ["CartpoleBalance", str(tmp_path / "ckpt")]
+  assert "10 frames of 64x48" in capsys.readouterr().out
