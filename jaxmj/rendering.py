@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from jaxmj.interop import model_to_mujoco, require_mujoco
-from jaxmj.types import Data, Model
+from jaxmj.types import Model
 
 # Data fields a frame is drawn from, in mj_setState's order; mj_forward computes the rest.
 _STATE = ("time", "qpos", "qvel", "act", "plastic", "ctrl", "qfrc_applied", "xfrc_applied",
