@@ -11,6 +11,7 @@ holds with other values than MuJoCo's own compile of that MJCF: what was edited 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import functools
@@ -73,9 +74,9 @@ def compile_mujoco(source: ModelSource | None):
   return spec.compile()
 
 
-def _batch(values: dict, ref, name: str, what: str) -> int | None:
+def _batch(value: np.ndarray, ref, name: str, what: str) -> int | None:
   """Worlds in a (possibly batched) field with the size of `ref` per world, None if one."""
-  size, refsize = np.size(values), np.size(ref)
+  size, refsize = np.size(value), np.size(ref)
   if size == refsize:
     return None
   if refsize and size % refsize == 0:
@@ -128,7 +129,7 @@ def model_to_mujoco(m: Model) -> list:
   mujoco = require_mujoco()
   first = compile_mujoco(m.source)
   fields, options, worlds = _model_fields(mujoco, m, first)
-  models = [first] + [compile_mujoco(m.source) for _ in range((worlds or 1) - 1)]
+  models = [first] + [copy.deepcopy(first) for _ in range((worlds or 1) - 1)]
   for i, mjm in enumerate(models):
     _write_model(mjm, fields, options, m.stat, None if worlds is None else i)
     _SOURCES[mjm] = m.source

@@ -133,3 +133,22 @@ def test_model_without_source_is_refused_by_name():
   m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml")).replace(source=None)
   with pytest.raises(ValueError, match="Model.source is None"):
     to_mujoco(m)
+
+
+def test_from_mujoco_of_a_spec_built_in_python():
+  spec = mujoco.MjSpec()
+  body = spec.worldbody.add_body(name="ball", pos=[0, 0, 1])
+  body.add_freejoint()
+  body.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.1, 0, 0], mass=2.0)
+  m = jaxmj.Model.from_mujoco(spec)
+  mjm = spec.compile()
+  assert m.nq == 7 and float(m.body_mass[1]) == 2.0
+  np.testing.assert_allclose(m.body_inertia, mjm.body_inertia, rtol=1e-15)
+  assert model_differences(m, from_mujoco(to_mujoco(m)[0])) == []
+
+
+def test_mjmodel_mujoco_cannot_write_is_refused_with_the_way_out():
+  first = mujoco.MjModel.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  mujoco.MjModel.from_xml_path(os.path.join(MODELS, "pendulum.xml"))  # compiled last
+  with pytest.raises(ValueError, match="pass the MjSpec"):
+    from_mujoco(first)
