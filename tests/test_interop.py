@@ -12,6 +12,7 @@ from conftest import MODELS
 import jaxmj
 from jaxmj.interop import from_mujoco, to_mujoco
 from jaxmj.kinematics import kinematics
+from jaxmj.pytree import static_bundle
 
 
 def model_differences(a, b) -> list[str]:
@@ -152,3 +153,15 @@ def test_mjmodel_mujoco_cannot_write_is_refused_with_the_way_out():
   mujoco.MjModel.from_xml_path(os.path.join(MODELS, "pendulum.xml"))  # compiled last
   with pytest.raises(ValueError, match="pass the MjSpec"):
     from_mujoco(first)
+
+
+def test_source_is_compared_by_content_and_survives_jit():
+  path = os.path.join(MODELS, "cartpole.xml")
+  a, b = jaxmj.Model.from_xml_path(path), jaxmj.Model.from_xml_path(path)
+  assert static_bundle(a) == static_bundle(b) and hash(static_bundle(a)) == hash(static_bundle(b))
+  with open(path) as f:
+    text = jaxmj.Model.from_xml_string(f.read())
+  assert text.source != a.source and text.source.xml and not a.source.xml
+  heavier = jax.jit(lambda m: m.replace(body_mass=m.body_mass * 2))(a)
+  assert heavier.source == a.source
+  np.testing.assert_array_equal(to_mujoco(heavier)[0].body_mass, 2 * np.asarray(a.body_mass))
