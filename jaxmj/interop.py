@@ -41,6 +41,10 @@ def require_mujoco():
   except ImportError as e:
     raise ImportError("this jaxmj function needs MuJoCo's Python package: "
                       "pip install 'jaxmj[mujoco]'") from e
+  except AttributeError as e:  # PyOpenGL without the library MUJOCO_GL names
+    raise ImportError(f"mujoco failed to import with MUJOCO_GL="
+                      f"{os.environ.get('MUJOCO_GL')!r} ({e}): is that OpenGL backend "
+                      "installed?") from e
   return mujoco
 
 

@@ -1,12 +1,13 @@
 """Images of jaxmj states through MuJoCo's renderer (`mujoco.Renderer`), and videos of them.
 
 Host side; needs `pip install 'jaxmj[render]'` and an OpenGL backend. Without a display,
-MuJoCo is pointed at EGL (MUJOCO_GL=egl; osmesa is the software fallback) when it is
+MuJoCo is pointed at EGL (MUJOCO_GL=egl), or OSMesa where only that is installed, when it is
 imported here first; set MUJOCO_GL yourself before anything imports mujoco otherwise.
 """
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 import shutil
 import sys
@@ -22,12 +23,23 @@ _STATE = ("time", "qpos", "qvel", "act", "plastic", "ctrl", "qfrc_applied", "xfr
           "eq_active", "mocap_pos", "mocap_quat", "userdata")
 
 
+def headless_gl() -> str | None:
+  """The MUJOCO_GL backend for a machine without a display: EGL, else OSMesa, else None
+  (naming a backend whose library is missing makes `import mujoco` itself fail)."""
+  if not sys.platform.startswith("linux"):
+    return None
+  return next((gl for gl, lib in (("egl", "EGL"), ("osmesa", "OSMesa"))
+               if ctypes.util.find_library(lib)), None)
+
+
 def load_mujoco():
-  """The `mujoco` module, imported with EGL as its OpenGL backend where there is no display
+  """The `mujoco` module, imported with a headless OpenGL backend where there is no display
   and MUJOCO_GL is unset (MuJoCo picks its backend once, when first imported)."""
-  if (sys.platform.startswith("linux") and "mujoco" not in sys.modules
+  if ("mujoco" not in sys.modules and "MUJOCO_GL" not in os.environ
       and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
-    os.environ.setdefault("MUJOCO_GL", "egl")
+    gl = headless_gl()
+    if gl is not None:
+      os.environ["MUJOCO_GL"] = gl
   return require_mujoco()
 
 

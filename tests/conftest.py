@@ -26,9 +26,16 @@ def _fast_compile_flags() -> str:
 if not os.environ.get("JAXMJ_TEST_XLA_OPT"):
   os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + _fast_compile_flags()).strip()
 
-# MuJoCo picks its OpenGL backend once, at import: headless EGL for the rendering tests
-# (they skip where no backend works).
-os.environ.setdefault("MUJOCO_GL", "egl")
+# MuJoCo picks its OpenGL backend once, at import: a headless one for the rendering tests,
+# which skip where none works. Only one whose library is installed: naming a missing one
+# makes `import mujoco` fail (jaxmj.rendering.headless_gl; jaxmj is imported after x64 is on).
+if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
+  import ctypes.util  # noqa: E402
+
+  for _gl, _lib in (("egl", "EGL"), ("osmesa", "OSMesa")):
+    if sys.platform.startswith("linux") and ctypes.util.find_library(_lib):
+      os.environ["MUJOCO_GL"] = _gl
+      break
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
