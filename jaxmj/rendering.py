@@ -74,7 +74,11 @@ def render(m: Model, traj, *, camera: int | str = -1, height: int = 240, width: 
   """
   mujoco = load_mujoco()
   fields, nframe = _frames(traj, m.nq)
-  (mjm,) = model_to_mujoco(m)
+  models = model_to_mujoco(m)
+  if len(models) > 1:
+    raise ValueError(f"render: the Model holds {len(models)} worlds (batched fields); render "
+                     "one world's Model, e.g. m.replace(body_mass=m.body_mass[i])")
+  mjm = models[0]
   # MuJoCo's offscreen buffer must hold the image: grow it rather than refuse.
   mjm.vis.global_.offwidth = max(int(mjm.vis.global_.offwidth), width)
   mjm.vis.global_.offheight = max(int(mjm.vis.global_.offheight), height)

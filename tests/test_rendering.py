@@ -120,3 +120,10 @@ def test_render_cli_films_a_policy_from_jaxmj_envs(gl, tmp_path, monkeypatch, ca
   assert rc == 0 and out.stat().st_size > 0
   assert loaded == ["CartpoleBalance", str(tmp_path / "ckpt")]
   assert "10 frames of 64x48" in capsys.readouterr().out
+
+
+def test_batched_model_is_refused_by_name():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  batch = m.replace(body_mass=np.stack([m.body_mass, 2 * m.body_mass]))
+  with pytest.raises(ValueError, match="holds 2 worlds"):
+    rendering.render(batch, jaxmj.make_data(m))
