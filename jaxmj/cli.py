@@ -1,5 +1,6 @@
 """`jaxmj simulate MODEL.xml`: compile, jit and run a batched rollout, then report speed.
-`jaxmj train ENV --algo ppo|sac|apg`: train a policy on a jaxmj.envs task (jaxmj[rl])."""
+`jaxmj train ENV --algo ppo|sac|apg`: train a policy on a jaxmj.envs task (jaxmj[rl]).
+`jaxmj render MODEL.xml -o out.mp4`: simulate one world and write a video of it."""
 
 from __future__ import annotations
 
@@ -36,7 +37,6 @@ def _simulate(args) -> int:
 
   d = jaxmj.reset(m, args.key) if args.key is not None else jaxmj.make_data(m)
   rng = np.random.default_rng(args.seed)
-  nstep = max(1, round(args.duration / float(m.opt.timestep)))
   qvel = d.qvel + args.noise * jnp.asarray(rng.normal(size=(args.batch, m.nv)), d.qvel.dtype)
   batch = jax.vmap(lambda v: d.replace(qvel=v))(qvel)
   chunk = min(args.chunk, args.steps)
