@@ -165,3 +165,12 @@ def test_source_is_compared_by_content_and_survives_jit():
   heavier = jax.jit(lambda m: m.replace(body_mass=m.body_mass * 2))(a)
   assert heavier.source == a.source
   np.testing.assert_array_equal(to_mujoco(heavier)[0].body_mass, 2 * np.asarray(a.body_mass))
+
+
+def test_spec_with_mesh_files_resolves_them_in_its_folder(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)  # not the model's folder: files resolve by modelfiledir
+  path = os.path.join(MODELS, "mesh_drop.xml")
+  m = jaxmj.Model.from_mujoco(mujoco.MjSpec.from_file(path))
+  assert model_differences(jaxmj.Model.from_xml_path(path), m) == []
+  mjm, _ = to_mujoco(m)
+  np.testing.assert_array_equal(mjm.mesh_vert, mujoco.MjModel.from_xml_path(path).mesh_vert)
