@@ -22,11 +22,8 @@ import weakref
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.mjcf.errors import MJCFError
 from jaxmj.source import ModelSource
-from jaxmj.state import _FIELD as _STATE_FIELD
-from jaxmj.state import State
-from jaxmj.state import _components as _state_components
+from jaxmj.state import STATE_FIELD, State, components
 from jaxmj.types import Data, Model, Option
 
 # MjModels made by to_mujoco -> the source MuJoCo compiled them from, for from_mujoco
@@ -145,8 +142,8 @@ def _states(d: Data) -> tuple[np.ndarray, tuple]:
   (gathered on the host: jnp ops here would compile once per field)."""
   batch = np.shape(d.time)
   n = int(np.prod(batch))
-  parts = [np.asarray(getattr(d, _STATE_FIELD[c]), np.float64).reshape(n, -1)
-           for c in _state_components(int(State.INTEGRATION)) if _STATE_FIELD[c]]
+  parts = [np.asarray(getattr(d, STATE_FIELD[c]), np.float64).reshape(n, -1)
+           for c in components(int(State.INTEGRATION)) if STATE_FIELD[c] is not None]
   return np.concatenate(parts, axis=1), batch
 
 
@@ -205,7 +202,8 @@ def _last_xml_source(mujoco, mjm, assets: dict | None) -> ModelSource:
 
 def compile_source(source: ModelSource) -> Model:
   """jaxmj's Model compiled from `source` (host side, jaxmj's MJCF compiler)."""
-  from jaxmj.mjcf import build, parse
+  from jaxmj.mjcf.compile import build
+  from jaxmj.mjcf.spec import parse
 
   assets = dict(source.assets) or None
   if source.file:
@@ -281,6 +279,8 @@ def from_mujoco(model, assets: dict[str, bytes] | None = None) -> Model:
   source = _SOURCES.get(model)
   if source is not None:
     return _edits(mujoco, compile_source(source), model, compile_mujoco(source))
+  from jaxmj.mjcf.errors import MJCFError
+
   source = _last_xml_source(mujoco, model, assets)
   try:
     m = compile_source(source)

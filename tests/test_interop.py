@@ -11,7 +11,7 @@ from conftest import MODELS
 
 import jaxmj
 from jaxmj.interop import from_mujoco, to_mujoco
-from jaxmj.kinematics import kinematics
+from jaxmj.smooth.kinematics import kinematics
 from jaxmj.pytree import static_bundle
 
 

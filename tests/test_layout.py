@@ -17,7 +17,7 @@ from import_graph import find_cycle, module_graph
 # a layer the imports form a DAG. The MJCF compiler (jaxmj.mjcf) is host-only and sits apart.
 LAYERS = [
   ("core", ["jaxmj.types", "jaxmj.pytree", "jaxmj.math", "jaxmj.constants", "jaxmj.scan",
-            "jaxmj.visual", "jaxmj.names", "jaxmj.linalg"]),
+            "jaxmj.visual", "jaxmj.names", "jaxmj.linalg", "jaxmj.source"]),
   ("smooth", ["jaxmj.smooth"]),
   ("collision", ["jaxmj.collision"]),
   ("actuation", ["jaxmj.actuation"]),
@@ -27,7 +27,7 @@ LAYERS = [
   ("data", ["jaxmj.io", "jaxmj.state"]),
   ("dynamics", ["jaxmj.dynamics"]),
   ("public", ["jaxmj", "jaxmj.bind", "jaxmj.physics", "jaxmj.conformance", "jaxmj.cli",
-              "jaxmj.envs"]),
+              "jaxmj.envs", "jaxmj.interop", "jaxmj.rendering"]),
 ]
 
 # Imports inside functions: each is one of these, with its reason.
@@ -39,6 +39,15 @@ INNER_IMPORTS = {
   ("jaxmj.cli", "jaxmj.envs.train"): "`jaxmj train` needs brax (jaxmj[rl]); simulate does not",
   ("jaxmj.envs", "jaxmj.envs.gym"): "to_gymnasium needs gymnasium, an optional dependency",
   ("jaxmj.envs", "jaxmj.envs.train"): "load_policy needs brax and orbax (jaxmj[rl])",
+  ("jaxmj.cli", "jaxmj.rendering"): "`jaxmj render` points mujoco at a headless GL first",
+  ("jaxmj.types", "jaxmj.interop"): "Model.from_mujoco reads MuJoCo's structures: interop "
+  "imports mujoco and the compiler only when called",
+  ("jaxmj.interop", "jaxmj.mjcf.compile.build"): "from_mujoco compiles the MJCF of an "
+  "MjModel or MjSpec",
+  ("jaxmj.interop", "jaxmj.mjcf.spec.parse"): "an MjSpec's MJCF is parsed with its folder "
+  "for relative file names",
+  ("jaxmj.interop", "jaxmj.mjcf.errors"): "an MjModel's MJCF naming files that are not found "
+  "is refused with the way out",
   ("jaxmj.mjcf.compile.build", "jaxmj.dynamics.lengthrange"): "the compiler simulates to "
   "find muscle length ranges (mj_setLengthRange), only for models that need it",
   ("jaxmj.mjcf.spec.parse", "jaxmj.mjcf.spec.urdf"): "a <robot> document is read by the URDF "
