@@ -40,6 +40,8 @@ INNER_IMPORTS = {
   ("jaxmj.envs", "jaxmj.envs.gym"): "to_gymnasium needs gymnasium, an optional dependency",
   ("jaxmj.envs", "jaxmj.envs.train"): "load_policy needs brax and orbax (jaxmj[rl])",
   ("jaxmj.cli", "jaxmj.rendering"): "`jaxmj render` points mujoco at a headless GL first",
+  ("jaxmj.cli", "jaxmj.envs"): "`jaxmj render --policy` films a task with its policy; "
+  "rendering a file needs no environments",
   ("jaxmj.types", "jaxmj.interop"): "Model.from_mujoco reads MuJoCo's structures: interop "
   "imports mujoco and the compiler only when called",
   ("jaxmj.interop", "jaxmj.mjcf.compile.build"): "from_mujoco compiles the MJCF of an "
