@@ -20,6 +20,7 @@ from jaxmj.dynamics.forward import (
   step2,
 )
 from jaxmj.dynamics.inverse import inverse
+from jaxmj.dynamics.transition import transition_jacobians
 from jaxmj.io import make_data, reset
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.names import id2name, name2id
@@ -91,4 +92,6 @@ __all__ = [
   # sensors and rays
   "SensorType", "multi_ray", "ray", "rne_post_constraint", "sensor_acc", "sensor_pos",
   "sensor_vel",
+  # derivatives
+  "transition_jacobians",
 ]
