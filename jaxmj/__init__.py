@@ -20,6 +20,7 @@ from jaxmj.dynamics.forward import (
   step2,
 )
 from jaxmj.dynamics.inverse import inverse
+from jaxmj.dynamics.set_const import set_const
 from jaxmj.dynamics.transition import transition_jacobians
 from jaxmj.io import make_data, reset
 from jaxmj.mjcf.errors import MJCFError
@@ -93,5 +94,5 @@ __all__ = [
   "SensorType", "multi_ray", "ray", "rne_post_constraint", "sensor_acc", "sensor_pos",
   "sensor_vel",
   # derivatives
-  "transition_jacobians",
+  "set_const", "transition_jacobians",
 ]
