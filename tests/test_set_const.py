@@ -78,3 +78,24 @@ def test_set_const_batches_over_models_and_differentiates():
     fd[i] = (value_and_grad(mass + e)[0] - value_and_grad(mass - e)[0]) / (2 * eps)
   np.testing.assert_allclose(g[1:], fd[1:], rtol=0, atol=1e-6 * np.max(np.abs(fd)))
   assert np.max(np.abs(fd)) > 1e-3
+
+
+GEOMS_XML = """<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+  <body><freejoint/><geom type="sphere" size=".1"/><geom type="capsule" size=".05 .2"/>
+    <geom type="cylinder" size=".07 .1"/><geom type="ellipsoid" size=".1 .2 .05"/>
+    <geom type="box" size=".1 .15 .05"/></body></worldbody></mujoco>"""
+
+
+def test_set_const_geometry_bounds_match_a_recompiled_model():
+  """geom_size changed: geom_rbound and geom_aabb as MuJoCo compiles the changed model."""
+  m = jaxmj.Model.from_xml_string(GEOMS_XML)
+  spec = mujoco.MjSpec.from_string(GEOMS_XML)
+  rng = np.random.default_rng(0)
+  size = np.asarray(m.geom_size) * rng.uniform(0.5, 2.0, size=(m.ngeom, 3))
+  size[0] = np.asarray(m.geom_size[0])  # the plane
+  for g, s in zip(spec.geoms, size):
+    g.size = s
+  mm = spec.compile()
+  ours = jax.jit(jaxmj.set_const)(m.replace(geom_size=jnp.asarray(size)))
+  np.testing.assert_allclose(ours.geom_rbound, mm.geom_rbound, rtol=1e-15)
+  np.testing.assert_allclose(ours.geom_aabb, mm.geom_aabb, rtol=1e-15, atol=1e-300)

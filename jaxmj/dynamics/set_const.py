@@ -2,10 +2,12 @@
 geometry changed, recomputed in pure JAX (jit, vmap over randomized models, grad).
 
 Uses the runtime's own kinematics, com, tendon, mass and transmission stages at qpos0 (the
-host compiler's bit-exact version is jaxmj/mjcf/compile/setconst.py; the runtime does not import it).
+host compiler's bit-exact version is jaxmj/mjcf/compile/setconst.py, which the runtime does
+not import).
 Recomputed: body_subtreemass, dof_M0, body_invweight0, dof_invweight0, tendon_length0,
-tendon_invweight0, actuator_acc0. Not yet recomputed (left as they are): cam/light *0, stat,
-and the geometry-derived fields (geom_rbound, geom_aabb, inertia inferred from geoms).
+tendon_invweight0, actuator_acc0 (as mj_setConst), and geom_rbound and geom_aabb of primitive
+geoms from geom_size (as the compiler: mj_setConst leaves them). Not yet recomputed (left as
+they are): cam/light *0, stat, inertia inferred from geoms, mesh and height-field bounds.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from jaxmj.constants import MINVAL
 from jaxmj.io import make_data
 from jaxmj.smooth import com, kinematics, mass, tendon
 from jaxmj.smooth.jac import jac
-from jaxmj.types import JointType, Model
+from jaxmj.types import GeomType, JointType, Model
 
 
 def set_const(m: Model) -> Model:
@@ -45,7 +47,32 @@ def set_const(m: Model) -> Model:
   if m.nu:
     moment = d.actuator_moment @ minv  # rows: M^-1 moment_i (minv is symmetric)
     changes.update(actuator_acc0=jnp.linalg.norm(moment, axis=1))
+  changes.update(_geom_bounds(m))
   return m.replace(**changes)
+
+
+def _geom_bounds(m: Model) -> dict:
+  """geom_rbound (bounding-sphere radius) and geom_aabb (local box: center 0, half-sizes) of
+  spheres, capsules, cylinders, ellipsoids and boxes from geom_size; other types keep theirs."""
+  if not m.ngeom:
+    return {}
+  s = m.geom_size
+  t = m.geom_type
+  r, h = s[:, 0], s[:, 1]
+  norm = jnp.sqrt(jnp.sum(s * s, axis=1))
+  rbound = jnp.select(
+    [t == GeomType.SPHERE, t == GeomType.CAPSULE, t == GeomType.CYLINDER,
+     t == GeomType.ELLIPSOID, t == GeomType.BOX],
+    [r, r + h, jnp.sqrt(r * r + h * h), jnp.max(s, axis=1), norm], m.geom_rbound)
+  half = jnp.select(
+    [(t == GeomType.SPHERE)[:, None], (t == GeomType.CAPSULE)[:, None],
+     (t == GeomType.CYLINDER)[:, None], np.isin(t, (GeomType.ELLIPSOID, GeomType.BOX))[:, None]],
+    [jnp.stack([r, r, r], 1), jnp.stack([r, r, r + h], 1), jnp.stack([r, r, h], 1), s],
+    m.geom_aabb[:, 3:])
+  primitive = np.isin(t, (GeomType.SPHERE, GeomType.CAPSULE, GeomType.CYLINDER,
+                          GeomType.ELLIPSOID, GeomType.BOX))[:, None]
+  aabb = jnp.where(primitive, jnp.concatenate([jnp.zeros_like(half), half], 1), m.geom_aabb)
+  return dict(geom_rbound=rbound, geom_aabb=aabb)
 
 
 def _dof_m0(m: Model, d):
