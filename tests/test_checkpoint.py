@@ -71,3 +71,15 @@ def test_segment_lengths_and_checks(pendulum):
   m, d = pendulum
   with pytest.raises(ValueError, match="checkpoint"):
     jaxmj.rollout(m, d, nstep=3, checkpoint=0)
+
+
+@pytest.mark.slow
+def test_humanoid_floor_gradient_through_1000_steps_is_finite_in_bounded_memory():
+  """Contacts at default solver settings; plain reverse mode would keep ~1000 steps'
+  residuals (241 MiB of temporaries at float32, scripts/bench_grad_memory.py)."""
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "humanoid_floor.xml"))
+  d = jaxmj.make_data(m)
+  grad = jax.jit(jax.grad(_loss(m, d, True, nstep=1000)))
+  compiled = grad.lower(d.qvel).compile()
+  assert compiled.memory_analysis().temp_size_in_bytes < 64 * 2**20
+  assert np.all(np.isfinite(compiled(d.qvel + 0.1)))
