@@ -31,7 +31,8 @@ CONTACT_XML = """<mujoco><option timestep="0.004"/>
       <site name="tip" pos=".3 0 0"/></body>
   </worldbody>
   <actuator>
-    <general name="pos" joint="j" gainprm="5" biastype="affine" biasprm="0 -5" dyntype="filter" dynprm=".05"/>
+    <general name="pos" joint="j" gainprm="5" biastype="affine" biasprm="0 -5"
+             dyntype="filter" dynprm=".05"/>
     <motor joint="j" gear="2"/>
   </actuator>
   <sensor>

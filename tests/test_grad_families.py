@@ -3,8 +3,8 @@ differences, for one scene holding every constraint family -- a joint at its lim
 fixed tendon at its limit, a joint equality, a muscle with activation, a hinge with dof
 friction, and a free box sliding on a plane -- per friction cone and contact condim, with
 the contact set and every row's solver state unchanged by the probes (the default suite runs
-pyramidal condim 3; --runslow adds condim 1 and 4 and the elliptic cone, condim 3, 4, 6). Also: gradients are
-finite at a tricky state (a sphere exactly touching the plane).
+pyramidal condim 3; --runslow adds condim 1 and 4 and the elliptic cone, condim 3, 4, 6).
+Also: gradients are finite at a tricky state (a sphere exactly touching the plane).
 """
 
 import jax
