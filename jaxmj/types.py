@@ -367,6 +367,10 @@ class Option:
   disableflags: int = static()  # DisableBit bits
   enableflags: int = static()  # EnableBit bits
   disableactuator: int = static()  # actuator groups disabled, bitmask
+  # jaxmj: the constraint solver's derivative. "implicit": that of the converged optimum
+  # (cheap, memory independent of iterations); "unrolled": that of the iterate simulated
+  # (reverse mode through the iterations; exact at any iteration count). solver.py.
+  grad: str = static(default="implicit")
 
   def disabled(self, bit: DisableBit) -> bool:
     """True if `bit` is set in `disableflags` (static, usable for trace-time branching)."""

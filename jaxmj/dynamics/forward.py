@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jaxmj.actuation import driver as actuation
 from jaxmj.actuation import history
 from jaxmj.dynamics import autoreset, fwdinv, integrator
+from jaxmj.dynamics import checkpoint as remat
 from jaxmj.dynamics.stages import (
   check_supported,
   fwd_acceleration,
@@ -118,12 +119,19 @@ def rollout(
   *,
   nstep: int | None = None,
   fields: Sequence[str] = ("time", "qpos", "qvel", "act"),
+  checkpoint: bool | int | None = None,
 ) -> tuple[Data, dict[str, jnp.ndarray]]:
   """Steps `d` through a control sequence with one `lax.scan`.
 
   ctrl: (T, nu) controls applied before each step; or None with `nstep=T` (controls held).
   Returns the final Data and a dict of the named Data fields after each step, each (T, ...).
   Stacking only `fields` keeps memory at T x state size rather than T x all of Data.
+
+  checkpoint: for reverse mode through long horizons. None (default): the backward pass
+  stores every step's residuals (memory ~ T). An int k: segments of k steps under
+  `jax.checkpoint`, recomputed in the backward pass (memory ~ T / k carries + k steps;
+  k = 1 rematerializes each step). True: k = ceil(sqrt(T)). Values are unchanged; the
+  gradient costs one more forward pass. jaxmj/dynamics/checkpoint.py.
   """
   if ctrl is None:
     if nstep is None:
@@ -134,4 +142,7 @@ def rollout(
     carry = step(m, carry.replace(ctrl=u))
     return carry, {f: getattr(carry, f) for f in fields}
 
-  return jax.lax.scan(body, d, ctrl)
+  if checkpoint is None or checkpoint is False:
+    return jax.lax.scan(body, d, ctrl)
+  k = remat.segment_length(checkpoint, ctrl.shape[0])
+  return remat.segmented_scan(body, d, ctrl, k)

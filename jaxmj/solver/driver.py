@@ -505,7 +505,11 @@ def _implicit(p: Problem, res: SolverResult) -> SolverResult:
   return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=p.J.T @ force)
 
 
-def solve(m: Model, d: Data, *, implicit_grad: bool = True, find_islands: bool = True) -> Data:
+GRADS = ("implicit", "unrolled")
+
+
+def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
+          find_islands: bool = True) -> Data:
   """mj_fwdConstraint: the constraint forces for the efc rows in `d` (one world).
 
   Reads qM, qLD, qLDiagInv, qacc_smooth, qfrc_smooth, qacc_warmstart, efc_J, efc_D, efc_R,
@@ -514,9 +518,14 @@ def solve(m: Model, d: Data, *, implicit_grad: bool = True, find_islands: bool =
   fields (mj_island, jaxmj/solver/island.py: computed here, from the rows the solve uses). Solver,
   cone, iteration counts, tolerances and the island flag from m.opt. Like MuJoCo 4.0's
   mj_fwdConstraint it leaves qacc_warmstart alone: mj_advance (the integrator) copies qacc
-  into it after each step. `implicit_grad`: see `solve_arrays`. `find_islands=False` reads
-  the island fields of `d` as they are (the pipeline runs mj_island as a stage of its own).
+  into it after each step. `implicit_grad`: see `solve_arrays`; None (default) takes it
+  from `m.opt.grad` ("implicit" or "unrolled"). `find_islands=False` reads the island
+  fields of `d` as they are (the pipeline runs mj_island as a stage of its own).
   """
+  if implicit_grad is None:
+    if m.opt.grad not in GRADS:
+      raise ValueError(f"opt.grad must be one of {GRADS}, got {m.opt.grad!r}")
+    implicit_grad = m.opt.grad == "implicit"
   nefc = d.efc_J.shape[0]
   if find_islands:
     d = island.island(m, d)

@@ -1,0 +1,98 @@
+"""Reverse mode through long rollouts: memory and cost, with and without checkpointing.
+
+For models/humanoid_floor.xml (contacts, default solver settings; float32 unless --x64):
+
+  memory   XLA's temporaries of the compiled gradient (`memory_analysis().temp_size_in_bytes`)
+           of loss(qvel0) = |qpos_T|^2 + sum_t |qvel_t|^2 for each T in --nsteps, plain scan
+           and `rollout(checkpoint=True)` (segments of ceil(sqrt T) steps), at each solver
+           iteration count in --iterations.
+  finite   the checkpointed gradient at the longest T, run: whether every entry is finite.
+  ratio    wall time of the gradient over that of the forward rollout alone (T = --ratio-steps,
+           median of 3 after a warm-up), plain and checkpointed.
+
+  python scripts/bench_grad_memory.py [--nsteps 100 300 1000] [--iterations 1 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxmj
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def make_loss(m, d, nstep, checkpoint):
+  def loss(qvel):
+    final, traj = jaxmj.rollout(m, d.replace(qvel=qvel), nstep=nstep, checkpoint=checkpoint)
+    return jnp.sum(final.qpos ** 2) + jnp.sum(traj["qvel"] ** 2)
+  return loss
+
+
+def with_iterations(m, iterations):
+  return m.replace(opt=m.opt.replace(iterations=iterations))
+
+
+def median_time(fn, *args, n=3):
+  jax.block_until_ready(fn(*args))
+  runs = []
+  for _ in range(n):
+    t = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    runs.append(time.perf_counter() - t)
+  return float(np.median(runs))
+
+
+def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  p.add_argument("--model", default="humanoid_floor")
+  p.add_argument("--nsteps", type=int, nargs="+", default=[100, 300, 1000])
+  p.add_argument("--iterations", type=int, nargs="+", default=[1, 50])
+  p.add_argument("--ratio-steps", type=int, default=50)
+  p.add_argument("--x64", action="store_true")
+  args = p.parse_args()
+  jax.config.update("jax_enable_x64", args.x64)
+  print(f"backend {jax.default_backend()}, {'float64' if args.x64 else 'float32'}, "
+        f"model {args.model}")
+  m0 = jaxmj.Model.from_xml_path(os.path.join(ROOT, "models", f"{args.model}.xml"))
+  d = jaxmj.make_data(m0)
+  qvel = d.qvel + 0.1
+  longest, shortest = max(args.nsteps), min(args.nsteps)
+  # most telling first (a run cut short by a time limit still reports them): the shortest
+  # and longest horizon at the model's own iterations, the gradient's cost and finiteness,
+  # then the other horizons and iteration counts
+  configs = [(None, ck, t) for t in (shortest, longest) for ck in (None, True)]
+  for it, ck, t in configs:
+    report_memory(m0, d, qvel, it, ck, t)
+  g = jax.jit(jax.grad(make_loss(m0, d, longest, True)))(qvel)
+  print(f"checkpointed gradient through {longest} steps finite: {bool(np.all(np.isfinite(g)))}, "
+        f"|g| = {float(jnp.linalg.norm(g)):.3e}", flush=True)
+  t = args.ratio_steps
+  fwd = median_time(jax.jit(make_loss(m0, d, t, None)), qvel)
+  for ck in (None, True):
+    grad = median_time(jax.jit(jax.grad(make_loss(m0, d, t, ck))), qvel)
+    print(f"T {t} checkpoint {str(ck):5s}: forward {fwd * 1e3:.1f} ms, gradient "
+          f"{grad * 1e3:.1f} ms, ratio {grad / fwd:.2f}", flush=True)
+  rest = [(None, ck, t) for t in args.nsteps if t not in (shortest, longest)
+          for ck in (None, True)]
+  rest += [(it, ck, shortest) for it in args.iterations for ck in (None, True)]
+  for it, ck, t in rest:
+    report_memory(m0, d, qvel, it, ck, t)
+
+
+def report_memory(m0, d, qvel, iterations, checkpoint, nstep):
+  m = m0 if iterations is None else with_iterations(m0, iterations)
+  start = time.perf_counter()
+  comp = jax.jit(jax.grad(make_loss(m, d, nstep, checkpoint))).lower(qvel).compile()
+  mib = comp.memory_analysis().temp_size_in_bytes / 2**20
+  print(f"iterations {m.opt.iterations:3d} checkpoint {str(checkpoint):5s} T {nstep:5d}: "
+        f"temp {mib:9.2f} MiB (compile {time.perf_counter() - start:.0f} s)", flush=True)
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,115 @@
+"""transition_jacobians against mujoco.mjd_transitionFD (centred, eps 1e-6, float64).
+
+Cases: the cart-pole (no contact, a motor), and a small contact scene (a box sliding on a
+plane beside a position-actuated arm with an activation (filter) state, sensors on both)
+where the contact set does not change within eps. Agreement to 1e-5 relative to each
+matrix's largest entry.
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+from conftest import MODELS
+
+import jaxmj
+
+RTOL = 1e-5
+FD_EPS = 1e-6
+
+CONTACT_XML = """<mujoco><option timestep="0.004"/>
+  <worldbody>
+    <geom type="plane" size="3 3 .1" friction=".6 .01 .001"/>
+    <body pos="0 0 .05"><freejoint/>
+      <geom type="box" size=".1 .08 .05" friction=".6 .01 .001"/>
+      <site name="box"/></body>
+    <body pos="0 1 .5"><joint name="j" type="hinge" axis="0 1 0" damping=".1"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03" contype="0" conaffinity="0"/>
+      <site name="tip" pos=".3 0 0"/></body>
+  </worldbody>
+  <actuator>
+    <general name="pos" joint="j" gainprm="5" biastype="affine" biasprm="0 -5"
+             dyntype="filter" dynprm=".05"/>
+    <motor joint="j" gear="2"/>
+  </actuator>
+  <sensor>
+    <jointpos joint="j"/><jointvel joint="j"/><accelerometer site="tip"/>
+    <framepos objtype="site" objname="box"/><framequat objtype="site" objname="box"/>
+    <velocimeter site="box"/><gyro site="box"/><actuatorfrc actuator="pos"/>
+  </sensor>
+</mujoco>"""
+
+_jacobians = jax.jit(jaxmj.transition_jacobians, static_argnames="eps")
+
+
+def _mujoco_state(mm: mujoco.MjModel, nstep: int, seed: int) -> mujoco.MjData:
+  """A state after `nstep` MuJoCo steps from random velocities and controls."""
+  md = mujoco.MjData(mm)
+  rng = np.random.default_rng(seed)
+  md.qvel[:] = 0.5 * rng.normal(size=mm.nv)
+  if mm.nv == 7:  # the contact scene: the box slides flat (linear x, y and yaw only)
+    md.qvel[2:5] = 0.0
+  md.ctrl[:] = 0.3 * rng.normal(size=mm.nu)
+  md.act[:] = 0.1 * rng.normal(size=mm.na)
+  for _ in range(nstep):
+    mujoco.mj_step(mm, md)
+  return md
+
+
+def _mujoco_jacobians(mm, md):
+  nx = 2 * mm.nv + mm.na
+  a, b = np.zeros((nx, nx)), np.zeros((nx, mm.nu))
+  c, d = np.zeros((mm.nsensordata, nx)), np.zeros((mm.nsensordata, mm.nu))
+  mujoco.mjd_transitionFD(mm, md, FD_EPS, True, a, b, c, d)
+  return a, b, c, d
+
+
+def _jaxmj_data(m, md):
+  return jaxmj.make_data(m).replace(
+    time=jnp.asarray(md.time), qpos=jnp.asarray(md.qpos), qvel=jnp.asarray(md.qvel),
+    act=jnp.asarray(md.act), ctrl=jnp.asarray(md.ctrl),
+    qacc_warmstart=jnp.asarray(md.qacc_warmstart))
+
+
+def _assert_close(ours, ref):
+  for name, x, y in zip("ABCD", ours, ref):
+    x = np.asarray(x)
+    assert x.shape == y.shape, name
+    if y.size:
+      scale = np.max(np.abs(y))
+      np.testing.assert_allclose(x, y, rtol=0, atol=RTOL * scale, err_msg=name)
+
+
+@pytest.mark.parametrize("source", ["cartpole", "contact"])
+def test_transition_jacobians_match_mjd_transitionFD(source):
+  if source == "contact":
+    mm, m = mujoco.MjModel.from_xml_string(CONTACT_XML), jaxmj.Model.from_xml_string(CONTACT_XML)
+  else:
+    path = os.path.join(MODELS, f"{source}.xml")
+    mm, m = mujoco.MjModel.from_xml_path(path), jaxmj.Model.from_xml_path(path)
+  md = _mujoco_state(mm, 30, seed=1)
+  if source == "contact":
+    assert md.ncon == 4  # the box slides on its face
+  _assert_close(_jacobians(m, _jaxmj_data(m, md)), _mujoco_jacobians(mm, md))
+
+
+def test_transition_jacobians_batch_and_finite_difference_option():
+  """vmap over states equals one state at a time; eps gives centred differences."""
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  rng = np.random.default_rng(0)
+  ds = [jaxmj.make_data(m).replace(qpos=jnp.asarray(rng.normal(size=m.nq)),
+                                   qvel=jnp.asarray(rng.normal(size=m.nv)))
+        for _ in range(3)]
+  batch = jax.tree.map(lambda *x: jnp.stack(x), *ds)
+  many = jax.jit(jax.vmap(jaxmj.transition_jacobians, in_axes=(None, 0)))(m, batch)
+  for i, d in enumerate(ds):
+    one = _jacobians(m, d)
+    for x, y in zip(many, one):
+      np.testing.assert_allclose(x[i], y, rtol=1e-12, atol=1e-12)
+  fd = _jacobians(m, ds[0], eps=1e-6)
+  for x, y in zip(fd, _jacobians(m, ds[0])):
+    if y.size:
+      np.testing.assert_allclose(x, y, rtol=0, atol=1e-6 * max(1.0, np.max(np.abs(y))))
