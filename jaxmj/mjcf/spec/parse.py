@@ -130,23 +130,28 @@ def _parse(xml, file, base, assets, stack) -> Node:
   return node
 
 
-def to_node(el, file, base, assets, stack, parent: str = "") -> Node:
+def to_node(el, file, base, assets, stack, parent: str = "", tag: str | None = None) -> Node:
   """lxml element -> Node, replacing each <include> by the included file's children.
 
-  A tag whose meaning depends on its parent (schema.SCOPED) gets its scoped schema key."""
-  tag = schema.SCOPED.get((parent, str(el.tag)), str(el.tag))
+  A tag whose meaning depends on its parent (schema.SCOPED) gets its scoped schema key;
+  `tag` overrides it (an included file's root stands for the element holding the include)."""
+  tag = tag or schema.SCOPED.get((parent, str(el.tag)), str(el.tag))
   children = []
   for child in el:
     if not isinstance(child.tag, str):
       continue
     if child.tag == "include":
-      children.extend(_include(child, file, base, assets, stack))
+      children.extend(_include(child, file, base, assets, stack, tag))
     else:
       children.append(to_node(child, file, base, assets, stack, tag))
   return Node(tag, dict(el.attrib), children, file, el.sourceline or 0)
 
 
-def _include(el, file, base, assets, stack) -> list[Node]:
+def _include(el, file, base, assets, stack, parent: str) -> list[Node]:
+  """The children of the included file's root, in place of the <include> element.
+
+  The root may have any name (`<mujoco>`, `<mujocoinclude>`, ...): MuJoCo discards it, so
+  its children are scoped by the element holding the <include>."""
   where = Node("include", dict(el.attrib), [], file, el.sourceline or 0)
   extra = set(el.attrib) - {"file"}
   if extra:
@@ -167,16 +172,9 @@ def _include(el, file, base, assets, stack) -> list[Node]:
         xml = f.read()
     except OSError as e:
       raise where.error(f"cannot read included file {name!r}: {e.strerror}", "file") from None
-  sub = _parse_raw(xml, path, where)
+  sub = xml_root(xml, path)
   inc_base = os.path.dirname(os.path.abspath(path))
-  return to_node(sub, path, inc_base, assets, stack + (key,)).children
-
-
-def _parse_raw(xml, path, where: Node):
-  root = xml_root(xml, path)
-  if root.tag != "mujoco":
-    raise where.error(f"included file {path!r} must have root <mujoco>", "file")
-  return root
+  return to_node(sub, path, inc_base, assets, stack + (key,), parent, tag=parent).children
 
 
 # MuJoCo's reason ("World body cannot have ...") for elements only a moving body takes
