@@ -69,11 +69,13 @@ class _Body:
   inertia: tuple | None = None  # final (mass, ipos, inertia, iquat): discard/fuse/align.py
 
 
+@parse.allows_deep_trees
 def compile_path(path, assets: dict | None = None) -> Model:
   """Compiles the MJCF file at `path` into a Model."""
   return compile_node(parse.parse_path(path, assets), str(path), assets)
 
 
+@parse.allows_deep_trees
 def compile_string(xml: str | bytes, assets: dict | None = None) -> Model:
   """Compiles MJCF text into a Model; `assets` maps included file names to contents."""
   return compile_node(parse.parse_string(xml, assets=assets), "", assets)
@@ -88,6 +90,7 @@ def _section(root: Node, tag: str) -> tuple[dict, list[Node]]:
   return values, nodes
 
 
+@parse.allows_deep_trees
 def compile_node(root: Node, path: str, assets: dict | None = None) -> Model:
   """Compiles a parsed, validated MJCF tree; `assets` maps file names to contents."""
   compiler, cnodes = _section(root, "compiler")
