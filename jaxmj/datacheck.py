@@ -1,0 +1,67 @@
+"""Trace-time checks of a Data's field shapes against the Model it is used with.
+
+Every public function taking (Model, Data) checks once per trace that each Data field has
+the shape `make_data(m)` gives it, so a qpos of the wrong length, a (6,) xfrc_applied or a
+scalar ctrl raise a ValueError naming the field instead of being broadcast or failing deep
+inside JAX. Shapes are static, so the check costs nothing at run time. Under `jax.vmap`
+the function sees one world's shapes; a batch of Data passed without vmap is refused with
+the advice to vmap.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+
+from jaxmj.io import make_data
+from jaxmj.types import Data, Model
+
+
+def _named_shapes(node, prefix: str = "") -> dict[str, tuple]:
+  """{'qpos': (nq,), 'contact.dist': (ncon,), 'history': ...} for a Data of arrays or
+  ShapeDtypeStructs; a field that is itself a pytree of arrays is listed leaf by leaf."""
+  out = {}
+  for name in type(node)._leaf_names:
+    value = getattr(node, name)
+    if hasattr(type(value), "_leaf_names"):
+      out.update(_named_shapes(value, f"{prefix}{name}."))
+      continue
+    leaves, _ = jax.tree_util.tree_flatten_with_path(value)
+    for path, leaf in leaves:
+      out[prefix + name + jax.tree_util.keystr(path)] = tuple(getattr(leaf, "shape", ()))
+  return out
+
+
+def check_data_shapes(m: Model, d: Data, caller: str) -> None:
+  """Raises ValueError naming the first Data field whose shape is not the one `m` gives it
+  (and the expected and given shapes); runs at trace time only."""
+  if not isinstance(d, Data):
+    raise TypeError(f"jaxmj.{caller}: expected a jaxmj.Data, got {type(d).__name__}")
+  want = _named_shapes(jax.eval_shape(make_data, m))
+  got = _named_shapes(d)
+  for name, shape in want.items():
+    if got.get(name) == shape:
+      continue
+    given = got.get(name)
+    batched = given is not None and len(given) == len(shape) + 1 and given[1:] == shape
+    advice = (" (a batch of Data: map over it with jax.vmap(jaxmj."
+              f"{caller}, in_axes=(None, 0)))" if batched else "")
+    raise ValueError(f"jaxmj.{caller}: Data field '{name}' has shape {given}, but model "
+                     f"{m.model_name!r} needs {shape}{advice}")
+  if got.keys() != want.keys():  # a history or contact layout from another model
+    extra = sorted(got.keys() - want.keys())[0]
+    raise ValueError(f"jaxmj.{caller}: Data field '{extra}' does not belong to a Data of "
+                     f"model {m.model_name!r}; make the Data with jaxmj.make_data(m)")
+
+
+def checks_data(fn, argnum: int = 1):
+  """`fn(m, ..., d, ...)` with its Data (positional argument `argnum`) checked against `m`
+  when it is traced."""
+
+  @functools.wraps(fn)
+  def checked(m, *args, **kwargs):
+    check_data_shapes(m, args[argnum - 1], fn.__name__)
+    return fn(m, *args, **kwargs)
+
+  return checked
