@@ -65,12 +65,14 @@ def _simulate(args) -> int:
 
   total = args.steps * args.batch
   diverged = int(np.sum(np.asarray(batch.warning).sum(axis=-1) > 0))
-  com = np.asarray(batch.subtree_com[:, 0]).mean(axis=0)
+  com = np.asarray(batch.subtree_com[:, 0])  # (batch, 3): each world's centre of mass
   print(f"ran        {args.batch} worlds x {args.steps} steps = {total} steps of "
         f"{float(m.opt.timestep) * 1e3:g} ms ({float(batch.time[0]):.3f} s simulated)")
   print(f"speed      {total / elapsed:,.0f} steps/s ({elapsed:.2f} s wall, "
         f"{total / elapsed * float(m.opt.timestep):,.1f}x real time summed over worlds)")
-  print(f"state      mean centre of mass {np.array2string(com, precision=3)}, "
+  print(f"state      centre of mass height {com[:, 2].mean():.3f} m (min {com[:, 2].min():.3f}, "
+        f"max {com[:, 2].max():.3f}), mean position "
+        f"{np.array2string(com.mean(axis=0), precision=3)}; "
         f"{diverged} world(s) flagged diverged")
   return 0
 
