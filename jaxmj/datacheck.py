@@ -61,7 +61,8 @@ def checks_data(fn, argnum: int = 1):
 
   @functools.wraps(fn)
   def checked(m, *args, **kwargs):
-    check_data_shapes(m, args[argnum - 1], fn.__name__)
+    if len(args) >= argnum and args[argnum - 1] is not None:  # bind(m) takes no Data
+      check_data_shapes(m, args[argnum - 1], fn.__name__)
     return fn(m, *args, **kwargs)
 
   return checked

@@ -30,6 +30,17 @@ def test_readme_main_command_names_a_bundled_model():
   assert os.path.exists(os.path.join(ROOT, model))
 
 
+def test_readme_main_command_simulates_contacts_and_limits():
+  """The demo's humanoids land on a floor rather than fall through it."""
+  import jaxmj
+
+  model = re.search(r"(models/\S+\.xml)", _readme_commands()[0]).group(1)
+  m = jaxmj.Model.from_xml_path(os.path.join(ROOT, model))
+  off = jaxmj.DisableBit.CONTACT | jaxmj.DisableBit.LIMIT | jaxmj.DisableBit.CONSTRAINT
+  assert not m.opt.disableflags & off
+  assert jaxmj.GeomType.PLANE in set(m.geom_type.tolist())
+
+
 def readme_use_snippet() -> str:
   """The python block of the README's "Use" section, as written."""
   return re.search(r"## Use\n\n```python\n(.*?)```", _read("README.md"), re.S).group(1)
