@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 
 import jax
+import jax.numpy as jnp
 
 from jaxmj.io import make_data
 from jaxmj.types import Data, Model
@@ -33,12 +34,22 @@ def _named_shapes(node, prefix: str = "") -> dict[str, tuple]:
   return out
 
 
+@functools.lru_cache(maxsize=64)
+def _wanted_shapes(treedef, leaf_specs: tuple) -> dict[str, tuple]:
+  """make_data's field shapes for a Model of this structure (static fields and leaf shapes:
+  everything they depend on), so eager calls pay for the abstract evaluation once."""
+  m = jax.tree_util.tree_unflatten(treedef, [jax.ShapeDtypeStruct(s, t) for s, t in leaf_specs])
+  return _named_shapes(jax.eval_shape(make_data, m))
+
+
 def check_data_shapes(m: Model, d: Data, caller: str) -> None:
   """Raises ValueError naming the first Data field whose shape is not the one `m` gives it
-  (and the expected and given shapes); runs at trace time only."""
+  (and the expected and given shapes). Shapes are static: under jit this runs while
+  tracing and leaves nothing in the compiled program."""
   if not isinstance(d, Data):
     raise TypeError(f"jaxmj.{caller}: expected a jaxmj.Data, got {type(d).__name__}")
-  want = _named_shapes(jax.eval_shape(make_data, m))
+  leaves, treedef = jax.tree_util.tree_flatten(m)
+  want = _wanted_shapes(treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves))
   got = _named_shapes(d)
   for name, shape in want.items():
     if got.get(name) == shape:

@@ -751,8 +751,9 @@ def _skins(root: Node, bodies, f: dict, compiler: dict, path: str, assets) -> di
   """skin_* fields: bones bound to the final bodies, materials by name (skin.py)."""
   body_ids = {b.name: i for i, b in enumerate(bodies) if b.name}
   mat_ids = {name: i for i, name in enumerate(f["_asset_names"][3])}
-  read = lambda node, file: asset.read_file(node, file, compiler.get("meshdir"), compiler,  # noqa: E731
-                                            path, assets)
+  def read(node, file):
+    return asset.read_file(node, file, compiler.get("meshdir"), compiler, path, assets)
+
   out = skin.compile_skins(root, body_ids, mat_ids, read)
   out["skin_pathadr"] = skin.skin_pathadr(root, compiler, path, out.pop("_skin_files"))
   return out
