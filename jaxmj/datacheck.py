@@ -11,6 +11,7 @@ the advice to vmap.
 from __future__ import annotations
 
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -70,10 +71,13 @@ def checks_data(fn, argnum: int = 1):
   """`fn(m, ..., d, ...)` with its Data (positional argument `argnum`) checked against `m`
   when it is traced."""
 
+  name = list(inspect.signature(fn).parameters)[argnum]
+
   @functools.wraps(fn)
   def checked(m, *args, **kwargs):
-    if len(args) >= argnum and args[argnum - 1] is not None:  # bind(m) takes no Data
-      check_data_shapes(m, args[argnum - 1], fn.__name__)
+    d = args[argnum - 1] if len(args) >= argnum else kwargs.get(name)
+    if d is not None:  # bind(m) takes no Data
+      check_data_shapes(m, d, fn.__name__)
     return fn(m, *args, **kwargs)
 
   return checked

@@ -53,8 +53,9 @@ def test_wrong_shape_names_field_and_shapes(md, fn, field, value, shape):
   lambda m, d: jaxmj.copy_state(m, jaxmj.make_data(m), d, jaxmj.State.PHYSICS),
   lambda m, d: jaxmj.ray(m, d, jnp.zeros(3), jnp.ones(3)),
   lambda m, d: jaxmj.bind(m, d),
+  lambda m, d: jaxmj.step(m, d=d),
 ], ids=["rollout", "inverse", "step1", "step2", "fwd_position", "sensor_pos", "jac_body",
-        "contact_forces", "get_state", "reset_where", "copy_state", "ray", "bind"])
+        "contact_forces", "get_state", "reset_where", "copy_state", "ray", "bind", "keyword"])
 def test_every_entry_point_checks(md, call):
   m, d = md
   with pytest.raises(ValueError, match="Data field 'qvel' has shape \\(1,\\)"):
