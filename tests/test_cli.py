@@ -76,3 +76,10 @@ def test_unreadable_and_invalid_models(capsys, tmp_path):
   assert "cannot read file" in one_line_error(capsys, "simulate", str(tmp_path / "no.xml"))
   (tmp_path / "bad.xml").write_text("<mujoco><worldbody><geom size='x'/></worldbody></mujoco>")
   assert "bad.xml:1" in one_line_error(capsys, "simulate", str(tmp_path / "bad.xml"))
+
+
+def test_model_the_runtime_cannot_simulate(capsys, tmp_path):
+  (tmp_path / "m.xml").write_text('<mujoco><option><flag sleep="enable"/></option><worldbody>'
+                                  '<body><freejoint/><geom size=".1"/></body></worldbody>'
+                                  '</mujoco>')
+  assert "cannot simulate yet" in one_line_error(capsys, "simulate", str(tmp_path / "m.xml"))
