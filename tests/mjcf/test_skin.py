@@ -93,6 +93,7 @@ def test_skin_files_with_meshes_before_them(tmp_path):
   assert [jaxmj.id2name(m, "skin", i) for i in range(3)] == ["a", "bare", "c"]
   assert list(m.skin_texcoordadr) == [0, -1, 6]
   assert list(m.skin_pathadr) == list(mj.skin_pathadr) and m.skin_pathadr[2] == -1
+  assert m.names == bytes(mj.names)  # skins' names between the meshes' and the textures'
 
 
 def test_skin_changes_no_computation():
