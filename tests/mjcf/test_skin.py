@@ -1,9 +1,8 @@
 """Skins against MuJoCo 4.0: inline and SKN-file skins compile to MuJoCo's skin_* fields
 (bones bound to bodies, weights and bind quaternions normalized), names and file paths
 included; they change nothing the runtime computes. Real models with skins (dm_control's
-dog and rodent) load and match."""
+dog and rodent) are held in test_dm_control.py."""
 
-import os
 import struct
 
 import jax
@@ -135,24 +134,3 @@ def test_truncated_skn_file():
   xml = ARM.format(head="", skins='<skin file="arm.skn"/>')
   with pytest.raises(jaxmj.MJCFError, match="insufficient vertex data for bone 1 in SKN"):
     jaxmj.Model.from_xml_string(xml, assets={"arm.skn": skn_bytes()[:-8]})
-
-
-DM_CONTROL = pytest.importorskip("dm_control") and os.path.dirname(
-  __import__("dm_control").__file__)
-
-
-@pytest.mark.parametrize("rel", [
-  "locomotion/walkers/assets/rodent.xml",
-  pytest.param("suite/dog.xml", marks=pytest.mark.slow),
-  pytest.param("locomotion/walkers/assets/dog_v2/dog.xml", marks=pytest.mark.slow),
-])
-def test_dm_control_skinned_models(rel):
-  """dm_control's skinned animals compile like MuJoCo. tex_data is left out: their shared
-  skybox has mark="random" pixels, which jaxmj does not draw as MuJoCo does."""
-  path = os.path.join(DM_CONTROL, rel)
-  if not os.path.exists(path):
-    pytest.skip(f"{rel} not in this dm_control")
-  m, mj = jaxmj.Model.from_xml_path(path), mujoco.MjModel.from_xml_path(path)
-  assert [d for d in differences(m, mj) if not d.startswith("tex_data")] == []
-  same_names(m, mj)
-  assert m.nskin == 1 and m.nskinbonevert > 1000
