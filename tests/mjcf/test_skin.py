@@ -109,6 +109,16 @@ def test_discardvisual_keeps_skins_without_materials():
                    skins=inline_skin(extra='material="m"')))
 
 
+@pytest.mark.parametrize("file", [False, True])
+def test_fusestatic_keeps_the_bodies_bones_follow(file):
+  """A jointless body would fuse into its parent, but not while a bone follows it."""
+  skins = '<skin file="arm.skn"/>' if file else inline_skin()
+  xml = ARM.format(head='<compiler fusestatic="true"/>', skins=skins).replace(
+    '<body name="lower" pos="0 0 -.4"><joint axis="0 1 0"/>', '<body name="lower" pos="0 0 -.4">')
+  m, _ = check(xml, assets={"arm.skn": skn_bytes()})
+  assert m.nbody == 3 and list(m.skin_bonebodyid) == [1, 2]
+
+
 @pytest.mark.parametrize("skin, message", [
   (inline_skin().replace('body="lower"', 'body="nobody"'), "unknown body 'nobody' in skin"),
   (inline_skin(extra='material="nomat"'), "unknown material 'nomat' in skin"),

@@ -146,6 +146,21 @@ def _bindquat(q: np.ndarray) -> np.ndarray:
   return (q / nrm if abs(nrm - 1) > EPS else q).astype(np.float32)
 
 
+def bone_bodies(root: Node, read_file) -> set[str]:
+  """Names of the bodies the skins' bones follow (inline or in SKN files): MuJoCo's
+  fusestatic keeps those bodies."""
+  names = set()
+  for node in skin_nodes(root):
+    skin = _Skin(node, "", node.attrs.get("file"))
+    inline = node.children or any(node.attrs.get(a) is not None for a in _INLINE)
+    if skin.file and not inline and os.path.splitext(skin.file)[1].lower() == ".skn":
+      _read_skn(node, skin, read_file(node, skin.file), skin.file)
+    else:  # compile_skins refuses a skin with both
+      skin.bones = [(b.attrs.get("body"),) for b in node.children]
+    names.update(b[0] for b in skin.bones)
+  return names
+
+
 def compile_skins(root: Node, body_ids: dict[str, int], mat_ids: dict[str, int],
                   read_file) -> dict:
   """skin_* fields, nskin* sizes, and `_skin_names` / `_skin_files` for the names and paths
