@@ -131,6 +131,7 @@ def rollout(
   """
   if ctrl is None and nstep is None:
     raise ValueError("rollout needs a ctrl sequence or nstep")
+  ctrl = None if ctrl is None else jnp.asarray(ctrl)
   return _rollout(m, d, ctrl, nstep, tuple(fields))
 
 
