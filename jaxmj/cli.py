@@ -34,7 +34,7 @@ def _simulate(args) -> int:
         f"{'float64' if args.x64 else 'float32'}")
   print(f"mjcf       compiled in {t_model * 1e3:.1f} ms")
 
-  key = _keyframe(m, args.key)
+  key = _keyframe(m, [jaxmj.id2name(m, "key", i) for i in range(m.nkey)], args.key)
   if isinstance(key, str):
     print(f"jaxmj simulate: error: {key}", file=sys.stderr)
     return 2
@@ -77,13 +77,11 @@ def _simulate(args) -> int:
   return 0
 
 
-def _keyframe(m, key: str | None) -> int | None | str:
-  """The keyframe index `--key` names, or (a str) the error saying which keys exist."""
+def _keyframe(m, names: list, key: str | None) -> int | None | str:
+  """The keyframe index `--key` names (`names`: the model's keyframe names), or (a str) the
+  error saying which keys exist."""
   if key is None:
     return None
-  from jaxmj.names import id2name
-
-  names = [id2name(m, "key", i) for i in range(m.nkey)]
   if key in names:
     return names.index(key)
   if key.isdigit() and int(key) < m.nkey:
