@@ -6,7 +6,7 @@ import pytest
 from test_compile import differences
 
 import jaxmj
-from jaxmj.mjcf import parse
+from jaxmj.mjcf.spec import parse
 
 
 def chain(n: int) -> str:
