@@ -87,7 +87,6 @@ from jaxmj.datacheck import checks_data
   jac_body, jac_body_com, jac_dot, jac_geom, jac_site, jac_subtree_com, mul_m,
   object_acceleration, object_velocity, solve_m, ray, multi_ray))
 copy_state = checks_data(checks_data(copy_state), argnum=2)
-bind = checks_data(bind)  # a batch would index worlds where it means objects
 
 __version__ = "0.1.0"
 

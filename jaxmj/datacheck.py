@@ -76,7 +76,7 @@ def checks_data(fn, argnum: int = 1):
   @functools.wraps(fn)
   def checked(m, *args, **kwargs):
     d = args[argnum - 1] if len(args) >= argnum else kwargs.get(name)
-    if d is not None:  # bind(m) takes no Data
+    if d is not None:
       check_data_shapes(m, d, fn.__name__)
     return fn(m, *args, **kwargs)
 

@@ -52,10 +52,9 @@ def test_wrong_shape_names_field_and_shapes(md, fn, field, value, shape):
   lambda m, d: jaxmj.reset_where(m, d, True),
   lambda m, d: jaxmj.copy_state(m, jaxmj.make_data(m), d, jaxmj.State.PHYSICS),
   lambda m, d: jaxmj.ray(m, d, jnp.zeros(3), jnp.ones(3)),
-  lambda m, d: jaxmj.bind(m, d),
   lambda m, d: jaxmj.step(m, d=d),
 ], ids=["rollout", "inverse", "step1", "step2", "fwd_position", "sensor_pos", "jac_body",
-        "contact_forces", "get_state", "reset_where", "copy_state", "ray", "bind", "keyword"])
+        "contact_forces", "get_state", "reset_where", "copy_state", "ray", "keyword"])
 def test_every_entry_point_checks(md, call):
   m, d = md
   with pytest.raises(ValueError, match="Data field 'qvel' has shape \\(1,\\)"):
@@ -74,11 +73,6 @@ def test_batch_without_vmap_says_to_vmap(md):
   with pytest.raises(ValueError, match=r"a batch of Data: map over it with "
                                        r"jax.vmap\(jaxmj.step, in_axes=\(None, 0\)\)"):
     jax.jit(jaxmj.step)(m, batch)
-
-
-def test_bind_takes_a_model_alone(md):
-  m, _ = md
-  assert jaxmj.bind(m).joint("slide").type == 2
 
 
 def test_vmap_sees_one_worlds_shapes(md):
