@@ -75,6 +75,23 @@ from jaxmj.types import (
   Warning,
 )
 
+from jaxmj.datacheck import checks_data
+
+# The public functions taking (Model, Data) check the Data's field shapes against the Model
+# when traced (datacheck.py; rollout checks inside its own jit); inside the runtime the
+# unchecked functions call each other, so a trace checks once.
+(forward, fwd_acceleration, fwd_actuation, fwd_position, fwd_velocity, step, step1,
+ step2, inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel, energy_pos,
+ energy_vel, get_state, set_state, reset_where, contact_force, contact_forces, full_m, jac,
+ jac_body, jac_body_com, jac_dot, jac_geom, jac_site, jac_subtree_com, mul_m,
+ object_acceleration, object_velocity, solve_m, ray, multi_ray) = map(checks_data, (
+  forward, fwd_acceleration, fwd_actuation, fwd_position, fwd_velocity, step, step1,
+  step2, inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel, energy_pos,
+  energy_vel, get_state, set_state, reset_where, contact_force, contact_forces, full_m, jac,
+  jac_body, jac_body_com, jac_dot, jac_geom, jac_site, jac_subtree_com, mul_m,
+  object_acceleration, object_velocity, solve_m, ray, multi_ray))
+copy_state = checks_data(checks_data(copy_state), argnum=2)
+
 __version__ = "0.1.0"
 
 __all__ = [

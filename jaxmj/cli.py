@@ -1,4 +1,4 @@
-"""`jaxmj simulate MODEL.xml`: compile, jit and run a batched rollout, then report speed.
+"""`jaxmj simulate MODEL.xml`: compile, jit and run a batched simulation, then report speed.
 `jaxmj train ENV --algo ppo|sac|apg`: train a policy on a jaxmj.envs task (jaxmj[rl]).
 `jaxmj render MODEL.xml -o out.mp4`: simulate one world and write a video of it."""
 
@@ -25,7 +25,7 @@ def _simulate(args) -> int:
   try:
     m = jaxmj.Model.from_xml_path(args.model)
   except jaxmj.MJCFError as e:
-    print(f"error: {e}", file=sys.stderr)
+    print(f"jaxmj simulate: error: {e}", file=sys.stderr)
     return 2
   t_model = time.perf_counter() - t0
   print(f"model      {m.model_name!r} from {args.model}")
@@ -35,41 +35,45 @@ def _simulate(args) -> int:
         f"{'float64' if args.x64 else 'float32'}")
   print(f"mjcf       compiled in {t_model * 1e3:.1f} ms")
 
-  d = jaxmj.reset(m, args.key) if args.key is not None else jaxmj.make_data(m)
+  key = _keyframe(m, [jaxmj.id2name(m, "key", i) for i in range(m.nkey)], args.key)
+  if isinstance(key, str):
+    print(f"jaxmj simulate: error: {key}", file=sys.stderr)
+    return 2
+  d = jaxmj.reset(m, key)
   rng = np.random.default_rng(args.seed)
   qvel = d.qvel + args.noise * jnp.asarray(rng.normal(size=(args.batch, m.nv)), d.qvel.dtype)
   batch = jax.vmap(lambda v: d.replace(qvel=v))(qvel)
   chunk = min(args.chunk, args.steps)
+  lengths = [chunk] * (args.steps // chunk) + [args.steps % chunk] * bool(args.steps % chunk)
 
-  @jax.jit
-  def run(batch):
-    final, traj = jax.vmap(lambda x: jaxmj.rollout(m, x, nstep=chunk, fields=("qpos",)))(batch)
-    return final, traj["qpos"][:, -1]
+  def run(batch, nstep):  # nstep is traced: the shorter last chunk reuses the compiled loop
+    step = jax.vmap(jaxmj.step, in_axes=(None, 0))
+    return jax.lax.fori_loop(0, nstep, lambda _, d: step(m, d), batch)
 
   t0 = time.perf_counter()
   try:
-    compiled = run.lower(batch).compile()
+    compiled = jax.jit(run).lower(batch, chunk).compile()
   except NotImplementedError as e:
-    print(f"error: {e}", file=sys.stderr)
+    print(f"jaxmj simulate: error: {e}", file=sys.stderr)
     return 2
   t_compile = time.perf_counter() - t0
-  print(f"jit        compiled batched rollout in {t_compile:.2f} s")
+  print(f"jit        compiled batched step loop in {t_compile:.2f} s")
 
-  nchunk = max(1, args.steps // chunk)
   t0 = time.perf_counter()
-  for _ in tqdm(range(nchunk), desc="simulating", unit="chunk", disable=args.quiet):
-    batch, _ = compiled(batch)
-    jax.block_until_ready(batch)
+  for n in tqdm(lengths, desc="simulating", unit="chunk", disable=args.quiet):
+    batch = jax.block_until_ready(compiled(batch, n))
   elapsed = time.perf_counter() - t0
 
-  total = nchunk * chunk * args.batch
+  total = args.steps * args.batch
   diverged = int(np.sum(np.asarray(batch.warning).sum(axis=-1) > 0))
-  com = np.asarray(batch.subtree_com[:, 0]).mean(axis=0)
-  print(f"ran        {args.batch} worlds x {nchunk * chunk} steps = {total} steps of "
+  com = np.asarray(batch.subtree_com[:, 0])  # (batch, 3): each world's centre of mass
+  print(f"ran        {args.batch} worlds x {args.steps} steps = {total} steps of "
         f"{float(m.opt.timestep) * 1e3:g} ms ({float(batch.time[0]):.3f} s simulated)")
   print(f"speed      {total / elapsed:,.0f} steps/s ({elapsed:.2f} s wall, "
         f"{total / elapsed * float(m.opt.timestep):,.1f}x real time summed over worlds)")
-  print(f"state      mean centre of mass {np.array2string(com, precision=3)}, "
+  print(f"state      centre of mass height {com[:, 2].mean():.3f} m (min {com[:, 2].min():.3f}, "
+        f"max {com[:, 2].max():.3f}), mean position "
+        f"{np.array2string(com.mean(axis=0), precision=3)}; "
         f"{diverged} world(s) flagged diverged")
   return 0
 
@@ -151,16 +155,62 @@ def _add_render_parser(sub) -> None:
   ren.add_argument("--seed", type=int, default=0)
 
 
+def _keyframe(m, names: list, key: str | None) -> int | None | str:
+  """The keyframe index `--key` names (`names`: the model's keyframe names), or (a str) the
+  error saying which keys exist."""
+  if key is None:
+    return None
+  if key in names:
+    return names.index(key)
+  if key.isdigit() and int(key) < m.nkey:
+    return int(key)
+  if not m.nkey:
+    return f"--key {key}: model {m.model_name!r} has no keyframes; leave out --key"
+  listed = ", ".join(f"{i} ({n})" if n else str(i) for i, n in enumerate(names))
+  return f"--key {key}: no such keyframe; pass a name or index of one of: {listed}"
+
+
+class _Parser(argparse.ArgumentParser):
+  """argparse with its errors on one line (no usage block), still exit status 2."""
+
+  def error(self, message):
+    self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _count(text: str) -> int:
+  try:
+    value = int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+  if value < 1:
+    raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+  return value
+
+
+def _nonnegative(text: str) -> float:
+  try:
+    value = float(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+  if not value >= 0:
+    raise argparse.ArgumentTypeError(f"{text} is not a number >= 0")
+  return value
+
+
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(prog="jaxmj", description=__doc__)
-  sub = parser.add_subparsers(dest="command", required=True)
+  from jaxmj import __version__
+
+  parser = _Parser(prog="jaxmj", description=__doc__)
+  parser.add_argument("--version", action="version", version=f"jaxmj {__version__}")
+  sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
   sim = sub.add_parser("simulate", help="simulate a model, batched, and report speed")
-  sim.add_argument("model", help="MJCF file")
-  sim.add_argument("--steps", type=int, default=1000, help="steps per world")
-  sim.add_argument("--batch", type=int, default=64, help="number of worlds")
-  sim.add_argument("--chunk", type=int, default=100, help="steps per jitted call")
+  sim.add_argument("model", help="MJCF or URDF file")
+  sim.add_argument("--steps", type=_count, default=1000, help="steps per world")
+  sim.add_argument("--batch", type=_count, default=64, help="number of worlds")
+  sim.add_argument("--chunk", type=_count, default=100, help="steps per jitted call")
   sim.add_argument("--key", default=None, help="start from this keyframe (name or index)")
-  sim.add_argument("--noise", type=float, default=0.01, help="std of initial qvel noise")
+  sim.add_argument("--noise", type=_nonnegative, default=0.01,
+                   help="std of initial qvel noise")
   sim.add_argument("--seed", type=int, default=0)
   sim.add_argument("--x64", action="store_true", help="simulate in float64")
   sim.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -169,9 +219,9 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
   if args.command == "train":
     return _train(args)
-  if args.key is not None and args.key.isdigit():
-    args.key = int(args.key)
   if args.command == "render":
+    if args.key is not None and args.key.isdigit():
+      args.key = int(args.key)
     args.camera = int(args.camera) if args.camera.lstrip("-").isdigit() else args.camera
     return _render(args)
   return _simulate(args)

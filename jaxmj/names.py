@@ -37,7 +37,7 @@ def obj_type(objtype: ObjType | int | str) -> ObjType:
 
 def _adrs(m: Model, objtype: ObjType):
   """Name address of each object of `objtype`; None for each dof (MuJoCo names no dofs).
-  Flex, skin and plugin objects are refused by jaxmj's compiler, so a Model has none."""
+  Flex and plugin objects are refused by jaxmj's compiler, so a Model has none."""
   if objtype == ObjType.DOF:
     return [None] * m.nv
   return getattr(m, _ADR_FIELD.get(objtype, ""), ())

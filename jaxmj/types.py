@@ -816,6 +816,38 @@ class Model:
   mesh_quat: np.ndarray = static()  # (nmesh, 4)
   mesh_scale: np.ndarray = static()  # (nmesh, 3)
   name_meshadr: np.ndarray = static()  # (nmesh,) int32  address in `names`
+  # Skins (mjcf/skin.py): meshes whose vertices follow bodies (bones); visual only. A
+  # vertex's position is sum over its bones of weight * (body pose * bind pose^-1) * vertex.
+  nskin: int = static()
+  nskinvert: int = static()
+  nskintexvert: int = static()
+  nskinface: int = static()
+  nskinbone: int = static()
+  nskinbonevert: int = static()
+  skin_matid: np.ndarray = static()  # (nskin,) int32  material, -1: none
+  skin_group: np.ndarray = static()  # (nskin,) int32  visibility group
+  skin_rgba: np.ndarray = static()  # (nskin, 4) float32
+  skin_inflate: np.ndarray = static()  # (nskin,) float32  vertices moved along normals
+  skin_vertadr: np.ndarray = static()  # (nskin,) int32  first row in skin_vert
+  skin_vertnum: np.ndarray = static()  # (nskin,) int32
+  skin_texcoordadr: np.ndarray = static()  # (nskin,) int32  first row in skin_texcoord, -1
+  skin_faceadr: np.ndarray = static()  # (nskin,) int32  first row in skin_face
+  skin_facenum: np.ndarray = static()  # (nskin,) int32
+  skin_boneadr: np.ndarray = static()  # (nskin,) int32  first bone
+  skin_bonenum: np.ndarray = static()  # (nskin,) int32
+  skin_vert: np.ndarray = static()  # (nskinvert, 3) float32  bind-pose vertices
+  skin_texcoord: np.ndarray = static()  # (nskintexvert, 2) float32
+  skin_face: np.ndarray = static()  # (nskinface, 3) int32  vertex ids within the skin
+  skin_bonevertadr: np.ndarray = static()  # (nskinbone,) int32  first entry in skin_bonevert*
+  skin_bonevertnum: np.ndarray = static()  # (nskinbone,) int32
+  skin_bonebindpos: np.ndarray = static()  # (nskinbone, 3) float32  bone frame at bind time
+  skin_bonebindquat: np.ndarray = static()  # (nskinbone, 4) float32  (unit)
+  skin_bonebodyid: np.ndarray = static()  # (nskinbone,) int32  the body the bone follows
+  skin_bonevertid: np.ndarray = static()  # (nskinbonevert,) int32  vertex ids within the skin
+  skin_bonevertweight: np.ndarray = static()  # (nskinbonevert,) float32  per vertex, its
+  # weights over all bones sum to one
+  skin_pathadr: np.ndarray = static()  # (nskin,) int32  file's address in mjModel.paths, -1
+  name_skinadr: np.ndarray = static()  # (nskin,) int32  address in `names`
   nhfield: int = static()
   nhfielddata: int = static()
   hfield_nrow: np.ndarray = static()  # (nhfield,) int32  rows (along y)

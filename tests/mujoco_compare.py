@@ -41,12 +41,14 @@ def jit_fast(fn, **kwargs):
 
   return jax.jit(fn, compiler_options=FAST, **kwargs)
 
-PREFIXES = ("body_", "jnt_", "dof_", "geom_", "site_", "tree_", "actuator_", "mesh_", "hfield_",
+PREFIXES = ("body_", "jnt_", "dof_", "geom_", "site_", "tree_", "actuator_", "mesh_", "skin_",
+            "hfield_",
             "tex_", "mat_", "sensor_", "tendon_", "wrap_", "eq_", "cam_", "light_", "name_")
 SIZES = ("nq", "nv", "nbody", "njnt", "ngeom", "nsite", "nmocap", "nkey", "ntree", "nu",
          "nactuator", "nout",
          "na", "nmesh", "nmeshvert", "nmeshface", "nmeshgraph", "nmeshpoly", "nmeshpolyvert",
-         "nmeshpolymap", "npolygonmax", "nhfield", "nhfielddata",
+         "nmeshpolymap", "npolygonmax", "nskin", "nskinvert", "nskintexvert", "nskinface",
+         "nskinbone", "nskinbonevert", "nhfield", "nhfielddata",
          "ntex", "ntexdata", "nmat", "nsensor", "nsensordata", "nuser_sensor", "ntendon",
          "nwrap", "neq", "ncam", "nlight", "nuser_cam", "nplastic",
          "nuser_body", "nuser_jnt", "nuser_geom", "nuser_site", "nuser_tendon",

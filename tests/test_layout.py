@@ -24,7 +24,7 @@ LAYERS = [
   ("constraint", ["jaxmj.constraint"]),
   ("solver", ["jaxmj.solver"]),
   ("sensor", ["jaxmj.sensor"]),
-  ("data", ["jaxmj.io", "jaxmj.state"]),
+  ("data", ["jaxmj.io", "jaxmj.state", "jaxmj.datacheck"]),
   ("dynamics", ["jaxmj.dynamics"]),
   ("public", ["jaxmj", "jaxmj.bind", "jaxmj.physics", "jaxmj.conformance", "jaxmj.cli",
               "jaxmj.envs", "jaxmj.interop", "jaxmj.rendering"]),

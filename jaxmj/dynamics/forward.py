@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import jax
@@ -9,6 +10,7 @@ import jax.numpy as jnp
 
 from jaxmj.actuation import driver as actuation
 from jaxmj.actuation import history
+from jaxmj.datacheck import check_data_shapes
 from jaxmj.dynamics import autoreset, fwdinv, integrator
 from jaxmj.dynamics import checkpoint as remat
 from jaxmj.dynamics.stages import (
@@ -121,11 +123,14 @@ def rollout(
   fields: Sequence[str] = ("time", "qpos", "qvel", "act"),
   checkpoint: bool | int | None = None,
 ) -> tuple[Data, dict[str, jnp.ndarray]]:
-  """Steps `d` through a control sequence with one `lax.scan`.
+  """Steps `d` through a control sequence with one `lax.scan`, jitted.
 
   ctrl: (T, nu) controls applied before each step; or None with `nstep=T` (controls held).
   Returns the final Data and a dict of the named Data fields after each step, each (T, ...).
   Stacking only `fields` keeps memory at T x state size rather than T x all of Data.
+  rollout compiles once per model structure, T, `fields` and `checkpoint` and reuses that
+  on later calls (inside another jit, vmap or grad it is traced into the caller as any
+  function is).
 
   checkpoint: for reverse mode through long horizons. None (default): the backward pass
   stores every step's residuals (memory ~ T). An int k: segments of k steps under
@@ -133,10 +138,20 @@ def rollout(
   k = 1 rematerializes each step). True: k = ceil(sqrt(T)). Values are unchanged; the
   gradient costs one more forward pass. jaxmj/dynamics/checkpoint.py.
   """
+  if ctrl is None and nstep is None:
+    raise ValueError("rollout needs a ctrl sequence or nstep")
+  ctrl = None if ctrl is None else jnp.asarray(ctrl)
+  return _rollout(m, d, ctrl, nstep, tuple(fields), checkpoint)
+
+
+@functools.partial(jax.jit, static_argnames=("nstep", "fields", "checkpoint"))
+def _rollout(m: Model, d: Data, ctrl, nstep, fields, checkpoint) -> tuple[Data, dict]:
+  check_data_shapes(m, d, "rollout")
   if ctrl is None:
-    if nstep is None:
-      raise ValueError("rollout needs a ctrl sequence or nstep")
     ctrl = jnp.broadcast_to(d.ctrl, (nstep,) + d.ctrl.shape)
+  elif ctrl.ndim != 2 or ctrl.shape[1] != m.nu:
+    raise ValueError(f"jaxmj.rollout: ctrl has shape {ctrl.shape}, but model "
+                     f"{m.model_name!r} needs (T, nu) = (T, {m.nu})")
 
   def body(carry, u):
     carry = step(m, carry.replace(ctrl=u))

@@ -128,7 +128,11 @@ def decode_pyramid(pyramid: jnp.ndarray, mu: jnp.ndarray, dim: int) -> jnp.ndarr
 
 def contact_forces(m: Model, d: Data) -> jnp.ndarray:
   """mj_contactForce for every contact slot: (ncon, 6) normal force, two tangential forces
-  and three torques in the contact frame (zeros past `dim`, and for inactive slots)."""
+  and three torques in the contact frame (zeros past `dim`, and for inactive slots).
+
+  Slots are fixed per model (each candidate geom pair owns its own), so the shape is static
+  under jit; `d.contact.active` (ncon,) marks the slots in contact now, and outside jit
+  `contact_forces(m, d)[d.contact.active]` lists only those, in the order of `d.contact`."""
   c = d.contact
   out = jnp.zeros((len(c.dim), 6), d.efc_force.dtype)
   pyramidal = m.opt.cone == Cone.PYRAMIDAL

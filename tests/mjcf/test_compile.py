@@ -485,6 +485,31 @@ def test_include_from_assets():
   check(INCLUDING, assets={"part.xml": INCLUDED.encode()})
 
 
+def test_include_any_root_element(tmp_path):
+  """Fragments wrapped in <mujocoinclude> (as the Adroit and Shadow hands ship them) are
+  spliced in where each <include> stands, in <default>, <worldbody>, a body, <equality> and
+  <actuator> alike, and compile as MuJoCo compiles them."""
+  parts = {
+    "defaults.xml": '<default class="main"><geom type="capsule" size=".05 .2"/>'
+                    '<joint damping=".1"/></default>',
+    "arm.xml": '<body name="upper" pos="0 0 1"><joint name="shoulder"/><geom/>'
+               '<body name="lower" pos="0 0 .4"><include file="wrist.xml"/></body></body>',
+    "wrist.xml": '<joint name="elbow"/><geom/>',
+    "eq.xml": '<joint joint1="shoulder" joint2="elbow" polycoef="0 .5 0 0 0"/>',
+    "act.xml": '<motor joint="shoulder" gear="2"/><position joint="elbow" kp="10"/>',
+  }
+  for name, text in parts.items():
+    (tmp_path / name).write_text(f"<mujocoinclude>{text}</mujocoinclude>")
+  (tmp_path / "main.xml").write_text(
+    '<mujoco><include file="defaults.xml"/><worldbody><geom type="plane" size="1 1 .1"/>'
+    '<include file="arm.xml"/></worldbody><equality><include file="eq.xml"/></equality>'
+    '<actuator><include file="act.xml"/></actuator></mujoco>')
+  m, mj = load_both(tmp_path / "main.xml")
+  assert differences(m, mj) == []
+  same_names(m, mj)
+  assert (m.nbody, m.neq, m.nu, m.jnt_type.size) == (3, 1, 2, 2)
+
+
 # ---------------------------------------------------------------- MuJoCo's own test models
 
 MJ_DIR = os.path.dirname(mujoco.__file__)

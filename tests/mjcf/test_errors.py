@@ -102,7 +102,7 @@ CASES = {
                            "orientation", "joint", ["unknown joint 'j'"]),
   "sensor": (wrap(tail='<sensor><user dim="1"/></sensor>'), 6, "user", None,
              ["not supported", "user sensors"]),
-  "skin": (wrap(tail="<asset><skin/></asset>"), 6, "skin", None, ["not supported", "skins"]),
+  "skin": (wrap(tail="<asset><skin/></asset>"), 6, "skin", None, ["Missing data in skin"]),
   "equality": (wrap(tail='<equality><flex flex="f"/></equality>'), 6, "flex", None,
                ["not supported", "flex equality"]),
   "deformable": (wrap(tail="<deformable/>"), 6, "deformable", None,

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from jaxmj.mjcf.assets import hfield, mesh, meshbuiltin, meshpoly, texture
+from jaxmj.mjcf.assets import hfield, mesh, meshbuiltin, meshpoly, skin, texture
 from jaxmj.mjcf.compile import frames
 from jaxmj.mjcf.spec.parse import Defaults, Node
 from jaxmj.types import GeomType
@@ -295,6 +295,8 @@ def compile_assets(root: Node, defaults: Defaults, compiler: dict, bodies, path:
   out["_geom_inertiabox"] = np.array(box, float).reshape(-1, 3)
   out["_asset_names"] = ([n for _, n in mnames], [n for _, n in hnames], tex_names,
                          mat_names)
+  out["_skin_bodies"] = skin.bone_bodies(
+    root, lambda n, file: read_file(n, file, compiler.get("meshdir"), compiler, path, assets))
   return out
 
 

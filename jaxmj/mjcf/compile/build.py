@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.constants import EPS, MINVAL
-from jaxmj.mjcf.assets import asset, hfieldgrid
+from jaxmj.mjcf.assets import asset, hfieldgrid, skin
 from jaxmj.mjcf.compile import (
   actuator,
   arena,
@@ -70,12 +70,14 @@ class _Body:
   inertia: tuple | None = None  # final (mass, ipos, inertia, iquat): discard/fuse/align.py
 
 
+@parse.allows_deep_trees
 def compile_path(path, assets: dict | None = None) -> Model:
   """Compiles the MJCF file at `path` into a Model."""
   source = ModelSource.of(file=path, assets=assets)
   return compile_node(parse.parse_path(path, assets), str(path), assets, source)
 
 
+@parse.allows_deep_trees
 def compile_string(xml: str | bytes, assets: dict | None = None) -> Model:
   """Compiles MJCF text into a Model; `assets` maps included file names to contents."""
   source = ModelSource.of(xml=xml, assets=assets)
@@ -91,6 +93,7 @@ def _section(root: Node, tag: str) -> tuple[dict, list[Node]]:
   return values, nodes
 
 
+@parse.allows_deep_trees
 def compile_node(root: Node, path: str, assets: dict | None = None,
                  source: ModelSource | None = None) -> Model:
   """Compiles a parsed, validated MJCF tree; `assets` maps file names to contents, `source`
@@ -154,6 +157,7 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
   f.update(vis=visual.compile_visual(root), stat=visual.compile_statistic(root, f))
   f.update(custom.compile_custom(root))
   f.update(asset.finalize(f))
+  f.update(_skins(root, bodies, f, compiler, path, assets))
   f.update(hfieldgrid.window_fields(f))
   option = _option(root)
   size, size_nodes = _section(root, "size")
@@ -748,6 +752,18 @@ def _lookup(node: Node, attr: str, kind: str, ids: dict) -> int:
   return ids[name]
 
 
+def _skins(root: Node, bodies, f: dict, compiler: dict, path: str, assets) -> dict:
+  """skin_* fields: bones bound to the final bodies, materials by name (skin.py)."""
+  body_ids = {b.name: i for i, b in enumerate(bodies) if b.name}
+  mat_ids = {name: i for i, name in enumerate(f["_asset_names"][3])}
+  def read(node, file):
+    return asset.read_file(node, file, compiler.get("meshdir"), compiler, path, assets)
+
+  out = skin.compile_skins(root, body_ids, mat_ids, read)
+  out["skin_pathadr"] = skin.skin_pathadr(root, compiler, path, out.pop("_skin_files"))
+  return out
+
+
 def _names(model_name: str, groups: list[list[str]]) -> tuple[bytes, list[np.ndarray]]:
   buf = bytearray(model_name.encode() + b"\0")
   adrs = []
@@ -784,12 +800,14 @@ def _model(root, bodies, f, opt, size, path, source) -> Model:
                       ("keyframe", knodes)):
     _check_unique(bodies, kind, items)
   model_name = root.attrs.get("model", "MuJoCo Model")
+  meshes, hfields, textures, materials = asset.name_groups(f)
   # one group per object type, in MuJoCo's order of the names buffer
   groups = {
     "body": [b.name for b in bodies], "jnt": [n for _, n in jnodes],
     "geom": [n for _, n in gnodes], "site": [n for _, n in snodes],
     **dict(zip(("cam", "light"), camlight.names(bodies))),
-    **dict(zip(("mesh", "hfield", "tex", "mat"), asset.name_groups(f))),
+    "mesh": meshes, "skin": f.pop("_skin_names"), "hfield": hfields, "tex": textures,
+    "mat": materials,
     "pair": f.pop("pair_names"), "exclude": f.pop("exclude_names"),
     "eq": f.pop("eq_names"), "tendon": f.pop("tendon_names"),
     "actuator": list(f.get("actuator_names", ())), "sensor": sensor.names(f),

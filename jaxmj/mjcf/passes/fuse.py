@@ -126,7 +126,7 @@ def fuse_static(root: Node, bodies: list, asset_fields: dict):
     if b.name and b.name in names:
       raise b.node.error(f"repeated body name '{b.name}'", "name")
     names[b.name] = b
-  keep = referenced_bodies(root, bodies)
+  keep = referenced_bodies(root, bodies) | asset_fields["_skin_bodies"]  # skin bones
   force_sites = _force_sites(root)
   parent = [b.parent for b in bodies]
   pose = [(np.asarray(b.pos, float), np.asarray(b.quat, float)) for b in bodies]

@@ -6,7 +6,9 @@ Every error is an MJCFError naming the file, line, element and attribute involve
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import sys
 
 import numpy as np
 from lxml import etree
@@ -103,15 +105,52 @@ def parse_path(path: str, assets: dict | None = None) -> Node:
   return _parse(xml, path, os.path.dirname(os.path.abspath(path)), assets or {}, (path,))
 
 
+# MuJoCo's XML parser (tinyxml2) takes elements nested up to 499 deep, the root counted as
+# 1 (a chain of 496 bodies with geoms); libxml2 stops at 256 unless told huge_tree.
+MAX_ELEMENT_DEPTH = 499
+_DEPTH_ERROR = "XML_ELEMENT_DEPTH_EXCEEDED: Element nesting is too deep"
+
+
+def allows_deep_trees(fn):
+  """`fn` run with room to recurse over MAX_ELEMENT_DEPTH nested elements: the compiler's
+  tree walks take a few Python frames per level, past Python's default limit of 1000."""
+
+  @functools.wraps(fn)
+  def wrapped(*args, **kwargs):
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 40 * MAX_ELEMENT_DEPTH))
+    try:
+      return fn(*args, **kwargs)
+    finally:
+      sys.setrecursionlimit(old)
+
+  return wrapped
+
+
 def xml_root(xml, file: str):
   """lxml root element of XML text; syntax errors name the file and line."""
   if isinstance(xml, str):
     xml = xml.encode()
-  parser = etree.XMLParser(remove_comments=True, remove_pis=True, resolve_entities=False)
+  parser = etree.XMLParser(remove_comments=True, remove_pis=True, resolve_entities=False,
+                           huge_tree=True)
   try:
-    return etree.fromstring(xml, parser)
+    root = etree.fromstring(xml, parser)
   except etree.XMLSyntaxError as e:
+    if "Excessive depth" in e.msg:
+      raise MJCFError(f"{_DEPTH_ERROR} (MuJoCo reads at most {MAX_ELEMENT_DEPTH} levels)",
+                      file=file, line=e.lineno) from None
     raise MJCFError(f"XML syntax error: {e.msg}", file=file, line=e.lineno) from None
+  _check_depth(root, file)
+  return root
+
+
+def _check_depth(root, file: str) -> None:
+  depth = 0
+  for event, el in etree.iterwalk(root, events=("start", "end")):
+    depth += 1 if event == "start" else -1
+    if depth > MAX_ELEMENT_DEPTH:
+      raise MJCFError(f"{_DEPTH_ERROR} (MuJoCo reads at most {MAX_ELEMENT_DEPTH} levels)",
+                      file=file, line=el.sourceline, element=str(el.tag))
 
 
 def _parse(xml, file, base, assets, stack) -> Node:
@@ -130,23 +169,28 @@ def _parse(xml, file, base, assets, stack) -> Node:
   return node
 
 
-def to_node(el, file, base, assets, stack, parent: str = "") -> Node:
+def to_node(el, file, base, assets, stack, parent: str = "", tag: str | None = None) -> Node:
   """lxml element -> Node, replacing each <include> by the included file's children.
 
-  A tag whose meaning depends on its parent (schema.SCOPED) gets its scoped schema key."""
-  tag = schema.SCOPED.get((parent, str(el.tag)), str(el.tag))
+  A tag whose meaning depends on its parent (schema.SCOPED) gets its scoped schema key;
+  `tag` overrides it (an included file's root stands for the element holding the include)."""
+  tag = tag or schema.SCOPED.get((parent, str(el.tag)), str(el.tag))
   children = []
   for child in el:
     if not isinstance(child.tag, str):
       continue
     if child.tag == "include":
-      children.extend(_include(child, file, base, assets, stack))
+      children.extend(_include(child, file, base, assets, stack, tag))
     else:
       children.append(to_node(child, file, base, assets, stack, tag))
   return Node(tag, dict(el.attrib), children, file, el.sourceline or 0)
 
 
-def _include(el, file, base, assets, stack) -> list[Node]:
+def _include(el, file, base, assets, stack, parent: str) -> list[Node]:
+  """The children of the included file's root, in place of the <include> element.
+
+  The root may have any name (`<mujoco>`, `<mujocoinclude>`, ...): MuJoCo discards it, so
+  its children are scoped by the element holding the <include>."""
   where = Node("include", dict(el.attrib), [], file, el.sourceline or 0)
   extra = set(el.attrib) - {"file"}
   if extra:
@@ -167,16 +211,9 @@ def _include(el, file, base, assets, stack) -> list[Node]:
         xml = f.read()
     except OSError as e:
       raise where.error(f"cannot read included file {name!r}: {e.strerror}", "file") from None
-  sub = _parse_raw(xml, path, where)
+  sub = xml_root(xml, path)
   inc_base = os.path.dirname(os.path.abspath(path))
-  return to_node(sub, path, inc_base, assets, stack + (key,)).children
-
-
-def _parse_raw(xml, path, where: Node):
-  root = xml_root(xml, path)
-  if root.tag != "mujoco":
-    raise where.error(f"included file {path!r} must have root <mujoco>", "file")
-  return root
+  return to_node(sub, path, inc_base, assets, stack + (key,), parent, tag=parent).children
 
 
 # MuJoCo's reason ("World body cannot have ...") for elements only a moving body takes

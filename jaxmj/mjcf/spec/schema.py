@@ -534,8 +534,17 @@ ATTRS["layer"] = {"texture": (S, None), "role": (kw(*("user", "rgb", "occlusion"
                                                         "metallic", "normal", "opacity",
                                                         "emissive", "rgba", "orm")), "rgb")}
 CHILDREN["material"] = ("layer",)
+# Skins (jaxmj/mjcf/skin.py): meshes whose vertices follow bodies; visual only.
+ATTRS["skin"] = {
+  "name": (S, None), "file": (S, None), "material": (S, None),
+  "rgba": (fv(4), (0.5, 0.5, 0.5, 1.0)), "inflate": (F, 0.0), "vertex": (fv(-1), None),
+  "texcoord": (fv(-1), None), "face": (iv(-1), None), "group": (I, 0),
+}
+ATTRS["bone"] = {"body": (S, None), "bindpos": (fv(3), None), "bindquat": (fv(4), None),
+                 "vertid": (iv(-1), None), "vertweight": (fv(-1), None)}
+CHILDREN["skin"] = ("bone",)
 CHILDREN["mujoco"] += ("asset",)
-CHILDREN["asset"] = ("mesh", "hfield", "texture", "material")
+CHILDREN["asset"] = ("mesh", "hfield", "skin", "texture", "material")
 CHILDREN["default"] += ("mesh", "material")
 UNIQUE["default"] += ("mesh", "material")
 DEFAULTABLE += ("mesh", "material")
@@ -545,7 +554,7 @@ UNIQUE["default"] += ("texture",)
 DEFAULTABLE += ("texture",)
 NOT_IN_DEFAULT["texture"] = ("file", "content_type") + tuple(
   "file" + f for f in ("right", "left", "up", "down", "front", "back"))
-for _tag in ("asset", "mesh", "hfield", "texture", "material"):
+for _tag in ("asset", "mesh", "hfield", "skin", "texture", "material"):
   UNSUPPORTED.pop(_tag, None)
 
 # ---- cameras and lights (compiled by jaxmj/mjcf/compile/camlight.py; visual only) ----

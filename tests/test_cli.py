@@ -1,0 +1,85 @@
+"""`jaxmj simulate`: runs exactly the steps asked for; every error is one line, exit 2."""
+
+import os
+
+import pytest
+from conftest import MODELS
+
+import jaxmj
+from jaxmj import cli
+
+PENDULUM = os.path.join(MODELS, "pendulum.xml")
+
+
+def run(capsys, *argv):
+  """(exit status, stdout, stderr) of `jaxmj ARGV`."""
+  try:
+    rc = cli.main(list(argv))
+  except SystemExit as e:
+    rc = e.code
+  out, err = capsys.readouterr()
+  return rc, out, err
+
+
+def test_steps_not_a_multiple_of_the_chunk_are_all_run(capsys):
+  rc, out, _ = run(capsys, "simulate", PENDULUM, "--steps", "150", "--batch", "2", "--quiet")
+  assert rc == 0
+  assert "2 worlds x 150 steps = 300 steps of 2 ms (0.300 s simulated)" in out
+
+
+def test_version(capsys):
+  rc, out, _ = run(capsys, "--version")
+  assert (rc, out) == (0, f"jaxmj {jaxmj.__version__}\n")
+
+
+def one_line_error(capsys, *argv) -> str:
+  rc, _, err = run(capsys, *argv)
+  assert rc == 2
+  assert err.count("\n") == 1 and "Traceback" not in err, err
+  return err
+
+
+def test_unknown_keyframe_lists_the_keyframes(capsys):
+  err = one_line_error(capsys, "simulate", PENDULUM, "--key", "nokey")
+  assert "no such keyframe" in err and "0 (horizontal), 1 (spinning)" in err
+
+
+def test_keyframe_index_out_of_range(capsys):
+  assert "0 (horizontal), 1 (spinning)" in one_line_error(capsys, "simulate", PENDULUM,
+                                                         "--key", "2")
+
+
+def test_key_on_a_model_without_keyframes(capsys, tmp_path):
+  (tmp_path / "m.xml").write_text('<mujoco><worldbody><geom size=".1"/></worldbody></mujoco>')
+  assert "has no keyframes; leave out --key" in one_line_error(
+    capsys, "simulate", str(tmp_path / "m.xml"), "--key", "home")
+
+
+@pytest.mark.parametrize("argv, phrase", [
+  (("--batch", "0"), "argument --batch: 0 is not at least 1"),
+  (("--steps", "-3"), "argument --steps: -3 is not at least 1"),
+  (("--chunk", "ten"), "argument --chunk: 'ten' is not a whole number"),
+  (("--noise", "-1"), "argument --noise: -1 is not a number >= 0"),
+  (("--bogus",), "unrecognized arguments: --bogus"),
+])
+def test_bad_arguments(capsys, argv, phrase):
+  err = one_line_error(capsys, "simulate", PENDULUM, *argv)
+  assert phrase in err and "--help)" in err
+
+
+def test_missing_model_argument_and_command(capsys):
+  assert "required: model" in one_line_error(capsys, "simulate")
+  assert "required: command" in one_line_error(capsys)
+
+
+def test_unreadable_and_invalid_models(capsys, tmp_path):
+  assert "cannot read file" in one_line_error(capsys, "simulate", str(tmp_path / "no.xml"))
+  (tmp_path / "bad.xml").write_text("<mujoco><worldbody><geom size='x'/></worldbody></mujoco>")
+  assert "bad.xml:1" in one_line_error(capsys, "simulate", str(tmp_path / "bad.xml"))
+
+
+def test_model_the_runtime_cannot_simulate(capsys, tmp_path):
+  (tmp_path / "m.xml").write_text('<mujoco><option><flag sleep="enable"/></option><worldbody>'
+                                  '<body><freejoint/><geom size=".1"/></body></worldbody>'
+                                  '</mujoco>')
+  assert "cannot simulate yet" in one_line_error(capsys, "simulate", str(tmp_path / "m.xml"))

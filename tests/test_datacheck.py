@@ -1,0 +1,88 @@
+"""Data of the wrong shape for its Model is refused at trace time, naming the field."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxmj
+
+# nq = nv = 2, one actuator, three bodies (world included)
+XML = """<mujoco><worldbody><body><joint name="slide" type="slide"/><geom size=".1"/>
+  <body pos="0 0 -.3"><joint axis="0 1 0"/><geom size=".1"/></body></body></worldbody>
+  <actuator><motor joint="slide"/></actuator></mujoco>"""
+
+
+@pytest.fixture(scope="module")
+def md():
+  m = jaxmj.Model.from_xml_string(XML)
+  return m, jaxmj.make_data(m)
+
+
+CASES = [  # the issue's cases: (field, given value, needed shape)
+  ("qpos", jnp.zeros(5), (2,)),
+  ("qpos", jnp.zeros(1), (2,)),
+  ("qvel", jnp.zeros(1), (2,)),
+  ("xfrc_applied", jnp.zeros(6), (3, 6)),
+  ("ctrl", jnp.zeros(()), (1,)),
+  ("ctrl", jnp.zeros(3), (1,)),
+]
+
+
+@pytest.mark.parametrize("field, value, shape", CASES)
+@pytest.mark.parametrize("fn", ["step", "forward"])
+def test_wrong_shape_names_field_and_shapes(md, fn, field, value, shape):
+  m, d = md
+  with pytest.raises(ValueError) as info:
+    jax.jit(getattr(jaxmj, fn))(m, d.replace(**{field: value}))
+  assert str(info.value) == (f"jaxmj.{fn}: Data field '{field}' has shape {value.shape}, but "
+                             f"model 'MuJoCo Model' needs {shape}")
+
+
+@pytest.mark.parametrize("call", [
+  lambda m, d: jaxmj.rollout(m, d, nstep=3),
+  lambda m, d: jaxmj.inverse(m, d),
+  lambda m, d: jaxmj.step1(m, d),
+  lambda m, d: jaxmj.step2(m, d),
+  lambda m, d: jaxmj.fwd_position(m, d),
+  lambda m, d: jaxmj.sensor_pos(m, d),
+  lambda m, d: jaxmj.jac_body(m, d, 1),
+  lambda m, d: jaxmj.contact_forces(m, d),
+  lambda m, d: jaxmj.get_state(m, d, jaxmj.State.PHYSICS),
+  lambda m, d: jaxmj.reset_where(m, d, True),
+  lambda m, d: jaxmj.copy_state(m, jaxmj.make_data(m), d, jaxmj.State.PHYSICS),
+  lambda m, d: jaxmj.ray(m, d, jnp.zeros(3), jnp.ones(3)),
+  lambda m, d: jaxmj.step(m, d=d),
+], ids=["rollout", "inverse", "step1", "step2", "fwd_position", "sensor_pos", "jac_body",
+        "contact_forces", "get_state", "reset_where", "copy_state", "ray", "keyword"])
+def test_every_entry_point_checks(md, call):
+  m, d = md
+  with pytest.raises(ValueError, match="Data field 'qvel' has shape \\(1,\\)"):
+    call(m, d.replace(qvel=jnp.zeros(1)))
+
+
+def test_rollout_control_sequence_shape(md):
+  m, d = md
+  with pytest.raises(ValueError, match=r"ctrl has shape \(10, 3\).*needs \(T, nu\) = \(T, 1\)"):
+    jaxmj.rollout(m, d, jnp.zeros((10, 3)))
+
+
+def test_batch_without_vmap_says_to_vmap(md):
+  m, d = md
+  batch = jax.tree.map(lambda x: jnp.stack([x] * 4), d)
+  with pytest.raises(ValueError, match=r"a batch of Data: map over it with "
+                                       r"jax.vmap\(jaxmj.step, in_axes=\(None, 0\)\)"):
+    jax.jit(jaxmj.step)(m, batch)
+
+
+def test_vmap_sees_one_worlds_shapes(md):
+  m, d = md
+  batch = jax.tree.map(lambda x: jnp.stack([x] * 3), d).replace(qvel=jnp.ones((3, 2)))
+  out = jax.jit(jax.vmap(jaxmj.forward, in_axes=(None, 0)))(m, batch)
+  np.testing.assert_array_equal(out.qacc[0], out.qacc[2])
+
+
+def test_check_adds_nothing_to_the_computation(md):
+  m, d = md
+  unchecked = jaxmj.forward.__wrapped__
+  assert str(jax.make_jaxpr(jaxmj.forward)(m, d)) == str(jax.make_jaxpr(unchecked)(m, d))
