@@ -4,7 +4,7 @@
 # beside it, sharing one device lock so that timed calls never overlap. Results go to $OUT.
 # Usage: scripts/gpu_suite.sh [BASE_ROOT]
 OUT=${OUT:-.}
-export PYTHONUNBUFFERED=1 BENCH_DEVICE_LOCK=/tmp/bench_device.lock XLA_PYTHON_CLIENT_MEM_FRACTION=.3
+export PYTHONUNBUFFERED=1 BENCH_DEVICE_LOCK=/tmp/bench_device.lock XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 python3 -c "import jax; print(jax.__version__, jax.devices())"
 here=$(cd "$(dirname "$0")/.." && pwd)
