@@ -1,10 +1,17 @@
 """`jaxmj simulate MODEL.xml`: compile, jit and run a batched simulation, then report speed.
 `jaxmj train ENV --algo ppo|sac|apg`: train a policy on a jaxmj.envs task (jaxmj[rl]).
-`jaxmj render MODEL.xml -o out.mp4`: simulate one world and write a video of it."""
+`jaxmj render MODEL.xml -o out.mp4`: simulate one world and write a video of it.
+
+XLA's compiled programs are kept in a persistent cache (default ~/.cache/jaxmj/xla, or
+$JAXMJ_CACHE_DIR; `--cache-dir`), so a second run of the same model and sizes skips most of
+the compile; `--no-cache` turns it off. `--devices N` shards the worlds over N devices (a
+NamedSharding over the batch axis).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -20,7 +27,13 @@ def _simulate(args) -> int:
 
   if args.x64:
     jax.config.update("jax_enable_x64", True)
+  hits = _persistent_cache(jax, None if args.no_cache else args.cache_dir)
   jnp.zeros(()).block_until_ready()  # start the backend outside the timings
+  devices = jax.devices()[: args.devices]
+  if len(devices) < args.devices or args.batch % args.devices:
+    print(f"error: --devices {args.devices} needs that many devices ({len(jax.devices())} "
+          f"found) and a --batch divisible by it", file=sys.stderr)
+    return 2
   t0 = time.perf_counter()
   try:
     m = jaxmj.Model.from_xml_path(args.model)
@@ -43,6 +56,12 @@ def _simulate(args) -> int:
   rng = np.random.default_rng(args.seed)
   qvel = d.qvel + args.noise * jnp.asarray(rng.normal(size=(args.batch, m.nv)), d.qvel.dtype)
   batch = jax.vmap(lambda v: d.replace(qvel=v))(qvel)
+  shard = {}
+  if args.devices > 1:  # every batched leaf split along its leading (world) axis, in and out
+    mesh = jax.sharding.Mesh(np.array(devices), ("worlds",))
+    worlds = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("worlds"))
+    batch = jax.device_put(batch, worlds)
+    shard = dict(in_shardings=(worlds, None), out_shardings=worlds)
   chunk = min(args.chunk, args.steps)
   lengths = [chunk] * (args.steps // chunk) + [args.steps % chunk] * bool(args.steps % chunk)
 
@@ -50,14 +69,20 @@ def _simulate(args) -> int:
     step = jax.vmap(jaxmj.step, in_axes=(None, 0))
     return jax.lax.fori_loop(0, nstep, lambda _, d: step(m, d), batch)
 
+  hits.clear()
   t0 = time.perf_counter()
   try:
-    compiled = jax.jit(run).lower(batch, chunk).compile()
+    compiled = jax.jit(run, **shard).lower(batch, chunk).compile()
   except NotImplementedError as e:
     print(f"jaxmj simulate: error: {e}", file=sys.stderr)
     return 2
   t_compile = time.perf_counter() - t0
-  print(f"jit        compiled batched step loop in {t_compile:.2f} s")
+  cache = ("off" if args.no_cache else
+           f"{'hit' if hits else 'miss'}, {args.cache_dir}")
+  print(f"jit        compiled batched step loop in {t_compile:.2f} s "
+        f"(persistent cache {cache})")
+  print(f"devices    {len(devices)} x {devices[0].device_kind}"
+        + (", worlds sharded over them" if len(devices) > 1 else ""))
 
   t0 = time.perf_counter()
   for n in tqdm(lengths, desc="simulating", unit="chunk", disable=args.quiet):
@@ -197,6 +222,21 @@ def _nonnegative(text: str) -> float:
   return value
 
 
+def _persistent_cache(jax, directory: str | None) -> list:
+  """Turns XLA's persistent compilation cache on in `directory` (off for None); returns a list
+  that gains an entry on every cache hit."""
+  hits = []
+  if directory is None:
+    jax.config.update("jax_enable_compilation_cache", False)
+    return hits
+  jax.config.update("jax_compilation_cache_dir", directory)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+  jax.monitoring.register_event_listener(
+    lambda event, **_: hits.append(event) if event == "/jax/compilation_cache/cache_hits" else None)
+  return hits
+
+
 def main(argv=None) -> int:
   from jaxmj import __version__
 
@@ -214,6 +254,12 @@ def main(argv=None) -> int:
   sim.add_argument("--seed", type=int, default=0)
   sim.add_argument("--x64", action="store_true", help="simulate in float64")
   sim.add_argument("--quiet", action="store_true", help="no progress bar")
+  sim.add_argument("--cache-dir", default=os.environ.get(
+    "JAXMJ_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "jaxmj", "xla")),
+    help="persistent compilation cache (default $JAXMJ_CACHE_DIR or ~/.cache/jaxmj/xla)")
+  sim.add_argument("--no-cache", action="store_true", help="no persistent compilation cache")
+  sim.add_argument("--devices", type=_count, default=1,
+                   help="shard the worlds over this many devices (divides --batch)")
   _add_train(sub)
   _add_render_parser(sub)
   args = parser.parse_args(argv)

@@ -49,7 +49,19 @@ Notes:
     at batch 1024 took 22 s per 10 steps for jaxmj and 45 s for MJX under load 14-18) is
     measured rather than killed.
 
+Suites (`--suite gpu|cpu`; explicit MODELS, --batches, --steps or --engines still override):
+  gpu   MJX's humanoid (mujoco/mjx/test_data/humanoid/humanoid.xml: iterations 1,
+        ls_iterations 4), humanoid_floor, quadruped, box_pile, mesh_drop and MJX's
+        02_humanoids scene (jaxmj sizes 04_humanoids's contacts at 15,452 constraint rows
+        per world, beyond one GPU at batch 8192); jaxmj and MJX at batch 8192, T=100 (sized
+        to finish in under 8 minutes on one GPU: 314 s on an H200).
+  cpu   the same models at batch 1024, T=20, with MuJoCo C (`mujoco.rollout`) beside them.
+  Each suite also writes a markdown table (`--markdown`, default bench_<suite>.md beside the
+  JSON) with jaxmj/MJX ratios, and records the HLO of the compiled single-world step
+  (instructions, `while` loops, fusions) per engine.
+
 Usage:
+  python scripts/bench.py --suite gpu [--json PATH] [--markdown PATH]
   python scripts/bench.py [MODELS...] [--batches 64 1024] [--steps 100]
       [--engines jaxmj mjx] [--x64] [--no-contact] [--json PATH] [--stall-timeout S]
   python scripts/bench.py [MODELS...] --compile   (MJCF compile time, scripts/compile_bench.py)
@@ -81,6 +93,26 @@ import jax  # noqa: E402  (the parent process never initializes a backend)
 # `--batches 1 1024` gives steps/s on a single world and on 1024
 DEFAULT_MODELS = ["models/pendulum.xml", "models/humanoid.xml", "models/humanoid_floor.xml",
                   "models/quadruped.xml", "models/box_pile.xml"]
+
+def _mjx_test_model(name):
+  """A model file shipped in mujoco's mjx/test_data (located through the installed package)."""
+  import importlib.util
+
+  spec = importlib.util.find_spec("mujoco")
+  root = os.path.dirname(spec.origin) if spec and spec.origin else ""
+  return os.path.join(root, "mjx", "test_data", name)
+
+
+def suite(name):
+  """(models, batches, steps, engines) of a named suite (see the docstring)."""
+  models = [_mjx_test_model("humanoid/humanoid.xml"), "models/humanoid_floor.xml",
+            "models/quadruped.xml", "models/box_pile.xml", "models/mesh_drop.xml",
+            _mjx_test_model("humanoid/02_humanoids.xml")]
+  if name == "gpu":
+    return models, [8192], 100, ["jaxmj", "mjx"]
+  return models, [1024], 20, ["jaxmj", "mjx", "mujoco"]
+
+
 QVEL_NOISE = 0.01
 LATENCY_MIN_CALLS = 20
 LATENCY_MIN_SECONDS = 1.0
@@ -200,6 +232,34 @@ def compile_fn(fn, *args):
   return time.perf_counter() - t0, compiled
 
 
+def hlo_counts(text):
+  """Instructions, `while` loops and fusions in a compiled module's HLO text (fused
+  computations included)."""
+  import re
+
+  ops = [m.group(1) for line in text.splitlines() if " = " in line
+         for m in [re.search(r" ([a-z][a-z0-9\-]*)\(", line.split(" = ", 1)[1])] if m]
+  return {"instructions": len(ops), "while": ops.count("while"), "fusion": ops.count("fusion")}
+
+
+@contextlib.contextmanager
+def device_lock():
+  """Holds the lock file named by $BENCH_DEVICE_LOCK (if any) while timing: with `--jobs N`
+  several measurements compile at once, but only one runs on the device at a time."""
+  path = os.environ.get("BENCH_DEVICE_LOCK")
+  if not path:
+    yield
+    return
+  import fcntl
+
+  with open(path, "a") as f:
+    fcntl.flock(f, fcntl.LOCK_EX)
+    try:
+      yield
+    finally:
+      fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def wall_time(fn, *args):
   t0 = time.perf_counter()
   jax.block_until_ready(fn(*args))
@@ -304,16 +364,19 @@ def child(engine, path, batches, steps, x64):
     m, d, step = ENGINES[engine](path)
     seconds, step_exe = compile_fn(step, m, d)
     emit(step_compile_s=seconds)
-    emit(batch1_ms=1e3 * latency(step_exe, m, d))
+    emit(hlo=hlo_counts(step_exe.as_text()))
+    with device_lock():
+      emit(batch1_ms=1e3 * latency(step_exe, m, d))
     rollout = make_rollout(step, steps)
     for batch in batches:
       d0 = perturbed_batch(d, batch, jax.random.PRNGKey(batch))
       seconds, exe = compile_fn(rollout, m, d0)
       emit(batch=batch, compile_s=seconds)
-      # reported on its own, so that the stall watchdog times single calls, not two
-      emit(batch=batch, warmup_s=wall_time(exe, m, d0))
-      for _ in range(ROLLOUT_REPEATS):
-        emit(batch=batch, call_s=wall_time(exe, m, d0))
+      with device_lock():
+        # reported on its own, so that the stall watchdog times single calls, not two
+        emit(batch=batch, warmup_s=wall_time(exe, m, d0))
+        for _ in range(ROLLOUT_REPEATS):
+          emit(batch=batch, call_s=wall_time(exe, m, d0))
   except Exception as e:  # noqa: BLE001 - report the failure, keep benchmarking
     emit(error=_reason(e))
 
@@ -442,15 +505,45 @@ def format_table(results, ratios, batches):
   return "\n".join(lines + failures)
 
 
+def format_markdown(results, batches, env):
+  """A markdown table per model: jaxmj beside MJX (and MuJoCo C), with jaxmj/MJX ratios."""
+  by_key = {(r["model"], r["engine"]): r for r in results}
+  b = batches[0]
+  head = (f"| model | jaxmj steps/s @{b} | MJX steps/s | jaxmj/MJX | MuJoCo C steps/s | "
+          f"rollout compile s jaxmj / MJX | step compile s jaxmj / MJX | batch-1 ms jaxmj / "
+          f"MJX / C | step HLO instructions jaxmj / MJX | `while` jaxmj / MJX |")
+  lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+  fmt = lambda v, f="{:,.0f}": "-" if v is None else f.format(v)  # noqa: E731
+  for model in dict.fromkeys(r["model"] for r in results):
+    j, x, c = (by_key.get((model, e), {}) for e in ("jaxmj", "mjx", "mujoco"))
+    sps = [r.get("rollout", {}).get(str(b), {}).get("steps_per_s") for r in (j, x, c)]
+    comp = [r.get("rollout", {}).get(str(b), {}).get("compile_s") for r in (j, x)]
+    ratio = sps[0] / sps[1] if sps[0] and sps[1] else None
+    hlo = [r.get("hlo", {}) for r in (j, x)]
+    lines.append(" | ".join([
+      f"| {model}", fmt(sps[0]), fmt(sps[1]), fmt(ratio, "**{:.2f}x**"), fmt(sps[2]),
+      f"{fmt(comp[0], '{:.1f}')} / {fmt(comp[1], '{:.1f}')}",
+      f"{fmt(j.get('step_compile_s'), '{:.1f}')} / {fmt(x.get('step_compile_s'), '{:.1f}')}",
+      " / ".join(fmt(r.get("batch1_ms"), "{:.3g}") for r in (j, x, c)),
+      " / ".join(fmt(h.get("instructions")) for h in hlo),
+      " / ".join(fmt(h.get("while")) for h in hlo)]) + " |")
+  envs = "; ".join(f"{k}: {v}" for k, v in env.items())
+  return "\n".join(lines) + f"\n\n{envs}\n"
+
+
 # ---------------------------------------------------------------------------- main
 
 
 def parse_args():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-  p.add_argument("models", nargs="*", default=DEFAULT_MODELS)
-  p.add_argument("--batches", nargs="+", type=int, default=[64, 1024])
-  p.add_argument("--steps", type=int, default=100, help="rollout length T")
-  p.add_argument("--engines", nargs="+", choices=list(ENGINES), default=list(ENGINES))
+  p.add_argument("models", nargs="*")
+  p.add_argument("--suite", choices=["gpu", "cpu"], help="a named set of models and sizes")
+  p.add_argument("--batches", nargs="+", type=int)
+  p.add_argument("--steps", type=int, help="rollout length T (default 100)")
+  p.add_argument("--engines", nargs="+", choices=list(ENGINES))
+  p.add_argument("--markdown", metavar="PATH", help="also write a markdown table")
+  p.add_argument("--jobs", type=int, help="models measured at once: their compiles overlap, "
+                 "their timed calls take turns on the device (default 1; suite gpu: 2)")
   p.add_argument("--x64", action="store_true", help="enable float64 (jax_enable_x64)")
   p.add_argument(
     "--no-contact",
@@ -470,7 +563,18 @@ def parse_args():
     help="measure MJCF compile time only (jaxmj vs mujoco, plus a generated 100-body chain)",
   )
   p.add_argument("--child", choices=list(ENGINES), help=argparse.SUPPRESS)
-  return p.parse_args()
+  args = p.parse_args()
+  models, batches, steps, engines = (suite(args.suite) if args.suite else
+                                     (DEFAULT_MODELS, [64, 1024], 100, list(ENGINES)))
+  args.models = args.models or models
+  args.batches = args.batches or batches
+  args.steps = args.steps or steps
+  args.engines = args.engines or engines
+  args.jobs = args.jobs or (2 if args.suite == "gpu" else 1)
+  if args.suite and not args.child:
+    args.json = args.json or f"bench_{args.suite}.json"
+    args.markdown = args.markdown or os.path.splitext(args.json)[0] + ".md"
+  return args
 
 
 def main():
@@ -490,9 +594,18 @@ def main():
     f"no_contact={args.no_contact}, x64={args.x64}\n",
     flush=True,
   )
-  env, unavailable, results = {}, {}, []
-  for path in args.models:
+  env, unavailable = {}, {}
+  if args.jobs > 1:
+    lock = tempfile.NamedTemporaryFile(prefix="bench_lock_")  # or one shared with another run
+    os.environ.setdefault("BENCH_DEVICE_LOCK", lock.name)
+    # each process may take at most its share of the accelerator's memory
+    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{0.9 / args.jobs:.2f}")
+
+  def measure_model(path):
     model = os.path.splitext(os.path.basename(path))[0]
+    if os.path.join("mjx", "test_data") in path:
+      model = "mjx/" + model
+    rows = []
     with model_file(path, args.no_contact) as file:
       for engine in (e for e in args.engines if e not in unavailable):
         print(f"measuring {engine} on {path} ...", flush=True)
@@ -501,7 +614,14 @@ def main():
           unavailable[engine] = result["unavailable"]
           continue
         env.update(result.pop("env", {}))
-        results.append({"model": model, "path": path, "engine": engine, **result})
+        rows.append({"model": model, "path": path, "engine": engine, **result})
+        print(f"  {engine} on {model} done after {time.perf_counter() - start:.0f} s", flush=True)
+    return rows
+
+  import concurrent.futures
+
+  with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+    results = [r for rows in pool.map(measure_model, args.models) for r in rows]
 
   ratios = ratio_rows(results, args.batches)
   print()
@@ -517,11 +637,16 @@ def main():
       "steps/s > 1 means jaxmj faster."
     )
   print(f"\ntotal time {time.perf_counter() - start:.0f} s")
+  if args.markdown:
+    with open(args.markdown, "w") as f:
+      f.write(format_markdown(results, args.batches, env))
+    print("\n" + format_markdown(results, args.batches, env))
   if args.json:
     report = {
       "env": env,
       "unavailable": unavailable,
       "config": {k: v for k, v in vars(args).items() if k != "child"},
+      "total_s": time.perf_counter() - start,
       "columns": columns(args.batches),
       "results": results,
       "ratios": ratios,

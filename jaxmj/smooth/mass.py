@@ -83,6 +83,16 @@ def factor_m(m: Model, d: Data) -> Data:
   return d.replace(qLD=qld, qLDiagInv=diag_inv)
 
 
+# Trees up to this many dof levels run their level loops unrolled: on a GPU each trip of a
+# loop is its own kernel launches, which for a batch of small matrices cost more than the
+# work (see linalg.SPD_UNROLL_MAX); deeper trees keep a scan (compile time).
+LEVELS_UNROLL_MAX = 16
+
+
+def _unroll(levels) -> bool:
+  return len(levels) <= LEVELS_UNROLL_MAX
+
+
 def factor(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   """Tree-sparse L'DL of a matrix with qM's sparsity (e.g. qM + h*diag(damping)).
 
@@ -101,7 +111,7 @@ def factor(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
 
   if len(plan["pair_k"]):
     xs = tuple(plan[k] for k in ("pair_k", "pair_i", "upd_k", "upd_i", "upd_j"))
-    a, _ = jax.lax.scan(level, a, xs)
+    a, _ = jax.lax.scan(level, a, xs, unroll=_unroll(xs[0]))
   ld = a[:nv, :nv]
   return ld, 1.0 / jnp.diag(ld)
 
@@ -124,9 +134,9 @@ def solve_ld(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray, x: jnp.ndarray) 
     return x.at[k].add(-ld[k, i] * x[i]), None
 
   idx = (plan["pair_k"], plan["pair_i"])
-  x, _ = jax.lax.scan(up, x, idx)
+  x, _ = jax.lax.scan(up, x, idx, unroll=_unroll(idx[0]))
   x = x.at[:nv].multiply(diag_inv)
-  x, _ = jax.lax.scan(down, x, idx, reverse=True)
+  x, _ = jax.lax.scan(down, x, idx, reverse=True, unroll=_unroll(idx[0]))
   return x[:nv]
 
 

@@ -486,23 +486,51 @@ def _implicit(p: Problem, res: SolverResult) -> SolverResult:
   """res with the implicit-function derivative of the optimum (values unchanged).
 
   At the optimum the primal gradient g(qacc; inputs) = M qacc - qfrc_smooth - J' force(J qacc -
-  aref) vanishes, so d qacc = -H^-1 dg with H its generalized Hessian. d = -H^-1 g evaluated at
-  the (stopped) solution has exactly that derivative and value ~0; adding d - stop_gradient(d)
-  changes no value. The forces then follow from the primal constraint update at qacc.
+  aref) vanishes, so d qacc = -H^-1 dg with H its generalized Hessian; the forces follow from
+  the primal constraint update at qacc. A custom JVP attaches that derivative, so a forward
+  pass that is not differentiated computes nothing for it.
   """
   sg = jax.lax.stop_gradient
-  q = sg(res.qacc)
-  u = constraint_update(p, p.J @ q - p.aref)
-  grad = p.M @ q - p.qfrc_smooth - p.J.T @ u.force
-  h = p.M + p.J.T @ (sg(u.Dq)[:, None] * p.J)
-  if p.cidx.shape[0]:
-    jc = ext(p.J)[p.cidx]
-    h = h + jnp.einsum("cin,cij,cjm->nm", jc, sg(u.Hc), jc)
-  delta, _ = spd_solve(h, -grad)
-  qacc = res.qacc + (delta - sg(delta))
-  force = constraint_update(p, p.J @ qacc - p.aref).force
-  force = res.efc_force + (force - sg(force))
+  arrays = {k: v for k, v in p._asdict().items() if isinstance(v, jax.Array)}
+  static = {k: v for k, v in p._asdict().items() if not isinstance(v, jax.Array)}
+  qacc, force = _optimum(static)(arrays, sg(res.qacc), sg(res.efc_force))
   return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=p.J.T @ force)
+
+
+def _optimum(static: dict) -> Callable:
+  """(arrays, qacc, force) -> (qacc, force) as given, with the implicit derivative of the
+  optimum w.r.t. the problem's arrays (`static`: its numpy fields) as its JVP."""
+
+  def force_at(arrays, q):
+    pa = Problem(**arrays, **static)
+    return constraint_update(pa, pa.J @ q - pa.aref).force
+
+  def gradient(arrays, q):
+    pa = Problem(**arrays, **static)
+    return pa.M @ q - pa.qfrc_smooth - pa.J.T @ force_at(arrays, q)
+
+  @jax.custom_jvp
+  def optimum(arrays, qacc, force):
+    return qacc, force
+
+  @optimum.defjvp
+  def optimum_jvp(primals, tangents):
+    arrays, q, force = primals
+    darrays = tangents[0]
+    pa = Problem(**arrays, **static)
+    u = constraint_update(pa, pa.J @ q - pa.aref)
+    h = pa.M + pa.J.T @ (u.Dq[:, None] * pa.J)
+    if pa.cidx.shape[0]:
+      jc = ext(pa.J)[pa.cidx]
+      h = h + jnp.einsum("cin,cij,cjm->nm", jc, u.Hc, jc)
+    # H^-1 from the primal alone, so that the tangent is a linear map (transposable)
+    hinv, _ = spd_solve(h, jnp.eye(h.shape[0], dtype=h.dtype))
+    dg = jax.jvp(lambda a: gradient(a, q), (arrays,), (darrays,))[1]
+    dq = -hinv @ dg
+    df = jax.jvp(force_at, (arrays, q), (darrays, dq))[1]
+    return (q, force), (dq, df)
+
+  return optimum
 
 
 GRADS = ("implicit", "unrolled")

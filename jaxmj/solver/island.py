@@ -69,19 +69,18 @@ def _row_plan(m: Model, d: Data) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _components(adj: jax.Array, has_edge: jax.Array) -> jax.Array:
-  """Smallest tree index of each tree's connected component (adj: (ntree, ntree) bool)."""
+  """Smallest tree index of each tree's connected component (adj: (ntree, ntree) bool).
+
+  The transitive closure by repeated squaring: ceil(log2(ntree)) products of fixed shape, no
+  data-dependent loop (a GPU would read a while loop's predicate back every trip).
+  """
   n = adj.shape[0]
+  reach = adj | jnp.eye(n, dtype=bool)
+  for _ in range(int(np.ceil(np.log2(max(n, 2))))):
+    r = reach.astype(jnp.float32)
+    reach = (r @ r) > 0
   ids = jnp.arange(n, dtype=jnp.int32)
-  big = jnp.int32(n)
-
-  def body(c):
-    lab, _ = c
-    nb = jnp.min(jnp.where(adj, lab[None, :], big), axis=1)
-    new = jnp.minimum(lab, nb)
-    new = new[new]  # pointer jumping: a label is a tree of the same component
-    return new, jnp.any(new != lab)
-
-  lab, _ = jax.lax.while_loop(lambda c: c[1], body, (jnp.where(has_edge, ids, big), True))
+  lab = jnp.min(jnp.where(reach, ids[None, :], n), axis=1)
   return jnp.where(has_edge, lab, -1)
 
 

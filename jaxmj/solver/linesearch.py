@@ -319,6 +319,22 @@ def differentiable_alpha(p: Problem, isl: Islands, pr: _Prep, snorm, gtol,
   sg = jax.lax.stop_gradient
   pt = sg(_linesearch(sg(p), sg(isl), sg(pr), sg(snorm), sg(gtol), ls_iterations)[0])
   alpha0 = pt[:, 0]
-  ev = _evaluate(p, isl, pr, alpha0[None])[0]
-  corr = -ev[:, 2] / ev[:, 3]  # ev[:, 3] >= MINVAL
-  return jnp.where(alpha0 == 0, 0.0, alpha0 + (corr - sg(corr))), -pt[:, 1]
+  arrays = {k: v for k, v in p._asdict().items() if isinstance(v, jax.Array)}
+  static = {k: v for k, v in p._asdict().items() if not isinstance(v, jax.Array)}
+
+  def correction(alpha, arrays, isl, pr):
+    ev = _evaluate(type(p)(**arrays, **static), isl, pr, alpha[None])[0]
+    return -ev[:, 2] / ev[:, 3]  # ev[:, 3] >= MINVAL
+
+  # a custom JVP, so that a forward pass that is not differentiated evaluates nothing for it
+  @jax.custom_jvp
+  def minimum(alpha, arrays, isl, pr):
+    return alpha
+
+  @minimum.defjvp
+  def minimum_jvp(primals, tangents):
+    alpha, *args = primals
+    tangent = jax.jvp(lambda *a: correction(alpha, *a), tuple(args), tuple(tangents[1:]))[1]
+    return alpha, tangent
+
+  return jnp.where(alpha0 == 0, 0.0, minimum(alpha0, arrays, isl, pr)), -pt[:, 1]
