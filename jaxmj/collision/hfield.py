@@ -105,7 +105,7 @@ def _pair_setup(hf: GeomFrame, geom: GeomFrame, margin, type2, verts2, hsize, nr
   code = type2.astype(jnp.int32)
   rel = GeomFrame(pos, mat, geom.size)
   axes = jnp.concatenate([jnp.eye(3, dtype=dtype), -jnp.eye(3, dtype=dtype)])
-  ext = jax.vmap(lambda d: ccd_support.support(code, rel, verts2, d)[0])(axes)
+  ext = jax.vmap(lambda d: ccd_support.support(code, rel, verts2, d, None)[0])(axes)
   hi, lo = jnp.diagonal(ext[:3]), jnp.diagonal(ext[3:])
   overlap = ~jnp.any(jnp.stack([lo[0] - margin > hsize[0], hi[0] + margin < -hsize[0],
                                 lo[1] - margin > hsize[1], hi[1] + margin < -hsize[1],

@@ -131,7 +131,6 @@ from jaxmj.collision.ccd.support import (
   SPHERE,
   cross,
   dot,
-  fusion_free,
   mul,
   normalize3,
   pair_support,
@@ -182,14 +181,14 @@ MUJOCO_MAX_CONTACTS: dict[tuple[GeomType, GeomType], int] = {
 
 def make_frame(normal: jax.Array) -> jax.Array:
   """Contact frame rows [normal, tangent1, tangent2] like mju_makeFrame with no tangent given."""
-  x = normalize3(normal)
+  x = normalize3(normal, None)
   use_y = (x[..., 1] < 0.5) & (x[..., 1] > -0.5)
   zero = jnp.zeros_like(x[..., 0])
   one = jnp.ones_like(zero)
   y = jnp.stack([zero, jnp.where(use_y, one, zero), jnp.where(use_y, zero, one)], axis=-1)
-  y = y - x * dot(x, y)[..., None]
-  y = normalize3(y)
-  z = cross(x, y)
+  y = y - x * dot(x, y, None)[..., None]
+  y = normalize3(y, None)
+  z = cross(x, y, None)
   return jnp.stack([x, y, z], axis=-2)
 
 
@@ -226,7 +225,7 @@ def _codes(code1, code2, g1, g2, margin):
   return half, cap1 | cap2, core1, core2, fm1, fm2, disc
 
 
-def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, tolerance) -> _Plan:
+def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, tolerance, guard) -> _Plan:
   """Forward mjc_ccd on stop-gradient inputs. dist < 0 means contact (dist = signed - margin)."""
   dtype = g1.pos.dtype
   big = jnp.asarray(jnp.finfo(dtype).max, dtype)
@@ -246,17 +245,17 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
     cutoff=jnp.stack([fm1 + fm2, zero]),
   )
   dist_k, x1_k, x2_k, n_k, simplex_k, lam_k, none_k = jax.vmap(
-    lambda pp: gjk(pp, g1, g2, verts1, verts2, iterations, tolerance, noise))(passes)
+    lambda pp: gjk(pp, g1, g2, verts1, verts2, iterations, tolerance, guard, noise))(passes)
 
   use_core = has_core | (margin > 0)
   cdist, cx1, cx2, cnone = dist_k[0], x1_k[0], x2_k[0], none_k[0]
-  nvec = normalize3(cx2 - cx1)
+  nvec = normalize3(cx2 - cx1, guard)
   sx1 = cx1 + fm1 * nvec
   sx2 = cx2 - fm2 * nvec
   sdist = jnp.where(cnone, big, cdist - (fm1 + fm2))
   shallow = use_core & (cnone | (cdist > tolerance))
 
-  full = pair_support(code1, g1, verts1, half, code2, g2, verts2, half)
+  full = pair_support(code1, g1, verts1, half, code2, g2, verts2, half, guard)
   gsimplex = tree_get(simplex_k, 1)
   near = dist_k[1] <= tolerance
   if noise is not None:
@@ -266,18 +265,20 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
     # picking the same corner): EPA decides whenever the support opposite GJK's last
     # iterate does not prove the shapes apart
     xk = x1_k[1] - x2_k[1]
-    unproven = dot(xk, full(-normalize3(xk)).vert) <= 0
+    unproven = dot(xk, full(-normalize3(xk, guard)).vert, guard) <= 0
     near = near | (dist_k[1] <= 4 * noise) | unproven
   run_epa = ~none_k[1] & near & (n_k[1] > 1)
   pverts, pnverts, pfaces, padj, pnfaces, pcenter, pok = polytope(full, gsimplex, n_k[1],
-                                                                  tolerance, noise)
+                                                                  tolerance, guard, noise)
   found, fidx, everts, fv, fd2 = epa(full, pverts, pnverts, pfaces, padj, pnfaces, pcenter,
-                                     iterations, tolerance, disc & (margin == 0), noise)
+                                     iterations, tolerance, disc & (margin == 0), guard, noise)
   deep = ~shallow & run_epa & pok & found
   tri = tree_get(everts, fidx)
-  lam = tri_affine(tri.vert[0], tri.vert[1], tri.vert[2], fv)
-  ex1 = mul(tri.vert1[0], lam[0]) + mul(tri.vert1[1], lam[1]) + mul(tri.vert1[2], lam[2])
-  ex2 = mul(tri.vert2[0], lam[0]) + mul(tri.vert2[1], lam[1]) + mul(tri.vert2[2], lam[2])
+  lam = tri_affine(tri.vert[0], tri.vert[1], tri.vert[2], fv, guard)
+  ex1 = (mul(tri.vert1[0], lam[0], guard) + mul(tri.vert1[1], lam[1], guard)
+         + mul(tri.vert1[2], lam[2], guard))
+  ex2 = (mul(tri.vert2[0], lam[0], guard) + mul(tri.vert2[1], lam[1], guard)
+         + mul(tri.vert2[2], lam[2], guard))
   edist = -jnp.sqrt(jnp.maximum(fd2, 0.0))
 
   dist = jnp.where(shallow, jnp.where(sdist > 0, big, sdist), jnp.where(deep, edist, big))
@@ -300,7 +301,7 @@ def _surrogate(plan: _Plan, code1, code2, g1, g2, verts1, verts2, margin):
   weights recomputed), for the gradient of the contact position.
   """
   half, _, core1, core2, fm1, fm2, _ = _codes(code1, code2, g1, g2, margin)
-  u = lax.stop_gradient(normalize3(plan.x1 - plan.x2))
+  u = lax.stop_gradient(normalize3(plan.x1 - plan.x2, None))
 
   # supports: final GJK simplex (cores, rows 0-3), EPA face (rows 4-6), and along u (row 7)
   dirs = jnp.concatenate([plan.core_dirs, plan.face_dirs, u[None]])
@@ -309,32 +310,32 @@ def _surrogate(plan: _Plan, code1, code2, g1, g2, verts1, verts2, margin):
   c1 = jnp.where(full_row, code1, core1)
   c2 = jnp.where(full_row, code2, core2)
   hh = jnp.where(full_row, half, 0.0)
-  allv = jax.vmap(lambda d, a, b, h: pair_support(a, g1, verts1, h, b, g2, verts2, h)(d))(
+  allv = jax.vmap(lambda d, a, b, h: pair_support(a, g1, verts1, h, b, g2, verts2, h, None)(d))(
     dirs, c1, c2, hh)
   cv = tree_get(allv, jnp.arange(4))
   tv = tree_get(allv, jnp.arange(4, 7))
-  gap = -dot(u, allv.vert[7])
+  gap = -dot(u, allv.vert[7], None)
   dist = jnp.where(plan.shallow, gap - (fm1 + fm2), gap)
 
   # shallow: the origin's projection on the final GJK simplex (all weights positive after
   # GJK's pruning), pushed out by the radii and margin/2; an empty simplex (GJK stopped at
   # its first check, e.g. two points) keeps the centres
-  l2 = s1d(cv.vert[0], cv.vert[1])
-  p3, _ = project_origin_plane(cv.vert[0], cv.vert[1], cv.vert[2])
-  l3 = tri_affine(cv.vert[0], cv.vert[1], cv.vert[2], p3)
+  l2 = s1d(cv.vert[0], cv.vert[1], None)
+  p3, _ = project_origin_plane(cv.vert[0], cv.vert[1], cv.vert[2], None)
+  l3 = tri_affine(cv.vert[0], cv.vert[1], cv.vert[2], p3, None)
   z = jnp.zeros_like(l2[:1])
   lam = jnp.where(plan.core_n == 3, jnp.concatenate([l3, z]),
                   jnp.where(plan.core_n == 2, jnp.concatenate([l2, z, z]),
                             jnp.concatenate([z + 1, z, z, z])))
-  cx1 = jnp.where(plan.core_n > 0, lincomb(lam, plan.core_n, cv.vert1), g1.pos)
-  cx2 = jnp.where(plan.core_n > 0, lincomb(lam, plan.core_n, cv.vert2), g2.pos)
-  nvec = normalize3(cx2 - cx1)
+  cx1 = jnp.where(plan.core_n > 0, lincomb(lam, plan.core_n, cv.vert1, None), g1.pos)
+  cx2 = jnp.where(plan.core_n > 0, lincomb(lam, plan.core_n, cv.vert2, None), g2.pos)
+  nvec = normalize3(cx2 - cx1, None)
   sx1 = cx1 + fm1 * nvec
   sx2 = cx2 - fm2 * nvec
 
   # deep: witness points through the EPA face
-  fv, _ = project_origin_plane(tv.vert[2], tv.vert[1], tv.vert[0])
-  lamf = tri_affine(tv.vert[0], tv.vert[1], tv.vert[2], fv)
+  fv, _ = project_origin_plane(tv.vert[2], tv.vert[1], tv.vert[0], None)
+  lamf = tri_affine(tv.vert[0], tv.vert[1], tv.vert[2], fv, None)
   ex1 = tv.vert1[0] * lamf[0] + tv.vert1[1] * lamf[1] + tv.vert1[2] * lamf[2]
   ex2 = tv.vert2[0] * lamf[0] + tv.vert2[1] * lamf[1] + tv.vert2[2] * lamf[2]
 
@@ -385,8 +386,8 @@ def convex_plan(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e
 def _plan_jit(code1, code2, g1, g2, margin, tolerance, verts1, verts2, *, iterations):
   d = g1.pos - g2.pos
   # a zero the compiler cannot fold (a sum of squares of traced data is never negative)
-  with fusion_free(math.opaque_zero(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])):
-    return _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, tolerance)
+  guard = math.opaque_zero(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+  return _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, tolerance, guard)
 
 
 def contact_from_plan(plan, type1, type2, g1: GeomFrame, g2: GeomFrame, margin, *, verts1=None,
@@ -398,7 +399,7 @@ def contact_from_plan(plan, type1, type2, g1: GeomFrame, g2: GeomFrame, margin, 
   dtype = g1.pos.dtype
   valid = (plan.shallow | plan.deep) & (plan.dist < 0)
   dist, x1, x2 = _ccd_recompute(plan, code1, code2, g1, g2, verts1, verts2, margin)
-  normal = normalize3(x1 - x2)
+  normal = normalize3(x1 - x2, None)
   pos = (x1 + x2) * 0.5
   frame = make_frame(normal)
   dist = jnp.where(valid, margin + dist, NO_CONTACT_DIST)

@@ -41,7 +41,7 @@ class _Epa(NamedTuple):
 
 
 def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolerance,
-         discrete, noise=None):
+         discrete, guard, noise=None):
   """MuJoCo 4.0's epa(): returns (found, face vertex indices (3,), verts, face v, face |v|^2).
 
   The horizon is found for all visible faces at once (flood fill from the closest face through
@@ -60,7 +60,7 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
   verts = Vertex(*(grow(x, -1 if x.dtype == jnp.int32 else 0) for x in verts0))
   fv = jnp.zeros((nf_max, 3), jnp.int32).at[:6].set(faces0)
   adj = jnp.zeros((nf_max, 3), jnp.int32).at[:6].set(adj0)
-  vp, dp = attach(verts.vert, faces0, center)
+  vp, dp = attach(verts.vert, faces0, center, guard)
   live0 = jnp.arange(6) < nfaces0
   v = jnp.zeros((nf_max, 3), dtype).at[:6].set(vp)
   d2 = jnp.zeros((nf_max,), dtype).at[:6].set(dp)
@@ -84,7 +84,7 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
       lower = jnp.sqrt(jnp.where(zero | ~has, 1.0, lower2))
       fvv = s.v[f]
       w = sup(epa_dir(fvv, lower))
-      upper_k = dot(fvv, w.vert) / lower
+      upper_k = dot(fvv, w.vert, guard) / lower
       better = upper_k < s.upper
       upper = jnp.where(better, upper_k, s.upper)
       upper2 = jnp.where(better, upper * upper, s.upper2)
@@ -99,7 +99,7 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
 
       # faces visible from w and connected to f through visible faces
       vis_eps = at_least(MINVAL, None if noise is None else noise * jnp.sqrt(s.d2))
-      vis_test = s.alive & (dot(s.v, w.vert) - s.d2 > vis_eps)
+      vis_test = s.alive & (dot(s.v, w.vert, guard) - s.d2 > vis_eps)
       vis0 = jnp.zeros_like(s.alive).at[f].set(True)
       vis = lax.fori_loop(
         0, 12, lambda _, vis: vis | (vis_test & jnp.any(vis[s.adj], axis=1)), vis0)
@@ -124,9 +124,9 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
       new_fv = jnp.stack([jnp.full_like(ea, wi), eb, ea], axis=1)
       new_adj = jnp.stack([prev, g, nxt], axis=1)
       wb = jnp.broadcast_to(w.vert, (_HORIZON, 3))
-      nvp, nfail = project_origin_plane(verts.vert[ea], verts.vert[eb], wb)
-      nvp = orient(nvp, wb, center)
-      nd2 = jnp.where(nfail, 0.0, dot(nvp, nvp))
+      nvp, nfail = project_origin_plane(verts.vert[ea], verts.vert[eb], wb, guard)
+      nvp = orient(nvp, wb, center, guard)
+      nd2 = jnp.where(nfail, 0.0, dot(nvp, nvp, guard))
 
       few = nedges < 3
       over = (nedges > _HORIZON) | (s.nfaces + nedges > nf_max)
@@ -154,11 +154,11 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
     return lax.cond(s.done, lambda s: s, step, s)
 
   s = lax.fori_loop(0, iterations, body, s0)
-  face = _coplanar_neighbour(s, jnp.maximum(s.face, 0))
+  face = _coplanar_neighbour(s, jnp.maximum(s.face, 0), guard)
   return s.face >= 0, s.fv[face], s.verts, s.v[face], s.d2[face]
 
 
-def _coplanar_neighbour(s: _Epa, f):
+def _coplanar_neighbour(s: _Epa, f, guard):
   """The face across an edge of f when the origin's projection lies beyond that edge and the
   two faces are coplanar (distances equal to rounding), else f.
 
@@ -169,10 +169,10 @@ def _coplanar_neighbour(s: _Epa, f):
   XLA's fused multiply-adds break it either way, depending on the compiled graph. The witness
   points are the same either way; the face's vertices choose multiccd's features."""
   tri = s.verts.vert[s.fv[f]]
-  lam = tri_affine(tri[0], tri[1], tri[2], s.v[f])
+  lam = tri_affine(tri[0], tri[1], tri[2], s.v[f], guard)
   k = jnp.argmin(lam)
   g = s.adj[f, (k + 1) % 3]  # edge (k + 1) % 3 runs between the other two vertices
   eps = 64 * jnp.finfo(s.d2.dtype).eps * s.d2[f]
   tie = (lam[k] < 0) & s.alive[g] & (jnp.abs(s.d2[g] - s.d2[f]) <= eps) & (
-    dot(s.v[f], s.v[g]) >= s.d2[f] - eps)
+    dot(s.v[f], s.v[g], guard) >= s.d2[f] - eps)
   return jnp.where(tie, g, f).astype(jnp.int32)

@@ -4,7 +4,6 @@ Minkowski-difference vertex, the origin's projections on a segment / plane."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import NamedTuple
 
 import jax
@@ -24,34 +23,26 @@ _NOISE_K = 8.0
 # --------------------------------------------------------------------------------------------
 # small vector helpers, written out so the rounding follows MuJoCo's C (left-to-right sums)
 
-# the `math.nofma` guard of the search being traced (see fusion_free); None outside it
-_GUARD: list = [None]
+# `guard`, the last argument of every helper below: the `math.nofma` guard (a
+# `math.opaque_zero` of traced data) that rounds each product on its own, as libmujoco (no
+# FMA instruction) rounds it, or None to leave the products to the compiler. The search
+# (convex._plan_jit) passes a guard: it decides exact support ties (a box corner or prism
+# vertex equally far along the direction: box edges parallel to a Minkowski face,
+# grid-aligned prism edges) by the last bits of its arithmetic, and XLA:CPU fuses a product
+# into the sum it feeds (one rounding where MuJoCo rounds twice), so ties broke otherwise,
+# depending on the compiled graph (measured on models/terrain.xml,
+# tests/collision/test_mesh_hfield_step.py). An argument, not a mode set around the trace:
+# whatever is traced is shaped by its arguments alone, so a cached trace cannot carry
+# another caller's setting.
 
 
-@contextlib.contextmanager
-def fusion_free(z):
-  """Trace the search with every product rounded on its own, as libmujoco (no FMA
-  instruction) rounds it. z: `math.opaque_zero` of traced data.
-
-  The search decides exact support ties (a box corner or prism vertex equally far along the
-  direction: box edges parallel to a Minkowski face, grid-aligned prism edges) by the last
-  bits of its arithmetic; XLA:CPU fuses a product into the sum it feeds (one rounding where
-  MuJoCo rounds twice), so ties broke otherwise, depending on the compiled graph (measured
-  on models/terrain.xml, tests/collision/test_mesh_hfield_step.py)."""
-  _GUARD.append(z)
-  try:
-    yield
-  finally:
-    _GUARD.pop()
+def mul(a, b, guard):
+  """a * b, kept out of fused multiply-adds when `guard` is a guard (see above)."""
+  return math.nofma(a * b, guard)
 
 
-def mul(a, b):
-  """a * b, kept out of fused multiply-adds while the search is traced (fusion_free)."""
-  return math.nofma(a * b, _GUARD[-1])
-
-
-def dot(a, b):
-  p = mul(a, b)
+def dot(a, b, guard):
+  p = mul(a, b, guard)
   return p[..., 0] + p[..., 1] + p[..., 2]
 
 
@@ -59,20 +50,20 @@ _I120 = (1, 2, 0)
 _I201 = (2, 0, 1)
 
 
-def cross(a, b):
-  return mul(a[..., _I120], b[..., _I201]) - mul(a[..., _I201], b[..., _I120])
+def cross(a, b, guard):
+  return mul(a[..., _I120], b[..., _I201], guard) - mul(a[..., _I201], b[..., _I120], guard)
 
 
-def det3(a, b, c):
-  return dot(a, cross(b, c))
+def det3(a, b, c, guard):
+  return dot(a, cross(b, c, guard), guard)
 
 
-def mat_t_vec(m, v):
-  return mul(m[0], v[0]) + mul(m[1], v[1]) + mul(m[2], v[2])
+def mat_t_vec(m, v, guard):
+  return mul(m[0], v[0], guard) + mul(m[1], v[1], guard) + mul(m[2], v[2], guard)
 
 
-def mat_vec(m, v):
-  return mul(m[:, 0], v[0]) + mul(m[:, 1], v[1]) + mul(m[:, 2], v[2])
+def mat_vec(m, v, guard):
+  return mul(m[:, 0], v[0], guard) + mul(m[:, 1], v[1], guard) + mul(m[:, 2], v[2], guard)
 
 
 def div3(v, s):
@@ -89,9 +80,9 @@ def ones_where(x, bad):
   return jnp.where(bad, jnp.ones_like(x), x)
 
 
-def normalize3(v):
+def normalize3(v, guard):
   """mju_normalize3: v/|v|, or (1, 0, 0) when |v| < mjMINVAL. Gradient-safe."""
-  sq = dot(v, v)
+  sq = dot(v, v, guard)
   tiny = sq < MINVAL2
   n = jnp.sqrt(ones_where(sq, tiny))
   ex = jnp.zeros_like(v).at[..., 0].set(1.0)
@@ -149,23 +140,23 @@ CYLINDER, BOX, MESH = int(GeomType.CYLINDER), int(GeomType.BOX), int(GeomType.ME
 PRISM = 102
 
 
-def support(code, g: GeomFrame, verts, d):
+def support(code, g: GeomFrame, verts, d, guard):
   """Support point of one geom in unit direction d (global); returns (point, vertex index).
 
   code: GeomType value (sphere .. mesh) or POINT / LINE for the sphere / capsule cores.
   verts: (V, 3) vertex array in the geom frame for meshes, else None.
   """
-  ld = mat_t_vec(g.mat, d)
+  ld = mat_t_vec(g.mat, d, guard)
   zero = jnp.zeros_like(ld[0])
   h = jnp.where(ld[2] >= 0, g.size[1], -g.size[1])
   t_line = jnp.stack([zero, zero, h])
-  t_cap = mul(ld, g.size[0]) + t_line
+  t_cap = mul(ld, g.size[0], guard) + t_line
   te = ld * g.size
-  n2 = dot(te, te)
+  n2 = dot(te, te, guard)
   small = n2 < MINVAL2
   inv = 1.0 / jnp.sqrt(ones_where(n2, small))
   t_ell = jnp.where(small, jnp.stack([g.size[0], zero, zero]), te * (inv * g.size))
-  n2c = mul(ld[0], ld[0]) + mul(ld[1], ld[1])
+  n2c = mul(ld[0], ld[0], guard) + mul(ld[1], ld[1], guard)
   ok = n2c >= MINVAL2
   scl = jnp.where(ok, g.size[0] / jnp.sqrt(ones_where(n2c, ~ok)), 0.0)
   t_cyl = jnp.stack([scl * ld[0], scl * ld[1], h])
@@ -176,12 +167,14 @@ def support(code, g: GeomFrame, verts, d):
     code == ELLIPSOID, t_ell, jnp.where(code == CYLINDER, t_cyl, t_box))))
   idx = jnp.where(code == BOX, i_box, -1).astype(jnp.int32)
   if verts is not None:
-    dots = mul(verts[:, 0], ld[0]) + mul(verts[:, 1], ld[1]) + mul(verts[:, 2], ld[2])
+    dots = (mul(verts[:, 0], ld[0], guard) + mul(verts[:, 1], ld[1], guard)
+            + mul(verts[:, 2], ld[2], guard))
     i_mesh = jnp.argmax(dots).astype(jnp.int32)
     t = jnp.where((code == MESH) | (code == PRISM), verts[i_mesh], t)
     idx = jnp.where(code == MESH, i_mesh, idx)
-  p = mat_vec(g.mat, t) + g.pos
-  p = jnp.where(code == SPHERE, mul(g.size[0], d) + g.pos, jnp.where(code == POINT, g.pos, p))
+  p = mat_vec(g.mat, t, guard) + g.pos
+  p = jnp.where(code == SPHERE, mul(g.size[0], d, guard) + g.pos,
+                jnp.where(code == POINT, g.pos, p))
   p = jnp.where(code == PRISM, t, p)  # prism vertices are given in the common frame
   return p, idx
 
@@ -197,15 +190,15 @@ class Vertex(NamedTuple):
   index2: jax.Array
 
 
-def pair_support(code1, g1, verts1, half1, code2, g2, verts2, half2):
+def pair_support(code1, g1, verts1, half1, code2, g2, verts2, half2, guard):
   """S_{A-B}(d) with geom i inflated by half_i along the support direction."""
 
   def sup(d):
     dn = -d
-    p1, i1 = support(code1, g1, verts1, d)
-    p2, i2 = support(code2, g2, verts2, dn)
-    p1 = p1 + mul(d, half1)
-    p2 = p2 + mul(dn, half2)
+    p1, i1 = support(code1, g1, verts1, d, guard)
+    p2, i2 = support(code2, g2, verts2, dn, guard)
+    p1 = p1 + mul(d, half1, guard)
+    p2 = p2 + mul(dn, half2, guard)
     return Vertex(p1 - p2, p1, p2, d, i1, i2)
 
   return sup
@@ -236,27 +229,27 @@ def vertex_zeros(n, dtype):
 # projections of the origin (GJK's iterate, EPA's faces)
 
 
-def project_origin_line(v1, v2):
+def project_origin_line(v1, v2, guard):
   diff = v2 - v1
-  dd = dot(diff, diff)
-  scl = -(dot(v2, diff) / ones_where(dd, dd == 0))
-  return v2 + mul(scl[..., None], diff)
+  dd = dot(diff, diff, guard)
+  scl = -(dot(v2, diff, guard) / ones_where(dd, dd == 0))
+  return v2 + mul(scl[..., None], diff, guard)
 
 
-def project_origin_plane(v1, v2, v3):
+def project_origin_plane(v1, v2, v3, guard):
   """Projection of the origin on the plane (v1, v2, v3); (point, failed). Batched on (..., 3)."""
   d21 = v2 - v1
   d31 = v3 - v1
   d32 = v3 - v2
-  n1 = cross(d32, d21)
-  nv1 = dot(n1, v2)
-  nn1 = dot(n1, n1)
-  n2 = cross(d21, d31)
-  nv2 = dot(n2, v1)
-  nn2 = dot(n2, n2)
-  n3 = cross(d31, d32)
-  nv3 = dot(n3, v3)
-  nn3 = dot(n3, n3)
+  n1 = cross(d32, d21, guard)
+  nv1 = dot(n1, v2, guard)
+  nn1 = dot(n1, n1, guard)
+  n2 = cross(d21, d31, guard)
+  nv2 = dot(n2, v1, guard)
+  nn2 = dot(n2, n2, guard)
+  n3 = cross(d31, d32, guard)
+  nv3 = dot(n3, v3, guard)
+  nn3 = dot(n3, n3, guard)
   ok1 = (nv1 != 0) & (nn1 > MINVAL)
   ok2 = (nv2 != 0) & (nn2 > MINVAL)
   fail = (nn1 == 0) | (~ok1 & (nn2 == 0)) | (~ok1 & ~ok2 & (nn3 == 0))
