@@ -48,7 +48,7 @@ def _tables(m) -> dict:
   """name -> id dictionaries per address field, decoded once per model structure."""
   buf = m.names
   out = {}
-  for field in {f for f in _ADR_FIELD.values() if hasattr(m, f)}:
+  for field in dict.fromkeys(f for f in _ADR_FIELD.values() if hasattr(m, f)):
     table = {}
     for i, adr in enumerate(getattr(m, field)):
       name = buf[adr : buf.index(b"\0", adr)].decode()

@@ -38,6 +38,11 @@ def _digest(value: Any, h) -> None:
     for v in value:
       _digest(v, h)
     h.update(b")")
+  elif isinstance(value, (set, frozenset)):
+    h.update(b"<")  # in sorted order: a set's own order follows the string-hash seed
+    for r in sorted(repr(v) for v in value):
+      h.update(r.encode())
+    h.update(b">")
   elif isinstance(value, dict):
     h.update(b"{")
     for k in sorted(value):

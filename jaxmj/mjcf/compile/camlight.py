@@ -110,7 +110,7 @@ def _cameras(bodies, body_ids: dict, znear: float) -> dict:
     for k, val in (("mode", mode), ("bodyid", bid), ("targetbodyid", target), ("pos", pos),
                    ("quat", quat), ("projection", int(v["projection"] == "orthographic")),
                    ("fovy", fovy), ("ipd", v["ipd"]), ("resolution", resolution),
-                   ("output", sum(OUTPUT_BITS[w] for w in set(words))),
+                   ("output", sum(OUTPUT_BITS[w] for w in dict.fromkeys(words))),
                    ("sensorsize", sensorsize), ("intrinsic", intrinsic)):
       cols[k].append(val)
   shapes = {"pos": (3,), "quat": (4,), "resolution": (2,), "sensorsize": (2,),

@@ -318,8 +318,9 @@ def parse_defaults(root: Node) -> Defaults:
         for k in child.attrs:
           vals[k] = overlay(child, k, vals.get(k, schema.ATTRS[child.tag][k][1]))
         if any(k in child.attrs for k in _ORIENTATIONS):  # one orientation per class
-          for k in set(_ORIENTATIONS) - set(child.attrs):
-            vals.pop(k, None)
+          for k in _ORIENTATIONS:
+            if k not in child.attrs:
+              vals.pop(k, None)
     classes[name] = own
     for child in node.children:
       if child.tag == "default":
