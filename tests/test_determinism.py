@@ -43,15 +43,16 @@ def assert_same_bits(models: list[str], runs: list[dict], nstep: int = 10) -> di
   return results[0]
 
 
-# seed 0 in file order; seed 1 after jax.clear_caches(); seed 5 in reverse order (each model
-# traced after the others in one of the runs)
-RUNS = [{"seed": 0}, {"seed": 1, "clear": True}, {"seed": 5, "reverse": True}]
+# seed 0 in file order; seed 5 after jax.clear_caches() in reverse order: each model is traced
+# both first and after the other
+RUNS = [{"seed": 0}, {"seed": 5, "clear": True, "reverse": True}]
 
 
 def test_step_bits_independent_of_hash_seed_cache_and_order():
-  # a convex-collider model (cylinders and ellipsoids: GJK/EPA and multiccd) and an actuated one
+  # a convex-collider model (cylinders and ellipsoids: the jitted GJK/EPA search, multiccd)
+  # and an actuated one; ~30 s of CPU per process, nearly all compiling
   models = [os.path.join(MODELS, f) for f in ("curved_drop.xml", "cartpole.xml")]
-  first = assert_same_bits(models, RUNS)
+  first = assert_same_bits(models, RUNS, nstep=5)
   assert all(first[m][0] != "SKIP" for m in models)
 
 

@@ -102,12 +102,10 @@ def _builtin(v: dict) -> tuple[np.ndarray, int, int]:
   return data, w, 6 * w
 
 
-_png_srgb: list[bool] = []  # per decoded PNG: whether it carries an sRGB chunk
-
-
-def decode_image(data: bytes, name: str, nchannel: int) -> np.ndarray:
+def decode_image(data: bytes, name: str, nchannel: int, srgb: list | None = None) -> np.ndarray:
   """(h, w, nchannel) uint8 pixels of a PNG texture file; MuJoCo 4.0 rejects other files
-  (its old custom binary format included) for want of a content type it knows."""
+  (its old custom binary format included) for want of a content type it knows. Appends to
+  `srgb`, if given, whether the file carries an sRGB chunk."""
   if not (name.lower().endswith(".png") or data[:8] == b"\x89PNG\r\n\x1a\n"):
     raise TextureError(f"unsupported content type of texture file '{name}' (PNG expected)")
   from PIL import Image  # only file textures need Pillow
@@ -117,14 +115,15 @@ def decode_image(data: bytes, name: str, nchannel: int) -> np.ndarray:
     img.load()
   except Exception as e:  # Pillow raises several types for a bad file
     raise TextureError(f"PNG file load error: {e}") from None
-  _png_srgb.append("srgb" in img.info)
+  if srgb is not None:
+    srgb.append("srgb" in img.info)
   return np.asarray(img.convert("RGBA" if nchannel == 4 else "RGB"), np.uint8)
 
 
-def _from_files(node: Node, v: dict, read) -> tuple[np.ndarray, int, int]:
+def _from_files(node: Node, v: dict, read, srgb: list) -> tuple[np.ndarray, int, int]:
   nch = int(v["nchannel"])
   if v["file"] is not None:
-    img = decode_image(read(node, v["file"]), v["file"], nch)
+    img = decode_image(read(node, v["file"]), v["file"], nch, srgb)
     if v["hflip"]:
       img = img[:, ::-1]
     if v["vflip"]:
@@ -160,7 +159,7 @@ def _from_files(node: Node, v: dict, read) -> tuple[np.ndarray, int, int]:
     if f is None:
       faces.append(None)
       continue
-    img = decode_image(read(node, f), f, nch)
+    img = decode_image(read(node, f), f, nch, srgb)
     side = img.shape[1] if side is None else side
     if img.shape[0] != side or img.shape[1] != side:
       raise TextureError("cube texture faces must be square and of the same size")
@@ -178,7 +177,7 @@ def compile_textures(nodes: list[Node], defaults: Defaults, read) -> tuple[dict,
     if not v["embed"]:
       raise node.error("texture embed='false' (texture data by reference) is not supported by "
                        "jaxmj yet", "embed")
-    _png_srgb.clear()
+    srgb = []  # per PNG file of this texture: whether it carries an sRGB chunk
     try:
       if v["builtin"] != "none":
         if v["mark"] == "random" and v["random"] > 0:
@@ -188,7 +187,7 @@ def compile_textures(nodes: list[Node], defaults: Defaults, read) -> tuple[dict,
           raise TextureError("builtin textures must have 3 channels")
         img, w, h = _builtin(v)
       else:
-        img, w, h = _from_files(node, v, read)
+        img, w, h = _from_files(node, v, read, srgb)
     except TextureError as e:
       raise node.error(str(e)) from None
     name = v["name"] or (os.path.splitext(os.path.basename(v["file"]))[0] if v["file"] else "")
@@ -197,9 +196,9 @@ def compile_textures(nodes: list[Node], defaults: Defaults, read) -> tuple[dict,
     names.append(name)
     out["type"].append(TEXTYPE[v["type"]])
     space = COLORSPACE[v["colorspace"]]
-    if space == COLORSPACE["auto"] and _png_srgb:
+    if space == COLORSPACE["auto"] and srgb:
       # MuJoCo resolves "auto" for PNG files: sRGB if the file says so, else linear
-      space = COLORSPACE["sRGB"] if all(_png_srgb) else COLORSPACE["linear"]
+      space = COLORSPACE["sRGB"] if all(srgb) else COLORSPACE["linear"]
     out["colorspace"].append(space)
     out["width"].append(w)
     out["height"].append(h)
