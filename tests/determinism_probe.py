@@ -29,7 +29,7 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 import jaxmj  # noqa: E402
-from jaxmj.forward import check_supported  # noqa: E402
+from jaxmj.dynamics.forward import check_supported  # noqa: E402
 
 
 def controls(lo: np.ndarray, hi: np.ndarray, limited: np.ndarray, t: float) -> np.ndarray:
