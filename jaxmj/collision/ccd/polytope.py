@@ -207,14 +207,14 @@ def polytope(sup, simplex: Vertex, nsimplex, tolerance, guard, noise=None):
   zero_d = at_least(MINVAL, noise)
   bad2 = d2_p2 < zero_d * zero_d
   fb2, k2 = jnp.any(bad2), jnp.argmax(bad2)
-  nonconvex2 = ~_ray_triangle(*[p2.vert[i] for i in range(5)], guard, guard, guard, guard, guard)
+  nonconvex2 = ~_ray_triangle(*[p2.vert[i] for i in range(5)], guard)
 
   # polytope4: the tetrahedron itself (nsimplex == 4)
   c4 = jnp.mean(simplex.vert, axis=0)
   _, d2_p4 = attach(simplex.vert, _P4_FACES[:4], c4, guard)
   bad4 = d2_p4 < zero_d * zero_d
   fb4, k4 = jnp.any(bad4), jnp.argmax(bad4)
-  notetra4 = ~_test_tetra(*[simplex.vert[i] for i in range(4)], guard, guard, guard, guard)
+  notetra4 = ~_test_tetra(*[simplex.vert[i] for i in range(4)], guard)
 
   # polytope3 on a triangle: GJK's (nsimplex == 3) or the failed face of polytope2/4
   case2, case3, case4 = nsimplex == 2, nsimplex == 3, nsimplex == 4
