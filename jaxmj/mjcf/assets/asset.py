@@ -124,21 +124,14 @@ def _compile_mesh(node: Node, v: dict, needhull: bool, compiler: dict, path: str
     raise node.error(str(e)) from None
 
 
-def _mesh_name(node: Node, v: dict) -> str:
+def _asset_name(node: Node, v: dict, kind: str) -> str:
+  """A mesh's or height field's name: as given, else its file's name without the extension;
+  `kind` names the element in MuJoCo's error for neither."""
   name = v.get("name") or ""
   if not name and v.get("file"):
     name = os.path.splitext(os.path.basename(v["file"]))[0]
   if not name:
-    raise node.error("empty name in mesh", "name")
-  return name
-
-
-def _hfield_name(node: Node, v: dict) -> str:
-  name = v.get("name") or ""
-  if not name and v.get("file"):
-    name = os.path.splitext(os.path.basename(v["file"]))[0]
-  if not name:
-    raise node.error("empty name in height field", "name")
+    raise node.error(f"empty name in {kind}", "name")
   return name
 
 
@@ -239,13 +232,13 @@ def compile_assets(root: Node, defaults: Defaults, compiler: dict, bodies, path:
   need = _mesh_geoms(bodies)
   mnodes = _asset_nodes(root, "mesh")
   mvals = [defaults.resolve(n, None) for n in mnodes]
-  mnames = [(n, _mesh_name(n, v)) for n, v in zip(mnodes, mvals)]
+  mnames = [(n, _asset_name(n, v, "mesh")) for n, v in zip(mnodes, mvals)]
   mesh_ids = _unique(mnames, "mesh")
   meshes = [_compile_mesh(n, v, need.get(name, False), compiler, path, assets)
             for (n, name), v in zip(mnames, mvals)]
   hnodes = _asset_nodes(root, "hfield")
   hvals = [defaults.resolve(n, None) for n in hnodes]
-  hnames = [(n, _hfield_name(n, v)) for n, v in zip(hnodes, hvals)]
+  hnames = [(n, _asset_name(n, v, "height field")) for n, v in zip(hnodes, hvals)]
   hfield_ids = _unique(hnames, "hfield")
   hfields = [_compile_hfield(n, v, compiler, path, assets) for n, v in zip(hnodes, hvals)]
 
