@@ -1,4 +1,4 @@
-"""Model, Data, Option and the enums, with mjModel/mjData names, meanings and shapes.
+"""Model (mjModel) and Option (mjOption), with mjModel's names, meanings and shapes.
 
 Static fields (numpy arrays, ints, enums: sizes, ids, addresses, types, flags) live in the
 pytree's aux data and are known at trace time. Numeric parameters are `jax.Array` leaves, so
@@ -6,332 +6,55 @@ pytree's aux data and are known at trace time. Numeric parameters are `jax.Array
 is the world frame; "com frame" means global orientation centred at the subtree centre of
 mass of the body's kinematic tree root (MuJoCo's `c` quantities). Spatial vectors are
 [angular(3), linear(3)] as in MuJoCo.
+
+Data and Contact (jaxmj/data.py), the enums (jaxmj/enums.py) and Visual and Statistic
+(jaxmj/visual.py) are re-exported here: `from jaxmj.types import Data, JointType` works.
 """
 
 from __future__ import annotations
 
-import enum
-
 import jax
 import numpy as np
 
+from jaxmj.data import Contact, Data
+from jaxmj.enums import (
+  JOINT_NQ,
+  JOINT_NV,
+  NEQDATA,
+  NWARNING,
+  BiasType,
+  Cone,
+  ConstraintState,
+  ConstraintType,
+  DisableBit,
+  DynType,
+  EnableBit,
+  EqType,
+  GainType,
+  GeomType,
+  Integrator,
+  Jacobian,
+  JointType,
+  ObjType,
+  SameFrame,
+  SensorType,
+  Solver,
+  Stage,
+  TrnType,
+  Warning,
+  WrapType,
+)
 from jaxmj.pytree import pytree_dataclass, static
 from jaxmj.source import ModelSource
 from jaxmj.visual import Statistic, Visual
 
-
-class JointType(enum.IntEnum):
-  """mjtJoint; `dof` and `qpos` widths in JOINT_NV / JOINT_NQ."""
-
-  FREE = 0
-  BALL = 1
-  SLIDE = 2
-  HINGE = 3
-
-
-JOINT_NQ = {JointType.FREE: 7, JointType.BALL: 4, JointType.SLIDE: 1, JointType.HINGE: 1}
-JOINT_NV = {JointType.FREE: 6, JointType.BALL: 3, JointType.SLIDE: 1, JointType.HINGE: 1}
-
-
-class GeomType(enum.IntEnum):
-  """mjtGeom."""
-
-  PLANE = 0
-  HFIELD = 1
-  SPHERE = 2
-  CAPSULE = 3
-  ELLIPSOID = 4
-  CYLINDER = 5
-  BOX = 6
-  MESH = 7
-  SDF = 8
-
-
-class Integrator(enum.IntEnum):
-  """mjtIntegrator."""
-
-  EULER = 0
-  RK4 = 1
-  IMPLICIT = 2
-  IMPLICITFAST = 3
-
-
-class Cone(enum.IntEnum):
-  """mjtCone."""
-
-  PYRAMIDAL = 0
-  ELLIPTIC = 1
-
-
-class Solver(enum.IntEnum):
-  """mjtSolver."""
-
-  PGS = 0
-  CG = 1
-  NEWTON = 2
-
-
-class Jacobian(enum.IntEnum):
-  """mjtJacobian."""
-
-  DENSE = 0
-  SPARSE = 1
-  AUTO = 2
-
-
-class DisableBit(enum.IntFlag):
-  """mjtDisableBit: bits of `Option.disableflags`."""
-
-  CONSTRAINT = 1 << 0
-  EQUALITY = 1 << 1
-  FRICTIONLOSS = 1 << 2
-  LIMIT = 1 << 3
-  CONTACT = 1 << 4
-  SPRING = 1 << 5
-  DAMPER = 1 << 6
-  GRAVITY = 1 << 7
-  CLAMPCTRL = 1 << 8
-  WARMSTART = 1 << 9
-  FILTERPARENT = 1 << 10
-  ACTUATION = 1 << 11
-  REFSAFE = 1 << 12
-  SENSOR = 1 << 13
-  MIDPHASE = 1 << 14
-  EULERDAMP = 1 << 15
-  AUTORESET = 1 << 16
-  NATIVECCD = 1 << 17
-  ISLAND = 1 << 18
-  MULTICCD = 1 << 19
-
-
-class EnableBit(enum.IntFlag):
-  """mjtEnableBit: bits of `Option.enableflags`."""
-
-  OVERRIDE = 1 << 0
-  ENERGY = 1 << 1
-  FWDINV = 1 << 2
-  INVDISCRETE = 1 << 3
-  SLEEP = 1 << 4
-  DIAGEXACT = 1 << 5
-  IPC = 1 << 6
-  SPECULATIVE = 1 << 7
-
-
-class Warning(enum.IntEnum):  # noqa: A001 - MuJoCo's name for the enum
-  """mjtWarning: indices into `Data.warning`."""
-
-  INERTIA = 0
-  CONTACTFULL = 1
-  CNSTRFULL = 2
-  BADQPOS = 3
-  BADQVEL = 4
-  BADQACC = 5
-  BADCTRL = 6
-
-
-NWARNING = len(Warning)
-
-
-class ConstraintType(enum.IntEnum):
-  """mjtConstraint: the kind of each efc row."""
-
-  EQUALITY = 0
-  FRICTION_DOF = 1
-  FRICTION_TENDON = 2
-  LIMIT_JOINT = 3
-  LIMIT_TENDON = 4
-  CONTACT_FRICTIONLESS = 5
-  CONTACT_PYRAMIDAL = 6
-  CONTACT_ELLIPTIC = 7
-
-
-class EqType(enum.IntEnum):
-  """mjtEq: equality constraint types (jaxmj compiles CONNECT, WELD, JOINT, TENDON)."""
-
-  CONNECT = 0
-  WELD = 1
-  JOINT = 2
-  TENDON = 3
-  FLEX = 4
-  FLEXVERT = 5
-  FLEXSTRAIN = 6
-  DISTANCE = 7
-
-
-NEQDATA = 12  # mjNEQDATA: width of Model.eq_data
-
-
-class ConstraintState(enum.IntEnum):
-  """mjtConstraintState: the solver's verdict on each efc row."""
-
-  SATISFIED = 0
-  QUADRATIC = 1
-  LINEARNEG = 2
-  LINEARPOS = 3
-  CONE = 4
-
-
-class ObjType(enum.IntEnum):
-  """mjtObj, for `name2id` / `id2name`."""
-
-  UNKNOWN = 0
-  BODY = 1
-  XBODY = 2
-  JOINT = 3
-  DOF = 4
-  GEOM = 5
-  SITE = 6
-  CAMERA = 7
-  LIGHT = 8
-  FLEX = 9
-  MESH = 10
-  SKIN = 11
-  HFIELD = 12
-  TEXTURE = 13
-  MATERIAL = 14
-  PAIR = 15
-  EXCLUDE = 16
-  EQUALITY = 17
-  TENDON = 18
-  ACTUATOR = 19
-  SENSOR = 20
-  NUMERIC = 21
-  TEXT = 22
-  TUPLE = 23
-  KEY = 24
-  PLUGIN = 25
-
-
-class SensorType(enum.IntEnum):
-  """mjtSensor."""
-
-  TOUCH = 0
-  ACCELEROMETER = 1
-  VELOCIMETER = 2
-  GYRO = 3
-  FORCE = 4
-  TORQUE = 5
-  MAGNETOMETER = 6
-  RANGEFINDER = 7
-  CAMPROJECTION = 8
-  JOINTPOS = 9
-  JOINTVEL = 10
-  TENDONPOS = 11
-  TENDONVEL = 12
-  ACTUATORPOS = 13
-  ACTUATORVEL = 14
-  ACTUATORFRC = 15
-  JOINTACTFRC = 16
-  TENDONACTFRC = 17
-  BALLQUAT = 18
-  BALLANGVEL = 19
-  JOINTLIMITPOS = 20
-  JOINTLIMITVEL = 21
-  JOINTLIMITFRC = 22
-  TENDONLIMITPOS = 23
-  TENDONLIMITVEL = 24
-  TENDONLIMITFRC = 25
-  FRAMEPOS = 26
-  FRAMEQUAT = 27
-  FRAMEXAXIS = 28
-  FRAMEYAXIS = 29
-  FRAMEZAXIS = 30
-  FRAMELINVEL = 31
-  FRAMEANGVEL = 32
-  FRAMELINACC = 33
-  FRAMEANGACC = 34
-  SUBTREECOM = 35
-  SUBTREELINVEL = 36
-  SUBTREEANGMOM = 37
-  INSIDESITE = 38
-  GEOMDIST = 39
-  GEOMNORMAL = 40
-  GEOMFROMTO = 41
-  CONTACT = 42
-  E_POTENTIAL = 43
-  E_KINETIC = 44
-  CLOCK = 45
-  TACTILE = 46
-  PLUGIN = 47
-  USER = 48
-
-
-class Stage(enum.IntEnum):
-  """mjtStage: the pipeline stage a sensor needs (`sensor_needstage`)."""
-
-  NONE = 0
-  POS = 1
-  VEL = 2
-  ACC = 3
-
-
-class TrnType(enum.IntEnum):
-  """mjtTrn: actuator transmission types."""
-
-  JOINT = 0
-  JOINTINPARENT = 1
-  SLIDERCRANK = 2
-  TENDON = 3
-  SITE = 4
-  BODY = 5
-  SO3 = 6  # <orientation> servo on a ball joint or site/refsite: 3 outputs (orientation.py)
-
-
-class DynType(enum.IntEnum):
-  """mjtDyn: actuator activation dynamics."""
-
-  NONE = 0
-  INTEGRATOR = 1
-  FILTER = 2
-  FILTEREXACT = 3
-  MUSCLE = 4
-  DCMOTOR = 5  # DC motor states: slew, integral, temperature, bristle, current (actuation/motor.py)
-  PID = 6  # PID controller states: slew, integral
-  USER = 7
-
-
-class GainType(enum.IntEnum):
-  """mjtGain: actuator gain types."""
-
-  FIXED = 0
-  AFFINE = 1
-  MUSCLE = 2
-  DCMOTOR = 3  # K / R (stateless) or K (current state)
-  SO3 = 4  # geodesic servo of <orientation> (jaxmj/actuation/orientation.py)
-  PID = 5  # setpoint gains of <pid>: kp or kv on the input, ki on the integral
-  USER = 6
-
-
-class BiasType(enum.IntEnum):
-  """mjtBias: actuator bias types."""
-
-  NONE = 0
-  AFFINE = 1
-  MUSCLE = 2
-  DCMOTOR = 3  # back-EMF; cogging and LuGre friction are added after the force clamp
-  SO3 = 4
-  USER = 5
-
-
-class WrapType(enum.IntEnum):
-  """mjtWrap: the kind of each object on a tendon path (Model.wrap_type)."""
-
-  NONE = 0
-  JOINT = 1  # fixed tendon term: coef * qpos
-  PULLEY = 2  # starts a branch whose length is divided by the divisor
-  SITE = 3
-  SPHERE = 4
-  CYLINDER = 5
-
-
-class SameFrame(enum.IntEnum):
-  """mjtSameFrame: how an object's frame relates to its body's."""
-
-  NONE = 0
-  BODY = 1
-  INERTIA = 2
-  BODYROT = 3
-  INERTIAROT = 4
+__all__ = [
+  "Model", "Option", "Data", "Contact", "Statistic", "Visual", "JointType", "GeomType",
+  "Integrator", "Cone", "Solver", "Jacobian", "DisableBit", "EnableBit", "Warning",
+  "ConstraintType", "EqType", "ConstraintState", "ObjType", "SensorType", "Stage", "TrnType",
+  "DynType", "GainType", "BiasType", "WrapType", "SameFrame", "JOINT_NQ", "JOINT_NV", "NWARNING",
+  "NEQDATA",
+]
 
 
 @pytree_dataclass
@@ -381,29 +104,6 @@ class Option:
     return bool(self.enableflags & bit)
 
 
-@pytree_dataclass
-class Contact:
-  """mjContact for a fixed number of contact slots `ncon` (static for a model).
-
-  Every candidate geom pair owns a fixed number of slots, whether or not it touches now;
-  `active` says which slots have constraint rows (dist < includemargin; MuJoCo 4.0 also
-  lists contacts out to margin + gap without rows). Inactive slots carry
-  finite placeholder values and produce no constraint force.
-  """
-
-  dist: jax.Array  # (ncon,)  signed distance, negative in penetration
-  pos: jax.Array  # (ncon, 3)  global frame, midway between the surfaces
-  frame: jax.Array  # (ncon, 3, 3)  rows: normal (from geom1 to geom2), tangent1, tangent2
-  includemargin: jax.Array  # (ncon,)  the pair's margin: rows when dist < includemargin
-  friction: jax.Array  # (ncon, 5)  tangent1, tangent2, spin, roll1, roll2
-  solref: jax.Array  # (ncon, 2)
-  solreffriction: jax.Array  # (ncon, 2)
-  solimp: jax.Array  # (ncon, 5)
-  active: jax.Array  # (ncon,) bool  jaxmj: the slot holds a contact at this state
-  dim: np.ndarray = static()  # (ncon,) int32  condim
-  geom1: np.ndarray = static()  # (ncon,) int32
-  geom2: np.ndarray = static()  # (ncon,) int32
-  efc_address: np.ndarray = static()  # (ncon,) int32  first efc row of the contact
 
 
 @pytree_dataclass
@@ -992,131 +692,3 @@ class Model:
     from jaxmj.interop import from_mujoco
 
     return from_mujoco(model, assets)
-
-
-@pytree_dataclass
-class Data:
-  """mjData: state, controls and everything computed from them. Every field is a leaf.
-
-  Fields that mjData stores sparsely are dense here (`qM`, `qLD`); `warning` counts per
-  mjtWarning how often a step found the state invalid (NaN or beyond 1e10).
-  """
-
-  # ---- state ----
-  time: jax.Array  # ()
-  qpos: jax.Array  # (nq,)
-  qvel: jax.Array  # (nv,)
-  act: jax.Array  # (na,)
-  plastic: jax.Array  # (nplastic,)  spring references moved by plastic yield: a hinge's or
-  # slide's qpos_spring, a ball's quaternion, a tendon's (lower, upper) rest range
-  eq_active: jax.Array  # (neq,) bool  equality constraints switched on (from eq_active0)
-  qacc_warmstart: jax.Array  # (nv,)
-  # ---- controls and applied forces ----
-  ctrl: jax.Array  # (nu,)
-  qfrc_applied: jax.Array  # (nv,)  generalized forces
-  xfrc_applied: jax.Array  # (nbody, 6)  global frame force(3), torque(3) at body com
-  mocap_pos: jax.Array  # (nmocap, 3)
-  mocap_quat: jax.Array  # (nmocap, 4)
-  userdata: jax.Array  # (nuserdata,)
-  # ---- dynamics ----
-  qacc: jax.Array  # (nv,)
-  act_dot: jax.Array  # (na,)
-  # ---- kinematics (global frame) ----
-  xpos: jax.Array  # (nbody, 3)  body frame origin
-  xquat: jax.Array  # (nbody, 4)
-  xmat: jax.Array  # (nbody, 3, 3)
-  xipos: jax.Array  # (nbody, 3)  body centre of mass
-  ximat: jax.Array  # (nbody, 3, 3)  principal axes of inertia
-  xanchor: jax.Array  # (njnt, 3)  joint anchor
-  xaxis: jax.Array  # (njnt, 3)  joint axis
-  geom_xpos: jax.Array  # (ngeom, 3)
-  geom_xquat: jax.Array  # (ngeom, 4)
-  geom_xmat: jax.Array  # (ngeom, 3, 3)
-  site_xpos: jax.Array  # (nsite, 3)
-  site_xquat: jax.Array  # (nsite, 4)
-  site_xmat: jax.Array  # (nsite, 3, 3)
-  cam_xpos: jax.Array  # (ncam, 3)  camera position (jaxmj/smooth/camlight.py)
-  cam_xmat: jax.Array  # (ncam, 3, 3)  camera orientation: looks along -z, y up
-  light_xpos: jax.Array  # (nlight, 3)
-  light_xdir: jax.Array  # (nlight, 3)  unit direction the light shines along
-  # ---- com-based quantities (com frame) ----
-  subtree_com: jax.Array  # (nbody, 3)  global frame
-  cinert: jax.Array  # (nbody, 10)  I(xx,yy,zz,xy,xz,yz), mass*offset(3), mass
-  crb: jax.Array  # (nbody, 10)  composite rigid body inertia, same layout
-  cdof: jax.Array  # (nv, 6)  motion axis of each dof
-  cvel: jax.Array  # (nbody, 6)  body velocity
-  cdof_dot: jax.Array  # (nv, 6)  time derivative of cdof
-  # ---- tendons (jaxmj/smooth/tendon.py; ten_J dense where MuJoCo's may be sparse) ----
-  ten_wrapadr: jax.Array  # (ntendon,) int32  first wrap_obj / wrap_xpos entry of the path
-  ten_wrapnum: jax.Array  # (ntendon,) int32  path points (depends on which wraps touch)
-  ten_J: jax.Array  # (ntendon, nv)  d length / d qpos, per dof (fwd_position)
-  ten_length: jax.Array  # (ntendon,)  (fwd_position)
-  ten_velocity: jax.Array  # (ntendon,)  ten_J @ qvel (fwd_velocity)
-  wrap_obj: jax.Array  # (nwrap, 2) int32  per path point: -2 pulley, -1 site, else geom id
-  wrap_xpos: jax.Array  # (nwrap, 6)  path points, global frame, 3 per entry (for drawing)
-  # ---- actuators (jaxmj/actuation/driver.py; moment dense where MuJoCo's is sparse) ----
-  actuator_length: jax.Array  # (nout,)  transmission length (fwd_position)
-  actuator_moment: jax.Array  # (nout, nv)  d length / d qpos, per dof (fwd_position); MuJoCo
-  # stores the nonzeros only (nJmom)
-  actuator_velocity: jax.Array  # (nout,)  moment @ qvel (fwd_velocity)
-  actuator_force: jax.Array  # (nout,)  force after clamping (fwd_actuation)
-  # ---- mass matrix ----
-  qM: jax.Array  # (nv, nv)  joint-space inertia, armature included (dense mj_fullM)
-  qLD: jax.Array  # (nv, nv)  M = L' D L: D on the diagonal, L strictly below it
-  qLDiagInv: jax.Array  # (nv,)  1 / D
-  # ---- forces (generalized) ----
-  qfrc_bias: jax.Array  # (nv,)  Coriolis, centrifugal and gravitational forces
-  qfrc_spring: jax.Array  # (nv,)
-  qfrc_damper: jax.Array  # (nv,)
-  qfrc_passive: jax.Array  # (nv,)  spring + damper + gravcomp + fluid (+ tendon terms)
-  qfrc_gravcomp: jax.Array  # (nv,)  gravity compensation of bodies with gravcomp
-  qfrc_fluid: jax.Array  # (nv,)  fluid forces (inertia-box or ellipsoid model)
-  qfrc_actuator: jax.Array  # (nv,)
-  qfrc_smooth: jax.Array  # (nv,)  all forces but constraints
-  qacc_smooth: jax.Array  # (nv,)  acceleration without constraints
-  qfrc_constraint: jax.Array  # (nv,)
-  qfrc_inverse: jax.Array  # (nv,)
-  # ---- contacts and constraints (fixed sizes ncon, nefc, static for a model) ----
-  contact: Contact
-  efc_type: jax.Array  # (nefc,) int32 ConstraintType
-  efc_id: jax.Array  # (nefc,) int32  id of the dof, joint or contact of the row
-  efc_active: jax.Array  # (nefc,) bool  jaxmj: the row is a constraint at this state
-  efc_J: jax.Array  # (nefc, nv)  constraint Jacobian
-  efc_pos: jax.Array  # (nefc,)  constraint violation
-  efc_margin: jax.Array  # (nefc,)
-  efc_frictionloss: jax.Array  # (nefc,)  friction loss (friction rows), else 0
-  efc_diagA: jax.Array  # (nefc,)  diag(J M^-1 J'), approximated from invweight0 unless diagexact
-  efc_D: jax.Array  # (nefc,)  constraint stiffness 1 / R (0 for inactive rows)
-  efc_R: jax.Array  # (nefc,)  regularizer
-  efc_vel: jax.Array  # (nefc,)  J qvel
-  efc_aref: jax.Array  # (nefc,)  reference acceleration
-  efc_force: jax.Array  # (nefc,)  constraint force in constraint space
-  efc_state: jax.Array  # (nefc,) int32 ConstraintState
-  solver_niter: jax.Array  # (max(1, ntree),) int32  iterations the solver ran, per island
-  # (mjData's has mjNISLAND entries; entry 0 only with islands disabled)
-  solver_fwdinv: jax.Array  # (2,)  fwdinv flag: |qfrc_constraint forward - inverse|,
-  # |applied forces - qfrc_inverse| (jaxmj/dynamics/fwdinv.py)
-  solver_improvement: jax.Array  # (max(1, ntree),)  jaxmj: per island, mjData.solver[island,
-  # niter-1].improvement, the scaled cost decrease of the solver's last iteration
-  solver_gradient: jax.Array  # (max(1, ntree),)  jaxmj: per island, mjData.solver[island,
-  # niter-1].gradient (0 for PGS)
-  # ---- constraint islands (jaxmj/solver/island.py; padded to max(1, ntree) islands) ----
-  nisland: jax.Array  # () int32  islands found (0 with islands disabled)
-  tree_island: jax.Array  # (ntree,) int32  island of each tree, -1 if no active row touches it
-  dof_island: jax.Array  # (nv,) int32  island of each dof, -1 if unconstrained
-  efc_island: jax.Array  # (nefc,) int32  island of each row, -1 for inactive rows
-  island_ntree: jax.Array  # (max(1, ntree),) int32  trees per island (0 past nisland)
-  island_nv: jax.Array  # (max(1, ntree),) int32  dofs per island
-  island_nefc: jax.Array  # (max(1, ntree),) int32  active rows per island
-  island_ne: jax.Array  # (max(1, ntree),) int32  equality rows per island
-  island_nf: jax.Array  # (max(1, ntree),) int32  friction-loss rows per island
-  # ---- sensors and mj_rnePostConstraint (com frame, [angular, linear]) ----
-  sensordata: jax.Array  # (nsensordata,)  every sensor's output at sensor_adr
-  history: jax.Array  # (nhistory,)  state: ring buffers of past ctrl and sensor samples, at
-  # actuator_historyadr / sensor_historyadr: [user slot, newest index, times, values]
-  cacc: jax.Array  # (nbody, 6)  body acceleration (gravity as an upward world acceleration)
-  cfrc_int: jax.Array  # (nbody, 6)  interaction force from the parent body
-  cfrc_ext: jax.Array  # (nbody, 6)  external force: xfrc_applied and contacts
-  # ---- diagnostics ----
-  energy: jax.Array  # (2,)  potential, kinetic (with the energy flag)
-  warning: jax.Array  # (NWARNING,) int32  counts per Warning

@@ -16,8 +16,9 @@ from import_graph import find_cycle, module_graph
 # Layers, lowest first: a module imports only modules of its own layer or below, and within
 # a layer the imports form a DAG. The MJCF compiler (jaxmj.mjcf) is host-only and sits apart.
 LAYERS = [
-  ("core", ["jaxmj.types", "jaxmj.pytree", "jaxmj.math", "jaxmj.constants", "jaxmj.scan",
-            "jaxmj.visual", "jaxmj.names", "jaxmj.linalg", "jaxmj.source"]),
+  ("core", ["jaxmj.types", "jaxmj.data", "jaxmj.enums", "jaxmj.pytree", "jaxmj.math",
+            "jaxmj.constants", "jaxmj.scan", "jaxmj.visual", "jaxmj.names", "jaxmj.linalg",
+            "jaxmj.source"]),
   ("smooth", ["jaxmj.smooth"]),
   ("collision", ["jaxmj.collision"]),
   ("actuation", ["jaxmj.actuation"]),

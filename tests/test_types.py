@@ -10,7 +10,8 @@ from mujoco_compare import mujoco
 
 import jaxmj
 
-# jaxmj fields that mjModel / mjData do not have, each documented in jaxmj/types.py.
+# jaxmj fields that mjModel / mjData do not have, each documented in jaxmj/types.py
+# and jaxmj/data.py.
 MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss", "unsupported",
               "model_name", "path", "opt", "names", "mesh_hullnum", "mesh_hullvert",
               "geom_hfieldwindow", "tendon_hasfrictionloss", "wrap_sideid",
