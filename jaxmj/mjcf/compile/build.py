@@ -1,5 +1,5 @@
-"""Validated MJCF tree -> Model: bodies in depth-first order, then per-body joints, dofs,
-geoms and sites, inertia, keyframes, names and the derived constants (host side, numpy)."""
+"""Validated MJCF tree -> Model: the body tree (bodytree.py), then inertia, every other
+section's compiler in turn, keyframes, names and the derived constants (host side, numpy)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from jaxmj.mjcf.compile import (
   actuator,
   arena,
   armature,
+  bodytree,
   camlight,
   custom,
   equality,
@@ -36,7 +37,6 @@ from jaxmj.mjcf.spec.parse import Defaults, Node
 from jaxmj.scan import ancestor_mask, depths
 from jaxmj.source import ModelSource
 from jaxmj.types import (
-  JOINT_NV,
   Cone,
   DisableBit,
   EnableBit,
@@ -48,27 +48,6 @@ from jaxmj.types import (
   Option,
   Solver,
 )
-
-_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
-
-
-@dataclasses.dataclass
-class _Body:
-  node: Node | None
-  name: str
-  parent: int
-  pos: np.ndarray
-  quat: np.ndarray
-  written: tuple = ()  # (pos, quat) as written, before enclosing <frame>s are applied
-  mocap: bool = False
-  gravcomp: float = 0.0
-  inertial: Node | None = None
-  joints: list = dataclasses.field(default_factory=list)  # (node, values, is_free)
-  geoms: list = dataclasses.field(default_factory=list)  # (node, values, pos, quat)
-  sites: list = dataclasses.field(default_factory=list)
-  camlights: list = dataclasses.field(default_factory=list)  # camlight.placed's tuples
-  inertia: tuple | None = None  # final (mass, ipos, inertia, iquat): discard/fuse/align.py
-
 
 @parse.allows_deep_trees
 def compile_path(path, assets: dict | None = None) -> Model:
@@ -115,7 +94,7 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
   if compiler["discardvisual"]:
     root = discard.strip_materials(root)
   defaults = parse.parse_defaults(root)
-  bodies = _walk_bodies(root, defaults, compiler)
+  bodies = bodytree.walk_bodies(root, defaults, compiler)
   asset_fields = asset.compile_assets(root, defaults, compiler, bodies, path, assets)
   fused = None  # fused bodies' inertia, visual geoms counted (MuJoCo fuses, then discards)
   if compiler["discardvisual"]:  # MuJoCo weighs the visual geoms, then drops them
@@ -124,7 +103,7 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
       fused = _own_inertia(*fuse.fuse_static(root, discard.with_inertia(bodies, own),
                                              asset_fields), compiler)
     root = discard.drop_visual(root, bodies)
-    bodies = discard.with_inertia(_walk_bodies(root, defaults, compiler), own)
+    bodies = discard.with_inertia(bodytree.walk_bodies(root, defaults, compiler), own)
     asset_fields = asset.compile_assets(root, defaults, compiler, bodies, path, assets)
   if compiler["fusestatic"] or align.wanted(root, compiler):
     bodies = discard.with_inertia(bodies, _own_inertia(bodies, asset_fields, compiler))
@@ -133,7 +112,7 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
       bodies = discard.with_inertia(bodies, fused if fused is not None else
                                     _own_inertia(bodies, asset_fields, compiler))
     align.align_free(bodies, compiler)
-  f = _arrays(bodies, defaults, compiler)
+  f = bodytree.body_arrays(bodies, defaults, compiler)
   f["_body_simple_off"] = np.array([b.node is not None and b.node.get("simple") == "false"
                                     for b in bodies])
   f.update(visual.geom_flags(bodies))
@@ -171,330 +150,6 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
   return custom.resolve(m, tuple_elements)
 
 
-# ---------------------------------------------------------------- body tree
-
-
-def _walk_bodies(root: Node, defaults: Defaults, compiler: dict) -> list[_Body]:
-  world = next((c for c in root.children if c.tag == "worldbody"), None)
-  bodies = [_Body(world, "world", 0, np.zeros(3), _IDENTITY.copy())]
-  for node in [c for c in root.children if c.tag == "worldbody"]:
-    _walk(node, 0, np.zeros(3), _IDENTITY, None, bodies, defaults, compiler)
-  return bodies
-
-
-def _walk(node, body_id, fpos, fquat, childclass, bodies, defaults, compiler) -> None:
-  """Visits children in document order; frames fold their pose into their children."""
-  body = bodies[body_id]
-  for child in node.children:
-    tag = child.tag
-    if tag in ("body", "frame"):
-      defaults.check_class(child, "childclass")
-      vals = {k: child.get(k) for k in child.attrs}
-      is_body = tag == "body"  # a frame's quat is normalized after composing (frames.placed)
-      written = (_vec(vals.get("pos"), 3), frames.orientation(vals, compiler, child, is_body))
-      pos, quat = (frames.compose if is_body else frames.placed)(fpos, fquat, *written)
-      cls = child.attrs.get("childclass", childclass)
-      if tag == "frame":
-        _walk(child, body_id, pos, quat, cls, bodies, defaults, compiler)
-        continue
-      new = _Body(child, child.attrs.get("name", ""), body_id, pos, quat, written,
-                  mocap=bool(vals.get("mocap", False)), gravcomp=vals.get("gravcomp") or 0.0)
-      if new.mocap and body_id != 0:
-        raise child.error("mocap bodies must be children of the world body", "mocap")
-      bodies.append(new)
-      _walk(child, len(bodies) - 1, np.zeros(3), _IDENTITY, cls, bodies, defaults, compiler)
-    elif tag in ("inertial", "worldbody/inertial"):  # the latter: a URDF world link's
-      body.inertial = child  # at most one: parse checks schema.UNIQUE
-    elif tag == "freejoint":
-      body.joints.append((child, {"type": "free", "group": child.get("group") or 0}, True))
-    elif tag == "joint":
-      body.joints.append((child, defaults.resolve(child, childclass), False))
-    elif tag in ("camera", "light"):
-      body.camlights.append(camlight.placed(child, defaults.resolve(child, childclass),
-                                            compiler, fpos, fquat))
-    elif tag in ("geom", "site"):
-      vals = defaults.resolve(child, childclass)
-      if tag == "site" and vals.get("fromto") is not None and vals["type"] == "sphere":
-        raise child.error("fromto is not allowed for sphere sites", "fromto")
-      pos, quat, size = _placement(child, vals, compiler)
-      pos, quat = (frames.compose if tag == "geom" else frames.placed)(fpos, fquat, pos, quat)
-      (body.geoms if tag == "geom" else body.sites).append((child, vals, pos, quat, size))
-
-
-def _vec(v, n: int) -> np.ndarray:
-  return np.zeros(n) if v is None else np.asarray(v, float)
-
-
-_SIZES_NEEDED = {"sphere": 1, "capsule": 2, "cylinder": 2, "ellipsoid": 3, "box": 3,
-                 "plane": 0}
-
-
-def _placement(node: Node, vals: dict, compiler: dict):
-  """Pose and 3-vector size of a geom or site, with fromto applied."""
-  # Unset sizes keep the element's schema default (zeros for geoms, 0.005 for sites).
-  size = np.array(schema.ATTRS[node.tag]["size"][1], float)
-  given = np.asarray(vals["size"], float)[:3]
-  size[: len(given)] = given
-  gtype = vals["type"]
-  if gtype in ("hfield", "mesh", "sdf") or vals.get("mesh") is not None:
-    return asset.raw_placement(node, vals, compiler)  # sized by its asset
-  fromto = vals.get("fromto")
-  if fromto is not None:
-    if gtype not in ("capsule", "cylinder", "ellipsoid", "box"):
-      raise node.error(f"fromto is not allowed for type '{gtype}'", "fromto")
-    if np.any(np.asarray(vals["pos"]) != 0):
-      raise node.error("fromto and a nonzero pos cannot both be given", "fromto")
-    pos, quat, half = frames.fromto(fromto)
-    if half < MINVAL:
-      raise node.error("fromto has zero length", "fromto")
-    if gtype in ("capsule", "cylinder"):
-      size[1] = half
-    else:
-      # Boxes and ellipsoids get a square cross-section of half-width size[0].
-      size[1], size[2] = size[0], half
-  else:
-    pos = np.asarray(vals["pos"], float)
-    quat = frames.orientation(vals, compiler, node, node.tag == "geom")
-  if gtype == "plane" and size[2] <= 0:
-    raise node.error("size 2 (grid spacing) must be positive for type 'plane'", "size")
-  need = _SIZES_NEEDED[gtype] - (1 if fromto is not None and gtype in ("capsule", "cylinder")
-                                 else 0)
-  for k in range(need):
-    if size[k] <= 0 and not (fromto is not None and k == 2):
-      raise node.error(f"size {k} must be positive for type '{gtype}'", "size")
-  return pos, quat, size
-
-
-# ---------------------------------------------------------------- arrays
-
-
-def _arrays(bodies: list[_Body], defaults: Defaults, compiler: dict) -> dict:
-  """Primary per-object arrays, named as mjModel fields."""
-  nbody = len(bodies)
-  deg = compiler["angle"] == "degree"
-  f: dict = {"nbody": nbody}
-  f["body_parentid"] = np.array([b.parent for b in bodies], np.int32)
-  f["body_pos"] = np.array([b.pos for b in bodies])
-  f["body_quat"] = np.array([b.quat for b in bodies])
-  mocap_ids = np.cumsum([b.mocap for b in bodies]) - 1
-  f["body_mocapid"] = np.array([m if b.mocap else -1 for b, m in zip(bodies, mocap_ids)],
-                               np.int32)
-  f["body_gravcomp"] = np.array([b.gravcomp for b in bodies])
-
-  jnt, dof = _joints(bodies, deg, compiler)
-  f.update(jnt)
-  f.update(dof)
-  f.update(_attached(bodies, "geom"))
-  f.update(_attached(bodies, "site"))
-  for kind, num in (("jnt", "joints"), ("geom", "geoms"), ("site", "sites")):
-    counts = np.array([len(getattr(b, num)) for b in bodies], np.int32)
-    f[f"body_{kind}num"] = counts
-    f[f"body_{kind}adr"] = np.where(counts > 0, np.cumsum(counts) - counts, -1).astype(np.int32)
-  dofnum = np.zeros(nbody, np.int32)
-  np.add.at(dofnum, f["dof_bodyid"], 1)
-  f["body_dofnum"] = dofnum
-  f["body_dofadr"] = np.where(dofnum > 0, np.cumsum(dofnum) - dofnum, -1).astype(np.int32)
-  return f
-
-
-def _joints(bodies: list[_Body], deg: bool, compiler: dict) -> tuple[dict, dict]:
-  j = {k: [] for k in ("jnt_type", "jnt_bodyid", "jnt_qposadr", "jnt_dofadr", "jnt_group",
-                       "jnt_limited", "jnt_actfrclimited", "jnt_actgravcomp", "jnt_solref",
-                       "jnt_solimp", "jnt_pos", "jnt_axis", "jnt_stiffness", "jnt_stiffnesspoly",
-                       "jnt_range", "jnt_actfrcrange", "jnt_margin", "qpos0", "qpos_spring",
-                       "_frictionloss", "jnt_springyield", "_springdamper")}
-  d = {k: [] for k in ("dof_bodyid", "dof_jntid", "dof_parentid", "dof_solref", "dof_solimp",
-                       "dof_frictionloss", "dof_armature", "dof_damping",
-                       "dof_dampingpoly")}
-  last_dof = {0: -1}
-  for bid, body in enumerate(bodies):
-    parent_last = last_dof[body.parent]
-    for node, v, is_free in body.joints:
-      jtype = JointType[v["type"].upper()]
-      attr = "type" if node.tag == "joint" else None  # <freejoint> has no 'type'
-      if jtype == JointType.FREE and body.parent != 0:
-        raise node.error("free joints are only allowed in bodies that are children of the "
-                         "world", attr)
-      if jtype == JointType.FREE and len(body.joints) > 1:
-        raise node.error("a body with a free joint cannot have other joints", attr)
-      if body.mocap:
-        raise node.error("mocap bodies cannot have joints (they are fixed children of the "
-                         "world)")
-      jid = len(j["jnt_type"])
-      qadr, dadr = len(j["qpos0"]), len(d["dof_bodyid"])
-      j["jnt_type"].append(jtype)
-      j["jnt_bodyid"].append(bid)
-      j["jnt_qposadr"].append(qadr)
-      j["jnt_dofadr"].append(dadr)
-      j["jnt_group"].append(v.get("group", 0))
-      full = v if not is_free else {**{k: dv for k, (_, dv) in schema.ATTRS["joint"].items()},
-                                    **v}
-      limited, actlimited = _limited(node, full, jtype, compiler)
-      j["jnt_limited"].append(limited)
-      j["jnt_actfrclimited"].append(actlimited)
-      j["jnt_actgravcomp"].append(bool(full["actuatorgravcomp"]))
-      j["jnt_solref"].append(_vec(full["solreflimit"], 2))
-      j["jnt_solimp"].append(_solimp(full["solimplimit"]))
-      # MuJoCo ignores the anchor of free joints and the axis of free and ball joints.
-      j["jnt_pos"].append(_vec(full["pos"], 3) if jtype != JointType.FREE else np.zeros(3))
-      axis = _vec(full["axis"], 3) if JOINT_NV[jtype] == 1 else np.array([0.0, 0.0, 1.0])
-      if np.linalg.norm(axis) < MINVAL:
-        raise node.error("joint axis is zero", "axis")
-      j["jnt_axis"].append(axis / np.linalg.norm(axis))
-      springyield, springdamper = plastic.joint_attrs(node, full, jtype, deg)
-      j["jnt_springyield"].append(springyield)
-      j["_springdamper"].append(springdamper)
-      stiffness, damping = _poly3(full["stiffness"]), _poly3(full["damping"])
-      j["jnt_stiffness"].append(stiffness[0])
-      j["jnt_stiffnesspoly"].append(stiffness[1:])
-      rng = _vec(full["range"], 2)
-      if deg and limited and jtype in (JointType.HINGE, JointType.BALL):
-        rng = np.deg2rad(rng)  # MuJoCo converts the range of limited joints only
-      if limited and jtype == JointType.BALL and rng[0] != 0:
-        raise node.error("range[0] must be 0 for a limited ball joint", "range")
-      if limited and jtype != JointType.BALL and rng[0] >= rng[1]:
-        raise node.error("range[0] must be smaller than range[1] for a limited joint", "range")
-      frcrange = _vec(full["actuatorfrcrange"], 2)
-      if actlimited and frcrange[0] >= frcrange[1]:
-        raise node.error("actuatorfrcrange[0] must be smaller than actuatorfrcrange[1] when "
-                         "actuatorfrclimited", "actuatorfrcrange")
-      j["jnt_range"].append(rng)
-      j["jnt_actfrcrange"].append(frcrange)
-      j["jnt_margin"].append(full["margin"])
-      ref, springref = full["ref"], full["springref"]
-      if deg and jtype == JointType.HINGE:
-        ref, springref = np.deg2rad(ref), np.deg2rad(springref)
-      if jtype == JointType.FREE:
-        q0 = np.concatenate([body.pos, body.quat])
-        qs = q0
-      elif jtype == JointType.BALL:
-        q0 = qs = _IDENTITY
-      else:
-        q0, qs = np.array([ref]), np.array([springref])
-      j["qpos0"].extend(q0)
-      j["qpos_spring"].extend(qs)
-      for _ in range(JOINT_NV[jtype]):
-        d["dof_bodyid"].append(bid)
-        d["dof_jntid"].append(jid)
-        d["dof_parentid"].append(parent_last)
-        parent_last = len(d["dof_bodyid"]) - 1
-        d["dof_solref"].append(_vec(full["solreffriction"], 2))
-        d["dof_solimp"].append(_solimp(full["solimpfriction"]))
-        d["dof_frictionloss"].append(full["frictionloss"])
-        d["dof_armature"].append(full["armature"])
-        d["dof_damping"].append(damping[0])
-        d["dof_dampingpoly"].append(damping[1:])
-    last_dof[bid] = parent_last
-  del j["_frictionloss"]
-  jf = {k: _stack(k, v) for k, v in j.items()}
-  df = {k: _stack(k, v) for k, v in d.items()}
-  jf["nq"], jf["njnt"], df["nv"] = len(j["qpos0"]), len(j["jnt_type"]), len(d["dof_bodyid"])
-  return jf, df
-
-
-_INT_FIELDS = ("type", "bodyid", "adr", "group", "jntid", "parentid", "contype", "conaffinity",
-               "condim", "priority", "dataid", "matid")
-
-
-def _poly3(v) -> np.ndarray:
-  """Joint stiffness/damping (1 to 3 values) as (linear, quadratic, cubic), zero padded."""
-  v = np.atleast_1d(np.asarray(v, float))
-  return np.concatenate([v, np.zeros(3 - len(v))])
-
-
-def _stack(name: str, values: list) -> np.ndarray:
-  if name.endswith(("limited", "actgravcomp")):
-    return np.array(values, dtype=bool)
-  if name.endswith(_INT_FIELDS):
-    return np.array(values, dtype=np.int32)
-  shapes = {"solref": 2, "solimp": 5, "pos": 3, "axis": 3, "range": 2, "actfrcrange": 2,
-            "quat": 4, "size": 3, "friction": 3, "rgba": 4, "surfacevel": 6, "poly": 2}
-  for suffix, n in shapes.items():
-    if name.endswith(suffix) and not values:
-      return np.zeros((0, n))
-  return np.array(values, dtype=np.float64)
-
-
-def _limited(node: Node, v: dict, jtype: JointType, compiler: dict) -> tuple[bool, bool]:
-  if jtype == JointType.FREE:
-    return False, False  # MuJoCo never limits free joints, whatever is written
-  out = []
-  for attr, rng in (("limited", "range"), ("actuatorfrclimited", "actuatorfrcrange")):
-    val = v[attr]
-    if val == "auto":
-      if not compiler["autolimits"]:
-        # MuJoCo objects to a nonzero range, whether written here or in a default class.
-        if np.any(np.asarray(v[rng]) != 0):
-          raise node.error(f"'{rng}' is set, so '{attr}' must be set explicitly when "
-                           "autolimits is disabled", attr)
-        out.append(False)
-        continue
-      lo, hi = _vec(v[rng], 2)
-      out.append(bool(lo < hi))  # autolimits: limited when the range is a proper interval
-    else:
-      out.append(val == "true")
-  return out[0], out[1]
-
-
-def _padded(v, default) -> np.ndarray:
-  """A vector given with fewer values than `default` keeps the remaining defaults."""
-  out = np.array(default, float)
-  v = np.asarray(v, float)[: len(out)]
-  out[: len(v)] = v
-  return out
-
-
-def _solimp(v) -> np.ndarray:
-  out = np.array(schema.SOLIMP[1], float)
-  v = np.asarray(v, float)
-  out[: min(len(v), 5)] = v[:5]
-  return out
-
-
-def _attached(bodies: list[_Body], kind: str) -> dict:
-  """geom_* or site_* arrays from the bodies' lists."""
-  items = [(bid, it) for bid, b in enumerate(bodies) for it in getattr(b, kind + "s")]
-  p = kind + "_"
-  out = {k: [] for k in ("type", "bodyid", "group", "size", "pos", "quat", "rgba")}
-  if kind == "geom":
-    out.update({k: [] for k in ("contype", "conaffinity", "condim", "priority", "solmix",
-                                "solref", "solimp", "friction", "margin", "gap", "adhesion",
-                                "surfacevel", "mass_given", "density")})
-  for bid, (node, v, pos, quat, size) in items:
-    out["type"].append(GeomType[v["type"].upper()])
-    out["bodyid"].append(bid)
-    out["group"].append(v["group"])
-    out["size"].append(size)
-    out["pos"].append(pos)
-    out["quat"].append(quat)
-    out["rgba"].append(_vec(v["rgba"], 4))
-    if kind != "geom":
-      continue
-    for k in ("contype", "conaffinity", "condim", "priority", "solmix", "margin", "gap",
-              "adhesion", "density"):
-      out[k].append(v[k])
-    out["surfacevel"].append(_padded(v["surfacevel"], schema.ATTRS["geom"]["surfacevel"][1]))
-    for k in ("mass", "density"):
-      if v[k] is not None and v[k] < 0:
-        raise node.error(f"{k} must be non-negative", k)
-    if v["condim"] not in (1, 3, 4, 6):
-      raise node.error(f"condim must be 1, 3, 4 or 6, got {v['condim']}", "condim")
-    out["solref"].append(_vec(v["solref"], 2))
-    out["solimp"].append(_solimp(v["solimp"]))
-    fr = np.array(schema.ATTRS["geom"]["friction"][1])
-    given = np.asarray(v["friction"], float)[:3]
-    fr[: len(given)] = given
-    out["friction"].append(fr)
-    out["mass_given"].append(np.nan if v["mass"] is None else v["mass"])
-  res = {p + k: _stack(p + k, vals) for k, vals in out.items()}
-  res[p + "rgba"] = res[p + "rgba"].astype(np.float32).reshape(-1, 4)
-  if kind == "geom":
-    res["geom_dataid"] = np.full(len(items), -1, np.int32)
-    res["geom_matid"] = np.full(len(items), -1, np.int32)
-  res["n" + kind] = len(items)
-  return res
-
-
 # ---------------------------------------------------------------- inertia
 
 
@@ -506,11 +161,11 @@ def _geom_masses(f: dict) -> np.ndarray:
                   f["geom_mass_given"])
 
 
-def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
+def _inertia(bodies: list[bodytree.Body], f: dict, compiler: dict) -> None:
   """body_mass, body_ipos, body_iquat, body_inertia from <inertial> or from geoms."""
   nbody = len(bodies)
   mass, ipos = np.zeros(nbody), np.zeros((nbody, 3))
-  iquat, inert = np.tile(_IDENTITY, (nbody, 1)), np.zeros((nbody, 3))
+  iquat, inert = np.tile(bodytree.IDENTITY, (nbody, 1)), np.zeros((nbody, 3))
   gmass = _geom_masses(f)
   lo, hi = compiler["inertiagrouprange"]
   mode = compiler["inertiafromgeom"]
@@ -560,10 +215,10 @@ def _inertia(bodies: list[_Body], f: dict, compiler: dict) -> None:
   f["geom_mass"] = gmass
 
 
-def _own_inertia(bodies: list[_Body], asset_fields: dict, compiler: dict) -> dict:
+def _own_inertia(bodies: list[bodytree.Body], asset_fields: dict, compiler: dict) -> dict:
   """body_* inertia of each body from its own <inertial> or geoms (bounds applied, not
   settotalmass), before discard.py, fuse.py or align.py change the bodies."""
-  f = {**_attached(bodies, "geom"), **asset_fields}
+  f = {**bodytree.attached(bodies, "geom"), **asset_fields}
   num = np.array([len(b.geoms) for b in bodies], np.int32)
   f.update(body_geomnum=num, body_geomadr=np.cumsum(num) - num)
   _inertia(bodies, f, {**compiler, "settotalmass": 0})
@@ -598,7 +253,7 @@ def _explicit_inertial(node: Node, compiler: dict):
     vals, compiler, node)
 
 
-def _check_masses(bodies: list[_Body], f: dict) -> None:
+def _check_masses(bodies: list[bodytree.Body], f: dict) -> None:
   """Moving bodies need mass and inertia, and no planes.
 
   As MuJoCo: a body with joints passes if it, or a body welded to it (a descendant reached
@@ -689,7 +344,7 @@ def _keyframes(root: Node, f: dict, nkey: int) -> tuple[dict, list[str]]:
 # ---------------------------------------------------------------- <contact>
 
 
-def _contact(root: Node, bodies: list[_Body], defaults: Defaults, f: dict) -> dict:
+def _contact(root: Node, bodies: list[bodytree.Body], defaults: Defaults, f: dict) -> dict:
   """pair_* and exclude_* arrays from every <contact> section, as MuJoCo 4.0 stores them.
 
   A pair takes its parameters from itself and its default class only (never from its geoms).
@@ -719,10 +374,11 @@ def _contact(root: Node, bodies: list[_Body], defaults: Defaults, f: dict) -> di
         (g1, b1), (g2, b2) = (g2, b2), (g1, b1)
       pairs.append({
         "signature": (b1 << 16) + b2, "dim": v["condim"], "geom1": g1, "geom2": g2,
-        "solref": _vec(v["solref"], 2), "solreffriction": _vec(v["solreffriction"], 2),
-        "solimp": _solimp(v["solimp"]), "margin": v["margin"], "gap": v["gap"],
+        "solref": bodytree.vec(v["solref"], 2),
+        "solreffriction": bodytree.vec(v["solreffriction"], 2),
+        "solimp": bodytree.solimp(v["solimp"]), "margin": v["margin"], "gap": v["gap"],
         "adhesion": v["adhesion"],
-        "friction": _padded(v["friction"], schema.ATTRS["pair"]["friction"][1]),
+        "friction": bodytree.padded(v["friction"], schema.ATTRS["pair"]["friction"][1]),
         "name": node.attrs.get("name", "")})
     else:
       b1, b2 = (_lookup(node, a, "body", body_ids) for a in ("body1", "body2"))
@@ -776,7 +432,7 @@ def _names(model_name: str, groups: list[list[str]]) -> tuple[bytes, list[np.nda
   return bytes(buf), adrs
 
 
-def _check_unique(bodies: list[_Body], kind: str, items: list) -> None:
+def _check_unique(bodies: list[bodytree.Body], kind: str, items: list) -> None:
   seen = {}
   for node, name in items:
     if not name:
@@ -833,7 +489,7 @@ def _model(root, bodies, f, opt, size, path, source) -> Model:
     ccd_tolerance=a(opt["ccd_tolerance"]), sleep_tolerance=a(opt["sleep_tolerance"]),
     gravity=a(opt["gravity"]), wind=a(opt["wind"]), magnetic=a(opt["magnetic"]),
     density=a(opt["density"]), viscosity=a(opt["viscosity"]), o_margin=a(opt["o_margin"]),
-    o_solref=a(opt["o_solref"]), o_solimp=a(_solimp(opt["o_solimp"])),
+    o_solref=a(opt["o_solref"]), o_solimp=a(bodytree.solimp(opt["o_solimp"])),
     o_friction=a(opt["o_friction"]),
     integrator=Integrator[opt["integrator"].upper()], cone=Cone[opt["cone"].upper()],
     jacobian=Jacobian[opt["jacobian"].upper()], solver=Solver[opt["solver"].upper()],
