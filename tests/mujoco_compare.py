@@ -267,28 +267,41 @@ def assert_compiles_alike_or_refused(xml: str, forward: bool = False) -> None:
 
 
 
-def assert_stage_matches(xml: str, jaxmj_fn, mujoco_fn, fields, seeds=range(3), tol=1e-9):
+def assert_stage_matches(xml, jaxmj_fn, mujoco_fn, fields, seeds=range(3), tol=1e-9, *,
+                         rtol=None, state=random_state, inputs=(), check=None):
   """Holds a jaxmj stage to its MuJoCo counterpart on random states.
 
-  xml: MJCF text, or the path of a .xml file. jaxmj_fn(m, d) -> Data, jitted here with the
-  FAST flags; mujoco_fn(mj, md) fills the MjData in place (e.g. mujoco.mj_forward). For each
-  seed the same `random_state` feeds both, and every field in `fields` (Data and MjData
-  names; MuJoCo's reshaped to jaxmj's shape) must agree within `tol`, absolute and relative
-  (0: bit for bit; a dict gives a tolerance per field). Returns (m, mj) for further checks.
+  xml: MJCF text, the path of a .xml file, or a loaded (Model, MjModel) pair. jaxmj_fn(m, d)
+  -> Data, jitted here with the FAST flags unless it is jitted already (a compile shared by
+  several tests); mujoco_fn(mj, md) fills the MjData in place (e.g. mujoco.mj_forward).
+  For each seed, state(m, mj, seed) -> MjData (default `random_state`) feeds both: jaxmj's
+  Data takes `to_jaxmj`'s fields and those named in `inputs` (e.g. "ctrl", "act"). Every
+  field in `fields` (Data and MjData names; MuJoCo's reshaped to jaxmj's shape) must agree
+  within `tol` absolute and `rtol` relative (default: `tol`; tol=0: bit for bit; a dict
+  gives a tol per field). check(d, md, seed), if given, asserts whatever else the states
+  show (derived quantities, coverage). Returns (m, mj).
   """
-  path = xml if xml.endswith(".xml") and "<" not in xml else None
-  m, mj = load_both(path=path) if path else load_both(xml=xml)
-  run = jit_fast(jaxmj_fn)
+  if isinstance(xml, tuple):
+    m, mj = xml
+  elif xml.endswith(".xml") and "<" not in xml:
+    m, mj = load_both(path=xml)
+  else:
+    m, mj = load_both(xml=xml)
+  run = jaxmj_fn if hasattr(jaxmj_fn, "lower") else jit_fast(jaxmj_fn)
   for seed in seeds:
-    md = random_state(m, mj, seed)
-    d = run(m, to_jaxmj(m, md))
+    md = state(m, mj, seed)
+    d0 = to_jaxmj(m, md)
+    d = run(m, d0.replace(**{k: np.array(getattr(md, k), getattr(d0, k).dtype) for k in inputs}))
     mujoco_fn(mj, md)
     for k in fields:
       ours = np.asarray(getattr(d, k))
       ref = np.asarray(getattr(md, k)).reshape(ours.shape)
       t = tol.get(k, 0.0) if isinstance(tol, dict) else tol
-      if t == 0:
+      if t == 0 and not rtol:
         np.testing.assert_array_equal(ours, ref, err_msg=f"{k}, seed {seed}")
       else:
-        np.testing.assert_allclose(ours, ref, rtol=t, atol=t, err_msg=f"{k}, seed {seed}")
+        np.testing.assert_allclose(ours, ref, rtol=t if rtol is None else rtol, atol=t,
+                                   err_msg=f"{k}, seed {seed}")
+    if check is not None:
+      check(d, md, seed)
   return m, mj

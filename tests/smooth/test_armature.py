@@ -9,7 +9,14 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import full_m, load_both, random_state, rollout_error, to_jaxmj  # noqa: E402
+from mujoco_compare import (  # noqa: E402
+  assert_stage_matches,
+  full_m,
+  load_both,
+  random_state,
+  rollout_error,
+  to_jaxmj,
+)
 
 import jaxmj  # noqa: E402
 from jaxmj.smooth import armature, com, kinematics, tendon  # noqa: E402
@@ -77,20 +84,17 @@ def test_targets_and_qpos0_constants_match_mujoco(pair):
 
 def test_inertia_bias_damping_and_qacc_match_mujoco(pair):
   m, mj = pair
-  run = jax.jit(jaxmj.forward, **FAST)
   bias = jax.jit(lambda m, d: armature.tendon_bias(m, d.replace(qfrc_bias=0 * d.qfrc_bias)))
-  for seed in range(3):
-    dm = random_state(m, mj, seed)
-    mujoco.mj_forward(mj, dm)
-    d = run(m, to_jaxmj(m, dm))
+
+  def check(d, dm, seed):
     np.testing.assert_allclose(d.qM, full_m(mj, dm), atol=TOL, rtol=0)
     np.testing.assert_allclose(d.qLD, dense_qld(mj, dm), atol=TOL, rtol=0)
-    np.testing.assert_allclose(d.qLDiagInv, dm.qLDiagInv, atol=TOL, rtol=0)
-    for name in ("qfrc_bias", "qfrc_damper", "qfrc_passive", "qfrc_smooth", "qacc"):
-      np.testing.assert_allclose(getattr(d, name), getattr(dm, name), atol=TOL, rtol=0,
-                                 err_msg=name)
     # the states exercise the tendon Coriolis term: it is far above the tolerance
     assert np.abs(bias(m, d).qfrc_bias).max() > 1e-2
+
+  assert_stage_matches(pair, jaxmj.forward, mujoco.mj_forward,
+                       ["qLDiagInv", "qfrc_bias", "qfrc_damper", "qfrc_passive", "qfrc_smooth",
+                        "qacc"], seeds=range(3), tol=TOL, rtol=0, check=check)
 
 
 def test_jdot_qvel_is_the_length_acceleration(pair):

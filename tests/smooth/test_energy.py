@@ -6,7 +6,7 @@ mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from mujoco_compare import load_both, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import assert_stage_matches, load_both  # noqa: E402
 
 import jaxmj  # noqa: E402
 
@@ -39,13 +39,12 @@ XML = """
                                             ("enable", "disable")])
 def test_energy_equals_mujoco(gravity, spring):
   m, mj = load_both(xml=XML.format(energy="enable", gravity=gravity, spring=spring))
-  for seed in range(3):
-    md = random_state(m, mj, seed)
-    mujoco.mj_forward(mj, md)
-    d = jax.jit(jaxmj.forward)(m, to_jaxmj(m, md))
-    np.testing.assert_allclose(d.energy, md.energy, atol=1e-10, rtol=1e-12)
+  def check(d, md, seed):
     np.testing.assert_allclose(jaxmj.energy_pos(m, d), md.energy[0], atol=1e-10)
     np.testing.assert_allclose(jaxmj.energy_vel(m, d), md.energy[1], atol=1e-10)
+
+  assert_stage_matches((m, mj), jaxmj.forward, mujoco.mj_forward, ["energy"], seeds=range(3),
+                       tol=1e-10, rtol=1e-12, check=check)
 
 
 def test_energy_is_zero_without_the_flag():

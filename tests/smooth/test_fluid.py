@@ -9,7 +9,14 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import FAST, load_both, model_differences, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import (  # noqa: E402
+  FAST,
+  assert_stage_matches,
+  load_both,
+  model_differences,
+  random_state,
+  to_jaxmj,
+)
 
 import jaxmj  # noqa: E402
 from jaxmj.smooth import com, kinematics, passive  # noqa: E402
@@ -63,19 +70,19 @@ def _passive(m, d):
 PASSIVE = jax.jit(_passive, compiler_options=FAST)
 
 
+def _state(m, mj, seed):
+  dm = random_state(m, mj, seed)
+  dm.qvel[:] *= 0.2 if seed else 3.0
+  return dm
+
+
 def test_mixed_models_match_at_random_states():
   m, mj = load_both(xml=MIXED)
   for wind in ([1.0, -2.0, 0.5], [0.0, 0.0, 0.0]):
     mj.opt.wind[:] = wind
     mw = m.replace(opt=m.opt.replace(wind=jnp.asarray(wind)))
-    for seed in range(2):
-      dm = random_state(m, mj, seed)
-      dm.qvel[:] *= 0.2 if seed else 3.0
-      mujoco.mj_forward(mj, dm)
-      d = PASSIVE(mw, to_jaxmj(m, dm))
-      for k in ("qfrc_fluid", "qfrc_passive"):
-        np.testing.assert_allclose(getattr(d, k), getattr(dm, k), rtol=1e-9, atol=1e-9,
-                                   err_msg=k)
+    assert_stage_matches((mw, mj), PASSIVE, mujoco.mj_forward, ["qfrc_fluid", "qfrc_passive"],
+                         seeds=range(2), tol=1e-9, state=_state)
 
 
 def test_swimmer_trajectory_matches_mj_step():

@@ -8,7 +8,13 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
-from mujoco_compare import FAST, load_both, random_state, to_jaxmj
+from mujoco_compare import (
+  FAST,
+  assert_stage_matches,
+  load_both,
+  random_state,
+  to_jaxmj,
+)
 
 from jaxmj import math
 from jaxmj.smooth import kinematics as kinematics_module
@@ -53,20 +59,18 @@ def test_frames_equal_mj_kinematics_bit_for_bit(unrolled_levels, monkeypatch):
   m = _with_mujoco_numbers(m, mj)
   assert kinematics_module._level_plan(m, kinematics_module._UNROLLED_LEVELS)["unroll"] == (
     unrolled_levels is None)
-  run = jax.jit(lambda m, d: kinematics(m, d))  # a new function: traced with this setting
-  for seed in range(4):
+  def state(m, mj, seed):
     d = random_state(m, mj, seed)
     if seed == 1:
       # unnormalized quaternions: free, ball and mocap, each normalized where it is read
       d.qpos[3:7] *= 1.3
       d.qpos[9:13] *= 0.7
       d.mocap_quat[0] *= 2.0
-    dj = run(m, to_jaxmj(m, d))
-    mujoco.mj_kinematics(mj, d)
-    for k in FRAME_FIELDS:
-      ours, theirs = np.asarray(getattr(dj, k)), getattr(d, k).reshape(np.shape(getattr(dj, k)))
-      bad = np.flatnonzero(ours != theirs)
-      assert not len(bad), (seed, k, bad, np.abs(ours - theirs).max())
+    return d
+
+  # a new function, traced with this setting
+  assert_stage_matches((m, mj), lambda m, d: kinematics(m, d), mujoco.mj_kinematics,
+                       FRAME_FIELDS, seeds=range(4), tol=0, state=state)
 
 
 def test_copied_frames_keep_derivatives_of_composed_frames():

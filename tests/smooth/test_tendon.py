@@ -11,7 +11,7 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 from conftest import MODELS  # noqa: E402
-from mujoco_compare import load_both, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import assert_stage_matches, load_both, random_state, to_jaxmj  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.constraint.driver import make_constraint  # noqa: E402
@@ -72,11 +72,8 @@ def check_quantities(mj, d, dm, tol):
 def test_tendon_quantities_match_mujoco(name):
   path, tol = CASES[name]
   m, mj = load_both(path)
-  run = jax.jit(stages, **FAST)
-  for seed in range(4):
-    dm = random_state(m, mj, seed)
-    mujoco.mj_forward(mj, dm)
-    check_quantities(mj, run(m, to_jaxmj(m, dm)), dm, tol)
+  assert_stage_matches((m, mj), stages, mujoco.mj_forward, [], seeds=range(4),
+                       check=lambda d, dm, seed: check_quantities(mj, d, dm, tol))
 
 
 def test_tendon_arm_matches_mujoco():
@@ -89,12 +86,9 @@ def test_tendon_arm_matches_mujoco():
   def rows(m, d):
     return make_constraint(m, stages(m, d))
 
-  run = jax.jit(rows, **FAST)
   seen = set()
-  for seed in range(12):
-    dm = random_state(m, mj, seed)
-    mujoco.mj_forward(mj, dm)
-    d = run(m, to_jaxmj(m, dm))
+
+  def check(d, dm, seed):
     check_quantities(mj, d, dm, TOL)
     J = dm.efc_J.reshape(dm.nefc, mj.nv)
     ours_type, ours_id = np.asarray(d.efc_type), np.asarray(d.efc_id)
@@ -111,6 +105,8 @@ def test_tendon_arm_matches_mujoco():
     for o in np.flatnonzero(ours_type == ConstraintType.LIMIT_TENDON):
       built = np.any((dm.efc_type == ConstraintType.LIMIT_TENDON) & (dm.efc_id == ours_id[o]))
       assert built == bool(d.efc_active[o])
+
+  assert_stage_matches((m, mj), rows, mujoco.mj_forward, [], seeds=range(12), check=check)
   assert seen == {ConstraintType.FRICTION_TENDON, ConstraintType.LIMIT_TENDON}
 
 
