@@ -74,6 +74,16 @@ class Visual:
     return "Visual(" + ", ".join(f"{f.name}={dict(getattr(self, f.name))}"
                                  for f in dataclasses.fields(self)) + ")"
 
+  def __reduce__(self):
+    # mappingproxy does not pickle; a Model (and its aux data) must, for multiprocessing
+    # and checkpoints
+    return _visual_from_dicts, (tuple((f.name, dict(getattr(self, f.name)))
+                                      for f in dataclasses.fields(self)),)
+
+
+def _visual_from_dicts(sections: tuple) -> Visual:
+  return Visual(**{k: types.MappingProxyType(v) for k, v in sections})
+
 
 def make_visual(sections: dict[str, dict]) -> Visual:
   """A Visual from {MJCF section: {attribute: value}}; missing values take MuJoCo's

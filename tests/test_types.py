@@ -85,3 +85,19 @@ def test_model_is_a_pytree_with_static_structure():
   m2 = jax.tree.map(lambda x: x * 1.0, m)
   assert jax.tree.structure(m2) == jax.tree.structure(m)
   assert hash(jax.tree.structure(m)) == hash(jax.tree.structure(m.replace(body_mass=m.body_mass)))
+
+
+def test_model_and_data_pickle_round_trip():
+  # multiprocessing and user checkpoints pickle a Model; its Visual held mappingproxies
+  import pickle
+
+  import jax
+
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "humanoid_floor.xml"))
+  d = jaxmj.make_data(m)
+  for x in (m, d):
+    y = pickle.loads(pickle.dumps(x))
+    assert jax.tree.structure(y) == jax.tree.structure(x)
+    for a, b in zip(jax.tree.leaves(x), jax.tree.leaves(y)):
+      np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  assert pickle.loads(pickle.dumps(m)).vis == m.vis
