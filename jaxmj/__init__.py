@@ -7,6 +7,7 @@
 
 from jaxmj.actuation.driver import fwd_actuation
 from jaxmj.bind import bind
+from jaxmj.camera.image import camera_image
 from jaxmj.collision.ray import multi_ray, ray
 from jaxmj.constraint.extforce import rne_post_constraint
 from jaxmj.dynamics.forward import (
@@ -116,4 +117,6 @@ __all__ = [
   "set_const", "transition_jacobians",
   # MuJoCo interop and rendering (need the mujoco package: jaxmj[mujoco], jaxmj[render])
   "render", "to_mujoco",
+  # the ray-cast camera (pure JAX)
+  "camera_image",
 ]

@@ -28,7 +28,7 @@ LAYERS = [
   ("data", ["jaxmj.io", "jaxmj.state", "jaxmj.datacheck"]),
   ("dynamics", ["jaxmj.dynamics"]),
   ("public", ["jaxmj", "jaxmj.bind", "jaxmj.physics", "jaxmj.conformance", "jaxmj.cli",
-              "jaxmj.envs", "jaxmj.interop", "jaxmj.rendering"]),
+              "jaxmj.envs", "jaxmj.interop", "jaxmj.rendering", "jaxmj.camera"]),
 ]
 
 # Imports inside functions: each is one of these, with its reason.

@@ -158,7 +158,7 @@ def _mesh_cast(m: Model, sel: np.ndarray, lp, lv):
   return jax.vmap(_triangles)(lp, lv, jnp.asarray(mesh_triangles(m, sel)))
 
 
-def _hfield_cast(m: Model, sel: np.ndarray, lp, lv):
+def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
   """(len(sel),) distances to heightfield geoms `sel` (rays in each geom's frame), as
   mj_rayHfield: the nearest of the base box (below z = 0), and, if the ray enters the
   elevation box (0 <= z <= size[2]), the surface triangles (two per cell, all cells; a cell
@@ -274,7 +274,7 @@ def cast(m: Model, d: Data, ids: np.ndarray, pnt, vec, bodyexclude=None):
     if gtype == GeomType.MESH:
       dists.append(_mesh_cast(m, sel, lp, lv))
     elif gtype == GeomType.HFIELD:
-      dists.append(_hfield_cast(m, sel, lp, lv))
+      dists.append(hfield_cast(m, sel, lp, lv))
     else:
       dists.append(jax.vmap(RAY_FUNCS[gtype])(m.geom_size[sel], lp, lv))
     order.append(sel)
