@@ -18,6 +18,9 @@ from jaxmj.collision import ray as ray_lib
 from jaxmj.types import Model
 
 CLUSTER = 16  # triangles per cluster
+# Meshes up to this many faces are tested triangle by triangle: under vmap a traversal loop
+# runs as long as its slowest ray, which costs more than a few dozen triangles.
+BRUTE_FORCE_FACES = 64
 
 
 def _morton_order(centroids: np.ndarray) -> np.ndarray:
@@ -91,9 +94,22 @@ def _nearest_triangle(tri, lo, hi, p, v):
   return c, j
 
 
+def _all_triangle_hits(m: Model, sel: np.ndarray, lp, lv):
+  """mesh_hits testing every triangle of every mesh geom."""
+  tri = jnp.asarray(ray_lib.mesh_triangles(m, sel), lp.dtype)  # (G, F, 3, 3)
+  hits = jax.vmap(jax.vmap(ray_lib.triangle_hits, (0, 0, None)))(lp, lv, tri)  # (G, N, F)
+  dist = jnp.min(hits, -1)
+  k = jnp.argmin(dist, 0)
+  n = jnp.arange(lp.shape[1])
+  t = tri[k, jnp.argmin(hits[k, n], -1)]
+  return dist, k, jnp.cross(t[:, 0] - t[:, 2], t[:, 1] - t[:, 2])
+
+
 def mesh_hits(m: Model, sel: np.ndarray, lp, lv):
   """Hits of rays lp, lv (G, N, 3) (in each mesh geom's frame) on mesh geoms `sel`:
   dist (G, N), the nearest geom's index k (N,) and its local normal (N, 3)."""
+  if m.mesh_facenum[m.geom_dataid[sel]].max() <= BRUTE_FORCE_FACES:
+    return _all_triangle_hits(m, sel, lp, lv)
   tri, nrm, lo, hi = mesh_clusters(m, sel)
   tri_j, lo_j, hi_j = (jnp.asarray(a, lp.dtype) for a in (tri, lo, hi))
   pick = jax.vmap(jax.vmap(_nearest_triangle, (None, None, None, 0, 0)), (0, 0, 0, 0, 0))

@@ -14,6 +14,7 @@ from conftest import MODELS
 from mujoco_compare import jit_fast
 
 import jaxmj
+from jaxmj.camera import mesh_bvh
 
 H, W = 24, 32
 PRIMITIVES = """<mujoco><worldbody>
@@ -94,8 +95,13 @@ def _interior(seg):
   (PRIMITIVES, 0), (PRIMITIVES, 1), (PRIMITIVES, -1),
   (os.path.join(MODELS, "mesh_drop.xml"), -1),
   (os.path.join(MODELS, "terrain.xml"), -1),
-], ids=["primitives-fovy", "primitives-intrinsics", "primitives-free", "meshes", "hfield"])
-def test_images_match_mujocos_renderer(gl, scene, cam):
+  (os.path.join(MODELS, "mesh_drop.xml"), "clusters"),
+], ids=["primitives-fovy", "primitives-intrinsics", "primitives-free", "meshes", "hfield",
+        "meshes-clusters"])
+def test_images_match_mujocos_renderer(gl, monkeypatch, scene, cam):
+  if cam == "clusters":  # small meshes through the cluster traversal too
+    monkeypatch.setattr(mesh_bvh, "BRUTE_FORCE_FACES", 0)
+    cam = -1
   mjm, m = _load(scene)
   mjd = mujoco.MjData(mjm)
   mujoco.mj_forward(mjm, mjd)
@@ -142,3 +148,21 @@ def test_unknown_outputs_and_cameras_are_refused_by_name():
     jaxmj.camera_image(m, d, 0, 4, 4, outputs=("normals",))
   with pytest.raises(ValueError, match="camera 5 does not exist"):
     jaxmj.camera_image(m, d, 5, 4, 4)
+
+
+def test_vmap_over_worlds_and_camera_poses_equals_one_at_a_time():
+  m = jaxmj.Model.from_xml_string(PRIMITIVES)
+  d = jax.jit(jaxmj.forward)(m, jaxmj.make_data(m))
+  shift = jnp.array([[0.0, 0.0, 0.0], [0.1, -0.2, 0.05]])
+  worlds = jax.vmap(lambda s: d.replace(geom_xpos=d.geom_xpos + s))(shift)
+  poses = jnp.stack([d.cam_xpos, d.cam_xpos + jnp.array([0.0, 0.3, 0.2])])  # (cams, ncam, 3)
+  image = lambda d: jaxmj.camera_image(m, d, 0, 8, 12)  # noqa: E731
+  per_cam = lambda d: jax.vmap(lambda p: image(d.replace(cam_xpos=p)))(poses)  # noqa: E731
+  batch = jax.jit(jax.vmap(per_cam))(worlds)
+  assert batch["rgb"].shape == (2, 2, 8, 12, 3)
+  for w in range(2):
+    for c in range(2):
+      one = jax.jit(image)(jax.tree.map(lambda x: x[w], worlds).replace(cam_xpos=poses[c]))
+      for k in one:
+        np.testing.assert_allclose(batch[k][w, c], one[k], rtol=1e-12, atol=1e-12)
+  assert np.any(np.asarray(batch["depth"][0, 0] != batch["depth"][1, 1]))
