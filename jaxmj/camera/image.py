@@ -9,6 +9,7 @@ import numpy as np
 
 from jaxmj.camera import frustum, shade, trace
 from jaxmj.collision import ray as ray_lib
+from jaxmj.names import name2id
 from jaxmj.types import Data, Model, ObjType
 
 OUTPUTS = ("rgb", "depth", "segmentation")
@@ -22,11 +23,21 @@ def visible_geoms(m: Model, geomgroup=DEFAULT_GEOMGROUP) -> np.ndarray:
   return ray_lib.candidates(m, geomgroup)
 
 
-def camera_image(m: Model, d: Data, cam: int = -1, height: int = 64, width: int = 64,
+def camera_id(m: Model, cam: int | str) -> int:
+  """A camera's id from its id or name (-1: the free camera)."""
+  if isinstance(cam, str):
+    i = name2id(m, ObjType.CAMERA, cam)
+    if i < 0:
+      raise ValueError(f"camera_image: no camera named {cam!r}")
+    return i
+  return int(cam)
+
+
+def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width: int = 64,
                  outputs: Sequence[str] = OUTPUTS, *, shadows: bool = False,
                  geomgroup=DEFAULT_GEOMGROUP) -> dict[str, jnp.ndarray]:
   """Images of world `d` (after forward: reads geom, camera and light poses) seen by model
-  camera `cam` (-1: MuJoCo's free camera), ray-cast in pure JAX (jit/vmap/grad-able; cam,
+  camera `cam` (id or name; -1: MuJoCo's free camera), ray-cast in pure JAX (jit/vmap/grad-able; cam,
   height, width, outputs, shadows and geomgroup are static).
 
   Returns a dict with the requested outputs, row 0 at the top as mujoco.Renderer's:
@@ -40,6 +51,7 @@ def camera_image(m: Model, d: Data, cam: int = -1, height: int = 64, width: int 
   unknown = set(outputs) - set(OUTPUTS)
   if unknown:
     raise ValueError(f"camera_image: unknown outputs {sorted(unknown)}; choose from {OUTPUTS}")
+  cam = camera_id(m, cam)
   ids = visible_geoms(m, geomgroup)
   pos, mat = frustum.camera_pose(m, d, cam)
   local = jnp.asarray(frustum.pixel_directions(m, cam, height, width), pos.dtype)

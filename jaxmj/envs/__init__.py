@@ -10,6 +10,7 @@ Brax's trainers and wrappers take these environments unchanged; brax itself is o
 """
 
 from jaxmj.envs.base import Env, State
+from jaxmj.envs.pixels import CameraObservation
 from jaxmj.envs.randomize import changed_fields, model_in_axes, randomization
 from jaxmj.envs.registry import asset_path, load, names
 from jaxmj.envs.wrappers import (
@@ -40,7 +41,7 @@ def load_policy(path: str, deterministic: bool = True):
 
 
 __all__ = [
-  "AutoResetWrapper", "DomainRandomizationVmapWrapper", "Env", "EpisodeWrapper", "State",
+  "AutoResetWrapper", "CameraObservation", "DomainRandomizationVmapWrapper", "Env", "EpisodeWrapper", "State",
   "VmapWrapper", "Wrapper", "asset_path", "changed_fields", "load", "load_policy",
   "model_in_axes", "names", "randomization", "to_gymnasium", "wrap",
 ]

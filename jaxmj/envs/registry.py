@@ -11,6 +11,7 @@ from jaxmj.types import Model
 # name -> (module:class under jaxmj.envs.tasks, asset file, default config)
 _TASKS: dict[str, tuple[str, str, dict]] = {
   "CartpoleBalance": ("classic:CartpoleBalance", "cartpole.xml", {}),
+  "CartpoleBalancePixels": ("vision:CartpoleBalancePixels", "cartpole.xml", {}),
   "CartpoleSwingup": ("classic:CartpoleSwingup", "cartpole.xml", {}),
   "PendulumSwingup": ("classic:PendulumSwingup", "pendulum.xml", {}),
   "Hopper": ("locomotion:Hopper", "hopper.xml", {}),
