@@ -94,15 +94,40 @@ def _nearest_triangle(tri, lo, hi, p, v):
   return c, j
 
 
+def _cross(a, b):
+  return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def _dot(a, b):
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
 def _all_triangle_hits(m: Model, sel: np.ndarray, lp, lv):
-  """mesh_hits testing every triangle of every mesh geom."""
-  tri = jnp.asarray(ray_lib.mesh_triangles(m, sel), lp.dtype)  # (G, F, 3, 3)
-  hits = jax.vmap(jax.vmap(ray_lib.triangle_hits, (0, 0, None)))(lp, lv, tri)  # (G, N, F)
+  """mesh_hits testing every triangle of every mesh geom (Moller-Trumbore, the same hits as
+  mj_ray's triangle test), laid out per coordinate with triangles last so it vectorizes."""
+  tri = ray_lib.mesh_triangles(m, sel)  # (G, F, 3, 3), host
+  v0 = tri[:, :, 2]
+  e1, e2 = tri[:, :, 0] - v0, tri[:, :, 1] - v0
+  comp = lambda a: [jnp.asarray(a[:, None, :, i], lp.dtype) for i in range(3)]  # noqa: E731
+  v0, e1, e2 = comp(v0), comp(e1), comp(e2)  # each (G, 1, F) per coordinate
+  p = [lp[..., i, None] for i in range(3)]  # (G, N, 1)
+  v = [lv[..., i, None] for i in range(3)]
+  pvec = _cross(v, e2)
+  det = _dot(e1, pvec)
+  ok = jnp.abs(det) >= 1e-15
+  inv = 1.0 / jnp.where(ok, det, 1.0)
+  tvec = [p[i] - v0[i] for i in range(3)]
+  u = _dot(tvec, pvec) * inv
+  qvec = _cross(tvec, e1)
+  w = _dot(v, qvec) * inv
+  t = _dot(e2, qvec) * inv
+  hits = jnp.where(ok & (u >= 0) & (w >= 0) & (u + w <= 1) & (t >= 0), t, jnp.inf)  # (G,N,F)
   dist = jnp.min(hits, -1)
   k = jnp.argmin(dist, 0)
   n = jnp.arange(lp.shape[1])
-  t = tri[k, jnp.argmin(hits[k, n], -1)]
-  return dist, k, jnp.cross(t[:, 0] - t[:, 2], t[:, 1] - t[:, 2])
+  f = jnp.argmin(hits[k, n], -1)
+  normal = _cross([e1[i][k, 0, f] for i in range(3)], [e2[i][k, 0, f] for i in range(3)])
+  return dist, k, jnp.stack(normal, -1)
 
 
 def mesh_hits(m: Model, sel: np.ndarray, lp, lv):
