@@ -37,8 +37,9 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
                  outputs: Sequence[str] = OUTPUTS, *, shadows: bool = False,
                  geomgroup=DEFAULT_GEOMGROUP) -> dict[str, jnp.ndarray]:
   """Images of world `d` (after forward: reads geom, camera and light poses) seen by model
-  camera `cam` (id or name; -1: MuJoCo's free camera), ray-cast in pure JAX (jit/vmap/grad-able; cam,
-  height, width, outputs, shadows and geomgroup are static).
+  camera `cam` (id or name; -1: MuJoCo's free camera), ray-cast in pure JAX
+  (jit/vmap/grad-able; cam, height, width, outputs, shadows and geomgroup are static). To
+  batch cameras, vmap over d.cam_xpos / d.cam_xmat with one camera id (same intrinsics).
 
   Returns a dict with the requested outputs, row 0 at the top as mujoco.Renderer's:
     rgb: (height, width, 3) float in [0, 1], geom colours under the model's lights and the

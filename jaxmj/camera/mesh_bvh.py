@@ -6,6 +6,7 @@ boxes, visits clusters nearest-entry first and stops once the next box starts be
 best hit: exact, and its cost grows with the clusters the ray reaches, not with the mesh.
 The traversal (a while loop, not reverse-differentiable) only picks the triangle; the hit
 distance is then recomputed from that triangle, so depth and normals carry gradients.
+Meshes of up to BRUTE_FORCE_FACES faces skip the clusters: every triangle is tested at once.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ Shadows (optional) test a ray from the hit point to each shadow-casting model li
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -38,7 +37,7 @@ def geom_materials(m: Model) -> tuple[np.ndarray, ...]:
   return rgba, spec, shin, emis
 
 
-def _lights(m: Model, d: Data, cam_mat) -> dict:
+def _lights(m: Model, d: Data, cam_mat) -> list[dict]:
   """Active lights as arrays (L, ...): the headlight (if on) first, then model lights."""
   dtype = cam_mat.dtype
   hl = m.vis.headlight
