@@ -55,7 +55,9 @@ Suites (`--suite gpu|cpu`; explicit MODELS, --batches, --steps or --engines stil
         02_humanoids scene (jaxmj sizes 04_humanoids's contacts at 15,452 constraint rows
         per world, beyond one GPU at batch 8192); jaxmj and MJX at batch 8192, T=100 (sized
         to finish in under 8 minutes on one GPU: 314 s on an H200).
-  cpu   the same models at batch 1024, T=20, with MuJoCo C (`mujoco.rollout`) beside them.
+  cpu   the same models and models/urdf/arm6.urdf (mesh links: 34 GJK/EPA pairs, rarely a
+        few within reach; MJX refuses its cylinder-mesh pair) at batch 1024, T=20, with
+        MuJoCo C (`mujoco.rollout`) beside them.
   Each suite also writes a markdown table (`--markdown`, default bench_<suite>.md beside the
   JSON) with jaxmj/MJX ratios, and records the HLO of the compiled single-world step
   (instructions, `while` loops, fusions) per engine.
@@ -110,7 +112,7 @@ def suite(name):
             _mjx_test_model("humanoid/02_humanoids.xml")]
   if name == "gpu":
     return models, [8192], 100, ["jaxmj", "mjx"]
-  return models, [1024], 20, ["jaxmj", "mjx", "mujoco"]
+  return models + ["models/urdf/arm6.urdf"], [1024], 20, ["jaxmj", "mjx", "mujoco"]
 
 
 QVEL_NOISE = 0.01

@@ -75,11 +75,13 @@ def settled_state(path: str, steps: int) -> tuple[mujoco.MjModel, mujoco.MjData]
 
 def module_at(package: str, name: str):
   """`package.name`, or at a revision before the layout by pipeline stage (issue 17) the same
-  module at its old place (`smooth.com` was `com`, `solver.driver` was `solver`)."""
+  module at its old place (`smooth.com` was `com`, `solver.driver` was `solver`,
+  `constraint.driver` was `constraint`)."""
   try:
     return importlib.import_module(f"{package}.{name}")
   except ModuleNotFoundError:
-    old = {"solver.driver": "solver", "solver.linesearch": "linesearch"}.get(name, name)
+    old = {"solver.driver": "solver", "solver.linesearch": "linesearch",
+           "constraint.driver": "constraint"}.get(name, name)
     return importlib.import_module(f"{package}.{old.removeprefix('smooth.')}")
 
 
@@ -91,7 +93,7 @@ def jaxmj_engine(path, md, package="jaxmj"):
   imp = lambda name: module_at(package, name)  # noqa: E731
   jaxmj = importlib.import_module(package)
   com, constraint, mass, passive, rne, solver, kin, driver = (imp(n) for n in (
-    "smooth.com", "constraint", "smooth.mass", "smooth.passive", "smooth.rne", "solver.driver",
+    "smooth.com", "constraint.driver", "smooth.mass", "smooth.passive", "smooth.rne", "solver.driver",
     "smooth.kinematics", "collision.driver"))
 
   m = jaxmj.Model.from_xml_path(path)

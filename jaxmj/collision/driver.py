@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision import broadphase, hfield, multiccd
+from jaxmj.collision import broadphase, cull, hfield, multiccd
 from jaxmj.collision.mesh import pair_arguments
 from jaxmj.collision.plan import CONVEX, HFIELD, colliders, collision_plan
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
@@ -84,6 +84,15 @@ def slot_gap(m: Model) -> jnp.ndarray:
   return jnp.concatenate(out) if out else jnp.zeros(0)
 
 
+def _convex_group(m: Model, g1, g2, slots: int, geoms, reach, verts: tuple, near):
+  """(dist (npair, slots), pos, frame) of the GJK/EPA group: the search on near pairs only
+  (cull.near_only), the differentiable contacts from its plans on every pair."""
+  search, contact, polys = multiccd.group_collider(m, g1, g2, slots)
+  types = (m.geom_type[g1], m.geom_type[g2])
+  plans = cull.near_only(search, near, (*geoms, reach, *types, *verts))
+  return jax.vmap(contact)(plans, *geoms, reach, *types, *verts, *polys)
+
+
 def collision(m: Model, d: Data) -> Data:
   """mj_collision: fills d.contact from the current geom frames (fixed slots).
 
@@ -106,20 +115,18 @@ def collision(m: Model, d: Data) -> Data:
     g1, g2 = group["g1"], group["g2"]
     cut = slice(at, at + len(g1))
     at = cut.stop
-    more = ()
-    if group["types"] == CONVEX:
-      slots, types = group["slots"], (m.geom_type[g1], m.geom_type[g2])
-      fn, more = multiccd.group_collider(m, g1, g2, slots)
-    elif group["types"] == HFIELD:
-      slots = group["slots"]
-      fn, types = hfield.collider(m, g1, g2, m.opt.ccd_tolerance, iterations)
-    else:
-      (fn, slots), types = table[group["types"]], ()
     geoms = [GeomFrame(pos=d.geom_xpos[g], mat=d.geom_xmat[g], size=m.geom_size[g])
              for g in (g1, g2)]
-    extra = pair_arguments(m, group["types"], g1, g2) + more
-    run = fn if group["types"] == HFIELD else jax.vmap(fn)  # hfield: batched over the group
-    dist, pos, fr = run(*geoms, reach[cut], *types, *extra)
+    extra = pair_arguments(m, group["types"], g1, g2)
+    if group["types"] == CONVEX:
+      dist, pos, fr = _convex_group(m, g1, g2, group["slots"], geoms, reach[cut], extra,
+                                    ~far[cut])
+    elif group["types"] == HFIELD:  # batched over the group by the collider itself
+      fn, more = hfield.collider(m, g1, g2, m.opt.ccd_tolerance, iterations)
+      dist, pos, fr = fn(*geoms, reach[cut], *extra, *more)
+    else:
+      fn = table[group["types"]][0]
+      dist, pos, fr = jax.vmap(fn)(*geoms, reach[cut], *extra)
     # masked here, in the group's own kernels: masking after the concatenation fuses the
     # colliders differently and moves plane-capsule distances by an ulp (its dot products
     # are not guarded against fused multiply-adds)

@@ -588,6 +588,15 @@ def collide(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e-6, 
   """
   plan = convex.convex_plan(type1, type2, g1, g2, margin, tolerance, iterations=iterations,
                             verts1=verts1, verts2=verts2)
+  return collide_from_plan(plan, type1, type2, g1, g2, margin, verts1=verts1, verts2=verts2,
+                           poly1=poly1, poly2=poly2, npoly=npoly)
+
+
+def collide_from_plan(plan, type1, type2, g1: GeomFrame, g2: GeomFrame, margin, *,
+                      verts1=None, verts2=None, poly1: MeshPolygons | None = None,
+                      poly2: MeshPolygons | None = None, npoly: int = NCAP):
+  """`collide` after its search: the contacts from a `convex.convex_plan` (differentiable in
+  the geoms with the plan's combinatorics held fixed, as convex.contact_from_plan)."""
   dist0, pos0, frame0 = convex.contact_from_plan(plan, type1, type2, g1, g2, margin,
                                                  verts1=verts1, verts2=verts2)
   diff = lax.stop_gradient(plan.x1 - plan.x2)
@@ -656,26 +665,32 @@ def mesh_polygons(m, g: np.ndarray, p: int):
 
 
 def group_collider(m, g1: np.ndarray, g2: np.ndarray, slots: int):
-  """(fn, extra) for the driver's convex group: fn(g1, g2, margin, type1, type2, verts1=None,
-  verts2=None, *polygons) -> (dist (slots,), pos (slots, 3), frame (slots, 3, 3)); extra:
-  per-pair polygon arrays to append to the mesh vertex arguments (empty without meshes)."""
+  """(search, contact, extra) for the driver's convex group, split where the gradient starts:
+  search(g1, g2, margin, type1, type2, verts1=None, verts2=None) -> plan, the GJK/EPA search
+  (convex.convex_plan: no gradient, all the loops); contact(plan, g1, g2, margin, type1,
+  type2, verts1=None, verts2=None, *polygons) -> (dist (slots,), pos (slots, 3), frame
+  (slots, 3, 3)); extra: per-pair polygon arrays to append to the mesh vertex arguments
+  (empty without meshes). The driver runs the search on near pairs only (cull.py)."""
   tol, iters = m.opt.ccd_tolerance, m.opt.ccd_iterations
+
+  def search(a, b, margin, t1, t2, verts1=None, verts2=None):
+    return convex.convex_plan(t1, t2, a, b, margin, tol, iterations=iters, verts1=verts1,
+                              verts2=verts2)
+
   if slots == 1:
-    def single(a, b, margin, t1, t2, verts1=None, verts2=None):
-      one = convex.collide_convex(t1, t2, a, b, margin, tol, iterations=iters, verts1=verts1,
-                                  verts2=verts2)
+    def single(plan, a, b, margin, t1, t2, verts1=None, verts2=None):
+      one = convex.contact_from_plan(plan, t1, t2, a, b, margin, verts1=verts1, verts2=verts2)
       return tuple(x[None] for x in one)
-    return single, ()
+    return search, single, ()
   meshes = np.any(m.geom_type[g1] == GeomType.MESH) or np.any(m.geom_type[g2] == GeomType.MESH)
   p = max(NCAP, int(m.npolygonmax))
   extra = ()
   if meshes and m.nmeshpoly:
     extra = tuple(jnp.asarray(x) for g in (g1, g2) for x in mesh_polygons(m, g, p))
 
-  def multi(a, b, margin, t1, t2, verts1=None, verts2=None, *polys):
+  def multi(plan, a, b, margin, t1, t2, verts1=None, verts2=None, *polys):
     poly1 = MeshPolygons(*polys[:5], verts1) if polys else None
     poly2 = MeshPolygons(*polys[5:], verts2) if polys else None
-    return collide(t1, t2, a, b, margin, tol, iterations=iters, verts1=verts1, verts2=verts2,
-                   poly1=poly1, poly2=poly2, npoly=p)
-  return multi, extra
-
+    return collide_from_plan(plan, t1, t2, a, b, margin, verts1=verts1, verts2=verts2,
+                             poly1=poly1, poly2=poly2, npoly=p)
+  return search, multi, extra
