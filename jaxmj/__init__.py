@@ -21,7 +21,7 @@ from jaxmj.dynamics.forward import (
   step2,
 )
 from jaxmj.dynamics.inverse import inverse
-from jaxmj.dynamics.set_const import set_const
+from jaxmj.dynamics.set_const import set_const, statistic
 from jaxmj.dynamics.transition import transition_jacobians
 from jaxmj.interop import to_mujoco
 from jaxmj.io import make_data, reset
@@ -114,7 +114,7 @@ __all__ = [
   "SensorType", "multi_ray", "ray", "rne_post_constraint", "sensor_acc", "sensor_pos",
   "sensor_vel",
   # derivatives
-  "set_const", "transition_jacobians",
+  "set_const", "statistic", "transition_jacobians",
   # MuJoCo interop and rendering (need the mujoco package: jaxmj[mujoco], jaxmj[render])
   "render", "to_mujoco",
   # the ray-cast camera (pure JAX)

@@ -99,3 +99,90 @@ def test_set_const_geometry_bounds_match_a_recompiled_model():
   ours = jax.jit(jaxmj.set_const)(m.replace(geom_size=jnp.asarray(size)))
   np.testing.assert_allclose(ours.geom_rbound, mm.geom_rbound, rtol=1e-15)
   np.testing.assert_allclose(ours.geom_aabb, mm.geom_aabb, rtol=1e-15, atol=1e-300)
+
+
+CAMLIGHT_XML = """<mujoco><worldbody><light pos="0 0 3" dir="0 0 -1"/>
+  <light mode="targetbody" target="b" pos="1 0 3"/>
+  <light mode="targetbodycom" target="b" pos="1 0 3" dir="0 1 0"/><site pos="1 2 0"/>
+  <body name="a" pos="0 0 1" euler="10 20 30"><joint type="hinge" axis="1 0 0" pos=".1 0 0"/>
+    <geom type="box" size=".1 .2 .3" pos=".1 0 0"/>
+    <camera mode="trackcom" pos="0 -1 0" xyaxes="1 0 0 0 0 1"/>
+    <light mode="track" pos=".2 .1 1" dir="1 0 0"/>
+    <body name="b" pos=".3 0 .5" euler="5 5 5"><joint type="ball"/>
+      <geom type="capsule" size=".1 .2" pos="0 .2 0"/><geom type="sphere" size=".05" pos=".2 0 0"/>
+      <camera mode="targetbodycom" target="a" pos="0 -1 0"/>
+      <camera mode="track" pos=".1 -1 .2" euler="3 4 5"/>
+      <light mode="trackcom" pos="0 0 1" dir="0 1 1"/></body></body>
+  <body pos="1 1 1"><freejoint/><geom type="cylinder" size=".1 .3"/></body></worldbody></mujoco>"""
+CAMLIGHT_FIELDS = ["cam_pos0", "cam_poscom0", "cam_mat0", "light_pos0", "light_poscom0",
+                   "light_dir0", "dof_length", "geom_rbound", "geom_aabb"] + FIELDS
+
+
+def _random_edit(m, seed):
+  """Random qpos0 (unit quaternions), masses, geom sizes and positions, camera and light
+  placements: the fields mj_setConst propagates."""
+  rng = np.random.default_rng(seed)
+  qpos0 = np.asarray(m.qpos0) + rng.uniform(-0.3, 0.3, m.nq)
+  for adr, n in ((1, 4), (8, 4)):  # the ball's and the free joint's quaternions
+    qpos0[adr:adr + n] /= np.linalg.norm(qpos0[adr:adr + n])
+
+  def scale(x, lo=0.5, hi=2.0):
+    return np.asarray(x) * rng.uniform(lo, hi, np.shape(x))
+
+  return dict(qpos0=qpos0, body_mass=scale(m.body_mass), body_inertia=scale(m.body_inertia),
+              geom_size=scale(m.geom_size), geom_pos=scale(m.geom_pos, 0.8, 1.2),
+              cam_pos=scale(m.cam_pos), light_pos=scale(m.light_pos),
+              light_dir=scale(m.light_dir, 0.9, 1.1))
+
+
+def test_set_const_camlight_and_dof_length_match_mj_setConst():
+  """cam/light *0 and dof_length (with the geom bounds they read) after random edits, for
+  each camera and light mode, jitted and vmapped over the edits."""
+  m = jaxmj.Model.from_xml_string(CAMLIGHT_XML)
+  edits = [_random_edit(m, seed) for seed in range(3)]
+  stacked = {k: jnp.asarray(np.stack([e[k] for e in edits])) for k in edits[0]}
+  batched = jax.jit(jax.vmap(lambda e: jaxmj.set_const(m.replace(**e))))(stacked)
+  for k, edit in enumerate(edits):
+    mm = mujoco.MjModel.from_xml_string(CAMLIGHT_XML)
+    for f, v in edit.items():
+      getattr(mm, f)[:] = v
+    mujoco.mj_setConst(mm, mujoco.MjData(mm))
+    for f in CAMLIGHT_FIELDS:
+      ref = getattr(mm, f)
+      if not ref.size:
+        continue
+      np.testing.assert_allclose(np.asarray(getattr(batched, f)[k]).reshape(ref.shape), ref,
+                                 rtol=0, atol=1e-12 * max(1.0, np.max(np.abs(ref))), err_msg=f)
+
+
+def test_set_const_height_field_bounds_match_mj_setConst():
+  path = os.path.join(MODELS, "terrain.xml")
+  mm, m = mujoco.MjModel.from_xml_path(path), jaxmj.Model.from_xml_path(path)
+  size = mm.hfield_size * np.random.default_rng(0).uniform(0.5, 2.0, mm.hfield_size.shape)
+  mm.hfield_size[:] = size
+  mujoco.mj_setConst(mm, mujoco.MjData(mm))
+  ours = _set_const(m.replace(hfield_size=jnp.asarray(size)))
+  for f in ("geom_size", "geom_rbound", "geom_aabb", "dof_length"):
+    np.testing.assert_allclose(getattr(ours, f), getattr(mm, f), rtol=1e-14, atol=1e-300,
+                               err_msg=f)
+
+
+@pytest.mark.parametrize("name", ["humanoid", "terrain", "tendon_arm"])
+def test_statistic_matches_mujoco_recompiling_the_edited_model(name):
+  """stat of the MjSpec recompiled with random geom sizes and body positions; the masses
+  the recompiled model infers are copied over (inertia from geoms is tested apart), and
+  qpos0 (a free joint's is its body's position)."""
+  path = os.path.join(MODELS, f"{name}.xml")
+  spec, m = mujoco.MjSpec.from_file(path), jaxmj.Model.from_xml_path(path)
+  rng = np.random.default_rng(1)
+  for g in spec.geoms:
+    g.size = np.asarray(g.size) * rng.uniform(0.5, 1.5, 3)
+  for b in spec.bodies[1:]:
+    b.pos = np.asarray(b.pos) * rng.uniform(0.8, 1.2, 3)
+  mm = spec.compile()
+  edit = {f: jnp.asarray(getattr(mm, f)) for f in
+          ("geom_size", "body_pos", "body_mass", "body_inertia", "body_ipos", "body_iquat",
+           "qpos0")}
+  stat = jax.jit(jaxmj.statistic)(m.replace(**edit))
+  for f in ("meaninertia", "meanmass", "meansize", "extent", "center"):
+    np.testing.assert_allclose(stat[f], getattr(mm.stat, f), rtol=1e-12, atol=1e-14, err_msg=f)
