@@ -211,10 +211,17 @@ class Model:
   geom_sameframe: np.ndarray = static()  # (ngeom,) uint8 SameFrame
   geom_rgba: np.ndarray = static()  # (ngeom, 4) float32  visual only
   geom_castshadow: np.ndarray = static()  # (ngeom,) bool  visual only
+  # jaxmj: how the compiler inferred body inertia from this geom, for set_const to do it
+  # again: 0 not counted, 1 mass = geom_density x volume, 2 mass given (geom_mass)
+  geom_inertiakind: np.ndarray = static()  # (ngeom,) int8
+  geom_meshinertia: np.ndarray = static()  # (ngeom, 4)  jaxmj: mesh volume, inertia box
+  # half-sizes (MuJoCo's equivalent box); 0 for other geoms
   geom_solmix: jax.Array  # (ngeom,)
   geom_solref: jax.Array  # (ngeom, 2)
   geom_solimp: jax.Array  # (ngeom, 5)
   geom_size: jax.Array  # (ngeom, 3)  type-specific sizes
+  geom_density: jax.Array  # (ngeom,)  jaxmj: density the compiler weighed the geom with
+  geom_mass: jax.Array  # (ngeom,)  jaxmj: the geom's compiled mass (given or density x volume)
   geom_aabb: jax.Array  # (ngeom, 6)  local bounding box: centre(3), half-size(3)
   geom_rbound: jax.Array  # (ngeom,)  bounding-sphere radius, 0 for planes
   geom_pos: jax.Array  # (ngeom, 3)  in body frame

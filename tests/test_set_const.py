@@ -186,3 +186,74 @@ def test_statistic_matches_mujoco_recompiling_the_edited_model(name):
   stat = jax.jit(jaxmj.statistic)(m.replace(**edit))
   for f in ("meaninertia", "meanmass", "meansize", "extent", "center"):
     np.testing.assert_allclose(stat[f], getattr(mm.stat, f), rtol=1e-12, atol=1e-14, err_msg=f)
+
+
+INFERRED_XML = """<mujoco><asset>
+  <mesh name="tet" vertex="0 0 0 1 0 0 0 1 0 0 0 1" scale=".2 .3 .25"/></asset>
+  <worldbody><geom type="plane" size="1 1 .1"/>
+  <body name="multi"><freejoint/><geom type="sphere" size=".1" pos=".1 .05 0"/>
+    <geom type="capsule" size=".05 .2" euler="20 10 5"/>
+    <geom type="cylinder" size=".07 .1" pos="0 0 .2" mass=".3"/>
+    <geom type="ellipsoid" size=".1 .2 .05" pos="-.1 0 0" density="500" euler="0 40 0"/>
+    <geom type="box" size=".1 .15 .05" pos="0 -.2 .1" euler="5 0 50"/></body>
+  <body name="single" pos="0 0 1"><joint type="hinge" axis="0 1 0"/>
+    <geom type="capsule" size=".05 .2" pos=".1 0 0" euler="10 20 30"/></body>
+  <body name="withmesh" pos="1 0 1"><joint type="slide"/><geom type="mesh" mesh="tet"/>
+    <geom type="box" size=".1 .1 .1" pos=".2 0 0"/></body>
+  <body name="explicit" pos="2 0 0"><joint type="hinge"/>
+    <inertial pos="0 0 0" mass="1" diaginertia=".1 .1 .1"/><geom type="sphere" size=".1"/>
+  </body></worldbody></mujoco>"""
+INERTIA = ["body_mass", "body_ipos", "body_inertia", "body_iquat"]
+
+
+def _edited_spec(seed):
+  """(compiled model, geom densities) of the MjSpec with random primitive sizes, geom
+  positions and densities."""
+  spec = mujoco.MjSpec.from_string(INFERRED_XML)
+  rng = np.random.default_rng(seed)
+  for g in spec.geoms:
+    if g.type not in (mujoco.mjtGeom.mjGEOM_PLANE, mujoco.mjtGeom.mjGEOM_MESH):
+      g.size = np.asarray(g.size) * rng.uniform(0.5, 2.0, 3)
+      # scaled: a geom at its body's origin stays there (geom_sameframe is static)
+      g.pos = np.asarray(g.pos) * rng.uniform(0.8, 1.2, 3)
+    g.density = g.density * rng.uniform(0.5, 2.0)
+  return spec.compile(), np.array([g.density for g in spec.geoms])
+
+
+def _edits(mm, density):
+  edit = {f: jnp.asarray(getattr(mm, f)) for f in ("geom_size", "geom_pos", "geom_quat")}
+  return {**edit, "geom_density": jnp.asarray(density)}
+
+
+def test_set_const_infers_inertia_from_geoms_as_the_compiler():
+  """from_geoms=True after random geom sizes, positions and densities: body inertia and every
+  mj_setConst field as MuJoCo recompiling the edited MjSpec (which weighs given-mass,
+  mesh and primitive geoms, and leaves the explicit <inertial>), jitted and vmapped."""
+  m = jaxmj.Model.from_xml_string(INFERRED_XML)
+  refs = [_edited_spec(seed) for seed in range(3)]
+  edits = [_edits(*r) for r in refs]
+  stacked = {f: jnp.stack([e[f] for e in edits]) for f in edits[0]}
+  batched = jax.jit(jax.vmap(lambda e: jaxmj.set_const(m.replace(**e), from_geoms=True)))(
+    stacked)
+  for k, (mm, _) in enumerate(refs):
+    for f in INERTIA + FIELDS + ["geom_rbound", "geom_aabb", "dof_length"]:
+      ref = getattr(mm, f)
+      if ref.size:
+        np.testing.assert_allclose(np.asarray(getattr(batched, f)[k]).reshape(ref.shape), ref,
+                                   rtol=0, atol=1e-12 * np.max(np.abs(ref)), err_msg=f)
+
+
+def test_inferred_inertia_differentiates_through_geom_sizes():
+  """d (body inertia, dof_invweight0) / d geom_size against central differences."""
+  m = jaxmj.Model.from_xml_string(INFERRED_XML)
+  v = jnp.asarray(np.random.default_rng(0).uniform(-1, 1, m.geom_size.shape))
+
+  def score(t):
+    c = jaxmj.set_const(m.replace(geom_size=m.geom_size + t * v), from_geoms=True)
+    return (jnp.sum(c.body_inertia * jnp.arange(1, 4)) + jnp.sum(c.body_ipos)
+            + jnp.sum(c.dof_invweight0) + jnp.sum(c.body_iquat[1] * c.body_iquat[1, 0]))
+
+  vg = jax.jit(jax.value_and_grad(score))
+  eps = 1e-6
+  fd = (vg(eps)[0] - vg(-eps)[0]) / (2 * eps)
+  np.testing.assert_allclose(vg(0.0)[1], fd, rtol=1e-6)

@@ -9,6 +9,9 @@ dof_invweight0, tendon_length0, tendon_invweight0, actuator_acc0, cam_pos0, cam_
 cam_mat0, light_pos0, light_poscom0, light_dir0, dof_length, and geom_rbound/geom_aabb of
 primitive geoms from geom_size and of height fields from hfield_size (with their geom_size).
 Mesh bounds stay (they come from mesh_vert, host-side; mj_setConst leaves them too).
+With from_geoms=True, before those, as recompiling would: body_mass, body_ipos,
+body_inertia, body_iquat of the bodies whose inertia the compiler inferred from geoms
+(geom_inertia.py says which).
 `statistic` gives mjModel.stat as the compiler computes it (m.stat is static).
 """
 
@@ -21,15 +24,24 @@ import numpy as np
 from jaxmj import math
 from jaxmj.actuation import driver as actuation
 from jaxmj.constants import MINVAL
+from jaxmj.dynamics.geom_inertia import inertia_from_geoms
 from jaxmj.io import make_data
 from jaxmj.smooth import com, kinematics, mass, tendon
 from jaxmj.smooth.jac import jac
 from jaxmj.types import GeomType, JointType, Model
 
 
-def set_const(m: Model) -> Model:
-  """m with its derived constants recomputed from its current leaves (see module doc)."""
+def set_const(m: Model, from_geoms: bool = False) -> Model:
+  """m with its derived constants recomputed from its current leaves (see module doc).
+
+  from_geoms (static): first re-infer body_mass, body_ipos, body_inertia and body_iquat
+  from the geoms of the bodies the compiler inferred them for (as recompiling the edited
+  model would), so randomized geom sizes or densities move the masses; False (default, as
+  mj_setConst): those body fields are taken as they are, so they can be randomized directly.
+  """
   m = m.replace(**_geom_bounds(m))
+  if from_geoms:
+    m = m.replace(**inertia_from_geoms(m))
   d = _qpos0_data(m)
   d = tendon.tendon(m, d)
   d = mass.factor_m(m, mass.crb(m, d))

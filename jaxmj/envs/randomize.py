@@ -14,8 +14,16 @@ and finds the fields it changes by itself.
     env = jaxmj.envs.wrap(env, randomization_fn=functools.partial(
       jaxmj.envs.randomization(heavier), rng=jax.random.split(key, num_worlds)))
 
-Fields that the compiler derives from others (set_const's masses, inertias, lengths) are
-not recomputed: randomize the field the pipeline reads.
+Fields that the compiler and mj_setConst derive from others (subtree masses, invweight0,
+dof_M0, actuator_acc0, geom bounds, ...) follow the randomized ones with
+`randomization(fn, set_const=True)`, and body masses and inertias follow randomized geom
+sizes and densities with `from_geoms=True` as well (jaxmj.set_const), with no recompile:
+
+    def bigger(m, rng):
+      scale = jax.random.uniform(rng, (m.ngeom, 3), minval=0.8, maxval=1.2)
+      return m.replace(geom_size=m.geom_size * scale)
+
+    randomization_fn = jaxmj.envs.randomization(bigger, set_const=True, from_geoms=True)
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from collections.abc import Callable
 
 import jax
 
+from jaxmj.dynamics import set_const as constants
 from jaxmj.types import Model
 
 
@@ -66,12 +75,28 @@ def _mark_changed(new: Model, old: Model):
   return jax.tree.map(lambda a, b: jax.numpy.zeros((0,) if a is b else (1,)), new, old)
 
 
-def randomization(fn: Callable[[Model, jax.Array], Model]) -> Callable:
+def randomization(fn: Callable[[Model, jax.Array], Model], set_const: bool = False,
+                  from_geoms: bool = False) -> Callable:
   """Brax's `randomization_fn(sys, rng) -> (batched Model, in_axes)` from a per-world
-  `fn(m, rng) -> m'`; rng is (B, 2). Only the fields `fn` changes get a world axis."""
+  `fn(m, rng) -> m'`; rng is (B, 2). Only the fields `fn` changes get a world axis.
+
+  set_const: each world's derived constants recomputed after `fn` (jaxmj.set_const, with
+  `from_geoms`: body inertia re-inferred from geoms first); those fields get a world axis too.
+  """
+  if set_const or from_geoms:
+    fn = _with_constants(fn, from_geoms)
 
   def randomization_fn(sys: Model, rng: jax.Array):
     axes = model_in_axes(sys, *changed_fields(fn, sys))
-    return jax.vmap(fn, in_axes=(None, 0), out_axes=axes)(sys, rng), axes
+    # jitted: an eager vmap dispatches (and compiles) every primitive on its own, which for
+    # set_const's hundreds of small ops is minutes against seconds
+    return jax.jit(jax.vmap(fn, in_axes=(None, 0), out_axes=axes))(sys, rng), axes
 
   return randomization_fn
+
+
+def _with_constants(fn: Callable, from_geoms: bool) -> Callable:
+  def randomized(m: Model, rng: jax.Array) -> Model:
+    return constants.set_const(fn(m, rng), from_geoms=from_geoms)
+
+  return randomized

@@ -65,3 +65,31 @@ def test_each_world_steps_with_its_own_model_as_mujoco_does(env):
   # body_inertia was not rescaled with the mass in either engine: same model both sides
   np.testing.assert_allclose(new.pipeline_state.qacc, np.array(qacc), rtol=1e-9, atol=1e-9)
   assert len(np.unique(np.round(np.asarray(new.pipeline_state.qacc[:, 0]), 6))) == n
+
+
+def _thicker(m, rng):
+  """Each geom's first size (box x half-size, capsule radius) scaled by 0.7..1.5."""
+  scale = jax.random.uniform(rng, (m.ngeom,), minval=0.7, maxval=1.5)
+  return m.replace(geom_size=m.geom_size.at[:, 0].multiply(scale))
+
+
+def test_randomized_geometry_updates_derived_fields_over_1024_worlds(env):
+  """set_const in the randomization: 1024 worlds of randomized geom sizes, each world's
+  inertia (given masses, so only the moments move), invweight0, acc0 and bounds as MuJoCo
+  recompiling the model with that world's sizes (the batch steps as in the test above)."""
+  n = 1024
+  rand = functools.partial(E.randomization(_thicker, set_const=True, from_geoms=True),
+                           rng=jax.random.split(jax.random.PRNGKey(5), n))
+  sys_v, axes = rand(env.sys)
+  assert sys_v.body_inertia.shape == (n, env.sys.nbody, 3) and axes.body_inertia == 0
+  assert axes.dof_invweight0 == 0 and axes.actuator_acc0 == 0 and axes.geom_rbound == 0
+  for k in (0, n // 2, n - 1):
+    spec = mujoco.MjSpec.from_file(E.asset_path("cartpole.xml"))
+    for g, size in zip(spec.geoms, np.asarray(sys_v.geom_size[k])):
+      g.size = [size[0], *g.size[1:]]
+    mm = spec.compile()
+    for f in ("body_mass", "body_inertia", "body_iquat", "body_ipos", "dof_M0",
+              "dof_invweight0", "body_invweight0", "actuator_acc0", "geom_rbound", "geom_aabb"):
+      ref = getattr(mm, f)
+      np.testing.assert_allclose(np.asarray(getattr(sys_v, f)[k]).reshape(ref.shape), ref,
+                                 rtol=0, atol=1e-12 * np.max(np.abs(ref)), err_msg=f)

@@ -167,6 +167,7 @@ def _inertia(bodies: list[bodytree.Body], f: dict, compiler: dict) -> None:
   mass, ipos = np.zeros(nbody), np.zeros((nbody, 3))
   iquat, inert = np.tile(bodytree.IDENTITY, (nbody, 1)), np.zeros((nbody, 3))
   gmass = _geom_masses(f)
+  inferred = np.zeros(len(gmass), np.int8)  # geom_inertiakind
   lo, hi = compiler["inertiagrouprange"]
   mode = compiler["inertiafromgeom"]
   if bodies[0].inertial is not None:
@@ -194,6 +195,7 @@ def _inertia(bodies: list[bodytree.Body], f: dict, compiler: dict) -> None:
       mass[b], ipos[b], inert[b], iquat[b] = inertia.combine(
         gmass[gs], f["geom_pos"][gs], f["geom_quat"][gs],
         [inertia.geom_inertia(*asset.inertia_shape(f, g), gmass[g]) for g in gs])
+      inferred[gs] = np.where(np.isnan(f["geom_mass_given"][gs]), 1, 2)
   for b in (b for b in range(1, nbody) if bodies[b].inertia is None):  # fused: bounded
     if compiler["boundmass"] > 0:
       mass[b] = max(mass[b], compiler["boundmass"])
@@ -213,6 +215,22 @@ def _inertia(bodies: list[bodytree.Body], f: dict, compiler: dict) -> None:
       raise node.error("inertia must satisfy A + B >= C (use balanceinertia to fix)")
   f.update(body_mass=mass, body_ipos=ipos, body_iquat=iquat, body_inertia=inert)
   f["geom_mass"] = gmass
+  f.update(_geom_inertia_plan(f, inferred, compiler))
+
+
+def _geom_inertia_plan(f: dict, kind: np.ndarray, compiler: dict) -> dict:
+  """What set_const needs to infer body inertia from geoms again on the device:
+  geom_inertiakind (0 not counted, 1 density x volume, 2 given mass), geom_density, and
+  geom_meshinertia (volume and equivalent inertia box of mesh geoms, 0 elsewhere). Bounds
+  and settotalmass, which set_const does not apply, leave every geom uncounted."""
+  if (compiler["boundmass"] > 0 or compiler["boundinertia"] > 0 or compiler["balanceinertia"]
+          or compiler["settotalmass"] > 0):
+    kind = np.zeros_like(kind)
+  mesh = np.asarray(f["geom_type"]) == GeomType.MESH
+  meshinertia = np.where(mesh[:, None], np.concatenate(
+    [f["_geom_volume"][:, None], f["_geom_inertiabox"]], 1), 0.0)
+  return dict(geom_inertiakind=kind, geom_density=np.asarray(f["geom_density"], float),
+              geom_meshinertia=meshinertia.reshape(-1, 4))
 
 
 def _own_inertia(bodies: list[bodytree.Body], asset_fields: dict, compiler: dict) -> dict:
