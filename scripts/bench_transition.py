@@ -1,4 +1,4 @@
-"""Transition Jacobians: jaxmj (exact, jacfwd, vmapped over a batch of states) against
+"""Transition Jacobians: jaxmj (exact, forward mode, vmapped over a batch of states) against
 MuJoCo C's mjd_transitionFD (centred differences, eps 1e-6, one state per call, float64).
 
 Reports, per model: jaxmj's compile time, its wall time per state at batch B (median of 3
