@@ -13,8 +13,8 @@ import jaxmj
 # jaxmj fields that mjModel / mjData do not have, each documented in jaxmj/types.py
 # and jaxmj/data.py.
 MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss", "unsupported",
-              "model_name", "path", "opt", "names", "mesh_hullnum", "mesh_hullvert", "geom_inertiakind", "geom_meshinertia",
-              "geom_density", "geom_mass",
+              "model_name", "path", "opt", "names", "mesh_hullnum", "mesh_hullvert",
+              "geom_inertiakind", "geom_meshinertia", "geom_density", "geom_mass",
               "geom_hfieldwindow", "tendon_hasfrictionloss", "wrap_sideid",
               "body_fluidellipsoid", "tendon_hasarmature",
               "jnt_limitboth", "tendon_limitboth", "actuator_slots", "source"}
