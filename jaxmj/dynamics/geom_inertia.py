@@ -81,16 +81,15 @@ def _geom_mass_properties(m: Model, g: np.ndarray, size: jax.Array):
   return mass, geom_moments(shape_type, shape, mass)
 
 
-def inertia_from_geoms(m: Model, geom_size: jax.Array | None = None) -> dict:
+def inertia_from_geoms(m: Model) -> dict:
   """body_mass (nbody,), body_ipos (nbody, 3), body_inertia (nbody, 3), body_iquat
   (nbody, 4), body frame, with the bodies whose inertia the compiler inferred from geoms
-  recomputed from geom_size (default m.geom_size; set_const passes the height-field-sized
-  one), geom_pos, geom_quat, geom_density and geom_mass. {} when no body's was inferred."""
+  recomputed from geom_size (a height field's as set_const sizes it from hfield_size),
+  geom_pos, geom_quat, geom_density and geom_mass. {} when no body's was inferred."""
   g = np.flatnonzero(m.geom_inertiakind)
   if not len(g):
     return {}
-  size = m.geom_size if geom_size is None else geom_size
-  gmass, moments = _geom_mass_properties(m, g, size)
+  gmass, moments = _geom_mass_properties(m, g, m.geom_size)
   body = m.geom_bodyid[g]
   bodies, count = np.unique(body, return_counts=True)
   out = dict(body_mass=m.body_mass, body_ipos=m.body_ipos, body_inertia=m.body_inertia,
