@@ -51,7 +51,7 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None, chunk: int
   one primal pass) and the tangent map applied to the basis `chunk` columns at a time
   (lax.map over groups, vmap within; static). chunk=1 is the fastest measured on the CPU
   (scripts/bench_transition.py): pushing all 2 nv + na + nu tangents at once, as jax.jacfwd
-  does, multiplies every intermediate by their number and was 6-8x slower. eps > 0:
+  does, multiplies every intermediate by their number and was 4-6x slower. eps > 0:
   centred finite differences of the same function with that step (mjd_transitionFD with
   flg_centered), for comparison or where a derivative is not wanted through a non-smooth
   event. One world; `jax.vmap` over a batch of Data (with `in_axes=(None, 0)`) batches it,
