@@ -1,6 +1,6 @@
 """Bit-for-bit comparison of two git revisions: every bundled model rolled out at both.
 
-    python scripts/compare_revisions.py OLD [NEW] [--steps 30] [--models models/*.xml]
+    python scripts/compare_revisions.py OLD [NEW] [--steps 30] [--models models/*.xml] [--jaxpr]
 
 Each revision's `jaxmj` is exported (`git archive`) into a temporary directory and run in its
 own subprocess, at float64 and at float32, on the same model files (this checkout's) from
@@ -10,6 +10,11 @@ prints one row per model and dtype and exits non-zero unless qpos, qvel and act 
 for bit at every step. NEW defaults to the working tree (uncommitted edits included); a
 revision is anything `git archive` takes. Use it around refactors that must not change
 results (e.g. issue 17's layout redesign).
+
+--jaxpr compares the traced programs instead: the text of `jax.make_jaxpr(jaxmj.step)` on
+each model's make_data, no compile (seconds a model, where a rollout's compile takes
+minutes). Equal programs give equal bits; a difference says only that the program changed
+(an operation added, moved or renamed), for the rollouts to decide.
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ for path in paths:
     d = jaxmj.make_data(m)
     d = d.replace(qvel=jnp.asarray(0.1 * rng.standard_normal(m.nv), d.qvel.dtype))
     ctrl = jnp.asarray(rng.uniform(-1.0, 1.0, (steps, m.nu)), d.qvel.dtype)
+    if steps == 0:  # --jaxpr: the traced step, as text
+      result[f"{name}:jaxpr"] = np.array(str(jax.make_jaxpr(jaxmj.step)(m, d)))
+      continue
     _, traj = jax.jit(jaxmj.rollout)(m, d, ctrl)
     for k in ("qpos", "qvel", "act"):
       result[f"{name}:{k}"] = np.asarray(traj[k])
@@ -91,7 +99,7 @@ def bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
   return np.array_equal(a, b)
 
 
-def compare(old: dict, new: dict, models: list[str]) -> list[dict]:
+def compare(old: dict, new: dict, models: list[str], fields=FIELDS) -> list[dict]:
   rows = []
   for path in models:
     name = os.path.basename(path)
@@ -100,7 +108,7 @@ def compare(old: dict, new: dict, models: list[str]) -> list[dict]:
       same = err_old is not None and err_new is not None and str(err_old) == str(err_new)
       rows.append({"model": name, "equal": same, "note": str(err_new or err_old)[:80]})
       continue
-    diff = [f for f in FIELDS if not bits_equal(old[f"{name}:{f}"], new[f"{name}:{f}"])]
+    diff = [f for f in fields if not bits_equal(old[f"{name}:{f}"], new[f"{name}:{f}"])]
     rows.append({"model": name, "equal": not diff, "note": ",".join(diff) or "bit-identical"})
   return rows
 
@@ -113,7 +121,9 @@ def main() -> int:
   p.add_argument("--models", nargs="+", default=sorted(glob.glob(os.path.join(ROOT, "models",
                                                                                "*.xml"))))
   p.add_argument("--dtypes", nargs="+", default=["float64", "float32"])
+  p.add_argument("--jaxpr", action="store_true", help="compare traced programs, not rollouts")
   args = p.parse_args()
+  steps, fields = (0, ("jaxpr",)) if args.jaxpr else (args.steps, FIELDS)
   models = [os.path.abspath(m) for m in args.models]
   failed = False
   with tempfile.TemporaryDirectory(prefix="compare_revisions_") as tmp:
@@ -122,12 +132,12 @@ def main() -> int:
       trees[key] = export(rev, os.path.join(tmp, key))
     for dtype in args.dtypes:
       outs = {k: os.path.join(tmp, f"{k}_{dtype}.npz") for k in trees}
-      procs = {k: run(trees[k], dtype, args.steps, models, outs[k]) for k in trees}
+      procs = {k: run(trees[k], dtype, steps, models, outs[k]) for k in trees}
       if any(proc.wait() for proc in procs.values()):
         print(f"{dtype}: a revision's run failed", file=sys.stderr)
         return 2
       with np.load(outs["old"]) as a, np.load(outs["new"]) as b:
-        rows = compare(dict(a), dict(b), models)
+        rows = compare(dict(a), dict(b), models, fields)
       for r in rows:
         print(f"{dtype:8s} {r['model']:24s} {'OK ' if r['equal'] else 'DIFF'} {r['note']}")
         failed |= not r["equal"]

@@ -11,12 +11,13 @@ Adding a test against MuJoCo, in the folder of the stage it checks (tests/smooth
         lambda mj, md: (mujoco.mj_kinematics(mj, md), mujoco.mj_comPos(mj, md)),
         ["subtree_com", "cinert", "cdof"], seeds=range(3), tol=1e-12)
 
-`assert_stage_matches` compiles the MJCF with both engines, draws random states
-(`random_state`: qpos on the joint manifold, qvel, applied forces), runs the jaxmj function
-jitted with the fast compile flags (`FAST`, `jit_fast`; the `fast_jit` fixture in conftest.py)
-and the MuJoCo function on each, and compares the named fields (tol=0: bit for bit). Use
-float64 references only (conftest.py turns x64 on), and a tolerance you can defend: MuJoCo's
-own arithmetic order is reproduced where the tests say "bit for bit".
+`assert_stage_matches` compiles the MJCF with both engines (or takes a loaded `(m, mj)`
+pair), draws states (`random_state`: qpos on the joint manifold, qvel, applied forces; or
+your `state(m, mj, seed)`), runs the jaxmj function jitted with the fast compile flags
+(`FAST`, `jit_fast`, the `fast_jit` fixture) and the MuJoCo function on each, and compares
+the named fields (tol=0: bit for bit; `rtol` apart from `tol`); `check(d, md, seed)` adds
+assertions on what the fields do not show. Use float64 references only (conftest.py turns
+x64 on) and a tolerance you can defend.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def rollout_error(m, mj, nstep: int, key: int | None = None, dm=None):
     mujoco.mj_resetDataKeyframe(mj, dm, key)
   d = jaxmj.make_data(m).replace(qpos=dm.qpos.copy(), qvel=dm.qvel.copy())
   run = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=nstep),
-                compiler_options={"xla_backend_optimization_level": 0})
+                compiler_options=FAST)
   final, traj = run(m, d)
   ref, ncon = [], []
   for _ in range(nstep):
@@ -195,7 +196,7 @@ def one_step_errors(m, states) -> dict:
   batch = jax.vmap(lambda *s: d0.replace(**dict(zip(STATE, s))))(
     *(states[k][:-1] for k in STATE))
   out = jax.jit(jax.vmap(jaxmj.step, in_axes=(None, 0)),
-                compiler_options={"xla_backend_optimization_level": 0})(m, batch)
+                compiler_options=FAST)(m, batch)
   return {k: rel_err(np.asarray(getattr(out, k)), states[k][1:]) for k in ("qpos", "qvel")}
 
 
@@ -211,8 +212,7 @@ def assert_ctrl_jacobian_matches(m, mj, dm, d, atol: float = 1e-6) -> None:
   def qfrc(c):
     return fwd_actuation(m, fwd_velocity(m, fwd_position(m, d.replace(ctrl=c)))).qfrc_actuator
 
-  fast = {"xla_backend_optimization_level": 0}
-  jac = jax.jit(jax.jacfwd(qfrc), compiler_options=fast)(dm.ctrl.copy())
+  jac = jit_fast(jax.jacfwd(qfrc))(dm.ctrl.copy())
   fd, eps = np.zeros((mj.nv, mj.nu)), 1e-6
   for j in range(mj.nu):
     cols = []
@@ -223,6 +223,28 @@ def assert_ctrl_jacobian_matches(m, mj, dm, d, atol: float = 1e-6) -> None:
       dm.ctrl[j] -= s * eps
     fd[:, j] = (cols[0] - cols[1]) / (2 * eps)
   np.testing.assert_allclose(np.asarray(jac), fd, atol=atol)
+
+
+def assert_actuation_matches(m, mj, ctrl_scale: float = 1.0, seeds=range(3),
+                             atol: float = 1e-9) -> None:
+  """mj_fwdActuation's outputs (actuator_force, act_dot, qfrc_actuator) against jaxmj's
+  position, velocity and actuation stages at `random_state`s with random controls (normal,
+  times `ctrl_scale`) and activations (normal, times 0.3), drawn from one generator in turn."""
+  from jaxmj.actuation.driver import fwd_actuation
+  from jaxmj.dynamics.forward import fwd_position, fwd_velocity
+
+  rng = np.random.default_rng(0)
+
+  def state(m, mj, seed):
+    d = random_state(m, mj, seed)
+    d.ctrl[:] = rng.normal(size=mj.nu) * ctrl_scale
+    d.act[:] = rng.normal(size=mj.na) * 0.3
+    return d
+
+  assert_stage_matches(
+    (m, mj), lambda m, d: fwd_actuation(m, fwd_velocity(m, fwd_position(m, d))),
+    mujoco.mj_forward, ["actuator_force", "act_dot", "qfrc_actuator"], seeds=seeds,
+    tol=atol, rtol=0, state=state, inputs=("ctrl", "act"))
 
 
 def assert_ctrl_rollout_matches(m, mj, qpos, qvel, steps: int, atol: float = 1e-8) -> None:
@@ -242,7 +264,7 @@ def assert_ctrl_rollout_matches(m, mj, qpos, qvel, steps: int, atol: float = 1e-
     mujoco.mj_step(mj, d)
     ref.append(np.concatenate([getattr(d, k) for k in fields]))
   run = jax.jit(lambda m, d, u: jaxmj.rollout(m, d, u, fields=fields)[1],
-                compiler_options={"xla_backend_optimization_level": 0})
+                compiler_options=FAST)
   traj = run(m, d0, jnp.asarray(ctrl))
   ours = np.concatenate([traj[k] for k in fields], axis=1)
   np.testing.assert_allclose(ours, np.array(ref), atol=atol, rtol=0)

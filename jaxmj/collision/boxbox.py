@@ -52,6 +52,30 @@ def _onehot(k, dtype):
   return (jnp.arange(3) == k).astype(dtype)
 
 
+def _edge_separations(rot, pos21, size1, size2, septol):
+  """(9,) separation of the boxes along each edge-cross axis, pair k = 3i + j (box 1 edge i,
+  box 2 edge j); -BIG for nearly parallel edges. rot: box 2 axes in box 1's frame (columns),
+  pos21: box 2 centre in box 1's frame."""
+  # edge-cross axes e_i x (box 2 axis j) in box 1's frame (component i is zero), pair k = 3i + j;
+  # x[i1] over the pairs is roll(x, -1) repeated (box 1) or tiled (box 2): static slices, where
+  # indexing with index arrays would be gathers
+  rr = lambda di, dj: jnp.roll(jnp.roll(rot, -di, axis=0), -dj, axis=1).reshape(9)
+  r1 = lambda v, di: jnp.repeat(jnp.roll(v, -di), 3)
+  r2 = lambda v, dj: jnp.tile(jnp.roll(v, -dj), 3)
+  ax1, ax2 = -rr(2, 0), rr(1, 0)
+  norm2 = ax1 * ax1 + ax2 * ax2
+  ok = ~(norm2 < BOXBOX_PAREPS)  # nearly parallel edges: left to the face axes
+  inv = 1.0 / safe_sqrt(jnp.where(ok, norm2, 1.0))
+  ax1, ax2 = ax1 * inv, ax2 * inv
+  radius1 = r1(size1, 1) * jnp.abs(ax1) + r1(size1, 2) * jnp.abs(ax2)
+  a21 = ax1 * rr(1, 1) + ax2 * rr(2, 1)
+  a22 = ax1 * rr(1, 2) + ax2 * rr(2, 2)
+  radius2 = r2(size2, 1) * jnp.abs(a21) + r2(size2, 2) * jnp.abs(a22)
+  sep = jnp.abs(ax1 * r1(pos21, 1) + ax2 * r1(pos21, 2)) - radius1 - radius2
+  sep = materialize(jnp.where(ok, sep, -BIG), septol)  # read by each step of _box_sat's choice
+  return sep
+
+
 def _box_sat(b1: GeomFrame, b2: GeomFrame, margin):
   """Stage 1: the axis of least separation (code 0-2 box-1 face, 3-5 box-2 face, 6 + 3i + j
   edge i of box 1 x edge j of box 2), with faces preferred on near-ties."""
@@ -72,23 +96,7 @@ def _box_sat(b1: GeomFrame, b2: GeomFrame, margin):
   code_face = jnp.argmax(seps).astype(jnp.int32)
   sep_face = jnp.max(seps)
 
-  # edge-cross axes e_i x (box 2 axis j) in box 1's frame (component i is zero), pair k = 3i + j;
-  # x[i1] over the pairs is roll(x, -1) repeated (box 1) or tiled (box 2): static slices, where
-  # indexing with index arrays would be gathers
-  rr = lambda di, dj: jnp.roll(jnp.roll(rot, -di, axis=0), -dj, axis=1).reshape(9)
-  r1 = lambda v, di: jnp.repeat(jnp.roll(v, -di), 3)
-  r2 = lambda v, dj: jnp.tile(jnp.roll(v, -dj), 3)
-  ax1, ax2 = -rr(2, 0), rr(1, 0)
-  norm2 = ax1 * ax1 + ax2 * ax2
-  ok = ~(norm2 < BOXBOX_PAREPS)  # nearly parallel edges: left to the face axes
-  inv = 1.0 / safe_sqrt(jnp.where(ok, norm2, 1.0))
-  ax1, ax2 = ax1 * inv, ax2 * inv
-  radius1 = r1(size1, 1) * jnp.abs(ax1) + r1(size1, 2) * jnp.abs(ax2)
-  a21 = ax1 * rr(1, 1) + ax2 * rr(2, 1)
-  a22 = ax1 * rr(1, 2) + ax2 * rr(2, 2)
-  radius2 = r2(size2, 1) * jnp.abs(a21) + r2(size2, 2) * jnp.abs(a22)
-  sep = jnp.abs(ax1 * r1(pos21, 1) + ax2 * r1(pos21, 2)) - radius1 - radius2
-  sep = materialize(jnp.where(ok, sep, -BIG), septol)  # read by each step below
+  sep = _edge_separations(rot, pos21, size1, size2, septol)
   separated = separated | jnp.any(sep > septol)
   beat = sep > sep_face
   biased = sep - BOXBOX_EDGEBIAS * jnp.abs(sep)

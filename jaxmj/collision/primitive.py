@@ -385,6 +385,27 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
 
   bestdistmax = margin + 2 * (size1[0] + halflength + size2[0] + size2[1] + size2[2])
 
+  bsp, boxpos, closest = _capsule_box_closest(size1, size2, pos, halfaxis, bestdistmax)
+  cltype = closest[0]
+  secondpos = _capsule_box_second(closest, bsp, boxpos, size2, pos, axis, halfaxis, axisdir)
+  found = cltype != -4
+
+  def sphere(t):
+    center = mat_vec3(mat2, pos + halfaxis * t) + pos2
+    valid, dist, p, normal = _raw_sphere_box(center, size1[0], pos2, mat2, size2, margin)
+    return valid, dist, p, make_frame(normal)
+
+  bsp, secondpos = materialize(jnp.stack([bsp, secondpos]), size2[0])
+  valid, dist, p, frames = jax.vmap(sphere)(jnp.stack([bsp, secondpos + bsp]))
+  valid = valid & jnp.stack([found, found & (secondpos > -3)])
+  return pack_slots(valid, dist, p, frames)
+
+
+def _capsule_box_closest(size1, size2, pos, halfaxis, bestdistmax):
+  """mjraw_CapsuleBox's closest feature: (segment position in [-1, 1], box edge position,
+  (type, face, corner, edge)) of the best of the 2 end points (a face) and the 12 edges, box
+  frame; type -4 when none is within bestdistmax."""
+  i32 = lambda x: jnp.asarray(x, jnp.int32)
   # end points whose clamping to the box changes at most one coordinate: a face
   ends = pos[None, :] + halfaxis[None, :] * jnp.array([[-1.0], [1.0]], pos.dtype)
   below, above = ends < -size2, ends > size2
@@ -394,6 +415,43 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   gap = jnp.where(below, -size2, jnp.where(above, size2, ends)) - ends
   fdist = gap[:, 0] * gap[:, 0] + gap[:, 1] * gap[:, 1] + gap[:, 2] * gap[:, 2]
 
+  edist, x1, x2, ok, ecode, s1 = _capsule_box_edges(size1, size2, pos, halfaxis)
+
+  # MuJoCo's sequential search over the 2 end points, then the 12 edges: a candidate replaces
+  # the best so far if its squared distance is smaller (for edges, smaller by MINVAL). Per
+  # candidate (stored once, not recomputed for each of the scan's inputs): squared distance,
+  # segment and box positions; ok, type, face, corner and edge.
+  f32 = lambda x: jnp.asarray(x, pos.dtype)
+  slack = jnp.asarray(np.repeat([0.0, MINVAL], [2, 12]), pos.dtype)
+  fcand = materialize(jnp.stack([
+    jnp.concatenate([fdist, edist]),
+    jnp.concatenate([f32([-1.0, 1.0]), x2]),
+    jnp.concatenate([jnp.zeros(2, pos.dtype), x1]),
+  ], axis=1), size2[0])
+  icand = materialize(jnp.stack([
+    i32(jnp.concatenate([nout <= 1, ok])),
+    jnp.concatenate([i32([-3, -1]), i32(ecode)]),
+    jnp.concatenate([i32(lastout), i32(jnp.full(12, -1))]),
+    jnp.concatenate([i32([0, 0]), i32(_EDGE_CORNER + (1 << _EDGE_AXIS) * i32(s1 == 2))]),
+    i32(np.concatenate([[0, 0], _EDGE_AXIS])),
+  ], axis=1), size2[0])
+
+  def step(best, cand):
+    (bf, bi), (cf, ci, sl) = best, cand
+    upd = (ci[0] == 1) & (cf[0] < bf[0] - sl)
+    return (jnp.where(upd, cf, bf), jnp.where(upd, ci[1:], bi)), None
+
+  init = (jnp.stack([bestdistmax, f32(0.0), f32(0.0)]), i32([-4, -1, 0, 0]))
+  (bf, bi), _ = jax.lax.scan(step, init, (fcand, icand, slack))
+  bestsegmentpos, bestboxpos = bf[1], bf[2]
+  cltype, clface, clcorner, cledge = bi[0], bi[1], bi[2], bi[3]
+  return bestsegmentpos, bestboxpos, (cltype, clface, clcorner, cledge)
+
+
+def _capsule_box_edges(size1, size2, pos, halfaxis):
+  """The segment's closest points to the box's 12 edges (box frame): squared distance,
+  position along the edge and the segment in [-1, 1], whether the pair is not parallel, and
+  MuJoCo's code 3 * side1 + side2 (0 below, 1 inside, 2 above) with side1 alone. (12,) each."""
   # the 12 edges (centre tmp3, direction along axis j): closest points to the segment
   # edges 4k..4k+3 run along axis k: x[j] is x repeated, not a gather
   j = jnp.asarray(_EDGE_AXIS)
@@ -427,40 +485,16 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
   d = d + jax.nn.one_hot(j, 3, dtype=d.dtype) * (sj * x1)[:, None]
   edist = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
   ecode = s1 * 3 + s2
+  return edist, x1, x2, ok, ecode, s1
 
-  # MuJoCo's sequential search over the 2 end points, then the 12 edges: a candidate replaces
-  # the best so far if its squared distance is smaller (for edges, smaller by MINVAL). Per
-  # candidate (stored once, not recomputed for each of the scan's inputs): squared distance,
-  # segment and box positions; ok, type, face, corner and edge.
-  f32 = lambda x: jnp.asarray(x, pos.dtype)
-  slack = jnp.asarray(np.repeat([0.0, MINVAL], [2, 12]), pos.dtype)
-  fcand = materialize(jnp.stack([
-    jnp.concatenate([fdist, edist]),
-    jnp.concatenate([f32([-1.0, 1.0]), x2]),
-    jnp.concatenate([jnp.zeros(2, pos.dtype), x1]),
-  ], axis=1), size2[0])
-  icand = materialize(jnp.stack([
-    i32(jnp.concatenate([nout <= 1, ok])),
-    jnp.concatenate([i32([-3, -1]), i32(ecode)]),
-    jnp.concatenate([i32(lastout), i32(jnp.full(12, -1))]),
-    jnp.concatenate([i32([0, 0]), i32(_EDGE_CORNER + (1 << _EDGE_AXIS) * i32(s1 == 2))]),
-    i32(np.concatenate([[0, 0], _EDGE_AXIS])),
-  ], axis=1), size2[0])
 
-  def step(best, cand):
-    (bf, bi), (cf, ci, sl) = best, cand
-    upd = (ci[0] == 1) & (cf[0] < bf[0] - sl)
-    return (jnp.where(upd, cf, bf), jnp.where(upd, ci[1:], bi)), None
-
-  init = (jnp.stack([bestdistmax, f32(0.0), f32(0.0)]), i32([-4, -1, 0, 0]))
-  (bf, bi), _ = jax.lax.scan(step, init, (fcand, icand, slack))
-  bestsegmentpos, bestboxpos = bf[1], bf[2]
-  cltype, clface, clcorner, cledge = bi[0], bi[1], bi[2], bi[3]
-
+def _capsule_box_second(closest, bsp, bestboxpos, size2, pos, axis, halfaxis, axisdir):
+  """mjraw_CapsuleBox's second point: how far along the segment from `bsp` the second sphere
+  test goes for a closest corner (a), edge (b) or face (c); -4 where MuJoCo makes none."""
+  cltype, clface, clcorner, cledge = closest
   absh = jnp.abs(halfaxis)
   spans = safe_div(2.0 * size2, absh, BIG)  # C: x / 0 = inf
   span = lambda a: select_at(spans, a)
-  bsp = bestsegmentpos
 
   # (a) closest to a corner of the box
   c1 = jnp.bitwise_xor(axisdir, clcorner)
@@ -515,17 +549,7 @@ def capsule_box(cap: GeomFrame, box: GeomFrame, margin) -> Collision:
     jnp.where(skip_a, -4.0, sp_a),
     jnp.where(edge, jnp.where(skip_b, -4.0, sp_b), jnp.where(skip_c, -4.0, sp_c)),
   )
-  found = cltype != -4
-
-  def sphere(t):
-    center = mat_vec3(mat2, pos + halfaxis * t) + pos2
-    valid, dist, p, normal = _raw_sphere_box(center, size1[0], pos2, mat2, size2, margin)
-    return valid, dist, p, make_frame(normal)
-
-  bsp, secondpos = materialize(jnp.stack([bsp, secondpos]), size2[0])
-  valid, dist, p, frames = jax.vmap(sphere)(jnp.stack([bsp, secondpos + bsp]))
-  valid = valid & jnp.stack([found, found & (secondpos > -3)])
-  return pack_slots(valid, dist, p, frames)
+  return secondpos
 
 
 # ------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from jaxmj import math
 from jaxmj.constraint import equality
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.scan import body_plan
-from jaxmj.smooth import armature, plastic, tendon, wrap
+from jaxmj.smooth import armature, passive, tendon, wrap
 from jaxmj.smooth.support import contact_forces
 from jaxmj.types import Data, DisableBit, EqType, Model, TrnType
 
@@ -105,12 +105,7 @@ def tendon_forces(m: Model, d: Data) -> jnp.ndarray:
   """(ntendon,) total scalar force along each tendon (see the module docstring)."""
   f = _row_tendon_forces(m, d)
   if not m.opt.disabled(DisableBit.SPRING):
-    rest = plastic.lengthspring(m, d)
-    lo, hi = rest[:, 0], rest[:, 1]
-    length = d.ten_length
-    x = jnp.where(length > hi, length - hi, jnp.where(length < lo, length - lo, 0.0))
-    k2, k3 = m.tendon_stiffnesspoly[:, 0], m.tendon_stiffnesspoly[:, 1]
-    f = f - (m.tendon_stiffness * x + k2 * x * x + k3 * x * x * x)
+    f = f - passive.tendon_spring_polynomial(m, d)
   if not m.opt.disabled(DisableBit.DAMPER):
     b, poly = armature.tendon_damping(m, d.qvel.dtype)
     f = f + armature.damper_force(b, poly, d.ten_velocity)

@@ -58,6 +58,17 @@ def _spring(m: Model, d: Data) -> jnp.ndarray:
   return qfrc
 
 
+def tendon_spring_polynomial(m: Model, d: Data) -> jnp.ndarray:
+  """(ntendon,) k x + k2 x^2 + k3 x^3, x the length past the nearer end of the rest range
+  (0 inside it): minus each tendon's scalar spring force."""
+  rest = plastic.lengthspring(m, d)
+  lo, hi = rest[:, 0], rest[:, 1]
+  length = d.ten_length
+  x = jnp.where(length > hi, length - hi, jnp.where(length < lo, length - lo, 0.0))
+  k2, k3 = m.tendon_stiffnesspoly[:, 0], m.tendon_stiffnesspoly[:, 1]
+  return m.tendon_stiffness * x + k2 * x * x + k3 * x * x * x
+
+
 def tendon_passive(m: Model, d: Data) -> tuple[jnp.ndarray, jnp.ndarray]:
   """Tendon spring and damper forces in joint space, (nv,) each (part of mj_passive).
 
@@ -72,12 +83,7 @@ def tendon_passive(m: Model, d: Data) -> tuple[jnp.ndarray, jnp.ndarray]:
     return zero, zero
   spring = damper = zero
   if not m.opt.disabled(DisableBit.SPRING):
-    rest = plastic.lengthspring(m, d)
-    lo, hi = rest[:, 0], rest[:, 1]
-    length = d.ten_length
-    x = jnp.where(length > hi, length - hi, jnp.where(length < lo, length - lo, 0.0))
-    k2, k3 = m.tendon_stiffnesspoly[:, 0], m.tendon_stiffnesspoly[:, 1]
-    spring = -(m.tendon_stiffness * x + k2 * x * x + k3 * x * x * x) @ d.ten_J
+    spring = -tendon_spring_polynomial(m, d) @ d.ten_J
   if not m.opt.disabled(DisableBit.DAMPER):
     b, poly = armature.tendon_damping(m, d.qvel.dtype)
     damper = armature.damper_force(b, poly, d.ten_velocity) @ d.ten_J

@@ -259,6 +259,10 @@ def _pgs(p: Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, sc
   and iteration counts are per island; a sweep updates every row, and the rows of islands that
   have stopped keep their forces (islands do not couple, so this is each island's own sweep).
   Returns (force, qfrc_constraint, dual state, iterations run (ni,), last improvement (ni,)).
+
+  One function, as mj_solPGS is one routine: the sweep, the extrapolation with its restart
+  and the per-island bookkeeping share the extended arrays and the block layout built here,
+  and the sweep body (the long part) is already its own function of the loop carry.
   """
   nefc = p.J.shape[0]
   ar = jnp.where(p.active[:, None] & p.active[None, :], ar, 0.0)

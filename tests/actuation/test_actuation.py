@@ -10,7 +10,13 @@ mujoco = pytest.importorskip("mujoco")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from mujoco_compare import FAST, load_both, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import (  # noqa: E402
+  FAST,
+  assert_stage_matches,
+  load_both,
+  random_state,
+  to_jaxmj,
+)
 
 import jaxmj  # noqa: E402
 from jaxmj.actuation import driver as actuation  # noqa: E402
@@ -114,6 +120,12 @@ FIELDS = ("actuator_length", "actuator_moment", "actuator_velocity", "actuator_f
 def _compare(m, mj, stages, d, fields=FIELDS):
   ours = stages(m, to_jaxmj(m, d).replace(ctrl=d.ctrl.copy(), act=d.act.copy()))
   mujoco.mj_forward(mj, d)
+  _assert_outputs(mj, ours, d, fields)
+
+
+def _assert_outputs(mj, ours, d, fields=FIELDS):
+  """jaxmj's actuation outputs `ours` against MjData `d` after mj_forward (MuJoCo's sparse
+  actuator_moment made dense)."""
   moment = np.zeros((mj.nu, mj.nv))
   mujoco.mju_sparse2dense(moment, d.actuator_moment, d.moment_rownnz, d.moment_rowadr,
                           d.moment_colind)
@@ -292,8 +304,12 @@ def test_bundled_actuator_models_match_mujoco(name):
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)  # cameras and lights are skipped
     m, mj = load_both(_bundled(name))
-  stages = jax.jit(_stages, compiler_options=FAST)
-  for seed in range(2):
+
+  def state(m, mj, seed):
     d = random_state(m, mj, seed)
     random_controls(mj, d, np.random.default_rng(seed))
-    _compare(m, mj, stages, d)
+    return d
+
+  assert_stage_matches((m, mj), _stages, mujoco.mj_forward, [], seeds=range(2), state=state,
+                       inputs=("ctrl", "act"),
+                       check=lambda ours, d, seed: _assert_outputs(mj, ours, d))

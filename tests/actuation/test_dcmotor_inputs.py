@@ -10,10 +10,9 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from mujoco_compare import (  # noqa: E402
-  FAST,
+  assert_actuation_matches,
   assert_compiles_alike_or_refused,
   assert_ctrl_jacobian_matches,
   assert_ctrl_rollout_matches,
@@ -24,8 +23,6 @@ from mujoco_compare import (  # noqa: E402
 )
 
 import jaxmj  # noqa: E402
-from jaxmj.actuation.driver import fwd_actuation  # noqa: E402
-from jaxmj.dynamics.forward import fwd_position, fwd_velocity  # noqa: E402
 from jaxmj.mjcf.errors import MJCFError  # noqa: E402
 
 THERMAL = 'thermal="1 2 3 .004 25 20"'
@@ -111,18 +108,7 @@ def test_inputs_and_mixed_types_compile_as_mujoco(euler):
 
 def test_forces_and_activation_rates_match_mujoco_at_random_states(euler):
   m, mj = euler
-  fwd = jax.jit(lambda m, d: fwd_actuation(m, fwd_velocity(m, fwd_position(m, d))),
-                compiler_options=FAST)
-  rng = np.random.default_rng(0)
-  for seed in range(3):
-    d = random_state(m, mj, seed)
-    d.ctrl[:] = rng.normal(size=mj.nu) * 2
-    d.act[:] = rng.normal(size=mj.na) * 0.3
-    ours = fwd(m, to_jaxmj(m, d).replace(ctrl=d.ctrl.copy(), act=d.act.copy()))
-    mujoco.mj_forward(mj, d)
-    for name in ("actuator_force", "act_dot", "qfrc_actuator"):
-      np.testing.assert_allclose(getattr(ours, name), getattr(d, name), atol=1e-9, rtol=0,
-                                 err_msg=name)
+  assert_actuation_matches(m, mj, ctrl_scale=2.0)
 
 
 # implicitfast also holds MuJoCo's velocity derivative of the mixed types (motor.py's

@@ -13,11 +13,10 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from mujoco_compare import (  # noqa: E402
   FAST,
+  assert_actuation_matches,
   assert_ctrl_rollout_matches,
   load_both,
   model_differences,
-  random_state,
-  to_jaxmj,
 )
 
 import jaxmj  # noqa: E402
@@ -84,18 +83,7 @@ def test_model_compiles_as_mujoco(euler):
 def test_forces_and_activation_rates_match_mujoco_at_random_states(euler):
   """mj_fwdActuation's outputs; the sensors that read them are held in the trajectories."""
   m, mj = euler
-  fwd = jax.jit(lambda m, d: fwd_actuation(m, fwd_velocity(m, fwd_position(m, d))),
-                compiler_options=FAST)
-  rng = np.random.default_rng(0)
-  for seed in range(3):
-    d = random_state(m, mj, seed)
-    d.ctrl[:] = rng.normal(size=mj.nu)
-    d.act[:] = rng.normal(size=mj.na) * 0.3
-    ours = fwd(m, to_jaxmj(m, d).replace(ctrl=d.ctrl.copy(), act=d.act.copy()))
-    mujoco.mj_forward(mj, d)
-    for name in ("actuator_force", "act_dot", "qfrc_actuator"):
-      np.testing.assert_allclose(getattr(ours, name), getattr(d, name), atol=1e-9, rtol=0,
-                                 err_msg=name)
+  assert_actuation_matches(m, mj)
 
 
 @pytest.mark.parametrize("integrator", ["Euler", "implicitfast"])

@@ -2,13 +2,12 @@
 diagA, R, D, vel, aref incl. the Jdot v term of connect / weld) and forces, eq_active.
 (mjx/test_data/constraints.xml has every equality type but mujoco 4.0 rejects that file.)"""
 
-import jax
 import numpy as np
 import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import load_both, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import assert_stage_matches, load_both, random_state  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.types import ConstraintType  # noqa: E402
@@ -79,18 +78,19 @@ def test_compiled_fields_match():
 
 def test_rows_and_forces_match_with_eq_active_toggled():
   m, mj = load_both(xml=CHAIN)
-  fwd = jax.jit(jaxmj.forward, compiler_options={"xla_backend_optimization_level": 0})
-  for seed, active in ((0, None), (1, [1, 0, 1, 1, 1, 0, 1, 1]), (2, [0, 1, 0, 1, 0, 1, 0, 1])):
+  actives = {1: [1, 0, 1, 1, 1, 0, 1, 1], 2: [0, 1, 0, 1, 0, 1, 0, 1]}
+
+  def state(m, mj, seed):
     dm = random_state(m, mj, seed)
     dm.qpos[:] = mj.qpos0 + 0.1 * (dm.qpos - mj.qpos0)
     mujoco.mj_normalizeQuat(mj, dm.qpos)
-    if active is not None:
-      dm.eq_active[:] = active
-    mujoco.mj_forward(mj, dm)
-    d = fwd(m, to_jaxmj(m, dm).replace(eq_active=np.asarray(dm.eq_active, bool)))
-    _compare_rows(m, mj, d, dm)
-    np.testing.assert_allclose(d.qfrc_constraint, dm.qfrc_constraint, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(d.qacc, dm.qacc, rtol=1e-6, atol=1e-6)
+    if seed in actives:
+      dm.eq_active[:] = actives[seed]
+    return dm
+
+  assert_stage_matches((m, mj), jaxmj.forward, mujoco.mj_forward, ["qfrc_constraint", "qacc"],
+                       seeds=range(3), tol=1e-6, state=state, inputs=("eq_active",),
+                       check=lambda d, dm, seed: _compare_rows(m, mj, d, dm))
 
 
 def test_equality_flag_disables_rows():

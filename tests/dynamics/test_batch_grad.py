@@ -9,7 +9,6 @@ and changes nothing these tests look at; every comparison of jitted results is b
 programs compiled alike.
 """
 
-import functools
 import os
 
 import jax
@@ -17,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import MODELS
+from mujoco_compare import jit_fast
 
 import jaxmj
 from jaxmj import math
@@ -65,7 +65,7 @@ def model_axes(m: jaxmj.Model, field: str):
   return ax.replace(**{field: 0})
 
 
-jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
+jit = jit_fast
 _step = jit(jaxmj.step)
 _vstep = jit(jax.vmap(jaxmj.step, in_axes=(None, 0)))
 

@@ -15,12 +15,11 @@ import importlib.util
 import os
 import warnings
 
-import jax
 import mujoco
 import numpy as np
 import pytest
 from conftest import MODELS
-from mujoco_compare import load_both, random_state, to_jaxmj
+from mujoco_compare import assert_stage_matches, load_both
 from test_compile import FRAMES, FROMTO, GEOM, INERTIA, ORIENTATION, PRIMITIVES, body, wrap
 from test_compiler_options import ALIGN
 
@@ -224,11 +223,5 @@ def test_kinematics_on_compiled_model_bit_for_bit():
     "</worldbody>", '<body pos="0 1 0" euler="10 20 30"><freejoint/>'
     '<geom type="cylinder" size=".1" fromto="0 0 0 .3 .2 .1"/><site xyaxes="0 1 0 1 0 1"/>'
     "</body></worldbody>"))
-  run = jax.jit(kinematics)
-  for seed in range(2):
-    d = random_state(m, mj, seed)
-    dj = run(m, to_jaxmj(m, d))
-    mujoco.mj_kinematics(mj, d)
-    for k in FRAME_FIELDS:
-      ours, ref = np.asarray(getattr(dj, k)), getattr(d, k).reshape(np.shape(getattr(dj, k)))
-      assert np.array_equal(ours, ref), (seed, k, np.abs(ours - ref).max())
+  assert_stage_matches((m, mj), kinematics, mujoco.mj_kinematics, FRAME_FIELDS,
+                       seeds=range(2), tol=0)

@@ -5,13 +5,12 @@ and line."""
 import os
 import shutil
 
-import jax
 import numpy as np
 import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from mujoco_compare import load_both, model_differences  # noqa: E402
+from mujoco_compare import jit_fast, load_both, model_differences  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.smooth.com import com_pos  # noqa: E402
@@ -104,8 +103,6 @@ def test_test_robot_trajectory_with_collision_detection_matches_mujoco(name):
 
 
 def _rollout_matches(path: str, nstep: int) -> None:
-  import jax
-
   m, mj = load_both(path)
   # MuJoCo's solver stops at its tolerance, which leaves ~1e-6 over 40 steps of the wheels'
   # friction loss; jaxmj's runs its fixed iterations, so converge MuJoCo's fully.
@@ -113,8 +110,7 @@ def _rollout_matches(path: str, nstep: int) -> None:
   dm = mujoco.MjData(mj)
   dm.qvel[:] = np.random.default_rng(0).normal(size=mj.nv) * 0.5
   d = jaxmj.make_data(m).replace(qpos=dm.qpos.copy(), qvel=dm.qvel.copy())
-  run = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=nstep),
-                compiler_options={"xla_backend_optimization_level": 0})
+  run = jit_fast(lambda m, d: jaxmj.rollout(m, d, nstep=nstep))
   _, traj = run(m, d)
   ref = []
   for _ in range(nstep):
@@ -301,8 +297,7 @@ def test_inertial_on_the_world_link_goes_to_the_world_body_like_mujoco(compiler)
     return
   dm = mujoco.MjData(mj)
   mujoco.mj_forward(mj, dm)
-  run = jax.jit(lambda m, d: com_pos(m, kinematics(m, d)),
-                compiler_options={"xla_backend_optimization_level": 0})
+  run = jit_fast(lambda m, d: com_pos(m, kinematics(m, d)))
   d = run(m, jaxmj.make_data(m))
   for name in ("xipos", "ximat", "subtree_com", "cinert"):
     np.testing.assert_allclose(np.asarray(getattr(d, name)).reshape(getattr(dm, name).shape),

@@ -9,8 +9,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-import jax  # noqa: E402
-from mujoco_compare import FAST, load_both, to_jaxmj  # noqa: E402
+from mujoco_compare import assert_stage_matches, load_both  # noqa: E402
 
 import jaxmj  # noqa: E402
 from jaxmj.mjcf import MJCFError  # noqa: E402
@@ -49,20 +48,23 @@ def test_contact_linvel_angvel_netforce_match_mj_forward():
   m, mj = load_both(xml=XML)
   assert m.unsupported == ()
   np.testing.assert_array_equal(m.sensor_needstage, mj.sensor_needstage)
-  fwd = jax.jit(jaxmj.forward, compiler_options=FAST)
-  for seed in range(3):
+  def state(m, mj, seed):
     rng = np.random.default_rng(seed)
     d = mujoco.MjData(mj)
     d.qpos[2] -= rng.uniform(0, 0.004)
     d.qpos[7:10] += rng.normal(scale=0.01, size=3)
     d.qvel[:] = rng.normal(size=mj.nv)
-    mujoco.mj_forward(mj, d)
+    return d
+
+  def check(out, d, seed):
     assert d.ncon >= 5
-    out = fwd(m, to_jaxmj(m, d))
     for i in range(mj.nsensor):
       a, n = mj.sensor_adr[i], mj.sensor_dim[i]
       np.testing.assert_allclose(out.sensordata[a:a + n], d.sensordata[a:a + n], rtol=1e-8,
                                  atol=1e-8, err_msg=mj.sensor(i).name)
+
+  assert_stage_matches((m, mj), jaxmj.forward, mujoco.mj_forward, [], seeds=range(3),
+                       state=state, check=check)
 
 
 def test_netforce_with_linvel_is_an_error():

@@ -10,8 +10,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-import jax  # noqa: E402
-from mujoco_compare import FAST, load_both, to_jaxmj  # noqa: E402
+from mujoco_compare import assert_stage_matches, load_both  # noqa: E402
 
 import jaxmj  # noqa: E402
 
@@ -26,20 +25,18 @@ MESH = '<asset><mesh name="tet" vertex="0 0 0  .2 0 0  0 .2 0  0 0 .2"/></asset>
 def _compare(xml: str, nstate: int, atol: float):
   m, mj = load_both(xml=xml)
   assert m.unsupported == ()
-  fwd = jax.jit(_pos_sensors, compiler_options=FAST)
   rng = np.random.default_rng(0)
-  for _ in range(nstate):
+
+  def state(m, mj, seed):
     d = mujoco.MjData(mj)
     d.qpos[:] = mj.qpos0
     d.qpos[:3] += rng.normal(scale=0.1, size=3)
     q = d.qpos[3:7] + rng.normal(scale=0.5, size=4)
     d.qpos[3:7] = q / np.linalg.norm(q)
-    mujoco.mj_forward(mj, d)
-    out = fwd(m, to_jaxmj(m, d))
-    for i in range(mj.nsensor):
-      a, n = mj.sensor_adr[i], mj.sensor_dim[i]
-      np.testing.assert_allclose(out.sensordata[a:a + n], d.sensordata[a:a + n], atol=atol,
-                                 err_msg=f"sensor {i} ({mj.sensor_type[i]})")
+    return d
+
+  assert_stage_matches((m, mj), _pos_sensors, mujoco.mj_forward, ["sensordata"],
+                       seeds=range(nstate), tol=atol, rtol=1e-7, state=state)
 
 
 def test_plane_mesh_distance_matches_mj_forward():

@@ -12,8 +12,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-import jax  # noqa: E402
-from mujoco_compare import FAST, load_both, to_jaxmj  # noqa: E402
+from mujoco_compare import assert_stage_matches, load_both  # noqa: E402
 
 import jaxmj  # noqa: E402
 
@@ -59,21 +58,25 @@ XML = """
 def test_enclosed_insidesite_matches_mj_forward():
   m, mj = load_both(xml=XML)
   assert m.unsupported == ()
-  fwd = jax.jit(_pos_sensors, compiler_options=FAST)
   rng = np.random.default_rng(0)
   signs = set()
-  for _ in range(8):
+
+  def state(m, mj, seed):
     d = mujoco.MjData(mj)
     d.qpos[:3] = rng.normal(scale=0.3, size=3)
     q = rng.normal(size=4)
     d.qpos[3:7] = q / np.linalg.norm(q)
-    mujoco.mj_forward(mj, d)
-    signs |= set(np.sign(d.sensordata[:7]))
-    out = fwd(m, to_jaxmj(m, d))
+    return d
+
+  def check(out, d, seed):
+    signs.update(np.sign(d.sensordata[:7]))
     ours = np.asarray(out.sensordata)
     np.testing.assert_allclose(ours[EXACT], d.sensordata[EXACT], atol=1e-6, rtol=0)
     # on curved sites MuJoCo's search stops short of the maximum: a slight under-estimate
     curved = ~EXACT
     assert np.all(ours[curved] >= d.sensordata[curved] - 1e-9)
     np.testing.assert_allclose(ours[curved], d.sensordata[curved], atol=5e-4, rtol=0)
+
+  assert_stage_matches((m, mj), _pos_sensors, mujoco.mj_forward, [], seeds=range(8),
+                       state=state, check=check)
   assert signs == {-1.0, 1.0}

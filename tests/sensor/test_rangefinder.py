@@ -10,8 +10,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-import jax  # noqa: E402
-from mujoco_compare import FAST, load_both, to_jaxmj  # noqa: E402
+from mujoco_compare import assert_stage_matches, load_both  # noqa: E402
 
 import jaxmj  # noqa: E402
 
@@ -54,11 +53,12 @@ XML = """
 def test_rangefinder_normal_and_depth_match_mj_forward():
   m, mj = load_both(xml=XML)
   assert m.unsupported == ()
-  fwd = jax.jit(_pos_sensors, compiler_options=FAST)
   rng = np.random.default_rng(0)
-  for _ in range(16):
+
+  def state(m, mj, seed):
     d = mujoco.MjData(mj)
     d.qpos[:] = rng.uniform(-np.pi, np.pi, size=2)
-    mujoco.mj_forward(mj, d)
-    out = fwd(m, to_jaxmj(m, d))
-    np.testing.assert_allclose(out.sensordata, d.sensordata, atol=1e-9, rtol=1e-9)
+    return d
+
+  assert_stage_matches((m, mj), _pos_sensors, mujoco.mj_forward, ["sensordata"],
+                       seeds=range(16), tol=1e-9, state=state)

@@ -11,7 +11,12 @@ mujoco = pytest.importorskip("mujoco")
 
 import jax  # noqa: E402
 from conftest import MODELS  # noqa: E402
-from mujoco_compare import FAST, load_both, to_jaxmj  # noqa: E402
+from mujoco_compare import (  # noqa: E402
+  FAST,
+  assert_stage_matches,
+  load_both,
+  random_state,
+)
 
 import jaxmj  # noqa: E402
 from jaxmj.types import SensorType  # noqa: E402
@@ -48,20 +53,28 @@ def model():
   return m, mj, jax.jit(jaxmj.forward, compiler_options=FAST)
 
 
-def _check(m, mj, fwd, d):
-  out = fwd(m, to_jaxmj(m, d).replace(time=np.asarray(d.time), ctrl=d.ctrl.copy()))
-  mujoco.mj_forward(mj, d)
-  bad = []
-  for i in range(mj.nsensor):
-    a, n = mj.sensor_adr[i], mj.sensor_dim[i]
-    ours, ref = np.asarray(out.sensordata[a:a + n]), d.sensordata[a:a + n]
-    if not np.all(np.abs(ours - ref) <= 1e-9 * np.maximum(1.0, np.abs(ref))):
-      bad.append((mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_SENSOR, i), ours, ref))
-  assert bad == []
-  for f in ("cacc", "cfrc_int", "cfrc_ext"):
-    ref = getattr(d, f)
-    assert np.all(np.abs(np.asarray(getattr(out, f)) - ref) <= 1e-9 * np.maximum(1, np.abs(ref)))
-  return d
+def _compare(m, mj, fwd, state, seeds, seen=None):
+  """Every sensor within 1e-9 of mj_forward's (relative above magnitude 1), and cacc,
+  cfrc_int and cfrc_ext, at the states `state(m, mj, seed)`; `seen` gathers the nonzero
+  sensordata entries."""
+
+  def check(out, d, seed):
+    bad = []
+    for i in range(mj.nsensor):
+      a, n = mj.sensor_adr[i], mj.sensor_dim[i]
+      ours, ref = np.asarray(out.sensordata[a:a + n]), d.sensordata[a:a + n]
+      if not np.all(np.abs(ours - ref) <= 1e-9 * np.maximum(1.0, np.abs(ref))):
+        bad.append((mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_SENSOR, i), ours, ref))
+    assert bad == []
+    for f in ("cacc", "cfrc_int", "cfrc_ext"):
+      ref = getattr(d, f)
+      assert np.all(np.abs(np.asarray(getattr(out, f)) - ref)
+                    <= 1e-9 * np.maximum(1, np.abs(ref)))
+    if seen is not None:
+      np.logical_or(seen, d.sensordata != 0, out=seen)
+
+  assert_stage_matches((m, mj), fwd, mujoco.mj_forward, [], seeds=seeds, state=state,
+                       inputs=("ctrl",), check=check)
 
 
 def test_model_has_every_supported_type(model):
@@ -73,9 +86,7 @@ def test_model_has_every_supported_type(model):
 def test_sensordata_matches_mj_forward(model):
   m, mj, fwd = model
   seen = np.zeros(mj.nsensordata, bool)
-  for seed in range(6):
-    d = _check(m, mj, fwd, _state(mj, seed))
-    seen |= d.sensordata != 0
+  _compare(m, mj, fwd, lambda m, mj, seed: _state(mj, seed), range(6), seen)
   # Each sensor was nonzero at some state (touch, limits, rays and insidesite included).
   for i in range(mj.nsensor):
     a, n = mj.sensor_adr[i], mj.sensor_dim[i]
@@ -86,10 +97,7 @@ def test_sensordata_at_extreme_states(model):
   """Far-off states: free bodies flung away, large velocities and applied forces (rays
   miss, cutoffs clamp)."""
   m, mj, fwd = model
-  from mujoco_compare import random_state
-
-  for seed in range(2):
-    _check(m, mj, fwd, random_state(m, mj, seed))
+  _compare(m, mj, fwd, random_state, range(2))
 
 
 @pytest.mark.slow
@@ -99,13 +107,13 @@ def test_mjx_sensor_test_model():
 
   path = os.path.join(os.path.dirname(mujoco.__file__), "mjx/test_data/sensor/sensor.xml")
   m, mj = load_both(path)
-  fwd = jax.jit(jaxmj.forward, compiler_options=FAST)
-  from mujoco_compare import random_state
 
-  for seed in range(3):
+  def state(m, mj, seed):
     d = random_state(m, mj, seed)
     d.ctrl[:] = np.random.default_rng(seed).uniform(-1, 1, size=mj.nu)
-    _check(m, mj, fwd, d)
+    return d
+
+  _compare(m, mj, jax.jit(jaxmj.forward, compiler_options=FAST), state, range(3))
 
 
 def test_sensor_disable_flag_leaves_sensordata():

@@ -12,6 +12,7 @@ mujoco = pytest.importorskip("mujoco")
 from mujoco_compare import (  # noqa: E402
   assert_stage_matches,
   full_m,
+  jit_fast,
   load_both,
   random_state,
   rollout_error,
@@ -22,7 +23,6 @@ import jaxmj  # noqa: E402
 from jaxmj.smooth import armature, com, kinematics, tendon  # noqa: E402
 
 TOL = 1e-9
-FAST = {"compiler_options": {"xla_backend_optimization_level": 0}}
 
 # A tendon between two branches couples dofs that qM's tree sparsity keeps apart (MuJoCo
 # drops those entries); a pulley halves a branch; a slide + ball body moves the third site.
@@ -141,8 +141,8 @@ def test_qacc_gradient_wrt_armature_and_damping_matches_finite_differences():
     return jnp.sum(jaxmj.forward(mm, d).qacc ** 2)
 
   arm, damp = m.tendon_armature, m.actuator_damping
-  grads = jax.jit(jax.grad(loss, argnums=(0, 1)), **FAST)(arm, damp)
-  f = jax.jit(loss, **FAST)
+  grads = jit_fast(jax.grad(loss, argnums=(0, 1)))(arm, damp)
+  f = jit_fast(loss)
   eps = 1e-6
   for k, (x, g) in enumerate(zip((arm, damp), grads, strict=True)):
     for i in range(len(x)):

@@ -3,7 +3,6 @@ against mujoco 4.0: compiled fields (default classes included), spring and dampe
 spring energy (tendon polynomials too), trajectories with implicit damping (Euler) and
 implicitfast, and the discrete inverse."""
 
-import jax
 import numpy as np
 import pytest
 
@@ -11,6 +10,7 @@ mujoco = pytest.importorskip("mujoco")
 
 from mujoco_compare import (  # noqa: E402
   assert_stage_matches,
+  jit_fast,
   load_both,
   model_differences,
   random_state,
@@ -19,8 +19,6 @@ from mujoco_compare import (  # noqa: E402
 )
 
 import jaxmj  # noqa: E402
-
-FAST = {"compiler_options": {"xla_backend_optimization_level": 0}}
 
 # Values written on a joint replace only the leading values of its class's (the slide keeps
 # the class's cubic damping); the free joint takes the polynomials from the main class.
@@ -93,7 +91,7 @@ def test_invdiscrete_inverse_with_polynomial_damping_matches_mj_inverse(integrat
   dm.qvel[:] *= 2
   dm.qacc[:] = np.random.default_rng(2).normal(size=mj.nv)
   mujoco.mj_inverse(mj, dm)
-  inv = jax.jit(jaxmj.inverse, **FAST)
+  inv = jit_fast(jaxmj.inverse)
   d = inv(m, to_jaxmj(m, dm).replace(qacc=dm.qacc.copy()))
   np.testing.assert_allclose(d.qfrc_inverse, dm.qfrc_inverse, rtol=1e-10, atol=1e-10)
 
@@ -104,7 +102,7 @@ def test_tendon_spring_energy_includes_the_polynomial():
    <tendon><fixed stiffness="1 2 3" springlength="-.1 .2"><joint joint="a" coef="1"/></fixed>
    </tendon></mujoco>"""
   m, mj = load_both(xml=xml)
-  fwd = jax.jit(jaxmj.forward, **FAST)
+  fwd = jit_fast(jaxmj.forward)
   dm = mujoco.MjData(mj)
   for q in (-0.7, 0.0, 0.9):
     dm.qpos[0] = q

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from mujoco_compare import load_both, mujoco
+from mujoco_compare import jit_fast, load_both, mujoco
 
 import jaxmj
 from jaxmj.smooth import plastic
@@ -64,8 +64,7 @@ def _run(integrator: str):
   final MjData, jaxmj trajectory, MuJoCo trajectory)."""
   m, mj = load_both(xml=XML.format(integrator=integrator))
   d, md = _start(m, mj)
-  run = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=NSTEP, fields=FIELDS),
-                compiler_options={"xla_backend_optimization_level": 0})
+  run = jit_fast(lambda m, d: jaxmj.rollout(m, d, nstep=NSTEP, fields=FIELDS))
   d, traj = run(m, d)
   ref = {f: [] for f in FIELDS}
   for _ in range(NSTEP):

@@ -11,7 +11,13 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 from conftest import MODELS  # noqa: E402
-from mujoco_compare import assert_stage_matches, load_both, random_state, to_jaxmj  # noqa: E402
+from mujoco_compare import (  # noqa: E402
+  assert_stage_matches,
+  jit_fast,
+  load_both,
+  random_state,
+  to_jaxmj,
+)
 
 import jaxmj  # noqa: E402
 from jaxmj.constraint.driver import make_constraint  # noqa: E402
@@ -30,7 +36,6 @@ CASES = {  # tendon_arm is held in test_tendon_arm_matches_mujoco (one compile)
   "pulley_fixed_site_wrap": (os.path.join(MJX, "pulley_fixed_site_wrap.xml"), TOL),
   "wrap_sidesite": (os.path.join(MJX, "wrap_sidesite.xml"), INSIDE_TOL),
 }
-FAST = {"compiler_options": {"xla_backend_optimization_level": 0}}
 
 
 def stages(m, d):
@@ -161,7 +166,7 @@ def test_length_gradient_is_ten_J():
     d = tendon.tendon(m, com.com_pos(m, kinematics.kinematics(m, d.replace(qpos=q))))
     return d.ten_length, d.ten_J
 
-  jac = jax.jit(jax.jacrev(lambda q, d: lengths(q, d)[0]), **FAST)
+  jac = jit_fast(jax.jacrev(lambda q, d: lengths(q, d)[0]))
   for seed in range(3):
     dm = random_state(m, mj, seed)
     d = to_jaxmj(m, dm)
@@ -175,8 +180,8 @@ def test_tendon_arm_trajectory_matches_mj_step():
   dm = mujoco.MjData(mj)
   dm.qvel[:] = np.random.default_rng(0).normal(size=mj.nv)
   d = to_jaxmj(m, dm)
-  _, traj = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=500, fields=("qpos", "qvel")),
-                    **FAST)(m, d)
+  _, traj = jit_fast(lambda m, d: jaxmj.rollout(m, d, nstep=500, fields=("qpos", "qvel")))(
+    m, d)
   qpos = []
   for _ in range(500):
     mujoco.mj_step(mj, dm)

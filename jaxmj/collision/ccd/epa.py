@@ -47,6 +47,10 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
   The horizon is found for all visible faces at once (flood fill from the closest face through
   visible neighbours) rather than by MuJoCo's depth-first walk; the polytope is the same, only
   the numbering of new faces differs, which matters only for exact ties in face distance.
+
+  Kept as one function, as MuJoCo's epa() is one loop: each iteration (pick the closest face,
+  support along it, stop tests, horizon, new faces) reads the polytope state and a dozen of
+  the sizes and tolerances set up here; pieces would pass them all back and forth.
   """
   nv_max = 5 + iterations
   nf_max = 6 * iterations  # MuJoCo's polytope capacity

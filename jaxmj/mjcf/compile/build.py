@@ -49,6 +49,7 @@ from jaxmj.types import (
   Solver,
 )
 
+
 @parse.allows_deep_trees
 def compile_path(path, assets: dict | None = None) -> Model:
   """Compiles the MJCF file at `path` into a Model."""
@@ -460,6 +461,27 @@ def _check_unique(bodies: list[bodytree.Body], kind: str, items: list) -> None:
     seen[name] = node
 
 
+def _option_model(opt: dict) -> Option:
+  """The Option of <option>'s merged attributes and flags (`_option`'s dict)."""
+  a = lambda x: jnp.asarray(x)
+  return Option(
+    timestep=a(opt["timestep"]), impratio=a(opt["impratio"]), tolerance=a(opt["tolerance"]),
+    ls_tolerance=a(opt["ls_tolerance"]), noslip_tolerance=a(opt["noslip_tolerance"]),
+    ccd_tolerance=a(opt["ccd_tolerance"]), sleep_tolerance=a(opt["sleep_tolerance"]),
+    gravity=a(opt["gravity"]), wind=a(opt["wind"]), magnetic=a(opt["magnetic"]),
+    density=a(opt["density"]), viscosity=a(opt["viscosity"]), o_margin=a(opt["o_margin"]),
+    o_solref=a(opt["o_solref"]), o_solimp=a(bodytree.solimp(opt["o_solimp"])),
+    o_friction=a(opt["o_friction"]),
+    integrator=Integrator[opt["integrator"].upper()], cone=Cone[opt["cone"].upper()],
+    jacobian=Jacobian[opt["jacobian"].upper()], solver=Solver[opt["solver"].upper()],
+    iterations=opt["iterations"], ls_iterations=opt["ls_iterations"],
+    noslip_iterations=opt["noslip_iterations"], ccd_iterations=opt["ccd_iterations"],
+    sdf_iterations=opt["sdf_iterations"], sdf_initpoints=opt["sdf_initpoints"],
+    disableflags=opt["disableflags"], enableflags=opt["enableflags"],
+    disableactuator=int(sum(1 << int(g) for g in opt["actuatorgroupdisable"])),
+  )
+
+
 def _model(root, bodies, f, opt, size, path, source) -> Model:
   keys, key_names = _keyframes(root, f, size["nkey"])
   keys["key_plastic"] = plastic.key_plastic(root, f, len(keys["key_time"]))
@@ -501,22 +523,7 @@ def _model(root, bodies, f, opt, size, path, source) -> Model:
   unsupported += actuator.unsupported(f)
 
   a = lambda x: jnp.asarray(x)
-  option = Option(
-    timestep=a(opt["timestep"]), impratio=a(opt["impratio"]), tolerance=a(opt["tolerance"]),
-    ls_tolerance=a(opt["ls_tolerance"]), noslip_tolerance=a(opt["noslip_tolerance"]),
-    ccd_tolerance=a(opt["ccd_tolerance"]), sleep_tolerance=a(opt["sleep_tolerance"]),
-    gravity=a(opt["gravity"]), wind=a(opt["wind"]), magnetic=a(opt["magnetic"]),
-    density=a(opt["density"]), viscosity=a(opt["viscosity"]), o_margin=a(opt["o_margin"]),
-    o_solref=a(opt["o_solref"]), o_solimp=a(bodytree.solimp(opt["o_solimp"])),
-    o_friction=a(opt["o_friction"]),
-    integrator=Integrator[opt["integrator"].upper()], cone=Cone[opt["cone"].upper()],
-    jacobian=Jacobian[opt["jacobian"].upper()], solver=Solver[opt["solver"].upper()],
-    iterations=opt["iterations"], ls_iterations=opt["ls_iterations"],
-    noslip_iterations=opt["noslip_iterations"], ccd_iterations=opt["ccd_iterations"],
-    sdf_iterations=opt["sdf_iterations"], sdf_initpoints=opt["sdf_initpoints"],
-    disableflags=opt["disableflags"], enableflags=opt["enableflags"],
-    disableactuator=int(sum(1 << int(g) for g in opt["actuatorgroupdisable"])),
-  )
+  option = _option_model(opt)
   fields = {fl.name for fl in dataclasses.fields(Model)}
   static = set(Model._static_names)
   kw = {}

@@ -109,8 +109,8 @@ def _kept(body) -> bool:
 def fuse_static(root: Node, bodies: list, asset_fields: dict):
   """Build's body list with every fusable static body merged into its parent.
 
-  root: the parsed model; bodies: build's _Body list in id (depth-first) order, with their
-  geoms already placed by their assets, each body but the world carrying its own `inertia`
+  root: the parsed model; bodies: build's bodytree.Body list in id (depth-first) order, with
+  their geoms already placed by their assets, each body but the world carrying its own `inertia`
   (mass, ipos (3,), inertia (3,), iquat (4,)) in its body frame, from its own <inertial> or
   geoms with boundmass/boundinertia/balanceinertia applied (settotalmass comes after
   fusing); asset_fields: compile_assets' output, whose per-geom (geom_*, _geom_*) and
