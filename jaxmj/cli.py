@@ -41,11 +41,13 @@ def _simulate(args) -> int:
     print(f"jaxmj simulate: error: {e}", file=sys.stderr)
     return 2
   t_model = time.perf_counter() - t0
+  if args.arithmetic:
+    m = m.replace(opt=m.opt.replace(arithmetic=args.arithmetic))
   print(f"model      {m.model_name!r} from {args.model}")
   print(f"sizes      nq={m.nq} nv={m.nv} nbody={m.nbody} njnt={m.njnt} ngeom={m.ngeom} "
         f"nsite={m.nsite} nkey={m.nkey}")
   print(f"backend    {jax.default_backend()} ({jax.devices()[0].device_kind}), "
-        f"{'float64' if args.x64 else 'float32'}")
+        f"{'float64' if args.x64 else 'float32'}, {m.opt.arithmetic} arithmetic")
   print(f"mjcf       compiled in {t_model * 1e3:.1f} ms")
 
   key = _keyframe(m, [jaxmj.id2name(m, "key", i) for i in range(m.nkey)], args.key)
@@ -253,6 +255,9 @@ def main(argv=None) -> int:
                    help="std of initial qvel noise")
   sim.add_argument("--seed", type=int, default=0)
   sim.add_argument("--x64", action="store_true", help="simulate in float64")
+  sim.add_argument("--arithmetic", choices=["exact", "fast"],
+                   help="exact: MuJoCo's rounding bit for bit; fast: the compiler may fuse "
+                   "and reorder (default: the model's opt.arithmetic, exact)")
   sim.add_argument("--quiet", action="store_true", help="no progress bar")
   sim.add_argument("--cache-dir", default=os.environ.get(
     "JAXMJ_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "jaxmj", "xla")),

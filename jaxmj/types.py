@@ -57,6 +57,9 @@ __all__ = [
 ]
 
 
+ARITHMETICS = ("exact", "fast")  # Option.arithmetic
+
+
 @pytree_dataclass
 class Option:
   """mjOption: physics options. Float options are leaves; integer and flag options static."""
@@ -94,6 +97,10 @@ class Option:
   # (cheap, memory independent of iterations); "unrolled": that of the iterate simulated
   # (reverse mode through the iterations; exact at any iteration count). solver.py.
   grad: str = static(default="implicit")
+  # jaxmj: how the runtime rounds. "exact": as MuJoCo's C does, bit for bit (guards keep XLA
+  # from fusing multiply-adds into products MuJoCo rounds on their own); "fast": XLA may fuse
+  # and reorder, results held to MuJoCo at stated tolerances (README "Arithmetic modes").
+  arithmetic: str = static(default="exact")
 
   def disabled(self, bit: DisableBit) -> bool:
     """True if `bit` is set in `disableflags` (static, usable for trace-time branching)."""
@@ -102,6 +109,13 @@ class Option:
   def enabled(self, bit: EnableBit) -> bool:
     """True if `bit` is set in `enableflags`."""
     return bool(self.enableflags & bit)
+
+  @property
+  def exact(self) -> bool:
+    """True when results must round as MuJoCo's C does ("exact" arithmetic)."""
+    if self.arithmetic not in ARITHMETICS:
+      raise ValueError(f"opt.arithmetic must be one of {ARITHMETICS}, got {self.arithmetic!r}")
+    return self.arithmetic == "exact"
 
 
 

@@ -11,6 +11,8 @@ the rest. What is measured:
                   compile) for the batched rollout `vmap(scan(step, T))` at the first batch
                   size B; the JSON has it for every batch size.
   step compile s  the same for one `step` on a single world.
+  (cpu s)         the compile's process CPU time (XLA's threads summed): on a machine
+                  other processes load, the figure to compare.
   batch-1 ms      median wall time of one call of the compiled `step` on a single world,
                   `block_until_ready` included, after a warm-up call.
   steps/s @B      world-steps per second of the compiled rollout: B worlds times T steps
@@ -18,6 +20,9 @@ the rest. What is measured:
                   `*` marks a median of fewer calls, when the measurement stalled (below).
                   Every world starts from the model's initial state with a small random
                   qvel perturbation (std 0.01), so worlds differ; controls are zero.
+
+Engine `jaxmj-fast` is jaxmj with opt.arithmetic="fast" (README, "Arithmetic modes"); its
+ratio rows are `jaxmj-fast/mjx` and `jaxmj-fast/mujoco`.
 
 The `jaxmj/mjx` and `jaxmj/mujoco` rows divide jaxmj's number by the other engine's in
 every column: for the time columns (compile, batch-1) a ratio < 1 means jaxmj is faster;
@@ -132,11 +137,17 @@ def _import_mjx():
   return mjx
 
 
-def load_jaxmj(path):
+def load_jaxmj(path, arithmetic="exact"):
   import jaxmj
 
   m = jaxmj.Model.from_xml_path(path)
+  m = m.replace(opt=m.opt.replace(arithmetic=arithmetic))
   return m, jaxmj.make_data(m), jaxmj.step
+
+
+def load_jaxmj_fast(path):
+  """jaxmj in fast arithmetic (opt.arithmetic="fast": no rounding guards)."""
+  return load_jaxmj(path, "fast")
 
 
 def load_mjx(path):
@@ -160,12 +171,13 @@ def load_mujoco(path):
   return mujoco.MjModel.from_xml_path(path), None, None
 
 
-ENGINES = {"jaxmj": load_jaxmj, "mjx": load_mjx, "mujoco": load_mujoco}
+ENGINES = {"jaxmj": load_jaxmj, "jaxmj-fast": load_jaxmj_fast, "mjx": load_mjx,
+           "mujoco": load_mujoco}
 
 
 def engine_version(name):
   """The engine's version string; raises if it cannot be imported or lacks the API."""
-  if name == "jaxmj":
+  if name.startswith("jaxmj"):
     import jaxmj
 
     for api in ("Model", "make_data", "step"):
@@ -223,15 +235,16 @@ def perturbed_batch(d, batch, key):
 
 
 def compile_fn(fn, *args):
-  """(seconds, executable) for tracing and compiling `fn` at `args`.
+  """(wall seconds, process CPU seconds, executable) for tracing and compiling `fn` at `args`.
 
   JAX's in-memory caches are cleared first, so no earlier trace or compilation is reused;
-  the persistent compilation cache is off (see `child`).
+  the persistent compilation cache is off (see `child`). CPU time (summed over XLA's threads)
+  barely moves with load from other processes, which wall time does not.
   """
   jax.clear_caches()
-  t0 = time.perf_counter()
+  t0, c0 = time.perf_counter(), time.process_time()
   compiled = jax.jit(fn).lower(*args).compile()
-  return time.perf_counter() - t0, compiled
+  return time.perf_counter() - t0, time.process_time() - c0, compiled
 
 
 def hlo_counts(text):
@@ -364,16 +377,16 @@ def child(engine, path, batches, steps, x64):
   try:
     warm_up_jax()
     m, d, step = ENGINES[engine](path)
-    seconds, step_exe = compile_fn(step, m, d)
-    emit(step_compile_s=seconds)
+    seconds, cpu, step_exe = compile_fn(step, m, d)
+    emit(step_compile_s=seconds, step_compile_cpu_s=cpu)
     emit(hlo=hlo_counts(step_exe.as_text()))
     with device_lock():
       emit(batch1_ms=1e3 * latency(step_exe, m, d))
     rollout = make_rollout(step, steps)
     for batch in batches:
       d0 = perturbed_batch(d, batch, jax.random.PRNGKey(batch))
-      seconds, exe = compile_fn(rollout, m, d0)
-      emit(batch=batch, compile_s=seconds)
+      seconds, cpu, exe = compile_fn(rollout, m, d0)
+      emit(batch=batch, compile_s=seconds, compile_cpu_s=cpu)
       with device_lock():
         # reported on its own, so that the stall watchdog times single calls, not two
         emit(batch=batch, warmup_s=wall_time(exe, m, d0))
@@ -436,6 +449,7 @@ def measure(args, engine, path):
     entry = result["rollout"].setdefault(str(batch), {"call_s": []})
     if "compile_s" in record:
       entry["compile_s"] = record["compile_s"]
+      entry["compile_cpu_s"] = record.get("compile_cpu_s")
     elif "warmup_s" in record:
       entry["warmup_s"] = record["warmup_s"]
     else:
@@ -448,9 +462,8 @@ def measure(args, engine, path):
 
 
 def columns(batches):
-  return ["model", "engine", f"compile s @{batches[0]}", "step compile s", "batch-1 ms"] + [
-    f"steps/s @{b}" for b in batches
-  ]
+  return ["model", "engine", f"compile s @{batches[0]}", "(cpu s)", "step compile s",
+          "(cpu s)", "batch-1 ms"] + [f"steps/s @{b}" for b in batches]
 
 
 def row_values(result, batches):
@@ -458,7 +471,9 @@ def row_values(result, batches):
   rollout = result["rollout"]
   return [
     rollout.get(str(batches[0]), {}).get("compile_s"),
+    rollout.get(str(batches[0]), {}).get("compile_cpu_s"),
     result.get("step_compile_s"),
+    result.get("step_compile_cpu_s"),
     result.get("batch1_ms"),
   ] + [rollout.get(str(b), {}).get("steps_per_s") for b in batches]
 
@@ -468,12 +483,12 @@ def ratio_rows(results, batches):
   by_key = {(r["model"], r["engine"]): r for r in results}
   ratios = []
   for model in dict.fromkeys(r["model"] for r in results):
-    for other in ("mjx", "mujoco"):
-      ours, theirs = by_key.get((model, "jaxmj")), by_key.get((model, other))
+    for mine, other in ((m, o) for m in ("jaxmj", "jaxmj-fast") for o in ("mjx", "mujoco")):
+      ours, theirs = by_key.get((model, mine)), by_key.get((model, other))
       if ours and theirs:
         pairs = zip(row_values(ours, batches), row_values(theirs, batches), strict=True)
         cells = [a / b if a is not None and b else None for a, b in pairs]
-        ratios.append({"model": model, "versus": other, "ratios": cells})
+        ratios.append({"model": model, "engine": mine, "versus": other, "ratios": cells})
   return ratios
 
 
@@ -493,13 +508,13 @@ def format_table(results, ratios, batches):
   for model in dict.fromkeys(r["model"] for r in results):
     for r in (r for r in results if r["model"] == model):
       cells = [_cell(v, number) for v in row_values(r, batches)]
-      cells[3:] = [c + "*" * partial(r, b) for c, b in zip(cells[3:], batches, strict=True)]
+      cells[5:] = [c + "*" * partial(r, b) for c, b in zip(cells[5:], batches, strict=True)]
       rows.append([model, r["engine"], *cells])
       if "error" in r:
         failures.append(f"{r['engine']} on {model}: {r['error']}")
     for x in (x for x in ratios if x["model"] == model):
       cells = (_cell(v, lambda v: f"{v:.2f}x") for v in x["ratios"])
-      rows.append([model, f"jaxmj/{x['versus']}", *cells])
+      rows.append([model, f"{x['engine']}/{x['versus']}", *cells])
   if any(partial(r, b) for r in results for b in batches):
     failures.append(f"* from fewer than {ROLLOUT_REPEATS} timed calls (the measurement stalled)")
   widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -136,7 +136,13 @@ def mjx_engine(path, md):
   return m, d, mjx.forward, stages
 
 
-ENGINES = {"jaxmj": jaxmj_engine, "mjx": mjx_engine,
+def jaxmj_fast_engine(path, md):
+  """jaxmj in fast arithmetic (opt.arithmetic="fast")."""
+  m, d, forward, stages = jaxmj_engine(path, md)
+  return m.replace(opt=m.opt.replace(arithmetic="fast")), d, forward, stages
+
+
+ENGINES = {"jaxmj": jaxmj_engine, "jaxmj-fast": jaxmj_fast_engine, "mjx": mjx_engine,
            "base": lambda path, md: jaxmj_engine(path, md, "jaxmj_base")}
 
 

@@ -25,6 +25,13 @@ def test_steps_not_a_multiple_of_the_chunk_are_all_run(capsys):
   rc, out, _ = run(capsys, "simulate", PENDULUM, "--steps", "150", "--batch", "2", "--quiet")
   assert rc == 0
   assert "2 worlds x 150 steps = 300 steps of 2 ms (0.300 s simulated)" in out
+  assert "exact arithmetic" in out  # the default, said as it ran
+
+
+def test_fast_arithmetic_is_chosen_and_said(capsys):
+  rc, out, _ = run(capsys, "simulate", PENDULUM, "--steps", "10", "--batch", "2", "--quiet",
+                   "--arithmetic", "fast")
+  assert rc == 0 and "fast arithmetic" in out
 
 
 def test_version(capsys):
@@ -61,6 +68,7 @@ def test_key_on_a_model_without_keyframes(capsys, tmp_path):
   (("--chunk", "ten"), "argument --chunk: 'ten' is not a whole number"),
   (("--noise", "-1"), "argument --noise: -1 is not a number >= 0"),
   (("--bogus",), "unrecognized arguments: --bogus"),
+  (("--arithmetic", "sloppy"), "argument --arithmetic: invalid choice: 'sloppy'"),
 ])
 def test_bad_arguments(capsys, argv, phrase):
   err = one_line_error(capsys, "simulate", PENDULUM, *argv)

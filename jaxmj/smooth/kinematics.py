@@ -6,7 +6,7 @@ its joints apply in the global frame, then its quaternion is normalized and turn
 xmat; geoms, sites and inertial frames are composed from the body frame or copied from it
 as their `sameframe` class says. Every product is kept out of fused multiply-adds
 (`math.nofma`), because contact decisions downstream (ties between equal depths) turn on
-the last bit of these frames.
+the last bit of these frames. Fast arithmetic (`opt.arithmetic`) drops those guards.
 """
 
 from __future__ import annotations
@@ -255,8 +255,9 @@ def kinematics(m: Model, d: Data) -> Data:
   the parts that do not depend on the parent (joint rotations) for all joints at once;
   inertial, geom and site frames in one pass after.
   """
-  # a zero the compiler cannot fold (time² is never negative), for the nofma guards
-  z = math.opaque_zero(d.time * d.time)
+  # a zero the compiler cannot fold (time² is never negative), for the nofma guards; fast
+  # arithmetic leaves the products to the compiler
+  z = math.opaque_zero(d.time * d.time) if m.opt.exact else None
   xpos, xquat, xmat, xanchor, xaxis = _bodies(m, d, z)
   frames = (xpos, xquat, xmat)
   # xpos + xmat·pos, xquat * quat and its matrix for inertial frames, geoms and sites at once

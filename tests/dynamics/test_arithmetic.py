@@ -1,0 +1,95 @@
+"""Fast arithmetic (opt.arithmetic="fast") held to MuJoCo at stated tolerances (float64).
+
+Exact arithmetic (the default, and every other conformance test) rounds as MuJoCo's C does,
+bit for bit. Fast arithmetic drops the guards that keep XLA from fusing multiply-adds, so its
+results are MuJoCo's up to round-off and whatever the dynamics make of it. The tolerances
+below are stated relative to 1 + |MuJoCo's value| and hold with a wide margin (observed
+errors are given beside each).
+"""
+
+import os
+
+import jax
+import numpy as np
+import pytest
+from conftest import MODELS
+from mujoco_compare import full_m, load_both, mujoco, random_state, rel_err, to_jaxmj
+
+import jaxmj
+from jaxmj.smooth import kinematics
+
+# per stage, at random states (observed <= 1e-13 on humanoid_floor; qacc 3e-12)
+KINEMATICS_TOL = 1e-12
+MASS_TOL = 1e-12
+CONSTRAINT_TOL = 1e-9
+# per trajectory: NSTEP steps of models whose trajectories do not amplify round-off
+NSTEP = 300
+TRAJECTORY_TOL = 1e-9
+
+STAGES = {
+  "kinematics": (KINEMATICS_TOL, ("xpos", "xquat", "xmat", "xipos", "ximat", "geom_xpos",
+                                  "geom_xmat", "site_xpos", "subtree_com", "cinert", "cdof")),
+  "mass": (MASS_TOL, ("qM",)),
+  "constraint": (CONSTRAINT_TOL, ("qfrc_bias", "qfrc_constraint", "qacc")),
+}
+
+
+def fast(m):
+  return m.replace(opt=m.opt.replace(arithmetic="fast"))
+
+
+_forward = jax.jit(lambda m, d: jaxmj.forward(fast(m), d))
+
+
+@pytest.mark.parametrize("name", ["humanoid_floor", "tendon_arm",
+                                  pytest.param("quadruped", marks=pytest.mark.slow),
+                                  pytest.param("box_pile", marks=pytest.mark.slow)])
+def test_forward_stages_match_mujoco_within_stated_tolerances(name):
+  m, mj = load_both(os.path.join(MODELS, f"{name}.xml"))
+  for seed in range(2):
+    md = random_state(m, mj, seed)
+    d = _forward(m, to_jaxmj(m, md))
+    mujoco.mj_forward(mj, md)
+    for stage, (tol, fields) in STAGES.items():
+      for k in fields:
+        ours = np.asarray(getattr(d, k))
+        ref = full_m(mj, md) if k == "qM" else np.asarray(getattr(md, k)).reshape(ours.shape)
+        err = rel_err(ours.reshape(-1), ref.reshape(-1)) if ours.size else 0.0
+        assert err <= tol, f"{stage}: {k} off by {err:.3g} (seed {seed})"
+
+
+_rollout = jax.jit(lambda m, d: jaxmj.rollout(fast(m), d, nstep=NSTEP))
+
+
+@pytest.mark.parametrize("name", ["pendulum", "cartpole", "arm", "humanoid"])
+def test_trajectories_match_mujoco_within_stated_tolerance(name):
+  m, mj = load_both(os.path.join(MODELS, f"{name}.xml"))
+  dm = random_state(m, mj, 1)
+  dm.xfrc_applied[:] *= 0.1
+  _, traj = _rollout(m, to_jaxmj(m, dm))
+  ref = {"qpos": [], "qvel": []}
+  for _ in range(NSTEP):
+    mujoco.mj_step(mj, dm)
+    for k, v in ref.items():
+      v.append(getattr(dm, k).copy())
+  for k, v in ref.items():
+    err = rel_err(np.asarray(traj[k]), np.array(v)).max()
+    assert err <= TRAJECTORY_TOL, f"{k} off by {err:.3g}"
+
+
+def _guards(m) -> int:
+  """Bit-level guards in the kinematics' jaxpr (`math.nofma` reinterprets the bits)."""
+  jaxpr = jax.make_jaxpr(kinematics.kinematics)(m, jaxmj.make_data(m))
+  return str(jaxpr).count("bitcast_convert_type")
+
+
+def test_fast_arithmetic_drops_the_rounding_guards():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "humanoid.xml"))
+  assert m.opt.arithmetic == "exact"  # the default
+  assert _guards(m) > 0 and _guards(fast(m)) == 0
+
+
+def test_unknown_arithmetic_is_refused_by_name():
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "pendulum.xml"))
+  with pytest.raises(ValueError, match="opt.arithmetic must be one of"):
+    jaxmj.step(m.replace(opt=m.opt.replace(arithmetic="sloppy")), jaxmj.make_data(m))
