@@ -70,6 +70,6 @@ def test_wrapped_env_restarts_every_finished_world_from_a_new_random_start(
   assert np.all(done[[length - 1, 2 * length - 1]] == 1)
   # after a done step the world holds its restart state: new each time, never the first
   starts = theta[[length - 1, 2 * length - 1]]
-  assert np.all(np.abs(starts) <= 0.2)  # drawn from the task's start distribution
+  assert np.all(np.abs(starts) <= 0.1)  # drawn from the task's start distribution
   assert len(np.unique(np.concatenate([first, starts.ravel()]))) == 3 * nworld
   assert np.asarray(steps)[length].max() == 1  # the step counter restarted

@@ -12,7 +12,7 @@ pytest.importorskip("brax")
 NOTEBOOK = os.path.join(ROOT, "notebooks", "rl_training.ipynb")
 
 
-@pytest.mark.slow  # four compiles (two evaluations, PPO, load_policy): 257 s at load 10
+@pytest.mark.slow  # five compiles (two evaluations, PPO, load_policy, the filmed episode)
 def test_rl_notebook_trains_saves_and_reloads_a_policy(tmp_path, monkeypatch):
   monkeypatch.setenv("MPLBACKEND", "Agg")
   monkeypatch.setenv("JAXMJ_NOTEBOOK_SMOKE", "1")
@@ -27,5 +27,7 @@ def test_rl_notebook_trains_saves_and_reloads_a_policy(tmp_path, monkeypatch):
   assert len(scope["result"].curve) == 6
   assert (tmp_path / "runs" / "notebook-cartpole" / "curve.png").exists()
   assert scope["returns"].shape == (8,)
+  if scope["frames"] is not None:  # 100 steps, every 4th filmed
+    assert scope["frames"].shape == (25, 240, 320, 3)
   if scope["plt"] is not None:
     scope["plt"].close("all")
