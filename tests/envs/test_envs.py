@@ -73,3 +73,26 @@ def test_wrapped_env_restarts_every_finished_world_from_a_new_random_start(
   assert np.all(np.abs(starts) <= 0.1)  # drawn from the task's start distribution
   assert len(np.unique(np.concatenate([first, starts.ravel()]))) == 3 * nworld
   assert np.asarray(steps)[length].max() == 1  # the step counter restarted
+
+
+
+def test_cartpole_balance_reward_is_dm_control_s(cartpole):
+  """Our reward on random states and actions equals dm_control's cartpole balance reward,
+  computed with dm_control's own `rewards.tolerance` terms (dm_control.suite itself does not
+  load under mujoco 4), so returns compare with dm_control's and Playground's."""
+  tolerance = pytest.importorskip("dm_control.utils.rewards").tolerance
+  rng = np.random.default_rng(0)
+  d = jaxmj.make_data(cartpole.sys)
+  for _ in range(20):
+    qpos, qvel = rng.uniform(-2, 2, 2) * [1, np.pi / 2], rng.uniform(-8, 8, 2)
+    action = rng.uniform(-1.2, 1.2, 1)
+    upright = (np.cos(qpos[1]) + 1) / 2
+    centered = (1 + tolerance(qpos[0], margin=2)) / 2
+    small_control = (4 + tolerance(np.clip(action[0], -1, 1), margin=1, value_at_margin=0,
+                                   sigmoid="quadratic")) / 5
+    small_velocity = (1 + tolerance(qvel[1], margin=5)) / 2
+    state = d.replace(qpos=jnp.asarray(qpos), qvel=jnp.asarray(qvel))
+    reward, done, _ = cartpole.reward_done(state, state, jnp.asarray(action))
+    np.testing.assert_allclose(float(reward),
+                               upright * centered * small_control * small_velocity, rtol=1e-9)
+    assert float(done) == 0
