@@ -74,3 +74,17 @@ def fast_jit():
   from mujoco_compare import jit_fast
 
   return jit_fast
+
+
+@pytest.fixture(scope="module")
+def gl():
+  """Skips where MuJoCo has no working OpenGL backend (MUJOCO_GL, set above)."""
+  import mujoco
+
+  m = mujoco.MjModel.from_xml_string("<mujoco/>")
+  try:
+    with mujoco.Renderer(m, 8, 8):
+      pass
+  except Exception as e:
+    pytest.skip(f"no OpenGL backend for mujoco.Renderer (MUJOCO_GL="
+                f"{os.environ.get('MUJOCO_GL')}): {e}")

@@ -18,17 +18,6 @@ from jaxmj import cli, rendering
 H, W = 96, 128
 
 
-@pytest.fixture(scope="module")
-def gl():
-  """Skips where MuJoCo has no working OpenGL backend (MUJOCO_GL, set in conftest)."""
-  m = mujoco.MjModel.from_xml_string("<mujoco/>")
-  try:
-    with mujoco.Renderer(m, 8, 8):
-      pass
-  except Exception as e:
-    pytest.skip(f"no OpenGL backend for mujoco.Renderer (MUJOCO_GL="
-                f"{os.environ.get('MUJOCO_GL')}): {e}")
-
 
 def test_frames_of_our_trajectory_equal_mujocos_frames(gl):
   path = os.path.join(MODELS, "free_body.xml")  # a body thrown spinning, and a mocap body

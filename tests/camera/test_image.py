@@ -38,15 +38,6 @@ PRIMITIVES = """<mujoco><worldbody>
 DEPTH_RTOL, SEG_SHARE, RGB_MAE = 2e-2, 0.98, 0.02
 
 
-@pytest.fixture(scope="module")
-def gl():
-  m = mujoco.MjModel.from_xml_string("<mujoco/>")
-  try:
-    with mujoco.Renderer(m, 8, 8):
-      pass
-  except Exception as e:
-    pytest.skip(f"no OpenGL backend for mujoco.Renderer: {e}")
-
 
 def _load(xml_or_path):
   if "<" in xml_or_path:
