@@ -101,6 +101,10 @@ class Option:
   # from fusing multiply-adds into products MuJoCo rounds on their own); "fast": XLA may fuse
   # and reorder, results held to MuJoCo at stated tolerances (README "Arithmetic modes").
   arithmetic: str = static(default="exact")
+  # jaxmj: contact smoothing of the implicit derivative, a distance temperature in metres
+  # (0: exact). Values are unchanged; tangents flow as if every contact or limit row not
+  # pushing now were active with weight sigmoid(-(dist - margin) / T) (solver/smoothing.py).
+  grad_smoothing: float = static(default=0.0)
 
   def disabled(self, bit: DisableBit) -> bool:
     """True if `bit` is set in `disableflags` (static, usable for trace-time branching)."""

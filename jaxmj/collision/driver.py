@@ -17,6 +17,12 @@ from jaxmj.constants import MINVAL
 from jaxmj.types import Data, EnableBit, Model
 
 
+# Contact smoothing (opt.grad_smoothing = T, jaxmj/solver/smoothing.py) weighs rows out to a
+# few T beyond the margin: a second collider pass looks this many T further, so the slots of
+# pairs apart hold real distances (contacts and rows are unchanged). sigmoid(-8) = 3e-4.
+SMOOTHING_REACH = 8.0
+
+
 def contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, pair: np.ndarray) -> dict:
   """Per-pair friction (5), solref, solreffriction, solimp, margin, gap (mj_contactParam).
 
@@ -98,17 +104,41 @@ def collision(m: Model, d: Data) -> Data:
 
   Reads geom_xpos, geom_xmat. Colliders look as far as margin + gap (where MuJoCo 4.0
   reports a contact); a slot is active, and gets constraint rows, when dist < margin.
+  With contact smoothing (opt.grad_smoothing) the colliders run a second time, looking
+  SMOOTHING_REACH temperatures further, and a pair with no contact takes those slots'
+  distances, points and frames (beyond its margin + gap: no rows, no contacts).
   """
   plan = collision_plan(m)
   if not plan["groups"]:
     return d
-  table = colliders()
-  iterations = m.opt.ccd_iterations
-  # parameters and the broadphase of all pairs at once, sliced per group: elementwise per
-  # pair, so the same numbers as per group, in a handful of kernels instead of a set per group
   every = {k: np.concatenate([g[k] for g in plan["groups"]]) for k in ("g1", "g2", "pair")}
   params = contact_params(m, every["g1"], every["g2"], every["pair"])
   reach = params["margin"] + params["gap"]
+  dist, pos, frame = _collide(m, d, plan, every, reach)
+  # each pair's parameters repeated over its slots
+  slot_pair = np.repeat(np.arange(len(every["g1"])), [
+    g["slots"] for g in plan["groups"] for _ in range(len(g["g1"]))])
+  rep = {k: params[k][slot_pair] for k in ("friction", "solref", "solreffriction", "solimp")}
+  includemargin = params["margin"][slot_pair]
+  active = dist < includemargin
+  if m.opt.grad_smoothing:
+    far = _collide(m, d, plan, every, reach + SMOOTHING_REACH * m.opt.grad_smoothing)
+    touching = jnp.zeros(len(every["g1"]), bool).at[slot_pair].max(dist < 0.5 * NO_CONTACT)
+    apart = ~touching[slot_pair]
+    dist, pos, frame = (jnp.where(apart.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
+                        for a, b in zip((dist, pos, frame), far))
+  contact = d.contact.replace(dist=dist, pos=pos, frame=frame, includemargin=includemargin,
+                              **rep, active=active)
+  return d.replace(contact=contact)
+
+
+def _collide(m: Model, d: Data, plan: dict, every: dict, reach):
+  """(dist (ncon,), pos (ncon, 3), frame (ncon, 3, 3)) of every slot, colliders looking as
+  far as `reach` (per pair); NO_CONTACT in slots without a contact."""
+  table = colliders()
+  iterations = m.opt.ccd_iterations
+  # the broadphase of all pairs at once, sliced per group: elementwise per pair, so the
+  # same numbers as per group, in a handful of kernels instead of a set per group
   far = broadphase.out_of_reach(m, d, every["g1"], every["g2"], reach)
   dists, poss, frames, at = [], [], [], 0
   for group in plan["groups"]:
@@ -133,13 +163,5 @@ def collision(m: Model, d: Data) -> Data:
     dists.append(jnp.where(far[cut].reshape((-1,) + (1,) * (dist.ndim - 1)), NO_CONTACT, dist))
     poss.append(pos.reshape(-1, 3))
     frames.append(fr.reshape(-1, 3, 3))
-  # each pair's parameters repeated over its slots
-  slot_pair = np.repeat(np.arange(at), [g["slots"] for g in plan["groups"]
-                                        for _ in range(len(g["g1"]))])
-  rep = {k: params[k][slot_pair] for k in ("friction", "solref", "solreffriction", "solimp")}
-  includemargin = params["margin"][slot_pair]
   dist = jnp.concatenate([x.reshape(-1) for x in dists])
-  contact = d.contact.replace(
-    dist=dist, pos=jnp.concatenate(poss), frame=jnp.concatenate(frames),
-    includemargin=includemargin, **rep, active=dist < includemargin)
-  return d.replace(contact=contact)
+  return dist, jnp.concatenate(poss), jnp.concatenate(frames)

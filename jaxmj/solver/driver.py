@@ -60,9 +60,10 @@ import numpy as np
 from jaxmj.constants import MINVAL
 from jaxmj.linalg import spd_solve
 from jaxmj.smooth import mass
-from jaxmj.solver import island, pgs_order
+from jaxmj.solver import island, pgs_order, smoothing
 from jaxmj.solver.linesearch import differentiable_alpha, prepare
 from jaxmj.solver.problem import (
+  QUADRATIC,
   Cones,
   Islands,
   Problem,
@@ -394,6 +395,7 @@ def solve_arrays(
   efc_island: jax.Array | None = None,
   nisland_max: int = 1,
   efc_order: np.ndarray | None = None,
+  efc_soft_weight: jax.Array | None = None,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -423,7 +425,8 @@ def solve_arrays(
   backward pass through the loops) and stable; differentiating the unrolled CG/PGS iterates is
   not (CG's unrolled derivative grows without bound as it converges). With
   implicit_grad=False, reverse mode unrolls the fixed iterations instead (the line search still
-  contributes its own implicit derivative).
+  contributes its own implicit derivative). `efc_soft_weight` (nefc,): contact smoothing of
+  the implicit derivative (jaxmj/solver/smoothing.py), None: exact.
   """
   dt = qM.dtype
   nv, nefc = qM.shape[0], efc_J.shape[0]
@@ -483,34 +486,47 @@ def solve_arrays(
     qacc0 = jnp.where(jnp.asarray(dof_island) >= 0, qacc0, ps.qacc_smooth)  # unconstrained
     res = _primal(ps, isl, qacc0, solver == Solver.NEWTON, iterations, ls_iterations,
                   tolerance, ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad)
-  return _implicit(p, res) if implicit_grad else res
+  if not implicit_grad:
+    return res
+  soft = None
+  if efc_soft_weight is not None:
+    soft = dict(J=efc_J, aref=efc_aref, D=1.0 / efc_R, w=efc_soft_weight)
+  return _implicit(p, res, soft)
 
 
-def _implicit(p: Problem, res: SolverResult) -> SolverResult:
+def _implicit(p: Problem, res: SolverResult, soft: dict | None = None) -> SolverResult:
   """res with the implicit-function derivative of the optimum (values unchanged).
 
   At the optimum the primal gradient g(qacc; inputs) = M qacc - qfrc_smooth - J' force(J qacc -
   aref) vanishes, so d qacc = -H^-1 dg with H its generalized Hessian; the forces follow from
   the primal constraint update at qacc. A custom JVP attaches that derivative, so a forward
-  pass that is not differentiated computes nothing for it.
+  pass that is not differentiated computes nothing for it. `soft`: the smoothed rows
+  (smoothing.soft_tangent), whose share is added to that derivative.
   """
   sg = jax.lax.stop_gradient
   arrays = {k: v for k, v in p._asdict().items() if isinstance(v, jax.Array)}
   static = {k: v for k, v in p._asdict().items() if not isinstance(v, jax.Array)}
+  if soft is not None:
+    arrays = dict(arrays, soft=soft)
   qacc, force = _optimum(static)(arrays, sg(res.qacc), sg(res.efc_force))
-  return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=p.J.T @ force)
+  # smoothed rows that are inactive carry force tangents: their J is not masked out
+  J = p.J if soft is None else soft["J"]
+  return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=J.T @ force)
 
 
 def _optimum(static: dict) -> Callable:
   """(arrays, qacc, force) -> (qacc, force) as given, with the implicit derivative of the
   optimum w.r.t. the problem's arrays (`static`: its numpy fields) as its JVP."""
 
+  def problem(arrays):
+    return Problem(**{k: v for k, v in arrays.items() if k != "soft"}, **static)
+
   def force_at(arrays, q):
-    pa = Problem(**arrays, **static)
+    pa = problem(arrays)
     return constraint_update(pa, pa.J @ q - pa.aref).force
 
   def gradient(arrays, q):
-    pa = Problem(**arrays, **static)
+    pa = problem(arrays)
     return pa.M @ q - pa.qfrc_smooth - pa.J.T @ force_at(arrays, q)
 
   @jax.custom_jvp
@@ -521,17 +537,23 @@ def _optimum(static: dict) -> Callable:
   def optimum_jvp(primals, tangents):
     arrays, q, force = primals
     darrays = tangents[0]
-    pa = Problem(**arrays, **static)
+    pa = problem(arrays)
     u = constraint_update(pa, pa.J @ q - pa.aref)
     h = pa.M + pa.J.T @ (u.Dq[:, None] * pa.J)
     if pa.cidx.shape[0]:
       jc = ext(pa.J)[pa.cidx]
       h = h + jnp.einsum("cin,cij,cjm->nm", jc, u.Hc, jc)
     # H^-1 from the primal alone, so that the tangent is a linear map (transposable)
-    hinv, _ = spd_solve(h, jnp.eye(h.shape[0], dtype=h.dtype))
+    hinv_of = lambda extra=None: spd_solve(  # noqa: E731
+      h if extra is None else h + extra, jnp.eye(h.shape[0], dtype=h.dtype))[0]
     dg = jax.jvp(lambda a: gradient(a, q), (arrays,), (darrays,))[1]
-    dq = -hinv @ dg
-    df = jax.jvp(force_at, (arrays, q), (darrays, dq))[1]
+    if "soft" not in arrays:
+      dq = -hinv_of() @ dg
+      return (q, force), (dq, jax.jvp(force_at, (arrays, q), (darrays, dq))[1])
+    hinv, dg_soft, df_soft = smoothing.soft_tangent(arrays["soft"], darrays["soft"], q,
+                                                    u.state == QUADRATIC, hinv_of)
+    dq = -hinv @ (dg + dg_soft)
+    df = jax.jvp(force_at, (arrays, q), (darrays, dq))[1] + df_soft(dq)
     return (q, force), (dq, df)
 
   return optimum
@@ -558,6 +580,10 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     if m.opt.grad not in GRADS:
       raise ValueError(f"opt.grad must be one of {GRADS}, got {m.opt.grad!r}")
     implicit_grad = m.opt.grad == "implicit"
+  t = smoothing.temperature(m)
+  if t and not implicit_grad:
+    raise ValueError("opt.grad_smoothing smooths the implicit derivative: it needs "
+                     "opt.grad='implicit'")
   nefc = d.efc_J.shape[0]
   if find_islands:
     d = island.island(m, d)
@@ -588,6 +614,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     ls_tolerance=m.opt.ls_tolerance, warmstart=not m.opt.disabled(DisableBit.WARMSTART),
     solve_m=lambda x: mass.solve_m(m, d, x), implicit_grad=implicit_grad, **islands,
     efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
+    efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t) if t else None,
   )
   return d.replace(qacc=res.qacc, efc_force=res.efc_force,
                    efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,

@@ -1,0 +1,95 @@
+"""opt.grad_smoothing: contact smoothing of the solver's implicit derivative.
+
+A sphere on a slide joint, driven by a motor, pushes a box on a damped slide joint. With no
+push the two never touch, so the exact derivative of the box's final position w.r.t. the
+push is exactly 0 (a first-order optimizer never starts pushing); smoothed, it is positive
+(more push, box further). Values are unchanged by the option (to the last bits: the
+smoothed step is a different XLA program; off, the step is the one before the option, bit for
+bit: scripts/compare_revisions.py), and the trajectory is MuJoCo's, also for a tilted cube
+landing on a floor nearby, whose box-plane collider would pick other corners if it looked
+further than its margin.
+"""
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+
+import jaxmj
+
+XML = """<mujoco><option timestep="0.01"/><worldbody>
+  <body name="pusher" pos="-0.3 0 0.05">
+    <joint name="pusher" type="slide" axis="1 0 0" damping="2"/>
+    <geom type="sphere" size="0.05" mass="1"/></body>
+  <body name="box" pos="0 0 0.05"><joint name="box" type="slide" axis="1 0 0" damping="5"/>
+    <geom type="box" size="0.05 0.05 0.05" mass="1"/></body>
+  </worldbody><actuator><motor joint="pusher" ctrlrange="-10 10"/></actuator></mujoco>"""
+# plus a cube landing on a floor (neither touches the sphere or the box)
+LANDING = XML.replace("</worldbody>", """
+  <geom type="plane" size="1 1 .1" pos="0 1 0" contype="2" conaffinity="2"/>
+  <body pos="0 1 .14" euler="10 20 0"><freejoint/>
+    <geom type="box" size=".05 .05 .05" contype="2" conaffinity="2"/></body></worldbody>""")
+NSTEP = 40
+PUSH = 8.0  # N: the sphere reaches the box after ~22 steps
+
+
+def _model(t: float = 0.0, xml: str = XML, **opt) -> jaxmj.Model:
+  m = jaxmj.Model.from_xml_string(xml)
+  return m.replace(opt=m.opt.replace(grad_smoothing=t, **opt))
+
+
+def _trajectory(m, push):
+  d = jaxmj.make_data(m)
+  ctrl = jnp.full((NSTEP, 1), push)
+  _, traj = jaxmj.rollout(m, d, ctrl, nstep=NSTEP, fields=("qpos", "qvel", "efc_force"))
+  return traj
+
+
+def _box_x(m):
+  """push (N, constant) -> the box's final position."""
+  return lambda push: _trajectory(m, push)["qpos"][-1, 1]
+
+
+def test_forward_is_unchanged(fast_jit):
+  off = fast_jit(lambda p: _trajectory(_model(xml=LANDING), p))(PUSH)
+  on = fast_jit(lambda p: _trajectory(_model(0.05, xml=LANDING), p))(PUSH)
+  qpos = np.asarray(off["qpos"])
+  assert qpos[-1, 1] > 0.01 and qpos[-1, 4] < 0.07  # the box was pushed, the cube landed
+  for k in off:
+    np.testing.assert_allclose(np.asarray(on[k]), np.asarray(off[k]), rtol=1e-10, atol=1e-12,
+                               err_msg=k)
+  mjm = mujoco.MjModel.from_xml_string(LANDING)
+  mjd = mujoco.MjData(mjm)
+  mjd.ctrl[0] = PUSH
+  for _ in range(NSTEP):
+    mujoco.mj_step(mjm, mjd)
+  np.testing.assert_allclose(np.asarray(off["qpos"])[-1], mjd.qpos, rtol=0, atol=1e-10)
+
+
+def test_smoothed_gradient_pushes_where_the_exact_one_is_zero(fast_jit):
+  exact = fast_jit(jax.grad(_box_x(_model())))(0.0)
+  smooth = fast_jit(jax.grad(_box_x(_model(0.05))))(0.0)
+  assert float(exact) == 0.0
+  assert float(smooth) > 1e-3  # more push, box further: the direction that makes contact
+
+
+@pytest.mark.slow
+def test_smoothed_gradient_in_contact_near_finite_differences(fast_jit):
+  """Pushing: the rows that push keep their exact derivative, so a small temperature is
+  close to central differences (the bias comes from the rows near touching)."""
+  value = fast_jit(_box_x(_model()))
+  fd = (float(value(PUSH + 1e-5)) - float(value(PUSH - 1e-5))) / 2e-5
+  exact = float(fast_jit(jax.grad(_box_x(_model())))(PUSH))
+  smooth = float(fast_jit(jax.grad(_box_x(_model(0.002))))(PUSH))
+  assert fd > 0
+  np.testing.assert_allclose(exact, fd, rtol=1e-5)
+  np.testing.assert_allclose(smooth, fd, rtol=0.1)
+
+
+def test_bad_settings_are_refused():
+  d = jaxmj.make_data(_model())
+  with pytest.raises(ValueError, match="grad='implicit'"):
+    jax.eval_shape(jaxmj.forward, _model(0.05, grad="unrolled"), d)
+  with pytest.raises(ValueError, match="opt.grad_smoothing"):
+    jax.eval_shape(jaxmj.forward, _model(-1.0), d)
