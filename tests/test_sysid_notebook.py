@@ -2,10 +2,8 @@
 error, and MJX's gradient of the same fit error agrees with jaxmj's (the README shows the
 full run, within 1% of every parameter)."""
 
-import functools
 import os
 
-import jax
 import pytest
 from conftest import ROOT
 from test_notebook import code_cells
@@ -17,8 +15,6 @@ SHORT = {"NSEG": 4, "SEG": 30, "ITERS": 4}
 @pytest.mark.slow  # several gradient compiles (minutes on 2 shared cores)
 def test_system_identification_notebook_runs_short(monkeypatch):
   monkeypatch.setenv("MPLBACKEND", "Agg")  # no display in tests
-  monkeypatch.setattr(jax, "jit", functools.partial(
-    jax.jit, compiler_options={"xla_backend_optimization_level": 0}))
   scope: dict = {}
   for i, source in enumerate(code_cells(NOTEBOOK)):
     exec(compile(source, f"{NOTEBOOK}:cell{i}", "exec"), scope)

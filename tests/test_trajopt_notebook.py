@@ -2,12 +2,10 @@
 gaps close, the exact pushing gradient is zero where the smoothed one lowers the cost, and
 MJX's attempts behave as the notebook states (the README shows the full run)."""
 
-import functools
 import os
 
-import jax
-import pytest
 import numpy as np
+import pytest
 from conftest import ROOT
 from test_notebook import code_cells
 
@@ -18,8 +16,6 @@ SHORT = {"CART_ITERS": 4, "PUSH_ITERS": 6}
 @pytest.mark.slow  # several gradient compiles (minutes on 2 shared cores)
 def test_trajectory_optimization_notebook_runs_short(monkeypatch):
   monkeypatch.setenv("MPLBACKEND", "Agg")  # no display in tests
-  monkeypatch.setattr(jax, "jit", functools.partial(
-    jax.jit, compiler_options={"xla_backend_optimization_level": 0}))
   scope: dict = {}
   for i, source in enumerate(code_cells(NOTEBOOK)):
     exec(compile(source, f"{NOTEBOOK}:cell{i}", "exec"), scope)
