@@ -253,7 +253,24 @@ def _edits(mujoco, m: Model, mjm, ref) -> Model:
   if stat:
     changes["stat"] = dataclasses.replace(
       m.stat, **{k: tuple(map(float, v)) if np.ndim(v) else float(v) for k, v in stat.items()})
+  if "geom_size" in changes:
+    changes["geom_mass"] = _as_field(_geom_mass(m, changes["geom_size"]), m.geom_mass)
   return m.replace(**changes) if changes else m
+
+
+def _geom_mass(m: Model, size) -> np.ndarray:
+  """jaxmj's geom_mass (ngeom,) with the primitives weighed by density re-weighed at `size`
+  (ngeom, 3): the recompiled MJCF rounds sizes that the MjModel keeps exact (a capsule's
+  fromto), and MuJoCo has no geom mass to take."""
+  from jaxmj.mjcf.compile import inertia
+
+  old, new = np.asarray(m.geom_size), np.asarray(size)
+  density, mass = np.asarray(m.geom_density), np.array(m.geom_mass)
+  for g in np.flatnonzero((old != new).any(axis=1)):
+    t = int(m.geom_type[g])
+    if mass[g] == density[g] * inertia.geom_volume(t, old[g]):  # not given, not a mesh's
+      mass[g] = density[g] * inertia.geom_volume(t, new[g])
+  return mass
 
 
 def from_mujoco(model, assets: dict[str, bytes] | None = None) -> Model:

@@ -49,6 +49,8 @@ INNER_IMPORTS = {
   "MjModel or MjSpec",
   ("jaxmj.interop", "jaxmj.mjcf.spec.parse"): "an MjSpec's MJCF is parsed with its folder "
   "for relative file names",
+  ("jaxmj.interop", "jaxmj.mjcf.compile.inertia"): "from_mujoco re-weighs geoms whose size "
+  "the MjModel holds exactly with the compiler's own volume formulas",
   ("jaxmj.interop", "jaxmj.mjcf.errors"): "an MjModel's MJCF naming files that are not found "
   "is refused with the way out",
   ("jaxmj.mjcf.compile.build", "jaxmj.dynamics.lengthrange"): "the compiler simulates to "
