@@ -67,6 +67,7 @@ def test_forward_is_unchanged(fast_jit):
   np.testing.assert_allclose(np.asarray(off["qpos"])[-1], mjd.qpos, rtol=0, atol=1e-10)
 
 
+@pytest.mark.slow  # 34 s on 2 cores: two gradient compiles of a 3-body contact rollout
 def test_smoothed_gradient_pushes_where_the_exact_one_is_zero(fast_jit):
   exact = fast_jit(jax.grad(_box_x(_model())))(0.0)
   smooth = fast_jit(jax.grad(_box_x(_model(0.05))))(0.0)
