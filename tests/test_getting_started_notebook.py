@@ -8,7 +8,10 @@ import jax
 import mujoco
 import numpy as np
 from conftest import MODELS, ROOT
-from test_notebook import code_cells
+
+import jaxmj  # noqa: F401  (its own jits, e.g. rollout's, decorated before the test patches
+# jax.jit: compiler_options are refused on a nested jit)
+from test_notebook import run_cells
 
 NOTEBOOK = os.path.join(ROOT, "notebooks", "getting_started.ipynb")
 SHORT = {"NSTEP": 60, "NWORLD": 4, "FILM_EVERY": 20, "ROOT": ROOT}
@@ -19,11 +22,7 @@ def test_getting_started_notebook_runs_short(monkeypatch, tmp_path):
   monkeypatch.chdir(tmp_path)  # the video is written to the working directory
   monkeypatch.setattr(jax, "jit", functools.partial(
     jax.jit, compiler_options={"xla_backend_optimization_level": 0}))
-  scope: dict = {}
-  for i, source in enumerate(code_cells(NOTEBOOK)):
-    exec(compile(source, f"{NOTEBOOK}:cell{i}", "exec"), scope)
-    if "NSTEP" in scope and "m" not in scope:  # the settings cell: run shorter
-      scope.update(SHORT)
+  scope = run_cells(NOTEBOOK, SHORT)
   pole = scope["pole"]
   assert pole.shape == (4, 60)
   # The batch's last world (start +0.4 rad) as MuJoCo simulates it.

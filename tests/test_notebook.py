@@ -9,6 +9,9 @@ import jax
 import numpy as np
 from conftest import ROOT
 
+import jaxmj  # noqa: F401  (its own jits, e.g. rollout's, decorated before the tests patch jax.jit:
+# compiler_options are refused on a nested jit)
+
 NOTEBOOK = os.path.join(ROOT, "notebooks", "compose.ipynb")
 
 
@@ -24,14 +27,25 @@ def code_cells(path: str) -> list[str]:
   return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
 
 
+def run_cells(path: str, short: dict | None = None) -> dict:
+  """Runs the notebook's code cells in one scope and returns it; `short` replaces the values
+  of the settings cell (the first after which its first key is defined) for a quick run."""
+  scope: dict = {}
+  pending = dict(short or {})
+  for i, source in enumerate(code_cells(path)):
+    exec(compile(source, f"{path}:cell{i}", "exec"), scope)
+    if pending and next(iter(pending)) in scope:
+      scope.update(pending)
+      pending = {}
+  return scope
+
+
 def test_compose_notebook_builds_simulates_and_plots(monkeypatch):
   monkeypatch.setenv("MPLBACKEND", "Agg")  # no display in tests
   # The notebook's jax.jit, compiled with XLA's fast, unoptimized backend (tests only).
   monkeypatch.setattr(jax, "jit", functools.partial(
     jax.jit, compiler_options={"xla_backend_optimization_level": 0}))
-  scope: dict = {}
-  for i, source in enumerate(code_cells(NOTEBOOK)):
-    exec(compile(source, f"{NOTEBOOK}:cell{i}", "exec"), scope)
+  scope = run_cells(NOTEBOOK)
   m, scene = scope["m"], scope["scene"]
   assert m.nu == 4 and m.nbody == 1 + 1 + 2 * 3 + 2
   # The balls came to rest on the floor (height = radius), the servo follows its target.

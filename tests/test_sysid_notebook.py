@@ -6,7 +6,7 @@ import os
 
 import pytest
 from conftest import ROOT
-from test_notebook import code_cells
+from test_notebook import run_cells
 
 NOTEBOOK = os.path.join(ROOT, "notebooks", "system_identification.ipynb")
 SHORT = {"NSEG": 4, "SEG": 30, "ITERS": 4}
@@ -15,11 +15,7 @@ SHORT = {"NSEG": 4, "SEG": 30, "ITERS": 4}
 @pytest.mark.slow  # several gradient compiles (minutes on 2 shared cores)
 def test_system_identification_notebook_runs_short(monkeypatch):
   monkeypatch.setenv("MPLBACKEND", "Agg")  # no display in tests
-  scope: dict = {}
-  for i, source in enumerate(code_cells(NOTEBOOK)):
-    exec(compile(source, f"{NOTEBOOK}:cell{i}", "exec"), scope)
-    if "NSEG" in scope and "jaxmj" not in scope:  # the settings cell: run shorter
-      scope.update(SHORT)
+  scope = run_cells(NOTEBOOK, SHORT)
   history = scope["history"]
   assert scope["result"].fun < 0.5 * history[0]
   assert scope["mjx_gap"] < 1e-4

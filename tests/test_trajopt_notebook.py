@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 from conftest import ROOT
-from test_notebook import code_cells
+from test_notebook import run_cells
 
 NOTEBOOK = os.path.join(ROOT, "notebooks", "trajectory_optimization.ipynb")
 SHORT = {"CART_ITERS": 4, "PUSH_ITERS": 6}
@@ -16,11 +16,7 @@ SHORT = {"CART_ITERS": 4, "PUSH_ITERS": 6}
 @pytest.mark.slow  # several gradient compiles (minutes on 2 shared cores)
 def test_trajectory_optimization_notebook_runs_short(monkeypatch):
   monkeypatch.setenv("MPLBACKEND", "Agg")  # no display in tests
-  scope: dict = {}
-  for i, source in enumerate(code_cells(NOTEBOOK)):
-    exec(compile(source, f"{NOTEBOOK}:cell{i}", "exec"), scope)
-    if "CART_ITERS" in scope and "jaxmj" not in scope:  # the settings cell: run shorter
-      scope.update(SHORT)
+  scope = run_cells(NOTEBOOK, SHORT)
   gaps = scope["gap_history"]
   assert np.all(np.isfinite(scope["cart_history"])) and gaps[-1] < gaps[0]
   exact, smooth = scope["push_histories"].values()

@@ -5,7 +5,7 @@ import os
 import jax
 import pytest
 from conftest import ROOT
-from test_notebook import code_cells
+from test_notebook import run_cells
 
 pytest.importorskip("brax")
 
@@ -19,9 +19,7 @@ def test_rl_notebook_trains_saves_and_reloads_a_policy(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)  # the notebook writes runs/ where it runs
   jax.config.update("jax_enable_x64", False)  # float32, as users train
   try:
-    scope: dict = {}
-    for i, source in enumerate(code_cells(NOTEBOOK)):
-      exec(compile(source, f"{NOTEBOOK}:cell{i}", "exec"), scope)
+    scope = run_cells(NOTEBOOK)
   finally:
     jax.config.update("jax_enable_x64", True)
   assert len(scope["result"].curve) == 6
