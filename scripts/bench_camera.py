@@ -7,7 +7,7 @@ the batch is a copy of that state. Reports per scene: jaxmj's compile time, rend
 batch B (median of --reps calls after a warm-up) and mujoco.Renderer's renders/s (free
 camera, shadows on as its defaults).
 
-  python scripts/bench_camera.py [--batch 1024] [--chunk 64] [--scenes humanoid arm]
+  python scripts/bench_camera.py [--batch 1024] [--chunk 64] [--scenes humanoid arm grid]
 """
 
 from __future__ import annotations
@@ -24,7 +24,21 @@ import jaxmj
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENES = {"humanoid": "models/humanoid_floor.xml", "arm": "models/urdf/arm6.urdf",
-          "meshes": "models/mesh_drop.xml", "terrain": "models/terrain.xml"}
+          "meshes": "models/mesh_drop.xml", "terrain": "models/terrain.xml", "grid": None}
+GRID_TYPES = ("box", "sphere", "capsule", "cylinder", "ellipsoid")
+
+
+def grid_xml(n: int = 10) -> str:
+  """A floor under an n x n grid of primitives (the five types in turn): many geoms, each
+  seen by a few pixels of the free camera."""
+  geoms = []
+  for i in range(n * n):
+    x, y = (i % n - (n - 1) / 2) * 0.3, (i // n - (n - 1) / 2) * 0.3
+    size = ".1 .08 .06" if GRID_TYPES[i % 5] in ("box", "ellipsoid") else ".08 .06"
+    geoms.append(f'<geom type="{GRID_TYPES[i % 5]}" size="{size}" pos="{x:.2f} {y:.2f} .1" '
+                 f'euler="0 {7 * i % 40} {11 * i % 90}" rgba="{i % 3 / 2} .5 {i % 5 / 4} 1"/>')
+  return ('<mujoco><worldbody><light pos="0 0 3"/><geom type="plane" size="3 3 .1"/>'
+          + "".join(geoms) + "</worldbody></mujoco>")
 
 
 def posed(m, mjd):
@@ -83,11 +97,14 @@ def main():
   print(f"{'scene':10} {'geoms':>5} {'compile s':>9} {'jaxmj renders/s':>16} "
         f"{'MuJoCo renders/s':>17} {'ratio':>6}")
   for name in args.scenes:
-    path = os.path.join(ROOT, SCENES[name])
-    mjm = mujoco.MjModel.from_xml_path(path)
+    if SCENES[name] is None:
+      mjm, m = mujoco.MjModel.from_xml_string(grid_xml()), jaxmj.Model.from_xml_string(
+        grid_xml())
+    else:
+      path = os.path.join(ROOT, SCENES[name])
+      mjm, m = mujoco.MjModel.from_xml_path(path), jaxmj.Model.from_xml_path(path)
     mjd = mujoco.MjData(mjm)
     mujoco.mj_forward(mjm, mjd)
-    m = jaxmj.Model.from_xml_path(path)
     compile_s, ours = bench_jaxmj(m, posed(m, mjd), args.size, args.batch, args.chunk,
                                   args.reps)
     theirs = bench_mujoco(mjm, mjd, args.size, 50)

@@ -31,14 +31,16 @@ def image_plane(m: Model, cam: int, height: int, width: int) -> tuple[float, ...
   return -half, half, -top, top
 
 
-def pixel_directions(m: Model, cam: int, height: int, width: int) -> np.ndarray:
+def pixel_directions(m: Model, cam: int, height: int, width: int, rows: int | None = None,
+                     cols: int | None = None) -> np.ndarray:
   """(height, width, 3) ray directions in the camera frame (x right, y up, looking along -z)
-  through the pixel centres, row 0 at the top of the image."""
+  through the pixel centres, row 0 at the top of the image; rows, cols: that many pixels
+  of the same spacing (more than height, width: the image padded below and right)."""
   left, right, bottom, top = image_plane(m, cam, height, width)
-  x = left + (np.arange(width) + 0.5) / width * (right - left)
-  y = top - (np.arange(height) + 0.5) / height * (top - bottom)
+  x = left + (np.arange(cols or width) + 0.5) / width * (right - left)
+  y = top - (np.arange(rows or height) + 0.5) / height * (top - bottom)
   xy = np.stack(np.meshgrid(x, y), axis=-1)
-  return np.concatenate([xy, -np.ones((height, width, 1))], axis=-1)
+  return np.concatenate([xy, -np.ones((*xy.shape[:2], 1))], axis=-1)
 
 
 def free_camera_pose(m: Model) -> tuple[np.ndarray, np.ndarray]:

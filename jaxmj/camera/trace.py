@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.camera import mesh_bvh
+from jaxmj.camera import cull, mesh_bvh
 from jaxmj.collision import ray as ray_lib
 from jaxmj.types import Data, GeomType, Model
 
@@ -104,12 +104,22 @@ def _hfield_normals(m: Model, sel: np.ndarray, k, p):
   return jnp.where((jnp.abs(p[:, 2] - zsurf) <= box_gap)[:, None], surface_n, box_n)
 
 
-def _group_hits(m: Model, d: Data, sel: np.ndarray, gtype, pnt, vec) -> Hits:
+def _group_hits(m: Model, d: Data, sel: np.ndarray, gtype, pnt, vec,
+                tiles: cull.Tiles | None = None) -> Hits:
   """Nearest hit of each ray among the geoms `sel` of one type."""
   mat, pos = d.geom_xmat[sel], d.geom_xpos[sel]
+  size = m.geom_size[sel]
+  n = jnp.arange(vec.shape[0])
+  if tiles is not None and gtype in cull.CULLED and len(sel) > tiles.candidates:
+    k, hit = cull.nearest_candidate(tiles, gtype, size, mat, pos, vec)
+    # The picked geom's hit again, now with gradients (the same arithmetic as below).
+    lpk = jnp.einsum("nji,nj->ni", mat[k], pnt - pos[k])
+    lvk = jnp.einsum("nji,nj->ni", mat[k], vec)
+    best = jnp.where(hit, jax.vmap(ray_lib.RAY_FUNCS[gtype])(size[k], lpk, lvk), jnp.inf)
+    return _surface(m, sel, gtype, k, best, lpk, lvk, mat[k], vec)
   lp = jnp.einsum("gji,gnj->gni", mat, pnt[None] - pos[:, None])  # (G, N, 3)
   lv = jnp.einsum("gji,nj->gni", mat, vec)
-  size = m.geom_size[sel]
+  local_n = None
   if gtype == GeomType.MESH:
     dist, k, local_n = mesh_bvh.mesh_hits(m, sel, lp, lv)
   else:
@@ -119,28 +129,35 @@ def _group_hits(m: Model, d: Data, sel: np.ndarray, gtype, pnt, vec) -> Hits:
       one = jax.vmap(ray_lib.RAY_FUNCS[gtype], (None, 0, 0))
       dist = jax.vmap(one)(size, lp, lv)
     k = jnp.argmin(dist, axis=0)
-  n = jnp.arange(vec.shape[0])
-  best = dist[k, n]
+  return _surface(m, sel, gtype, k, dist[k, n], lp[k, n], lv[k, n], mat[k], vec, local_n)
+
+
+def _surface(m: Model, sel, gtype, k, best, lp, lv, mat, vec, local_n=None) -> Hits:
+  """Hits at distances best (N,) on geoms sel[k] (N,), rays lp, lv (N, 3) in their frames
+  (orientations mat (N, 3, 3)); local_n: the local normals where the caller has them."""
   hit = jnp.isfinite(best)
   # A finite stand-in where nothing is hit keeps the discarded normal's gradient finite.
-  p = lp[k, n] + jnp.where(hit, best, 0.0)[:, None] * lv[k, n]
+  p = lp + jnp.where(hit, best, 0.0)[:, None] * lv
   if gtype == GeomType.HFIELD:
     local_n = _hfield_normals(m, sel, k, p)
   elif gtype != GeomType.MESH:
-    local_n = jax.vmap(NORMALS[gtype])(size[k], p)
-  normal = _unit(jnp.einsum("nij,nj->ni", mat[k], local_n))
+    local_n = jax.vmap(NORMALS[gtype])(m.geom_size[sel][k], p)
+  normal = _unit(jnp.einsum("nij,nj->ni", mat, local_n))
   normal = jnp.where((jnp.sum(normal * vec, -1) > 0)[:, None], -normal, normal)
   return Hits(best, jnp.where(hit, jnp.asarray(sel, jnp.int32)[k], -1), normal)
 
 
-def nearest_hits(m: Model, d: Data, ids: np.ndarray, pnt, vec) -> Hits:
-  """Nearest hits of rays pnt (N, 3) + x vec (N, 3), x >= 0, among static geom ids `ids`."""
+def nearest_hits(m: Model, d: Data, ids: np.ndarray, pnt, vec,
+                 tiles: cull.Tiles | None = None) -> Hits:
+  """Nearest hits of rays pnt (N, 3) + x vec (N, 3), x >= 0, among static geom ids `ids`.
+  tiles: the rays are a camera's, tile by tile (pnt its position), so primitive types with
+  more than tiles.candidates geoms are culled per tile (cull.py); same hits."""
   pnt = jnp.broadcast_to(pnt, vec.shape)
   groups = []
   for gtype in (*ray_lib.RAY_FUNCS, GeomType.MESH, GeomType.HFIELD):
     sel = ids[m.geom_type[ids] == gtype]
     if len(sel):
-      groups.append(_group_hits(m, d, sel, gtype, pnt, vec))
+      groups.append(_group_hits(m, d, sel, gtype, pnt, vec, tiles))
   if not groups:
     n = vec.shape[0]
     return Hits(jnp.full(n, jnp.inf, vec.dtype), jnp.full(n, -1, jnp.int32),

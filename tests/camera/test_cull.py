@@ -1,0 +1,94 @@
+"""Per-tile culling (jaxmj/camera/cull.py) changes nothing in the images: a grid of many
+primitives rendered with and without it, with candidate lists short enough to overflow, at
+an image size that is not a whole number of tiles; and its gradients are the finite
+differences'."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxmj
+from jaxmj.camera import cull
+
+TYPES = ("box", "sphere", "capsule", "cylinder", "ellipsoid")
+
+
+def grid_xml(n=6):
+  geoms = []
+  for i in range(n * n):
+    x, y = (i % n - (n - 1) / 2) * 0.3, (i // n - (n - 1) / 2) * 0.3
+    size = ".1 .08 .06" if TYPES[i % 5] in ("box", "ellipsoid") else ".08 .06"
+    geoms.append(f'<geom type="{TYPES[i % 5]}" size="{size}" pos="{x:.2f} {y:.2f} .1" '
+                 f'euler="0 {7 * i % 40} {11 * i % 90}" rgba="{i % 3 / 2} .5 {i % 5 / 4} 1"/>')
+  return ('<mujoco><worldbody><light pos="0 0 3"/><geom type="plane" size="3 3 .1"/>'
+          '<camera name="low" pos="0 -1.6 .5" xyaxes="1 0 0 0 .3 1" fovy="60"/>'
+          + "".join(geoms) + "</worldbody></mujoco>")
+
+
+@pytest.fixture(scope="module")
+def grid():
+  m = jaxmj.Model.from_xml_string(grid_xml())
+  return m, jax.jit(jaxmj.forward)(m, jaxmj.make_data(m))
+
+
+@pytest.mark.parametrize("cam, k", [(-1, 1), (-1, 3), ("low", 2)])
+def test_culled_images_equal_unculled_ones(grid, cam, k):
+  m, d = grid
+  h, w = 21, 30  # 3 x 4 tiles of 8, the last ones partly outside the image
+
+  @jax.jit
+  def images(d):
+    return (jaxmj.camera_image(m, d, cam, h, w, tile=None),
+            jaxmj.camera_image(m, d, cam, h, w, tile=8, tile_candidates=k))
+
+  full, culled = images(d)
+  np.testing.assert_array_equal(culled["segmentation"], full["segmentation"])
+  np.testing.assert_allclose(culled["depth"], full["depth"], rtol=1e-12)
+  np.testing.assert_allclose(culled["rgb"], full["rgb"], atol=1e-12)
+  assert len(np.unique(full["segmentation"][..., 0])) > 10
+
+
+def test_a_tile_sees_the_geoms_its_pixels_hit_and_few_others(grid):
+  """Every geom a tile's pixels hit is among its candidates (conservative), and tiles list
+  far fewer candidates than there are geoms (the culling culls)."""
+  m, d = grid
+  h = w = 32
+  seg = np.asarray(jaxmj.camera_image(m, d, -1, h, w, ("segmentation",), tile=None)[
+    "segmentation"])[..., 0]
+  local = cull.to_tiles(jaxmj.camera.frustum.pixel_directions(m, -1, h, w), 8)
+  pos, mat = jaxmj.camera.frustum.camera_pose(m, d, -1)
+  tiles = cull.Tiles(cull.tile_planes(local), 4, pos, mat)
+  boxes = np.flatnonzero(m.geom_type == jaxmj.GeomType.BOX)
+  order, count = cull.tile_candidates(tiles, jaxmj.GeomType.BOX, m.geom_size[boxes],
+                                      d.geom_xpos[boxes])
+  seen = cull.to_tiles(seg, 8)
+  for t in range(len(count)):
+    listed = set(boxes[np.asarray(order[t, :int(count[t])])])
+    assert set(np.unique(seen[t])) & set(boxes) <= listed
+  assert np.asarray(count).mean() < len(boxes) / 2
+
+
+def test_gradients_through_culled_geoms_match_finite_differences(grid):
+  """Depth over a patch of a box w.r.t. its position, with the boxes culled (one candidate
+  per pass), against central differences."""
+  m, d = grid
+  seg = np.asarray(jaxmj.camera_image(m, d, "low", 48, 64, ("segmentation",))[
+    "segmentation"])[..., 0]
+  boxes = set(np.flatnonzero(m.geom_type == jaxmj.GeomType.BOX))
+  # the first pixel whose 3x3 block shows one box
+  i, j = next((i, j) for i in range(1, 47) for j in range(1, 63)
+              if seg[i, j] in boxes and (seg[i - 1:i + 2, j - 1:j + 2] == seg[i, j]).all())
+  g = int(seg[i, j])
+
+  def depth(x):
+    dd = d.replace(geom_xpos=d.geom_xpos.at[g].set(x))
+    img = jaxmj.camera_image(m, dd, "low", 48, 64, ("depth",), tile_candidates=1)
+    return img["depth"][i - 1:i + 2, j - 1:j + 2].sum()
+
+  x = d.geom_xpos[g]
+  grad = np.asarray(jax.jit(jax.grad(depth))(x))
+  f, eps = jax.jit(depth), 1e-6
+  fd = np.array([(f(x.at[a].add(eps)) - f(x.at[a].add(-eps))) / (2 * eps) for a in range(3)])
+  assert np.abs(grad).max() > 1e-2
+  np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-8)
