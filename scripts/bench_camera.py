@@ -8,6 +8,7 @@ batch B (median of --reps calls after a warm-up) and mujoco.Renderer's renders/s
 camera, shadows on as its defaults).
 
   python scripts/bench_camera.py [--batch 1024] [--chunk 64] [--scenes humanoid arm grid]
+                                 [--culling]
 """
 
 from __future__ import annotations
@@ -67,9 +68,11 @@ def bench_mujoco(mjm, mjd, size: int, n: int) -> float:
     return n / (time.perf_counter() - t)
 
 
-def bench_jaxmj(m, d, size: int, batch: int, chunk: int, reps: int) -> tuple[float, float]:
+def bench_jaxmj(m, d, size: int, batch: int, chunk: int, reps: int,
+                **options) -> tuple[float, float]:
   batched = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch, *x.shape)), d)
-  image = lambda d: jaxmj.camera_image(m, d, -1, size, size, ("rgb", "depth"))  # noqa: E731
+  image = lambda d: jaxmj.camera_image(m, d, -1, size, size, ("rgb", "depth"),  # noqa: E731
+                                       **options)
   fn = jax.jit(lambda ds: jax.lax.map(image, ds, batch_size=min(chunk, batch)))
   t = time.perf_counter()
   jax.block_until_ready(fn(batched))
@@ -89,6 +92,8 @@ def main():
   p.add_argument("--size", type=int, default=64)
   p.add_argument("--reps", type=int, default=3)
   p.add_argument("--scenes", nargs="+", default=["humanoid", "arm"], choices=list(SCENES))
+  p.add_argument("--culling", action="store_true",
+                 help="also time camera_image without per-tile culling (tile=None)")
   args = p.parse_args()
   from jaxmj.rendering import load_mujoco
 
@@ -110,6 +115,11 @@ def main():
     theirs = bench_mujoco(mjm, mjd, args.size, 50)
     print(f"{name:10} {m.ngeom:5d} {compile_s:9.1f} {ours:16.1f} {theirs:17.1f} "
           f"{ours / theirs:6.2f}")
+    if args.culling:
+      compile_s, unculled = bench_jaxmj(m, posed(m, mjd), args.size, args.batch, args.chunk,
+                                        args.reps, tile=None)
+      print(f"{'  no cull':10} {m.ngeom:5d} {compile_s:9.1f} {unculled:16.1f} {'':17} "
+            f"{unculled / theirs:6.2f}  (culling: x{ours / unculled:.2f})")
 
 
 if __name__ == "__main__":

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.camera import cull, frustum, shade, trace
+from jaxmj.camera import cull, frustum, shade, soft, trace
 from jaxmj.collision import ray as ray_lib
 from jaxmj.names import name2id
 from jaxmj.types import Data, Model, ObjType
@@ -36,17 +37,26 @@ def camera_id(m: Model, cam: int | str) -> int:
 def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width: int = 64,
                  outputs: Sequence[str] = OUTPUTS, *, shadows: bool = False,
                  geomgroup=DEFAULT_GEOMGROUP, tile: int | None = 8,
-                 tile_candidates: int = 8) -> dict[str, jnp.ndarray]:
+                 tile_candidates: int = 8, softness: float | None = None,
+                 rgba: jax.Array | None = None) -> dict[str, jnp.ndarray]:
   """Images of world `d` (after forward: reads geom, camera and light poses) seen by model
   camera `cam` (id or name; -1: MuJoCo's free camera), ray-cast in pure JAX
-  (jit/vmap/grad-able; every argument but m's leaves and d is static). To batch cameras,
-  vmap over d.cam_xpos / d.cam_xmat with one camera id (same intrinsics).
+  (jit/vmap/grad-able; every argument but m's leaves, d and rgba is static). To batch
+  cameras, vmap over d.cam_xpos / d.cam_xmat with one camera id (same intrinsics).
 
   tile, tile_candidates: culling (camera/cull.py): each tile x tile block of pixels
   intersects only the primitives whose bounding spheres reach into it, tile_candidates of
   them at a time (more take further passes: exact for any value); types with at most
   tile_candidates geoms, planes, meshes and heightfields are tested by every pixel. The
   images equal those without culling (tile=None).
+
+  softness: None (default): exact images. A distance in metres: rgb and depth with soft
+    silhouettes of the primitives (camera/soft.py), so their gradients flow across edges;
+    biased: edges blur over about +-4 softness of ray-to-surface miss distance, 50%
+    transparent at the exact edge, and every primitive costs every pixel. Segmentation
+    stays exact.
+  rgba: (ngeom, 4) colours in place of geom_rgba and materials (a traced array: randomized
+    colours do not recompile); which geoms are drawn still follows the model's alpha.
 
   Returns a dict with the requested outputs, row 0 at the top as mujoco.Renderer's:
     rgb: (height, width, 3) float in [0, 1], geom colours under the model's lights and the
@@ -78,20 +88,25 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
     return cull.from_tiles(x, height, width, tile)
 
   out = {}
-  if "depth" in outputs:
-    far = frustum.clip_range(m)[1]
-    out["depth"] = as_image(jnp.where(hit, hits.dist, far))
+  far = frustum.clip_range(m)[1]
   if "segmentation" in outputs:
     seg = jnp.stack([hits.geomid, jnp.where(hit, int(ObjType.GEOM), -1)], -1)
     out["segmentation"] = as_image(seg.astype(jnp.int32))
+
+  def occluded(origin, direction, max_dist):
+    blocked = trace.nearest_hits(m, d, ids, origin, direction).dist
+    return blocked < max_dist
+
+  if softness is not None and {"rgb", "depth"} & set(outputs):
+    depth, rgb = soft.soft_image(m, d, ids, pos, mat, vec, softness, far, tiles, rgba,
+                                 occluded if shadows else None)
+    out.update({"depth": as_image(depth), "rgb": as_image(rgb)})
+    return {k: out[k] for k in outputs}
+  if "depth" in outputs:
+    out["depth"] = as_image(jnp.where(hit, hits.dist, far))
   if "rgb" in outputs:
     point = pos + jnp.where(hit, hits.dist, 0.0)[:, None] * vec
-
-    def occluded(origin, direction, max_dist):
-      blocked = trace.nearest_hits(m, d, ids, origin, direction).dist
-      return blocked < max_dist
-
     rgb = shade.shade(m, d, pos, mat, point, hits.normal, hits.geomid,
-                      occluded if shadows else None)
+                      occluded if shadows else None, rgba)
     out["rgb"] = as_image(rgb)
   return out

@@ -56,11 +56,14 @@ def _lights(m: Model, d: Data, cam_mat) -> list[dict]:
   return rows
 
 
-def shade(m: Model, d: Data, cam_pos, cam_mat, point, normal, geomid, occluded=None):
+def shade(m: Model, d: Data, cam_pos, cam_mat, point, normal, geomid, occluded=None,
+          rgba=None):
   """RGB (N, 3) in [0, 1] at hit points point (N, 3) with unit normals (N, 3) of geoms
   geomid (N,) (-1: background, black). occluded: optional callable(origins (N, 3),
-  directions (N, 3), max_dist (N,)) -> (N,) bool, for shadows."""
-  rgba, spec, shin, emis = (jnp.asarray(a, point.dtype) for a in geom_materials(m))
+  directions (N, 3), max_dist (N,)) -> (N,) bool, for shadows. rgba: optional (ngeom, 4)
+  colours (may be traced) in place of the model's and its materials' (alpha unused)."""
+  model_rgba, spec, shin, emis = (jnp.asarray(a, point.dtype) for a in geom_materials(m))
+  rgba = model_rgba if rgba is None else jnp.asarray(rgba, point.dtype)
   g = jnp.maximum(geomid, 0)
   base, spec, shin, emis = rgba[g, :3], spec[g], shin[g], emis[g]
   view = cam_pos - point

@@ -28,7 +28,8 @@ class Hits(NamedTuple):
   normal: jax.Array
 
 
-def _unit(v):
+def unit(v):
+  """v (..., 3) over its length (kept away from 0)."""
   return v / jnp.sqrt(jnp.maximum(jnp.sum(v * v, -1, keepdims=True), 1e-30))
 
 
@@ -142,7 +143,7 @@ def _surface(m: Model, sel, gtype, k, best, lp, lv, mat, vec, local_n=None) -> H
     local_n = _hfield_normals(m, sel, k, p)
   elif gtype != GeomType.MESH:
     local_n = jax.vmap(NORMALS[gtype])(m.geom_size[sel][k], p)
-  normal = _unit(jnp.einsum("nij,nj->ni", mat, local_n))
+  normal = unit(jnp.einsum("nij,nj->ni", mat, local_n))
   normal = jnp.where((jnp.sum(normal * vec, -1) > 0)[:, None], -normal, normal)
   return Hits(best, jnp.where(hit, jnp.asarray(sel, jnp.int32)[k], -1), normal)
 

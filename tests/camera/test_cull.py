@@ -4,7 +4,6 @@ an image size that is not a whole number of tiles; and its gradients are the fin
 differences'."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

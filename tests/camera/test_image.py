@@ -153,7 +153,7 @@ def test_vmap_over_worlds_and_camera_poses_equals_one_at_a_time():
   assert batch["rgb"].shape == (2, 2, 8, 12, 3)
   for w in range(2):
     for c in range(2):
-      one = jax.jit(image)(jax.tree.map(lambda x: x[w], worlds).replace(cam_xpos=poses[c]))
+      one = jax.jit(image)(jax.tree.map(lambda x, w=w: x[w], worlds).replace(cam_xpos=poses[c]))
       for k in one:
         np.testing.assert_allclose(batch[k][w, c], one[k], rtol=1e-12, atol=1e-12)
   assert np.any(np.asarray(batch["depth"][0, 0] != batch["depth"][1, 1]))

@@ -18,7 +18,7 @@ def test_camera_observation_prepends_the_cameras_pixels_to_obs():
   state = jax.jit(batched.step)(state, jnp.ones((2, env.action_size)))
   assert cam.observation_size == 6 * 8 * 4 + 5 and state.obs.shape == (2, 6 * 8 * 4 + 5)
   for w in range(2):
-    d = jax.tree.map(lambda x: x[w], state.pipeline_state)
+    d = jax.tree.map(lambda x, w=w: x[w], state.pipeline_state)
     img = jaxmj.camera_image(env.sys, d, "side", 6, 8, ("rgb", "depth"))
     np.testing.assert_allclose(state.obs[w, :6 * 8 * 3], img["rgb"].reshape(-1), atol=1e-12)
     np.testing.assert_allclose(state.obs[w, 6 * 8 * 3:6 * 8 * 4], img["depth"].reshape(-1),
