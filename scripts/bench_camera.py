@@ -92,6 +92,8 @@ def main():
   p.add_argument("--size", type=int, default=64)
   p.add_argument("--reps", type=int, default=3)
   p.add_argument("--scenes", nargs="+", default=["humanoid", "arm"], choices=list(SCENES))
+  p.add_argument("--candidates", type=int, default=8, help="camera_image's tile_candidates")
+  p.add_argument("--softness", type=float, default=None, help="camera_image's softness")
   p.add_argument("--culling", action="store_true",
                  help="also time camera_image without per-tile culling (tile=None)")
   args = p.parse_args()
@@ -111,13 +113,14 @@ def main():
     mjd = mujoco.MjData(mjm)
     mujoco.mj_forward(mjm, mjd)
     compile_s, ours = bench_jaxmj(m, posed(m, mjd), args.size, args.batch, args.chunk,
-                                  args.reps)
+                                  args.reps, tile_candidates=args.candidates,
+                                  softness=args.softness)
     theirs = bench_mujoco(mjm, mjd, args.size, 50)
     print(f"{name:10} {m.ngeom:5d} {compile_s:9.1f} {ours:16.1f} {theirs:17.1f} "
           f"{ours / theirs:6.2f}")
     if args.culling:
       compile_s, unculled = bench_jaxmj(m, posed(m, mjd), args.size, args.batch, args.chunk,
-                                        args.reps, tile=None)
+                                        args.reps, tile=None, softness=args.softness)
       print(f"{'  no cull':10} {m.ngeom:5d} {compile_s:9.1f} {unculled:16.1f} {'':17} "
             f"{unculled / theirs:6.2f}  (culling: x{ours / unculled:.2f})")
 
