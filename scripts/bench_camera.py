@@ -92,7 +92,7 @@ def main():
   p.add_argument("--size", type=int, default=64)
   p.add_argument("--reps", type=int, default=3)
   p.add_argument("--scenes", nargs="+", default=["humanoid", "arm"], choices=list(SCENES))
-  p.add_argument("--candidates", type=int, default=8, help="camera_image's tile_candidates")
+  p.add_argument("--candidates", type=int, default=4, help="camera_image's tile_candidates")
   p.add_argument("--softness", type=float, default=None, help="camera_image's softness")
   p.add_argument("--culling", action="store_true",
                  help="also time camera_image without per-tile culling (tile=None)")

@@ -37,7 +37,7 @@ def camera_id(m: Model, cam: int | str) -> int:
 def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width: int = 64,
                  outputs: Sequence[str] = OUTPUTS, *, shadows: bool = False,
                  geomgroup=DEFAULT_GEOMGROUP, tile: int | None = 8,
-                 tile_candidates: int = 8, softness: float | None = None,
+                 tile_candidates: int = 4, softness: float | None = None,
                  rgba: jax.Array | None = None) -> dict[str, jnp.ndarray]:
   """Images of world `d` (after forward: reads geom, camera and light poses) seen by model
   camera `cam` (id or name; -1: MuJoCo's free camera), ray-cast in pure JAX
@@ -69,6 +69,10 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
   unknown = set(outputs) - set(OUTPUTS)
   if unknown:
     raise ValueError(f"camera_image: unknown outputs {sorted(unknown)}; choose from {OUTPUTS}")
+  if (tile is not None and tile < 1) or tile_candidates < 1 or (softness is not None
+                                                               and not softness > 0):
+    raise ValueError(f"camera_image: tile ({tile}), tile_candidates ({tile_candidates}) and "
+                     f"softness ({softness}) must be positive (tile, softness: or None)")
   cam = camera_id(m, cam)
   ids = visible_geoms(m, geomgroup)
   pos, mat = frustum.camera_pose(m, d, cam)

@@ -139,6 +139,8 @@ def test_unknown_outputs_and_cameras_are_refused_by_name():
     jaxmj.camera_image(m, d, 0, 4, 4, outputs=("normals",))
   with pytest.raises(ValueError, match="camera 5 does not exist"):
     jaxmj.camera_image(m, d, 5, 4, 4)
+  with pytest.raises(ValueError, match="tile_candidates"):
+    jaxmj.camera_image(m, d, 0, 4, 4, tile_candidates=0)
 
 
 def test_vmap_over_worlds_and_camera_poses_equals_one_at_a_time():
