@@ -19,12 +19,15 @@ so with fixed shapes one sweep over all rows serves all islands, an island that 
 keeping its forces. All of this was confirmed against mujoco 4.0.0 (tests/test_noslip.py).
 
 The iteration count is static (`opt.noslip_iterations`); sweeps after an island's early stop
-leave its forces unchanged. The sweeps are plain jax ops, so they jit, vmap and differentiate
-(reverse mode through the unrolled sweeps, starting from the main solver's forces and their
-derivative).
+leave its forces unchanged. The sweeps are plain jax ops, so they jit and vmap. Derivatives
+follow `opt.grad` as the main solver's do: "implicit" (default) runs the sweeps on stopped
+values and attaches the implicit-function derivative of their fixed point (`_fixed_point`:
+memory independent of `noslip_iterations`), "unrolled" differentiates the sweeps as run.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -114,7 +117,7 @@ def _cone(a, res, old, normal, fric, live):
   return _cost_change(a, new, old, res)
 
 
-def _sweep_fn(kinds, rows, normal_rows, slots, amat, b, floss, fric_slot, active, onehot):
+def _sweep_fn(kinds, rows, normal_rows, slots, *, amat, b, floss, fric_slot, active, onehot):
   """One Gauss-Seidel sweep over the static blocks: (force, improvement (ni,), done (ni,)) ->
   (force, improvement); blocks of islands that are done keep their forces."""
   nefc = amat.shape[0]
@@ -186,9 +189,13 @@ def noslip(m: Model, d: Data) -> Data:
   onehot = ((eisl[:, None] == jnp.arange(ni)) & p.active[:, None]).astype(dt)  # (nefc, ni)
   absent = jnp.sum(onehot, axis=0) == 0
   kinds, rows, normal_rows, slots = _blocks(m, con.dim, con.efc_address, nefc)
+  implicit = m.opt.grad == "implicit"
+  params = dict(amat=amat, b=b, floss=p.floss, fric_slot=fric_slot)
+  f0 = jnp.where(p.active, d.efc_force, 0.0)
+  loop_params, loop_f0 = (jax.lax.stop_gradient((params, f0)) if implicit else (params, f0))
   if len(kinds):
-    sweep = _sweep_fn(kinds, rows, normal_rows, slots, amat, b, p.floss, fric_slot, p.active,
-                      onehot)
+    sweep = _sweep_fn(kinds, rows, normal_rows, slots, **loop_params, active=p.active,
+                      onehot=onehot)
   else:
     sweep = lambda f, imp, done: (f, imp)  # noqa: E731
   scale = _scale(m, d, onehot)
@@ -206,8 +213,10 @@ def noslip(m: Model, d: Data) -> Data:
 
   zero = jnp.zeros(ni, jnp.int32)
   force, _, niter, last = jax.lax.fori_loop(
-    0, m.opt.noslip_iterations, body,
-    (jnp.where(p.active, d.efc_force, 0.0), absent, zero, jnp.zeros(ni, dt)))
+    0, m.opt.noslip_iterations, body, (loop_f0, absent, zero, jnp.zeros(ni, dt)))
+  if implicit and len(kinds):
+    blocks = (kinds, rows, normal_rows, slots)
+    force = _fixed_point(blocks, nefc)(params, f0, p.active, jax.lax.stop_gradient(force))
   qfrc = p.J.T @ force
   ran = niter > 0
   return d.replace(
@@ -228,3 +237,51 @@ def _scale(m: Model, d: Data, onehot):
     dof = (d.dof_island[:, None] == jnp.arange(ni)).astype(onehot.dtype)
   inertia = jax.lax.stop_gradient(jnp.diag(d.qM) @ dof)
   return 1.0 / jnp.where(inertia > 0, inertia, 1.0)
+
+
+def _fixed_point(blocks, nefc: int) -> Callable:
+  """(params, f0, active, force) -> force as given, with the implicit-function derivative of
+  the sweeps' fixed point as its JVP (`blocks`: _blocks' static arrays).
+
+  A sweep conserves what it does not solve for: the rows outside its blocks (normal, equality,
+  limit rows; inactive rows) and each pyramid pair's sum keep the values of f0, the main
+  solver's forces. G(f) = sweep(f with those parts taken from f0) has them as parameters, so
+  at the fixed point f = G(f; params, f0) the derivative is df = (I - dG/df)^-1 dG/d(params,
+  f0). I - dG/df is singular where the noslip solution is not unique (friction forces in the
+  null space of J', e.g. a box's four corner contacts): the pseudo-inverse takes the
+  minimum-norm derivative, which moves qfrc_constraint = J' f the same. The matrix comes from
+  the primal alone, so the tangent is linear (transposable) and reverse mode stores one
+  sweep's residuals, not every sweep's.
+  """
+  kinds, rows, normal_rows, slots = blocks
+  free = np.zeros(nefc, bool)
+  free[rows[rows < nefc]] = True
+  partner = np.arange(nefc)
+  pairs = rows[kinds == _PAIR][:, :2]
+  partner[pairs[:, 0]], partner[pairs[:, 1]] = pairs[:, 1], pairs[:, 0]
+  paired = partner != np.arange(nefc)
+
+  def g(params, f0, active, f):
+    fixed = ~free | ~active
+    conserve = 0.5 * (f0 + f0[partner] - f - f[partner])
+    f = jnp.where(fixed, f0, jnp.where(paired, f + conserve, f))
+    onehot = jnp.zeros((nefc, 1), f.dtype)  # no island has stopped: every block sweeps
+    sweep = _sweep_fn(kinds, rows, normal_rows, slots, **params, active=active, onehot=onehot)
+    return sweep(f, jnp.zeros(1, f.dtype), jnp.zeros(1, bool))[0]
+
+  @jax.custom_jvp
+  def fixed_point(params, f0, active, f):
+    return f
+
+  @fixed_point.defjvp
+  def fixed_point_jvp(primals, tangents):
+    params, f0, active, f = primals
+    dparams, df0 = tangents[:2]
+    dg = jax.jvp(lambda pr, x0: g(pr, x0, active, f), (params, f0), (dparams, df0))[1]
+    jf = jax.jacfwd(lambda x: g(params, f0, active, x))(f)
+    # relative cutoff: singular values below it are the null space, not a stiff direction
+    rtol = 1e-10 if f.dtype == jnp.float64 else 1e-5
+    k = jnp.linalg.pinv(jnp.eye(nefc, dtype=f.dtype) - jf, rtol=rtol)
+    return f, k @ dg
+
+  return fixed_point

@@ -136,8 +136,8 @@ def test_step_with_noslip_matches_mj_step(solver, cone):
 @pytest.mark.slow
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 def test_forward_gradient_with_noslip_matches_finite_differences(cone):
-  """d qacc / d qvel through forward with noslip (reverse mode through the sweeps; the contact
-  set does not depend on qvel): finite and equal to central differences, evaluated as one
+  """d qacc / d qvel through forward with noslip (grad="unrolled": reverse mode through the
+  sweeps and the main solver's iterations; the contact set does not depend on qvel): finite and equal to central differences, evaluated as one
   vmapped batch whose unperturbed world equals the unbatched forward.
 
   The main solver runs to convergence: its implicit derivative is the optimum's, and under
@@ -145,7 +145,7 @@ def test_forward_gradient_with_noslip_matches_finite_differences(cone):
   that the noslip sweeps, which start from its forces, carry the difference (3e-3 relative)."""
   xml = XML.format(cone=cone, condim=3, n=3, tol=1e-6, flag="")
   m = jaxmj.Model.from_xml_string(xml)
-  m = m.replace(opt=m.opt.replace(tolerance=1e-15, iterations=100))
+  m = m.replace(opt=m.opt.replace(tolerance=1e-15, iterations=100, grad="unrolled"))
   d = jaxmj.make_data(m)
 
   def qacc_fn(qvel):
@@ -163,11 +163,12 @@ def test_forward_gradient_with_noslip_matches_finite_differences(cone):
 
 
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
-def test_noslip_gradient_matches_finite_differences(cone):
-  """d (efc_force, qacc) / d qacc_smooth through the noslip sweeps alone (the rows fixed):
-  finite and equal to central differences."""
+def test_unrolled_noslip_gradient_matches_finite_differences(cone):
+  """d (efc_force, qacc) / d qacc_smooth through the 3 noslip sweeps alone as run
+  (grad="unrolled"; the rows fixed): finite and equal to central differences."""
   xml = XML.format(cone=cone, condim=3, n=3, tol=1e-6, flag="")
   m = jaxmj.Model.from_xml_string(xml)
+  m = m.replace(opt=m.opt.replace(grad="unrolled"))
   main = m.replace(opt=m.opt.replace(noslip_iterations=0))  # compiled by the sweep tests
   d = _forward(main, jaxmj.make_data(m).replace(qvel=np.asarray(QVEL)))
 
@@ -182,3 +183,39 @@ def test_noslip_gradient_matches_finite_differences(cone):
   assert np.all(np.isfinite(jac))
   fd = (np.asarray(batched[:len(a)]) - np.asarray(batched[len(a):])).T / (2 * eps)
   np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-5 * np.abs(fd).max())
+
+
+def _noslip_alone(cone, n, tol, grad="implicit"):
+  """The noslip pass as a function of qacc_smooth (the main solver's result and rows fixed)."""
+  m = jaxmj.Model.from_xml_string(XML.format(cone=cone, condim=3, n=n, tol=tol, flag=""))
+  m = m.replace(opt=m.opt.replace(grad=grad))
+  main = jaxmj.Model.from_xml_string(XML.format(cone=cone, condim=3, n=0, tol=1e-6, flag=""))
+  d = _forward(main, jaxmj.make_data(m).replace(qvel=np.asarray(QVEL)))  # as the sweep tests
+  return (lambda acc: noslip.noslip(m, d.replace(qacc_smooth=acc)).qacc), np.asarray(
+    d.qacc_smooth)
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", pytest.param("elliptic", marks=pytest.mark.slow)])
+def test_implicit_noslip_gradient_matches_finite_differences(cone):
+  """grad="implicit" (default): d qacc / d qacc_smooth at converged sweeps (200 at tolerance
+  1e-15) is the derivative of their fixed point: equal to central differences. The box's
+  four corner contacts make the friction forces non-unique (the minimum-norm derivative);
+  qacc, which they move through J', is unique."""
+  out, a = _noslip_alone(cone, 200, 1e-15)
+  eps = 1e-6
+  xs = np.concatenate([a + eps * np.eye(len(a)), a - eps * np.eye(len(a))])
+  jac, batched = jax.jit(lambda a, xs: (jax.jacrev(out)(a), jax.vmap(out)(xs)), **_fast)(a, xs)
+  assert np.all(np.isfinite(jac))
+  fd = (np.asarray(batched[:len(a)]) - np.asarray(batched[len(a):])).T / (2 * eps)
+  np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-5 * np.abs(fd).max())
+
+
+def test_implicit_noslip_gradient_memory_is_independent_of_iterations():
+  """Reverse mode stores one sweep's residuals, not every sweep's: the compiled gradient's
+  temporaries are the same at 5 and 50 noslip iterations (grad="unrolled" stores each)."""
+  def temp_bytes(n):
+    out, a = _noslip_alone("pyramidal", n, 0.0)
+    loss = jax.grad(lambda acc: jax.numpy.sum(out(acc) ** 2))
+    return jax.jit(loss, **_fast).lower(a).compile().memory_analysis().temp_size_in_bytes
+
+  assert temp_bytes(5) == temp_bytes(50)
