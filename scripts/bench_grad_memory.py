@@ -11,6 +11,7 @@ For models/humanoid_floor.xml (contacts, default solver settings; float32 unless
            median of 3 after a warm-up), plain and checkpointed.
 
   python scripts/bench_grad_memory.py [--nsteps 100 300 1000] [--iterations 1 50]
+  python scripts/bench_grad_memory.py --ratio-only --model box_stack   (the ratio alone)
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def main() -> None:
   p.add_argument("--iterations", type=int, nargs="+", default=[1, 50])
   p.add_argument("--ratio-steps", type=int, default=50)
   p.add_argument("--x64", action="store_true")
+  p.add_argument("--ratio-only", action="store_true", help="skip the memory reports")
   args = p.parse_args()
   jax.config.update("jax_enable_x64", args.x64)
   print(f"backend {jax.default_backend()}, {'float64' if args.x64 else 'float32'}, "
@@ -63,6 +65,9 @@ def main() -> None:
   m0 = jaxmj.Model.from_xml_path(os.path.join(ROOT, "models", f"{args.model}.xml"))
   d = jaxmj.make_data(m0)
   qvel = d.qvel + 0.1
+  if args.ratio_only:
+    report_ratio(m0, d, qvel, args.ratio_steps)
+    return
   longest, shortest = max(args.nsteps), min(args.nsteps)
   # most telling first (a run cut short by a time limit still reports them): the shortest
   # and longest horizon at the model's own iterations, the gradient's cost and finiteness,
@@ -73,17 +78,20 @@ def main() -> None:
   g = jax.jit(jax.grad(make_loss(m0, d, longest, True)))(qvel)
   print(f"checkpointed gradient through {longest} steps finite: {bool(np.all(np.isfinite(g)))}, "
         f"|g| = {float(jnp.linalg.norm(g)):.3e}", flush=True)
-  t = args.ratio_steps
-  fwd = median_time(jax.jit(make_loss(m0, d, t, None)), qvel)
-  for ck in (None, True):
-    grad = median_time(jax.jit(jax.grad(make_loss(m0, d, t, ck))), qvel)
-    print(f"T {t} checkpoint {str(ck):5s}: forward {fwd * 1e3:.1f} ms, gradient "
-          f"{grad * 1e3:.1f} ms, ratio {grad / fwd:.2f}", flush=True)
+  report_ratio(m0, d, qvel, args.ratio_steps)
   rest = [(None, ck, t) for t in args.nsteps if t not in (shortest, longest)
           for ck in (None, True)]
   rest += [(it, ck, shortest) for it in args.iterations for ck in (None, True)]
   for it, ck, t in rest:
     report_memory(m0, d, qvel, it, ck, t)
+
+
+def report_ratio(m, d, qvel, t):
+  fwd = median_time(jax.jit(make_loss(m, d, t, None)), qvel)
+  for ck in (None, True):
+    grad = median_time(jax.jit(jax.grad(make_loss(m, d, t, ck))), qvel)
+    print(f"T {t} checkpoint {str(ck):5s}: forward {fwd * 1e3:.1f} ms, gradient "
+          f"{grad * 1e3:.1f} ms, ratio {grad / fwd:.2f}", flush=True)
 
 
 def report_memory(m0, d, qvel, iterations, checkpoint, nstep):
