@@ -137,8 +137,9 @@ def test_step_with_noslip_matches_mj_step(solver, cone):
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 def test_forward_gradient_with_noslip_matches_finite_differences(cone):
   """d qacc / d qvel through forward with noslip (grad="unrolled": reverse mode through the
-  sweeps and the main solver's iterations; the contact set does not depend on qvel): finite and equal to central differences, evaluated as one
-  vmapped batch whose unperturbed world equals the unbatched forward.
+  sweeps and the main solver's iterations; the contact set does not depend on qvel): finite
+  and equal to central differences, evaluated as one vmapped batch whose unperturbed world
+  equals the unbatched forward.
 
   The main solver runs to convergence: its implicit derivative is the optimum's, and under
   the default tolerance (1e-8) the elliptic Newton solve stops far enough from the optimum
