@@ -286,6 +286,9 @@ def _add_train(sub) -> None:
   tr.add_argument("--num-timesteps", type=int, default=1_000_000, help="env steps to train")
   tr.add_argument("--num-evals", type=int, default=10, help="evaluations during the run")
   tr.add_argument("--num-envs", type=int, default=None, help="parallel worlds")
+  tr.add_argument("--preset", choices=("cpu", "playground"), default="cpu",
+                  help="settings: cpu (a few CPU cores; default) or playground (MuJoCo "
+                  "Playground's dm_control-suite PPO, for accelerators)")
   tr.add_argument("--episode-length", type=int, default=None)
   tr.add_argument("--out", default=None, help="run directory (default runs/ENV-ALGO)")
   tr.add_argument("--resume", action="store_true", help="continue the run in --out")
@@ -308,7 +311,7 @@ def _train(args) -> int:
   settings = {} if args.num_envs is None else {"num_envs": args.num_envs}
   try:
     result = train(args.env, args.algo, args.num_timesteps, out, resume=args.resume,
-                   seed=args.seed, num_evals=args.num_evals,
+                   seed=args.seed, num_evals=args.num_evals, preset=args.preset,
                    episode_length=args.episode_length, progress=not args.quiet, **settings)
   except (ValueError, FileNotFoundError) as e:
     print(f"error: {e}", file=sys.stderr)

@@ -5,7 +5,7 @@
     python scripts/bench_rl.py --task HalfCheetah --engines jaxmj --target 0   # locomotion
 
 Each engine trains in its own process with Brax's PPO and the settings of
-`jaxmj train --algo ppo` (the same for both; both balance tasks are dm_control's: same
+`jaxmj train --algo ppo --preset PRESET` (--preset cpu by default; the same for both; both balance tasks are dm_control's: same
 model, start distribution and reward, returns up to 1000). The script prints, per engine,
 the evaluation curve (env steps, seconds since training started, return), the wall time
 and env steps to the first evaluation at or above --target, and the ratio of the two
@@ -23,18 +23,16 @@ import sys
 import time
 
 
-def _settings() -> tuple[dict, dict]:
-  """`jaxmj train --algo ppo`'s defaults (jaxmj.envs.train.DEFAULTS), split into the
+def _settings(preset: str) -> tuple[dict, dict]:
+  """`jaxmj train --algo ppo --preset PRESET`'s settings (jaxmj.envs.train.PRESETS): the
   trainer's arguments and the network's."""
-  from jaxmj.envs.train import DEFAULTS
+  from jaxmj.envs.train import settings_for
 
-  ppo = dict(DEFAULTS["ppo"])
-  return ppo, ppo.pop("network")
+  return settings_for("ppo", preset)
 
 
-def _train(engine: str, task: str, num_timesteps: int, num_evals: int, seed: int) -> dict:
-  import functools
-
+def _train(engine: str, task: str, num_timesteps: int, num_evals: int, seed: int,
+           preset: str) -> dict:
   import jax
 
   from jaxmj.envs import brax_compat
@@ -51,7 +49,9 @@ def _train(engine: str, task: str, num_timesteps: int, num_evals: int, seed: int
 
     env = registry.load(task, config_overrides={"impl": "jax"})
     wrap = wrapper.wrap_for_brax_training
-  ppo, network = _settings()
+  from jaxmj.envs.train import network_factory
+
+  ppo, network = _settings(preset)
   curve, t0 = [], time.perf_counter()
 
   def progress(step, metrics):
@@ -61,7 +61,7 @@ def _train(engine: str, task: str, num_timesteps: int, num_evals: int, seed: int
 
   train.train(environment=env, num_timesteps=num_timesteps, num_evals=num_evals, seed=seed,
               wrap_env_fn=wrap, progress_fn=progress,
-              network_factory=functools.partial(networks.make_ppo_networks, **network),
+              network_factory=network_factory(networks.make_ppo_networks, network),
               episode_length=1000, **ppo)
   return {"engine": engine, "backend": jax.default_backend(), "curve": curve,
           "seconds": time.perf_counter() - t0}
@@ -105,22 +105,25 @@ def main() -> int:
   p.add_argument("--together", action="store_true",
                  help="train the engines at the same time (on a machine shared with other "
                       "jobs both then see the same load)")
+  p.add_argument("--preset", default="cpu", choices=["cpu", "playground"],
+                 help="settings of `jaxmj train --preset` (the same for both engines)")
   p.add_argument("--seed", type=int, default=0)
   p.add_argument("--child", default=None, help=argparse.SUPPRESS)
   args = p.parse_args()
   if args.child:
     print(json.dumps(_train(args.child, args.task, args.num_timesteps, args.num_evals,
-                            args.seed)))
+                            args.seed, args.preset)))
     return 0
-  ppo, network = _settings()
-  print(f"PPO on {args.task}: {args.num_timesteps:,} env steps, {args.num_evals} evals, "
+  ppo, network = _settings(args.preset)
+  print(f"PPO ({args.preset} preset) on {args.task}: {args.num_timesteps:,} env steps, {args.num_evals} evals, "
         f"settings {ppo}, networks {network}")
   results = {}
 
   def start(engine):
     return subprocess.Popen([sys.executable, __file__, "--child", engine, "--task", args.task,
                              "--num-timesteps", str(args.num_timesteps), "--num-evals",
-                             str(args.num_evals), "--seed", str(args.seed)],
+                             str(args.num_evals), "--seed", str(args.seed),
+                             "--preset", args.preset],
                             stdout=subprocess.PIPE, text=True, env=os.environ)
 
   running = [(e, start(e)) for e in args.engines] if args.together else []

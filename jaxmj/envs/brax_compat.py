@@ -1,22 +1,46 @@
 """Brax 0.14.2's trainers on jax >= 0.8: `jax.device_put_replicated` is gone from jax
 (its migration guide gives `jax.device_put` onto a stacked, sharded array as the
 replacement), and Brax's PPO, SAC and APG still call it once to place their training
-state. `install()` supplies that replacement under the old name, only where jax lacks it."""
+state. `install()` supplies a replacement under the old name, only where jax lacks it, and
+has Brax's evaluator compile its episode once (see `_host_params`)."""
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+# Brax's trainers pmap over this axis name (`_PMAP_AXIS_NAME` in each train module)
+_BRAX_AXIS = "i"
+
 
 def device_put_replicated(x, devices):
-  """One copy of every leaf of `x` per device, stacked on a leading axis sharded over
-  `devices` (what pmap takes)."""
-  mesh = jax.sharding.Mesh(np.asarray(devices), ("devices",))
-  sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("devices"))
-  return jax.tree.map(
-    lambda a: jax.device_put(jnp.stack([jnp.asarray(a)] * len(devices)), sharding), x)
+  """One copy of every leaf of `x` per device, stacked on a leading axis, placed exactly
+  as Brax's pmapped training step returns its state: through an identity pmap over Brax's
+  axis name, with weak types made strong. Placed any other way (or weakly typed), the
+  first training epoch and the first evaluation see other argument shardings and types
+  than every later one, and each compiles twice (measured: two extra compiles of the
+  env step, ~3 min of a CPU run)."""
+  stacked = jax.tree.map(
+    lambda a: jnp.stack([jnp.asarray(a, dtype=jnp.asarray(a).dtype)] * len(devices)), x)
+  return jax.pmap(lambda t: t, axis_name=_BRAX_AXIS, devices=devices)(stacked)
+
+
+def _host_params(run_evaluation):
+  """Brax's Evaluator.run_evaluation, given the policy parameters as host arrays. Its
+  jitted episode takes the last evaluation's (donated) state: uncommitted the first time
+  (from a reset on host keys), placed like the parameters every later time, so with the
+  trainer's placed parameters the whole episode (env step included) compiled twice.
+  Host parameters leave every call uncommitted: one compile."""
+
+  @functools.wraps(run_evaluation)
+  def run(self, policy_params, *args, **kwargs):
+    return run_evaluation(self, jax.tree.map(np.asarray, policy_params), *args, **kwargs)
+
+  run.host_params = True
+  return run
 
 
 def install() -> None:
@@ -24,3 +48,7 @@ def install() -> None:
     jax.device_put_replicated  # noqa: B018
   except AttributeError:
     jax.device_put_replicated = device_put_replicated
+  from brax.training import acting
+
+  if not getattr(acting.Evaluator.run_evaluation, "host_params", False):
+    acting.Evaluator.run_evaluation = _host_params(acting.Evaluator.run_evaluation)

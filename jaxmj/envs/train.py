@@ -31,25 +31,70 @@ from jaxmj.envs.wrappers import wrap
 
 ALGOS = ("ppo", "sac", "apg")
 
-# Settings sized for a few CPU cores (Brax's own defaults target accelerators). Keys are
-# the algorithm's `train` arguments; "network" goes to its network factory. PPO's are
-# MuJoCo Playground's dm_control-suite settings (unroll 30, 16 passes, discount 0.995,
-# entropy 1e-2, reward scaling 10) on 16x fewer worlds and minibatches of 64 x 30 steps.
-DEFAULTS: dict[str, dict] = {
-  "ppo": dict(num_envs=128, batch_size=64, unroll_length=30, num_minibatches=16,
-              num_updates_per_batch=16, discounting=0.995, learning_rate=1e-3,
-              entropy_cost=1e-2, reward_scaling=10.0, normalize_observations=True,
-              num_eval_envs=32, deterministic_eval=True,
-              network=dict(policy_hidden_layer_sizes=(64, 64),
-                           value_hidden_layer_sizes=(64, 64))),
-  "sac": dict(num_envs=64, batch_size=256, learning_rate=1e-3, discounting=0.99,
-              grad_updates_per_step=8, min_replay_size=4096, max_replay_size=200_000,
-              reward_scaling=1.0, normalize_observations=True, num_eval_envs=32,
-              deterministic_eval=True, network=dict(hidden_layer_sizes=(64, 64))),
-  "apg": dict(num_envs=64, horizon_length=32, learning_rate=3e-3, normalize_observations=True,
-              num_eval_envs=32, deterministic_eval=True,
-              network=dict(hidden_layer_sizes=(64, 64))),
+# Settings per preset and algorithm. Keys are the algorithm's `train` arguments; "network"
+# goes to its network factory (initializers and activations by their Brax names, so
+# run.json and Brax's checkpoint config can hold them).
+# "cpu" (the default) is sized for a few CPU cores, where compiling the env step dominates
+# a short run: small networks; PPO's policy is a Gaussian whose mean starts near 0 (a
+# pole left alone scores ~700, a random deterministic policy pushing one way ~190) with
+# little noise, since exploring noise knocks the pole over.
+# "playground" is MuJoCo Playground's dm_control-suite PPO (2048 worlds, unroll 30, 16 x
+# 32 minibatches, Brax's default networks; 60M steps on an accelerator).
+PRESETS: dict[str, dict[str, dict]] = {
+  "cpu": {
+    "ppo": dict(num_envs=512, batch_size=512, unroll_length=10, num_minibatches=8,
+                num_updates_per_batch=4, discounting=0.99, learning_rate=1e-3,
+                entropy_cost=0.0, reward_scaling=1.0, normalize_observations=False,
+                num_eval_envs=32, deterministic_eval=True,
+                network=dict(policy_hidden_layer_sizes=(32, 32),
+                             value_hidden_layer_sizes=(64, 64),
+                             distribution_type="normal", noise_std_type="log",
+                             init_noise_std=0.2, mean_kernel_init_fn="variance_scaling",
+                             mean_kernel_init_kwargs=dict(scale=0.01, mode="fan_in",
+                                                          distribution="uniform"))),
+    "sac": dict(num_envs=64, batch_size=256, learning_rate=1e-3, discounting=0.99,
+                grad_updates_per_step=8, min_replay_size=4096, max_replay_size=200_000,
+                reward_scaling=1.0, normalize_observations=True, num_eval_envs=32,
+                deterministic_eval=True, network=dict(hidden_layer_sizes=(64, 64))),
+    "apg": dict(num_envs=64, horizon_length=32, learning_rate=3e-3,
+                normalize_observations=True, num_eval_envs=32, deterministic_eval=True,
+                network=dict(hidden_layer_sizes=(64, 64))),
+  },
+  "playground": {
+    "ppo": dict(num_envs=2048, batch_size=1024, unroll_length=30, num_minibatches=32,
+                num_updates_per_batch=16, discounting=0.995, learning_rate=1e-3,
+                entropy_cost=1e-2, reward_scaling=10.0, normalize_observations=True,
+                num_resets_per_eval=10, num_eval_envs=128, network=dict()),
+  },
 }
+DEFAULTS = PRESETS["cpu"]
+
+
+def settings_for(algo: str, preset: str = "cpu", **overrides) -> tuple[dict, dict]:
+  """(trainer arguments, network factory arguments) of `preset` for `algo`, with
+  `overrides` on top (a `network` dict overrides single network arguments). Both are
+  JSON-safe: initializers and activations stay names (see network_factory)."""
+  if preset not in PRESETS:
+    raise ValueError(f"unknown preset {preset!r}; one of {', '.join(PRESETS)}")
+  if algo not in PRESETS[preset]:
+    raise ValueError(f"preset {preset!r} has no {algo} settings")
+  cfg = {**PRESETS[preset][algo], **overrides}
+  net = {**PRESETS[preset][algo]["network"], **cfg.pop("network", {})}
+  return cfg, {k: tuple(v) if isinstance(v, list) else v for k, v in net.items()}
+
+
+def network_factory(factory, net: dict):
+  """`factory` with the network arguments `net`, Brax's names of initializers
+  (`*_kernel_init_fn`) and activations turned into the functions."""
+  from brax.training import networks as brax_networks
+
+  kwargs = dict(net)
+  for k, v in net.items():
+    if k.endswith("kernel_init_fn") and isinstance(v, str):
+      kwargs[k] = brax_networks.KERNEL_INITIALIZER[v]
+    elif k == "activation" and isinstance(v, str):
+      kwargs[k] = brax_networks.ACTIVATION[v]
+  return functools.partial(factory, **kwargs)
 
 
 @dataclasses.dataclass
@@ -94,10 +139,12 @@ def _latest(out_dir: str) -> str:
 def train(env_name: str, algo: str = "ppo", num_timesteps: int = 1_000_000,
           out_dir: str = "runs/run", resume: bool = False, seed: int = 0,
           num_evals: int = 10, episode_length: int | None = None,
-          env_config: dict | None = None, progress: bool = True, **settings) -> Result:
+          env_config: dict | None = None, progress: bool = True, preset: str = "cpu",
+          **settings) -> Result:
   """Trains `algo` on the task `env_name` for `num_timesteps` env steps (more on resume),
   evaluating `num_evals` times; saves checkpoint, run.json and curve.png in `out_dir`.
-  `settings` override DEFAULTS[algo] (a `network` dict overrides the network's)."""
+  `settings` override PRESETS[preset][algo] (a `network` dict overrides single network
+  arguments)."""
   from brax.training import checkpoint as brax_checkpoint
 
   train_mod, networks, factory = _module(algo)
@@ -111,19 +158,18 @@ def train(env_name: str, algo: str = "ppo", num_timesteps: int = 1_000_000,
     if algo == "apg":
       raise ValueError("Brax's APG cannot restore parameters: --resume takes ppo or sac runs")
     env_config, episode_length = prior["env_config"], prior["episode_length"]
+    preset = prior.get("preset", preset)
     settings = {**prior["settings"], **settings}
   env_config = env_config or {}
   env = load(env_name, **env_config)
   episode_length = episode_length or env.episode_length
-  cfg = {**DEFAULTS[algo], **settings}
-  net_kwargs = {**DEFAULTS[algo]["network"], **cfg.pop("network", {})}
-  net_kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in net_kwargs.items()}
-  network_factory = functools.partial(factory, **net_kwargs)
+  cfg, net_kwargs = settings_for(algo, preset, **settings)
+  make_networks = network_factory(factory, net_kwargs)
   done_before = prior["steps"] if prior else 0
   curve = [tuple(p) for p in prior["curve"]] if prior else []
 
   kwargs = dict(cfg, environment=env, episode_length=episode_length, num_evals=num_evals,
-                seed=seed + done_before, wrap_env_fn=wrap, network_factory=network_factory)
+                seed=seed + done_before, wrap_env_fn=wrap, network_factory=make_networks)
   if algo == "apg":
     per_update = cfg["num_envs"] * cfg["horizon_length"]
     kwargs["policy_updates"] = max(1, -(-num_timesteps // per_update))
@@ -155,11 +201,11 @@ def train(env_name: str, algo: str = "ppo", num_timesteps: int = 1_000_000,
   steps = max([done_before + num_timesteps] + [s for s, _ in curve])  # Brax rounds up
   os.makedirs(out_dir, exist_ok=True)
   config = brax_checkpoint.network_config(env.observation_size, env.action_size,
-                                          cfg["normalize_observations"], network_factory)
+                                          cfg["normalize_observations"], make_networks)
   brax_checkpoint.save(_checkpoint_dir(out_dir), steps, params, config)
   with open(_run_json(out_dir), "w") as f:
-    json.dump({"env": env_name, "env_config": env_config, "algo": algo, "seed": seed,
-               "episode_length": episode_length, "steps": steps, "curve": curve,
+    json.dump({"env": env_name, "env_config": env_config, "algo": algo, "preset": preset,
+               "seed": seed, "episode_length": episode_length, "steps": steps, "curve": curve,
                "settings": {**cfg, "network": net_kwargs}}, f, indent=1)
   plot_curve(curve, os.path.join(out_dir, "curve.png"), f"{algo} on {env_name}")
   return Result(out_dir, curve, params, make_policy, seconds)

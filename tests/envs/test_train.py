@@ -56,6 +56,24 @@ def test_ppo_run_saves_a_policy_a_fresh_process_reads_back_bit_identically(tmp_p
   np.testing.assert_array_equal(theirs, mine)
 
 
+def test_presets_are_json_safe_and_their_initializer_names_build_networks():
+  from brax.training.agents.ppo import networks
+
+  for preset, algos in T.PRESETS.items():
+    for algo in algos:
+      cfg, net = T.settings_for(algo, preset)
+      json.dumps({**cfg, "network": net})  # run.json holds them
+  _, net = T.settings_for("ppo", "cpu", network={"init_noise_std": 0.3})
+  assert net["init_noise_std"] == 0.3 and net["policy_hidden_layer_sizes"] == (32, 32)
+  ppo = T.network_factory(networks.make_ppo_networks, net)(5, 1)
+  params = ppo.policy_network.init(jax.random.PRNGKey(0))
+  assert params is not None
+  with pytest.raises(ValueError, match="unknown preset 'gpu'; one of cpu, playground"):
+    T.settings_for("ppo", "gpu")
+  with pytest.raises(ValueError, match="preset 'playground' has no sac settings"):
+    T.settings_for("sac", "playground")
+
+
 @pytest.mark.slow
 def test_resume_continues_the_run_from_its_checkpoint(tmp_path, float32):
   out = str(tmp_path / "run")
