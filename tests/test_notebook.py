@@ -40,6 +40,16 @@ def run_cells(path: str, short: dict | None = None) -> dict:
   return scope
 
 
+def run_headless(monkeypatch, path: str, short: dict | None = None) -> dict:
+  """run_cells with matplotlib's non-interactive backend (no display in tests), its figures
+  closed afterwards."""
+  monkeypatch.setenv("MPLBACKEND", "Agg")
+  scope = run_cells(path, short)
+  if scope.get("plt") is not None:
+    scope["plt"].close("all")
+  return scope
+
+
 def test_compose_notebook_builds_simulates_and_plots(monkeypatch):
   monkeypatch.setenv("MPLBACKEND", "Agg")  # no display in tests
   # The notebook's jax.jit, compiled with XLA's fast, unoptimized backend (tests only).

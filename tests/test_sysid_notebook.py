@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 from conftest import ROOT
-from test_notebook import run_cells
+from test_notebook import run_headless
 
 NOTEBOOK = os.path.join(ROOT, "notebooks", "system_identification.ipynb")
 # One gradient compile (MJX's is a second, --runslow); iterations cost milliseconds.
@@ -15,11 +15,7 @@ SHORT = {"NSEG": 4, "SEG": 30, "ITERS": 30, "RUN_MJX": False}
 
 
 def _run(monkeypatch, **settings):
-  monkeypatch.setenv("MPLBACKEND", "Agg")  # no display in tests
-  scope = run_cells(NOTEBOOK, dict(SHORT, **settings))
-  if scope["plt"] is not None:
-    scope["plt"].close("all")
-  return scope
+  return run_headless(monkeypatch, NOTEBOOK, dict(SHORT, **settings))
 
 
 def test_system_identification_notebook_runs_short(monkeypatch):

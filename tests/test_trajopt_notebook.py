@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 from conftest import ROOT
-from test_notebook import run_cells
+from test_notebook import run_headless
 
 NOTEBOOK = os.path.join(ROOT, "notebooks", "trajectory_optimization.ipynb")
 # Three gradient compiles (cartpole, pushing exact and smoothed; MJX's with --runslow);
@@ -16,11 +16,7 @@ SHORT = {"CART_ITERS": 30, "PUSH_ITERS": 20, "RUN_MJX": False}
 
 
 def _run(monkeypatch, **settings):
-  monkeypatch.setenv("MPLBACKEND", "Agg")  # no display in tests
-  scope = run_cells(NOTEBOOK, dict(SHORT, **settings))
-  if scope["plt"] is not None:
-    scope["plt"].close("all")
-  return scope
+  return run_headless(monkeypatch, NOTEBOOK, dict(SHORT, **settings))
 
 
 def test_trajectory_optimization_notebook_runs_short(monkeypatch):
