@@ -121,33 +121,39 @@ def _cg_beta(isl: Islands, grad, mgrad, grad_old, mgrad_old, search_old):
 
 def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
             ls_iterations: int, tolerance, ls_tolerance, scale, solve_m: Callable,
-            early_exit: bool) -> SolverResult:
+            early_exit: bool, exact: bool = True) -> SolverResult:
   """mj_solPrimal (Newton or CG) from qacc0 (already warm-started), on every island at once.
 
   MuJoCo runs update(qacc0), then per iteration: line search, move, update, count, test. Here
-  each of iterations + 1 loop steps runs update at the current qacc (which for a step after a
+  each of `iterations` loop steps runs update at the current qacc (which for a step after a
   move is MuJoCo's post-move update: count it, test termination), then the new direction, line
-  search and move unless done; one copy of the update keeps the traced graph small. The last
-  step never moves, so the final force and state belong to the final qacc.
+  search and move unless done. A last update at the final qacc counts the last move
+  and gives the final force, state and statistics; it needs neither a direction nor a line
+  search, which a loop step would compute and discard (at iterations=1 that halves the work:
+  one Hessian factorization and one line search per solve instead of two of each).
 
   Islands (mj_solCGNewton per island): the constraint update, Hessian and M^-1 act on all rows
   and dofs together (the Hessian and M are block diagonal over islands, so one factorization
   serves them all); directions, line searches (one step size each), termination and statistics
   are per island (`scale`: (ni,)), and an island that has stopped keeps its iterate while
-  others go on. Dofs in no island do not move.
+  others go on. Dofs in no island do not move. `exact=False`: fast arithmetic in the Newton
+  solve (`spd_solve`).
   """
   in_isl = jnp.sum(isl.dof, axis=1) > 0
 
-  def update(qacc, ma, jar):
+  def gradient_at(ma, jar):
     u = constraint_update(p, jar)
     qfrc_c = p.J.T @ u.force
-    grad = jnp.where(in_isl, ma - p.qfrc_smooth - qfrc_c, 0.0)
+    return u, jnp.where(in_isl, ma - p.qfrc_smooth - qfrc_c, 0.0)
+
+  def update(qacc, ma, jar):
+    u, grad = gradient_at(ma, jar)
     if newton:
       h = p.M + p.J.T @ (u.Dq[:, None] * p.J)
       if p.cidx.shape[0]:
         jc = ext(p.J)[p.cidx]  # (ncone, 6, nv)
         h = h + jnp.einsum("cin,cij,cjm->nm", jc, u.Hc, jc)
-      mgrad, _ = spd_solve(h, grad)
+      mgrad, _ = spd_solve(h, grad, exact=exact)
     else:
       mgrad = solve_m(grad)
     return u, grad, jnp.where(in_isl, mgrad, 0.0)
@@ -158,18 +164,24 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
   no = jnp.zeros(ni, bool)
   absent = jnp.sum(isl.efc * p.active[:, None], axis=0) == 0  # islands without rows never run
   carry0 = dict(qacc=qacc0, ma=p.M @ qacc0, jar=p.J @ qacc0 - p.aref, search=jnp.zeros(nv),
-                lsimp=z, grad=jnp.zeros(nv), mgrad=jnp.zeros(nv),
-                force=jnp.zeros_like(p.aref), state=jnp.zeros(p.aref.shape, jnp.int32),
-                done=absent, moved=no, niter=jnp.zeros(ni, jnp.int32), improvement=z,
-                gradient=z)
+                lsimp=z, grad=jnp.zeros(nv), mgrad=jnp.zeros(nv), done=absent, moved=no,
+                niter=jnp.zeros(ni, jnp.int32), improvement=z, gradient=z)
 
-  def body(k, c):
-    u, grad, mgrad = update(c["qacc"], c["ma"], c["jar"])
+  def counted(c, grad):
+    """The last move counted, with the statistics of the update after it."""
     niter = c["niter"] + c["moved"].astype(jnp.int32)
     # MuJoCo 4.0: the improvement is the decrease the line search measured (shifted costs,
     # accurate where the difference of two large totals is not); only a positive one stops
     improvement = c["lsimp"]
     gradient = scale * safe_sqrt(seg(isl.dof, grad * grad))
+    # MuJoCo's statistics of an iteration are those of the update after its move
+    stats = dict(improvement=jnp.where(c["moved"], improvement, c["improvement"]),
+                 gradient=jnp.where(c["moved"], gradient, c["gradient"]))
+    return niter, improvement, gradient, stats
+
+  def body(k, c):
+    u, grad, mgrad = update(c["qacc"], c["ma"], c["jar"])
+    niter, improvement, gradient, stats = counted(c, grad)
     conv = c["moved"] & (((improvement > 0) & (improvement < tolerance))
                          | (gradient < tolerance))
     if newton:
@@ -202,17 +214,18 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
     step = jnp.where(move, alpha, 0.0)
     sv, se = isl.dof @ step, isl.efc @ step
     return dict(qacc=c["qacc"] + sv * search, ma=c["ma"] + sv * mv, jar=c["jar"] + se * jv,
-                search=search, lsimp=scale * lsimp, grad=grad, mgrad=mgrad, force=u.force,
-                state=u.state,
-                done=done | (alpha == 0), moved=move, niter=niter,
-                # MuJoCo's statistics of an iteration are those of the update after its move
-                improvement=jnp.where(c["moved"], improvement, c["improvement"]),
-                gradient=jnp.where(c["moved"], gradient, c["gradient"]))
+                search=search, lsimp=scale * lsimp, grad=grad, mgrad=mgrad,
+                done=done | (alpha == 0), moved=move, niter=niter, **stats)
 
-  c = bounded_loop(iterations + 1, body, carry0, lambda c: jnp.all(c["done"]), early_exit)
-  return SolverResult(qacc=c["qacc"], efc_force=c["force"], efc_state=c["state"],
-                      qfrc_constraint=p.J.T @ c["force"], solver_niter=c["niter"],
-                      solver_improvement=c["improvement"], solver_gradient=c["gradient"])
+  c = bounded_loop(iterations, body, carry0, lambda c: jnp.all(c["done"]), early_exit)
+  # every island has stopped or spent its iterations: the loop step that would follow moves
+  # nothing, so only its update, count and statistics remain
+  u, grad = gradient_at(c["ma"], c["jar"])
+  niter, _, _, stats = counted(c, grad)
+  return SolverResult(qacc=c["qacc"], efc_force=u.force, efc_state=u.state,
+                      qfrc_constraint=p.J.T @ u.force, solver_niter=niter,
+                      solver_improvement=stats["improvement"],
+                      solver_gradient=stats["gradient"])
 
 
 # ------------------------------------------------------------------ dual: PGS
@@ -396,6 +409,7 @@ def solve_arrays(
   nisland_max: int = 1,
   efc_order: np.ndarray | None = None,
   efc_soft_weight: jax.Array | None = None,
+  exact: bool = True,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -426,7 +440,8 @@ def solve_arrays(
   not (CG's unrolled derivative grows without bound as it converges). With
   implicit_grad=False, reverse mode unrolls the fixed iterations instead (the line search still
   contributes its own implicit derivative). `efc_soft_weight` (nefc,): contact smoothing of
-  the implicit derivative (jaxmj/solver/smoothing.py), None: exact.
+  the implicit derivative (jaxmj/solver/smoothing.py), None: exact. `exact=False`: fast
+  arithmetic (opt.arithmetic="fast") where the solver has a faster form.
   """
   dt = qM.dtype
   nv, nefc = qM.shape[0], efc_J.shape[0]
@@ -485,7 +500,8 @@ def solve_arrays(
       qacc0 = ps.qacc_smooth
     qacc0 = jnp.where(jnp.asarray(dof_island) >= 0, qacc0, ps.qacc_smooth)  # unconstrained
     res = _primal(ps, isl, qacc0, solver == Solver.NEWTON, iterations, ls_iterations,
-                  tolerance, ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad)
+                  tolerance, ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad,
+                  exact=exact)
   if not implicit_grad:
     return res
   soft = None
@@ -615,6 +631,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     solve_m=lambda x: mass.solve_m(m, d, x), implicit_grad=implicit_grad, **islands,
     efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t) if t else None,
+    exact=m.opt.exact,
   )
   return d.replace(qacc=res.qacc, efc_force=res.efc_force,
                    efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,

@@ -68,6 +68,8 @@ def bounded_loop(n: int, body: Callable, init, done: Callable, early_exit: bool)
   `done(carry)`; with `early_exit` and n > FIXED_TRIPS_MAX the same result from a while_loop
   that stops there (not reverse-differentiable, so only for loops whose values are not
   differentiated)."""
+  if n == 1:  # no loop for XLA to schedule around (MJX's humanoid: iterations="1")
+    return body(0, init)
   if not early_exit or n <= FIXED_TRIPS_MAX:
     return jax.lax.fori_loop(0, n, body, init)
 

@@ -8,6 +8,7 @@ errors are given beside each).
 """
 
 import os
+import warnings
 
 import jax
 import numpy as np
@@ -93,3 +94,26 @@ def test_unknown_arithmetic_is_refused_by_name():
   m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "pendulum.xml"))
   with pytest.raises(ValueError, match="opt.arithmetic must be one of"):
     jaxmj.step(m.replace(opt=m.opt.replace(arithmetic="sloppy")), jaxmj.make_data(m))
+
+
+@pytest.mark.slow
+def test_mjx_humanoid_trajectory_in_fast_arithmetic():
+  """MJX's humanoid (iterations 1, ls_iterations 4: each step's one Newton iteration, its
+  truncated line search and its Newton solve in fast arithmetic; the solver's fast form is
+  linalg's half-size elimination) held to mj_step's trajectory from qpos0 (falls onto the
+  floor) at TRAJECTORY_TOL."""
+  path = os.path.join(os.path.dirname(mujoco.__file__), "mjx/test_data/humanoid/humanoid.xml")
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", UserWarning)
+    m, mj = load_both(path)
+  md = mujoco.MjData(mj)
+  ref = []
+  for _ in range(NSTEP):
+    mujoco.mj_step(mj, md)
+    ref.append(md.qpos.copy())
+  run = jax.jit(lambda m, d: jaxmj.rollout(fast(m), d, nstep=NSTEP),
+                compiler_options={"xla_backend_optimization_level": 0})
+  _, traj = run(m, jaxmj.make_data(m))
+  assert md.ncon > 0
+  err = rel_err(np.asarray(traj["qpos"]), np.array(ref)).max()
+  assert err <= TRAJECTORY_TOL, f"qpos off by {err:.3g}"
