@@ -1,11 +1,12 @@
-"""PPO on cart-pole balance: jaxmj beside MuJoCo Playground's MJX cart-pole, same config.
+"""PPO or SAC on cart-pole balance: jaxmj beside MuJoCo Playground's MJX cart-pole, same config.
 
     python scripts/bench_rl.py                      # both engines, one after the other
+    python scripts/bench_rl.py --algo sac --num-timesteps 600000 --together
     python scripts/bench_rl.py --engines jaxmj --num-timesteps 1000000
     python scripts/bench_rl.py --task HalfCheetah --engines jaxmj --target 0   # locomotion
 
-Each engine trains in its own process with Brax's PPO and the settings of
-`jaxmj train --algo ppo --preset PRESET` (--preset cpu by default; the same for both; both balance tasks are dm_control's: same
+Each engine trains in its own process with Brax's PPO (or SAC) and the settings of
+`jaxmj train --algo ALGO --preset PRESET` (--preset cpu by default; the same for both; both balance tasks are dm_control's: same
 model, start distribution and reward, returns up to 1000). The script prints, per engine,
 the evaluation curve (env steps, seconds since training started, return), the wall time
 and env steps to the first evaluation at or above --target, and the ratio of the two
@@ -23,22 +24,25 @@ import sys
 import time
 
 
-def _settings(preset: str) -> tuple[dict, dict]:
-  """`jaxmj train --algo ppo --preset PRESET`'s settings (jaxmj.envs.train.PRESETS): the
+def _settings(algo: str, preset: str) -> tuple[dict, dict]:
+  """`jaxmj train --algo ALGO --preset PRESET`'s settings (jaxmj.envs.train.PRESETS): the
   trainer's arguments and the network's."""
   from jaxmj.envs.train import settings_for
 
-  return settings_for("ppo", preset)
+  return settings_for(algo, preset)
 
 
 def _train(engine: str, task: str, num_timesteps: int, num_evals: int, seed: int,
-           preset: str) -> dict:
+           preset: str, algo: str) -> dict:
+  import importlib
+
   import jax
 
   from jaxmj.envs import brax_compat
 
   brax_compat.install()
-  from brax.training.agents.ppo import networks, train
+  train = importlib.import_module(f"brax.training.agents.{algo}.train")
+  networks = importlib.import_module(f"brax.training.agents.{algo}.networks")
 
   if engine == "jaxmj":
     import jaxmj.envs
@@ -51,7 +55,7 @@ def _train(engine: str, task: str, num_timesteps: int, num_evals: int, seed: int
     wrap = wrapper.wrap_for_brax_training
   from jaxmj.envs.train import network_factory
 
-  ppo, network = _settings(preset)
+  settings, network = _settings(algo, preset)
   curve, t0 = [], time.perf_counter()
 
   def progress(step, metrics):
@@ -61,8 +65,9 @@ def _train(engine: str, task: str, num_timesteps: int, num_evals: int, seed: int
 
   train.train(environment=env, num_timesteps=num_timesteps, num_evals=num_evals, seed=seed,
               wrap_env_fn=wrap, progress_fn=progress,
-              network_factory=network_factory(networks.make_ppo_networks, network),
-              episode_length=1000, **ppo)
+              network_factory=network_factory(getattr(networks, f"make_{algo}_networks"),
+                                              network),
+              episode_length=1000, **settings)
   return {"engine": engine, "backend": jax.default_backend(), "curve": curve,
           "seconds": time.perf_counter() - t0}
 
@@ -107,23 +112,24 @@ def main() -> int:
                       "jobs both then see the same load)")
   p.add_argument("--preset", default="cpu", choices=["cpu", "playground"],
                  help="settings of `jaxmj train --preset` (the same for both engines)")
+  p.add_argument("--algo", default="ppo", choices=["ppo", "sac"])
   p.add_argument("--seed", type=int, default=0)
   p.add_argument("--child", default=None, help=argparse.SUPPRESS)
   args = p.parse_args()
   if args.child:
     print(json.dumps(_train(args.child, args.task, args.num_timesteps, args.num_evals,
-                            args.seed, args.preset)))
+                            args.seed, args.preset, args.algo)))
     return 0
-  ppo, network = _settings(args.preset)
-  print(f"PPO ({args.preset} preset) on {args.task}: {args.num_timesteps:,} env steps, {args.num_evals} evals, "
-        f"settings {ppo}, networks {network}")
+  settings, network = _settings(args.algo, args.preset)
+  print(f"{args.algo.upper()} ({args.preset} preset) on {args.task}: {args.num_timesteps:,} env steps, {args.num_evals} evals, "
+        f"settings {settings}, networks {network}")
   results = {}
 
   def start(engine):
     return subprocess.Popen([sys.executable, __file__, "--child", engine, "--task", args.task,
                              "--num-timesteps", str(args.num_timesteps), "--num-evals",
                              str(args.num_evals), "--seed", str(args.seed),
-                             "--preset", args.preset],
+                             "--preset", args.preset, "--algo", args.algo],
                             stdout=subprocess.PIPE, text=True, env=os.environ)
 
   running = [(e, start(e)) for e in args.engines] if args.together else []
