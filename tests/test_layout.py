@@ -173,3 +173,14 @@ def test_runtime_imports_without_lxml():
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        cwd=ROOT, check=True).stdout
   assert out.strip() == "['jaxmj.mjcf.errors']"
+
+
+def test_test_files_have_unique_names():
+  """The test folders are not packages, so pytest imports each test file by its base name:
+  two files of one name in different folders fail collection ("import file mismatch")."""
+  import collections
+
+  names = collections.Counter(
+    f for _, _, files in os.walk(os.path.join(ROOT, "tests")) for f in files
+    if f.startswith("test_") and f.endswith(".py"))
+  assert not [n for n, k in names.items() if k > 1]
