@@ -1,7 +1,6 @@
 """jaxmj.envs: batched reset and step, Brax's wrappers and trainers, fresh random restarts,
 domain randomization."""
 
-import functools
 
 import jax
 import jax.numpy as jnp
