@@ -8,6 +8,7 @@ then the task's own observation unless pixels_only].
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 
 import jax
@@ -19,10 +20,18 @@ from jaxmj.envs.wrappers import Wrapper
 from jaxmj.types import Data
 
 
+# camera_image's keyword-only options a wrapper forwards; colours are not among them: they
+# come from sys.geom_rgba, which domain randomization varies per world
+IMAGE_OPTIONS = frozenset(
+  name for name, p in inspect.signature(camera_image).parameters.items()
+  if p.kind is inspect.Parameter.KEYWORD_ONLY) - {"rgba"}
+
+
 def pixel_observation(sys, d: Data, cam: int | str, height: int, width: int,
-                      outputs: Sequence[str]) -> jax.Array:
-  """(sum of each output's H*W*channels,) flattened images of `cam` in world `d`."""
-  images = camera_image(sys, d, cam, height, width, tuple(outputs))
+                      outputs: Sequence[str], **image_options) -> jax.Array:
+  """(sum of each output's H*W*channels,) flattened images of `cam` in world `d`;
+  image_options go to jaxmj.camera_image (shadows, softness, tile, ...)."""
+  images = camera_image(sys, d, cam, height, width, tuple(outputs), **image_options)
   return jnp.concatenate([images[k].reshape(-1).astype(d.qpos.dtype) for k in outputs])
 
 
@@ -30,11 +39,18 @@ class CameraObservation(Wrapper):
   """Wraps a single-world env (wrap it before batching): obs = pixels of camera `cam`
   (rgb and/or depth), followed by the env's own obs unless pixels_only. The pixels show the
   state the env's obs describes (after the step's physics; for jaxmj.step, the poses of its
-  position stage)."""
+  position stage). image_options go to jaxmj.camera_image: shadows, geomgroup, tile,
+  tile_candidates, softness (soft silhouettes, for policies or losses differentiated through
+  the pixels)."""
 
   def __init__(self, env, cam: int | str = -1, height: int = 32, width: int = 32,
-               outputs: Sequence[str] = ("rgb",), pixels_only: bool = False):
+               outputs: Sequence[str] = ("rgb",), pixels_only: bool = False, **image_options):
     super().__init__(env)
+    unknown = set(image_options) - IMAGE_OPTIONS
+    if unknown:
+      raise TypeError(f"CameraObservation: unknown image options {sorted(unknown)}; "
+                      f"camera_image takes {sorted(IMAGE_OPTIONS)}")
+    self.image_options = image_options
     self.cam = camera_id(env.unwrapped.sys, cam)
     self.height, self.width = height, width
     if not set(outputs) <= {"rgb", "depth"}:
@@ -44,7 +60,7 @@ class CameraObservation(Wrapper):
 
   def _observe(self, state: State) -> State:
     pixels = pixel_observation(self.unwrapped.sys, state.pipeline_state, self.cam,
-                               self.height, self.width, self.outputs)
+                               self.height, self.width, self.outputs, **self.image_options)
     obs = pixels if self.pixels_only else jnp.concatenate([pixels, state.obs])
     return state.replace(obs=obs)
 

@@ -40,3 +40,20 @@ def test_cartpole_from_pixels_sees_the_pole_move():
     s = step(s, jnp.ones(env.action_size))
   assert 0 <= float(s.obs.min()) and float(s.obs.max()) <= 1
   assert np.abs(np.asarray(s.obs) - np.asarray(s0.obs)).max() > 0.1  # the cart moved
+
+
+def test_camera_observation_forwards_image_options():
+  env = E.load("CartpoleBalance")
+  cam = E.CameraObservation(env, cam="side", height=4, width=6, pixels_only=True, softness=0.05)
+  state = jax.jit(cam.reset)(jax.random.PRNGKey(0))
+
+  @jax.jit
+  def images(d):
+    return [jaxmj.camera_image(env.sys, d, "side", 4, 6, ("rgb",), softness=s)["rgb"]
+            for s in (0.05, None)]
+
+  soft, exact = images(state.pipeline_state)
+  np.testing.assert_allclose(state.obs, soft.reshape(-1), atol=1e-12)
+  assert np.abs(np.asarray(soft) - np.asarray(exact)).max() > 1e-3  # the option took effect
+  with pytest.raises(TypeError, match="unknown image options.*softness"):
+    E.CameraObservation(env, softnes=0.05)
