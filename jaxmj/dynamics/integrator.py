@@ -72,19 +72,28 @@ def rk4(m: Model, d: Data, forward) -> Data:
   """
   h = m.opt.timestep
   d0 = d
-  vel, acc, actdot = [d.qvel], [d.qacc], [d.act_dot]
-  for a, c in zip(RK4_A, RK4_C):
-    dv = sum(w * v for w, v in zip(a, vel))
-    da = sum(w * x for w, x in zip(a, acc))
-    dact = sum(w * x for w, x in zip(a, actdot))
+  # The three later stages are one lax.scan over the tableau's rows (zero-padded: a padded
+  # term adds 0 * 0), so forward is compiled once for them instead of three times.
+  a_rows = np.zeros((3, 3))
+  for i, a in enumerate(RK4_A):
+    a_rows[i, :len(a)] = a
+  zeros = lambda x: jnp.zeros((3,) + x.shape, x.dtype)  # noqa: E731
+  k0 = (d.qvel, d.qacc, d.act_dot)
+  ks = tuple(zeros(x) for x in k0)  # stages 2-4's (velocity, acceleration, act_dot)
+
+  def stage(carry, i):
+    d, ks = carry
+    a = jnp.asarray(a_rows, d0.qvel.dtype)[i]
+    c = jnp.asarray(RK4_C, jnp.result_type(h))[i]
+    dv, da, dact = (a[0] * x0 + jnp.tensordot(a[1:], k[:2], 1) for x0, k in zip(k0, ks))
     d = forward(m, d.replace(qpos=integrate_pos(m, d0.qpos, dv, h), qvel=d0.qvel + h * da,
                              act=d0.act + h * dact, time=d0.time + c * h))
-    vel.append(_dexpinv(m, h * dv, d.qvel))
-    acc.append(d.qacc)
-    actdot.append(d.act_dot)
-  v = sum(w * x for w, x in zip(RK4_B, vel))
-  a = sum(w * x for w, x in zip(RK4_B, acc))
-  ad = sum(w * x for w, x in zip(RK4_B, actdot))
+    new = (_dexpinv(m, h * dv, d.qvel), d.qacc, d.act_dot)
+    return (d, tuple(k.at[i].set(x) for k, x in zip(ks, new))), None
+
+  (d, ks), _ = jax.lax.scan(stage, (d, ks), jnp.arange(3))
+  v, a, ad = (RK4_B[0] * x0 + RK4_B[1] * k[0] + RK4_B[2] * k[1] + RK4_B[3] * k[2]
+              for x0, k in zip(k0, ks))
   return d.replace(
     qpos=integrate_pos(m, d0.qpos, v, h), qvel=d0.qvel + h * a, qacc=a,
     act=actuation.next_act(m, d0, ad), time=d0.time + h, qacc_warmstart=d.qacc)
