@@ -37,13 +37,17 @@ ALGOS = ("ppo", "sac", "apg")
 # "cpu" (the default) is sized for a few CPU cores, where compiling the env step dominates
 # a short run: small networks; PPO's policy is a Gaussian whose mean starts near 0 (a
 # pole left alone scores ~700, a random deterministic policy pushing one way ~190) with
-# little noise, since exploring noise knocks the pole over.
+# little noise, since exploring noise knocks the pole over. Each PPO update sees whole
+# episodes (64 worlds x 50 unrolls x 20 steps = 1000 steps each): episodes that only end
+# at the limit stay in lockstep across worlds, so an update fed one short time window of
+# every world (512 x 10 steps) learns from the fallen-pole phase for ~95 updates in a
+# row and forgets the upright one (such runs fell from 484 to ~220 and stayed there).
 # "playground" is MuJoCo Playground's dm_control-suite PPO (2048 worlds, unroll 30, 16 x
 # 32 minibatches, Brax's default networks; 60M steps on an accelerator).
 PRESETS: dict[str, dict[str, dict]] = {
   "cpu": {
-    "ppo": dict(num_envs=512, batch_size=512, unroll_length=10, num_minibatches=8,
-                num_updates_per_batch=4, discounting=0.99, learning_rate=1e-3,
+    "ppo": dict(num_envs=64, batch_size=64, unroll_length=20, num_minibatches=50,
+                num_updates_per_batch=8, discounting=0.99, learning_rate=1e-3,
                 entropy_cost=0.0, reward_scaling=1.0, normalize_observations=False,
                 num_eval_envs=32, deterministic_eval=True,
                 network=dict(policy_hidden_layer_sizes=(32, 32),
