@@ -92,6 +92,7 @@ def test_resume_continues_the_run_from_its_checkpoint(tmp_path, float32):
 @pytest.mark.slow
 def test_apg_through_jaxmj_gradients_raises_the_return(tmp_path, float32):
   result = T.train("CartpoleBalance", "apg", num_timesteps=64 * 32 * 40, out_dir=str(tmp_path),
-                   num_evals=5, episode_length=200, progress=False, num_envs=64)
+                   num_evals=5, progress=False, num_envs=64)
   returns = [r for _, r in result.curve]
+  assert json.load(open(tmp_path / "run.json"))["episode_length"] == 200  # the preset's
   assert returns[-1] > returns[0] + 20, returns
