@@ -1,17 +1,21 @@
 """Transition Jacobians: jaxmj (exact, forward mode, vmapped over a batch of states) against
 MuJoCo C's mjd_transitionFD (centred differences, eps 1e-6, one state per call, float64).
 
-Reports, per model: jaxmj's compile time, its wall time per state at batch B (median of 3
-calls after a warm-up) for each variant, mjd_transitionFD's time per state (median over the
-same states, one thread), their ratio, and the largest difference of A relative to |A|max;
-then jaxmj's batched `step` alone per state, for scale. Variants (--variants):
+Reports, per model and batch B: jaxmj's compile time, its time per state (median of 3
+calls after a warm-up; wall, and process CPU time summed over XLA's threads) for each
+variant, mjd_transitionFD's (median over B states, one thread), their ratio (wall and
+CPU), and the largest difference of A relative to |A|max; then jaxmj's batched `step`
+alone per state (its qpos out), for scale. Variants (--variants):
 
-  chunk<k>  transition_jacobians(chunk=k): linearized once, the tangent map vmapped over k
-            basis columns at a time (chunk1 is the default; a chunk of all columns is jacfwd)
-  fast      chunk 1 with opt.arithmetic="fast"
+  exact     transition_jacobians(m, d): the default (two linearizations, all columns at once)
+  chunk<k>  transition_jacobians(chunk=k): the tangent maps applied k columns at a time
+  jacfwd    jax.jacfwd of one step in all 2 nv + na + nu directions at once: one
+            linearization for every column (what transition_jacobians did before the
+            position / velocity split)
+  fast      exact with opt.arithmetic="fast"
   fd        transition_jacobians(eps=1e-6): centred differences, all columns in one vmap
 
-  python scripts/bench_transition.py [--batch 64] [--models cartpole humanoid_floor]
+  python scripts/bench_transition.py [--batch 64 1024] [--models cartpole humanoid_floor]
 """
 
 from __future__ import annotations
@@ -55,78 +59,110 @@ def mujoco_fd(mm, md):
   return a, b, c, d
 
 
-def bench(name: str, batch: int, with_mujoco: bool, variants) -> None:
+def jacfwd_step(m, d):
+  """jax.jacfwd of one step in the same layout: every column through one linearization."""
+  from jaxmj.smooth.qpos import differentiate_pos, integrate_pos
+
+  nv, na = m.nv, m.na
+
+  def f(x):
+    d1 = d.replace(qpos=integrate_pos(m, d.qpos, x[:nv], 1.0), qvel=d.qvel + x[nv:2 * nv],
+                   act=d.act + x[2 * nv:2 * nv + na], ctrl=d.ctrl + x[2 * nv + na:])
+    new = jaxmj.step(m, d1)
+    dq = differentiate_pos(m, 1.0, jax.lax.stop_gradient(new.qpos), new.qpos)
+    return jnp.concatenate([dq, new.qvel, new.act]), new.sensordata
+
+  jy, js = jax.jacfwd(f)(jnp.zeros(2 * nv + na + m.nu, d.qvel.dtype))
+  nx = 2 * nv + na
+  return jy[:, :nx], jy[:, nx:], js[:, :nx], js[:, nx:]
+
+
+def variant_fn(m, variant: str):
+  """(model, per-state function of (m, d)) for a variant name (see the docstring)."""
+  if variant == "jacfwd":
+    return m, jacfwd_step
+  kw = {}
+  if variant.startswith("chunk"):
+    kw = dict(chunk=int(variant[5:]))
+  elif variant == "fast":
+    m = m.replace(opt=m.opt.replace(arithmetic="fast"))
+  elif variant == "fd":
+    kw = dict(eps=1e-6)
+  elif variant != "exact":
+    raise ValueError(f"unknown variant {variant!r}")
+  return m, lambda m, d: jaxmj.transition_jacobians(m, d, **kw)
+
+
+def bench(name: str, batches, with_mujoco: bool, variants) -> None:
   path = os.path.join(ROOT, "models", f"{name}.xml")
   m = jaxmj.Model.from_xml_path(path)
-  d0 = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), jaxmj.make_data(m))
   if with_mujoco:
     import mujoco
 
     mm = mujoco.MjModel.from_xml_path(path)
-    mds = states(mm, batch)
-    fields = ("time", "qpos", "qvel", "act", "ctrl", "qacc_warmstart")
-    d = d0.replace(**{f: jnp.stack([jnp.asarray(getattr(md, f)) for md in mds])
-                      for f in fields})
-  else:  # jaxmj alone (no mujoco package): its own states a few steps after perturbations
-    rng = np.random.default_rng(0)
-    d = d0.replace(qvel=d0.qvel + jnp.asarray(0.1 * rng.normal(size=d0.qvel.shape), d0.qvel.dtype))
-    d = jax.jit(jax.vmap(lambda d: jaxmj.rollout(m, d, nstep=5)[0], in_axes=(0,)))(d)
-  step_fn = jax.jit(jax.vmap(jaxmj.step, in_axes=(None, 0)))
-  step_s = median_time(step_fn, m, d) / batch
-  if with_mujoco:
-    fd_runs = []
-    for md in mds:
-      t = time.perf_counter()
+    all_mds = states(mm, max(batches))
+    fd_wall, fd_cpu = [], []
+    for md in all_mds:
+      t, c = time.perf_counter(), time.process_time()
       mujoco_fd(mm, md)
-      fd_runs.append(time.perf_counter() - t)
-    theirs = np.median(fd_runs)
+      fd_wall.append(time.perf_counter() - t)
+      fd_cpu.append(time.process_time() - c)
+    theirs, theirs_cpu = np.median(fd_wall), np.median(fd_cpu)
     steppers = states(mm, 8, 1)
-    mj_step_s = median_time(lambda: [mujoco.mj_step(mm, md) for md in steppers]) / 8
-  for variant in variants:
-    mv, kw = m, {}
-    if variant.startswith("chunk"):
-      kw = dict(chunk=int(variant[5:]))
-    elif variant == "fast":
-      mv = m.replace(opt=m.opt.replace(arithmetic="fast"))
-    elif variant == "fd":
-      kw = dict(eps=1e-6)
-    fn = jax.jit(jax.vmap(lambda m, d: jaxmj.transition_jacobians(m, d, **kw), in_axes=(None, 0)))
-    t = time.perf_counter()
-    compiled = fn.lower(mv, d).compile()
-    compile_s = time.perf_counter() - t
-    ours = median_time(compiled, mv, d) / batch
-    line = (f"{name:16s} nv={m.nv:3d} B={batch:4d} {variant:7s} compile {compile_s:6.1f} s | "
-            f"jaxmj {ours * 1e3:8.3f} ms/state")
+    mj_step_s = median_time(lambda: [mujoco.mj_step(mm, md) for md in steppers])[0] / 8
+    refs = [mujoco_fd(mm, md)[0] for md in all_mds[:8]]
+    print(f"{name:16s} nv={m.nv:3d} mjd_transitionFD {theirs * 1e3:.3f} ms/state "
+          f"(CPU {theirs_cpu * 1e3:.3f}), mj_step {mj_step_s * 1e3:.4f} ms", flush=True)
+  for batch in batches:
+    d = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), jaxmj.make_data(m))
     if with_mujoco:
-      a = np.asarray(compiled(mv, d)[0])
-      refs = [mujoco_fd(mm, md)[0] for md in mds[:8]]
-      err = max(np.max(np.abs(a[i] - r)) / np.max(np.abs(r)) for i, r in enumerate(refs))
-      line += (f" | mjd_transitionFD {theirs * 1e3:8.3f} ms/state | ratio (FD/jaxmj) "
-               f"{theirs / ours:6.2f} | max |dA|/|A| {err:.1e}")
-    print(line, flush=True)
-  line = f"{name:16s} step alone: jaxmj {step_s * 1e3:.3f} ms/state (batched)"
-  if with_mujoco:
-    line += f", mj_step {mj_step_s * 1e3:.3f} ms"
-  print(line, flush=True)
+      fields = ("time", "qpos", "qvel", "act", "ctrl", "qacc_warmstart")
+      d = d.replace(**{f: jnp.stack([jnp.asarray(getattr(md, f)) for md in all_mds[:batch]])
+                       for f in fields})
+    else:  # jaxmj alone (no mujoco package): its own states a few steps after perturbations
+      rng = np.random.default_rng(0)
+      d = d.replace(qvel=d.qvel + jnp.asarray(0.1 * rng.normal(size=d.qvel.shape), d.qvel.dtype))
+      d = jax.jit(jax.vmap(lambda d: jaxmj.rollout(m, d, nstep=5)[0], in_axes=(0,)))(d)
+    # qpos out only: returning the whole Data costs more than a small model's step
+    step_fn = jax.jit(jax.vmap(lambda m, d: jaxmj.step(m, d).qpos, in_axes=(None, 0)))
+    step_s, step_cpu = (t / batch for t in median_time(step_fn, m, d))
+    print(f"{name:16s} B={batch:4d} step alone: jaxmj {step_s * 1e3:.4f} ms/state "
+          f"(CPU {step_cpu * 1e3:.4f}, batched)", flush=True)
+    for variant in variants:
+      mv, per_state = variant_fn(m, variant)
+      fn = jax.jit(jax.vmap(per_state, in_axes=(None, 0)))
+      t = time.perf_counter()
+      compiled = fn.lower(mv, d).compile()
+      compile_s = time.perf_counter() - t
+      ours, ours_cpu = (t / batch for t in median_time(compiled, mv, d))
+      line = (f"{name:16s} B={batch:4d} {variant:7s} compile {compile_s:6.1f} s | jaxmj "
+              f"{ours * 1e3:8.4f} ms/state (CPU {ours_cpu * 1e3:8.4f})")
+      if with_mujoco:
+        a = np.asarray(compiled(mv, d)[0])
+        err = max(np.max(np.abs(a[i] - r)) / np.max(np.abs(r)) for i, r in enumerate(refs))
+        line += (f" | FD/jaxmj wall {theirs / ours:6.2f}, CPU {theirs_cpu / ours_cpu:6.2f}"
+                 f" | max |dA|/|A| {err:.1e} | load {os.getloadavg()[0]:.1f}")
+      print(line, flush=True)
 
 
-def median_time(fn, *args, n: int = 3) -> float:
-  """Median wall time of fn(*args) over n calls after a warm-up."""
+def median_time(fn, *args, n: int = 3) -> tuple[float, float]:
+  """Median wall time and process CPU time of fn(*args) over n calls after a warm-up."""
   jax.block_until_ready(fn(*args))
-  runs = []
+  wall, cpu = [], []
   for _ in range(n):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     jax.block_until_ready(fn(*args))
-    runs.append(time.perf_counter() - t)
-  return float(np.median(runs))
+    wall.append(time.perf_counter() - t)
+    cpu.append(time.process_time() - c)
+  return float(np.median(wall)), float(np.median(cpu))
 
 
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  p.add_argument("--batch", type=int, default=64)
+  p.add_argument("--batch", type=int, nargs="+", default=[64])
   p.add_argument("--models", nargs="+", default=["cartpole", "double_pendulum", "box_stack"])
-  p.add_argument("--variants", nargs="+", default=["chunk1", "fast"],
-                 help="chunk<k>, fast, fd (see the docstring)")
+  p.add_argument("--variants", nargs="+", default=["exact"],
+                 help="exact, chunk<k>, jacfwd, fast, fd (see the docstring)")
   p.add_argument("--no-mujoco", action="store_true", help="time jaxmj alone")
   p.add_argument("--float32", action="store_true", help="jaxmj in float32 (default float64)")
   args = p.parse_args()

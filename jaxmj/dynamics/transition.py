@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmj.dynamics.forward import step
 from jaxmj.smooth.qpos import differentiate_pos, integrate_pos
@@ -16,28 +17,27 @@ from jaxmj.types import Data, Model
 
 
 def _transition(m: Model, d: Data, ref=None):
-  """(dx, du) -> (next-state tangent difference, sensordata) of one step from `d`.
+  """(dq, dv, da, du) -> (next-state tangent difference, sensordata) of one step from `d`.
 
-  dx: (2 nv + na,) tangent of the integration state (qpos as a velocity in qpos's tangent
-  space, qvel, act); du: (nu,). The next qpos is compared with `ref`, the nominal next qpos
-  (None: the output's own value, held constant, which is the nominal one for derivatives at
-  dx = du = 0), by mj_differentiatePos, as mjd_transitionFD does.
+  dq: (nv,) qpos as a velocity in qpos's tangent space, dv: (nv,) qvel, da: (na,) act,
+  du: (nu,) ctrl. The next qpos is compared with `ref`, the nominal next qpos (None: the
+  output's own value, held constant, which is the nominal one for derivatives at zero), by
+  mj_differentiatePos, as mjd_transitionFD does.
   """
-  nv, na = m.nv, m.na
 
-  def f(dx, du):
-    qpos = integrate_pos(m, d.qpos, dx[:nv], 1.0)
-    d1 = d.replace(qpos=qpos, qvel=d.qvel + dx[nv:2 * nv], act=d.act + dx[2 * nv:2 * nv + na],
-                   ctrl=d.ctrl + du)
+  def f(dq, dv, da, du):
+    qpos = integrate_pos(m, d.qpos, dq, 1.0)
+    d1 = d.replace(qpos=qpos, qvel=d.qvel + dv, act=d.act + da, ctrl=d.ctrl + du)
     new = step(m, d1)
     q_ref = jax.lax.stop_gradient(new.qpos) if ref is None else ref
-    dq = differentiate_pos(m, 1.0, q_ref, new.qpos)
-    return jnp.concatenate([dq, new.qvel, new.act]), new.sensordata
+    dq_next = differentiate_pos(m, 1.0, q_ref, new.qpos)
+    return jnp.concatenate([dq_next, new.qvel, new.act]), new.sensordata
 
   return f
 
 
-def transition_jacobians(m: Model, d: Data, eps: float | None = None, chunk: int = 1):
+def transition_jacobians(m: Model, d: Data, eps: float | None = None,
+                         chunk: int | None = None):
   """mjd_transitionFD's matrices for one step from `d`, in its layout.
 
   Returns (A, B, C, D) with  d x_next = A dx + B du,  d sensordata = C dx + D du:
@@ -47,49 +47,56 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None, chunk: int
   free joint contributes 6 columns, not 7), then qvel, then act. sensordata is the one the
   step computes (at the state before integration), as in mjd_transitionFD.
 
-  eps None (default): exact, by forward mode: the step is linearized once (jax.linearize:
-  one primal pass) and the tangent map applied to the basis `chunk` columns at a time
-  (lax.map over groups, vmap within; static). chunk=1 is the fastest measured on the CPU
-  (scripts/bench_transition.py): pushing all 2 nv + na + nu tangents at once, as jax.jacfwd
-  does, multiplies every intermediate by their number and was 4-6x slower. eps > 0:
-  centred finite differences of the same function with that step (mjd_transitionFD with
-  flg_centered), for comparison or where a derivative is not wanted through a non-smooth
-  event. One world; `jax.vmap` over a batch of Data (with `in_axes=(None, 0)`) batches it,
-  and everything jits.
+  eps None (default): exact, by forward mode, in two linearizations of the step: one in
+  qpos (its nv columns), one in (qvel, act, ctrl) with qpos held, so that the tangents of
+  the latter skip everything that depends on positions alone (kinematics, inertia and its
+  factorization, collision, constraint Jacobians): they cost a fraction of a position
+  tangent. Each linearization's tangent map is vmapped over its basis columns, `chunk` at a
+  time (static; None: all at once, the fastest measured on the CPU at batch 64-1024,
+  scripts/bench_transition.py; a small chunk, applied by lax.map, bounds memory to chunk
+  tangents). eps > 0: centred finite differences of the same function with that step
+  (mjd_transitionFD with flg_centered), for comparison or where a derivative is not wanted
+  through a non-smooth event. One world; `jax.vmap` over a batch of Data (with
+  `in_axes=(None, 0)`) batches it, and everything jits.
   """
-  nx = 2 * m.nv + m.na
+  f = _transition(m, d) if eps is None else _transition(m, d, step(m, d).qpos)
   dt = d.qvel.dtype
-  x0, u0 = jnp.zeros(nx, dt), jnp.zeros(m.nu, dt)
+  sizes = (m.nv, m.nv, m.na, m.nu)
+  zq, zv, za, zu = (jnp.zeros(k, dt) for k in sizes)
   if eps is None:
-    return _forward_mode(_transition(m, d), x0, u0, m.nsensordata, chunk)
-  return _central(_transition(m, d, step(m, d).qpos), x0, u0, eps)
+    y_q, s_q = _tangents(lambda dq: f(dq, zv, za, zu), (zq,), chunk)
+    y_r, s_r = _tangents(lambda dv, da, du: f(zq, dv, da, du), (zv, za, zu), chunk)
+    jy, js = jnp.concatenate([y_q, y_r]).T, jnp.concatenate([s_q, s_r]).T
+  else:
+    jy, js = _central(lambda dx: f(*_split(dx, sizes)), sum(sizes), dt, eps)
+    jy, js = jy.T, js.T
+  nx = 2 * m.nv + m.na
+  return jy[:, :nx], jy[:, nx:], js[:, :nx], js[:, nx:]
 
 
-def _forward_mode(f, x0, u0, nsensor: int, chunk: int):
-  """Jacobians of f at (x0, u0): f linearized once, its tangent map over the basis in
-  groups of `chunk` directions."""
-  nx, n = x0.shape[0], x0.shape[0] + u0.shape[0]
-  _, tangent = jax.linearize(f, x0, u0)
+def _split(x, sizes):
+  """x (..., sum(sizes)) cut into consecutive pieces of those sizes on its last axis."""
+  return tuple(jnp.split(x, np.cumsum(sizes)[:-1], axis=-1))
+
+
+def _tangents(g, zeros, chunk: int | None):
+  """g's tangent map at `zeros` applied to each basis direction of its concatenated
+  arguments: (outputs' tangents, one row per direction), g linearized once."""
+  _, tangent = jax.linearize(g, *zeros)
+  sizes = [z.shape[0] for z in zeros]
+  n = sum(sizes)
+  apply = jax.vmap(lambda e: tangent(*_split(e, sizes)))
+  if chunk is None or chunk >= n:
+    return apply(jnp.eye(n, dtype=zeros[0].dtype))
   groups = -(-n // chunk)
-  basis = jnp.eye(groups * chunk, n, dtype=x0.dtype).reshape(groups, chunk, n)
-  ys, ss = jax.lax.map(jax.vmap(lambda e: tangent(e[:nx], e[nx:])), basis)
-  # explicit sizes: a reshape with -1 is ambiguous when there are no sensors
-  jy = ys.reshape(groups * chunk, nx)[:n].T
-  js = ss.reshape(groups * chunk, nsensor)[:n].T
-  return jy[:, :nx], jy[:, nx:], js[:, :nx], js[:, nx:]
+  basis = jnp.eye(groups * chunk, n, dtype=zeros[0].dtype).reshape(groups, chunk, n)
+  return jax.tree.map(lambda t: t.reshape((groups * chunk,) + t.shape[2:])[:n],
+                      jax.lax.map(apply, basis))
 
 
-def _central(f, x0, u0, eps):
-  """Centred differences of f at (x0, u0), every column in one vmapped batch."""
-  nx, nu = x0.shape[0], u0.shape[0]
-  ex = jnp.eye(nx + nu, dtype=x0.dtype) * eps
-  dxs = jnp.concatenate([ex, -ex])
-
-  def g(e):
-    return f(x0 + e[:nx], u0 + e[nx:])
-
-  y, s = jax.vmap(g)(dxs)
-  n = nx + nu
-  jy = ((y[:n] - y[n:]) / (2 * eps)).T
-  js = ((s[:n] - s[n:]) / (2 * eps)).T
-  return jy[:, :nx], jy[:, nx:], js[:, :nx], js[:, nx:]
+def _central(f, n: int, dt, eps):
+  """Centred differences of f at 0 (n,), every column in one vmapped batch: the
+  outputs' columns, one row per direction."""
+  ex = jnp.eye(n, dtype=dt) * eps
+  y, s = jax.vmap(f)(jnp.concatenate([ex, -ex]))
+  return (y[:n] - y[n:]) / (2 * eps), (s[:n] - s[n:]) / (2 * eps)
