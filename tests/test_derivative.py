@@ -42,7 +42,7 @@ CONTACT_XML = """<mujoco><option timestep="0.004"/>
   </sensor>
 </mujoco>"""
 
-_jacobians = jax.jit(jaxmj.transition_jacobians, static_argnames="eps")
+_jacobians = jax.jit(jaxmj.transition_jacobians, static_argnames=("eps", "chunk"))
 
 
 def _mujoco_state(mm: mujoco.MjModel, nstep: int, seed: int) -> mujoco.MjData:
@@ -96,8 +96,9 @@ def test_transition_jacobians_match_mjd_transitionFD(source):
   _assert_close(_jacobians(m, _jaxmj_data(m, md)), _mujoco_jacobians(mm, md))
 
 
-def test_transition_jacobians_batch_and_finite_difference_option():
-  """vmap over states equals one state at a time; eps gives centred differences."""
+def test_transition_jacobians_batch_chunk_and_finite_difference_options():
+  """vmap over states equals one state at a time, so do tangents in chunks (lax.map over
+  groups of basis columns, the last one padded); eps gives centred differences."""
   m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
   rng = np.random.default_rng(0)
   ds = [jaxmj.make_data(m).replace(qpos=jnp.asarray(rng.normal(size=m.nq)),
@@ -109,6 +110,8 @@ def test_transition_jacobians_batch_and_finite_difference_option():
     one = _jacobians(m, d)
     for x, y in zip(many, one):
       np.testing.assert_allclose(x[i], y, rtol=1e-12, atol=1e-12)
+  for x, y in zip(_jacobians(m, ds[0], chunk=2), _jacobians(m, ds[0])):
+    np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
   fd = _jacobians(m, ds[0], eps=1e-6)
   for x, y in zip(fd, _jacobians(m, ds[0])):
     if y.size:
