@@ -52,9 +52,9 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
   the latter skip everything that depends on positions alone (kinematics, inertia and its
   factorization, collision, constraint Jacobians): they cost a fraction of a position
   tangent. Each linearization's tangent map is vmapped over its basis columns, `chunk` at a
-  time (static; None: all at once, the fastest measured on the CPU at batch 64-1024,
-  scripts/bench_transition.py; a small chunk, applied by lax.map, bounds memory to chunk
-  tangents). eps > 0: centred finite differences of the same function with that step
+  time (static; None: all at once. A chunk is applied by lax.map and bounds memory to chunk
+  tangents; on the CPU all at once was fastest on small models and 6 at a time 15-25%
+  faster on box_stack, scripts/bench_transition.py). eps > 0: centred finite differences of the same function with that step
   (mjd_transitionFD with flg_centered), for comparison or where a derivative is not wanted
   through a non-smooth event. One world; `jax.vmap` over a batch of Data (with
   `in_axes=(None, 0)`) batches it, and everything jits.
