@@ -1,14 +1,15 @@
 """Small dense linear algebra as plain jnp ops: the solvers' SPD solve and the implicit
 integrator's LU solve.
 
-SPD solves are written with plain jnp ops (Gauss-Jordan elimination without pivoting, one
-fori_loop step per column) rather than jnp.linalg.cholesky / jax.scipy.linalg.cho_factor /
-solve: the batched LAPACK path (potrf under vmap) has been seen to deadlock on XLA:CPU at large
-batch sizes (MJX, batch 1024), and for the small nv of one world an O(n^3) column loop costs
-little. For an SPD matrix the Gauss-Jordan pivots are exactly the Cholesky pivots (Schur
-complements), so the elimination is as stable as Cholesky and needs no pivoting; a pivot below
-`mindiag` is replaced by `mindiag`, as mju_cholFactor does. One loop (factor and solve fused)
-instead of a factorization plus two triangular substitutions keeps XLA compile times low.
+SPD solves are written with plain jnp ops (Gaussian elimination without pivoting) rather than
+jnp.linalg.cholesky / jax.scipy.linalg.cho_factor / solve: the batched LAPACK path (potrf
+under vmap) has been seen to deadlock on XLA:CPU at large batch sizes (MJX, batch 1024), and
+for the small nv of one world an O(n^3) elimination costs little. For an SPD matrix the
+elimination's pivots are exactly the Cholesky pivots (Schur complements), so it is as stable
+as Cholesky and needs no pivoting; a pivot below `mindiag` is replaced by `mindiag`, as
+mju_cholFactor does. Small systems (the Newton step) unroll a blocked elimination with back
+substitution; larger ones run Gauss-Jordan as one fori_loop (factor and solve fused, which
+keeps XLA compile times low).
 
 The implicit integrator's matrix M - h D is not symmetric; `lu_solve` eliminates it without
 pivoting (it is close to SPD M), again as one loop of plain jnp ops.
@@ -22,27 +23,28 @@ import jax.numpy as jnp
 from jaxmj.constants import MINVAL
 
 
-# Up to this size the column loop is unrolled: measured on an H200 (MJX's humanoid, nv 27,
-# batch 8192) the step ran 1.49x faster unrolled than as a fori_loop (2.44M vs 1.63M
-# steps/s), where XLA fuses neighbouring columns and launches no per-column kernels. On the
-# 2-core CPU (same model, float32, scripts/compile_stages.py --spd-unroll 0 32 --run-batch
-# 256) unrolling costs compile time, 26.4 s of XLA CPU time for one step against 20.0 s,
-# and halves the run time of a step of 256 worlds (76 ms against 162 ms): unrolled it stays.
+# Up to this size the elimination is unrolled: measured on an H200 (MJX's humanoid, nv 27,
+# batch 8192; Gauss-Jordan column by column, before the blocked form) the step ran 1.49x
+# faster unrolled than as a fori_loop (2.44M vs 1.63M steps/s), where XLA fuses neighbouring
+# columns and launches no per-column kernels. On the 2-core CPU the same comparison halved a
+# step of 256 worlds (76 ms against 162 ms) for 6 s more XLA compile CPU time.
 SPD_UNROLL_MAX = 32
 
 
-def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool = False,
-              exact: bool = True):
+def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool = False):
   """x = a^-1 b for SPD a (n, n); b (n,) or (n, k). Returns (x, full_rank).
 
-  full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test). The column
-  loop is unrolled with `unroll` or n <= SPD_UNROLL_MAX. `exact=False` (fast arithmetic)
-  eliminates the unrolled loop's columns on only the part still read (`_eliminate_unrolled`):
-  half the work, the same values up to where XLA fuses multiply-adds.
+  full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test). With
+  `unroll` or n <= SPD_UNROLL_MAX the elimination is unrolled in blocks (`_eliminate_unrolled`);
+  larger systems run one fori_loop step per column of Gauss-Jordan elimination on the whole
+  augmented matrix (a loop needs fixed shapes).
   """
   n = a.shape[0]
   vec = b.ndim == 1
   aug = jnp.concatenate([a, b[:, None] if vec else b], axis=1)
+  if unroll or n <= SPD_UNROLL_MAX:
+    x, ok = _eliminate_unrolled(aug, n, mindiag)
+    return (x[:, 0] if vec else x), ok
   idx = jnp.arange(n)
 
   def step(j, carry):
@@ -55,37 +57,46 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
     aug = jnp.where((idx == j)[:, None], row[None, :], aug - col[:, None] * row[None, :])
     return aug, ok
 
-  if not exact and (unroll or n <= SPD_UNROLL_MAX):
-    x, ok = _eliminate_unrolled(aug, n, mindiag)
-  elif unroll or n <= SPD_UNROLL_MAX:
-    aug, ok = (aug, jnp.array(True))
-    for j in range(n):
-      aug, ok = step(j, (aug, ok))
-    x = aug[:, n:]
-  else:
-    aug, ok = jax.lax.fori_loop(0, n, step, (aug, jnp.array(True)))
-    x = aug[:, n:]
+  aug, ok = jax.lax.fori_loop(0, n, step, (aug, jnp.array(True)))
+  x = aug[:, n:]
   return (x[:, 0] if vec else x), ok
 
 
-def _eliminate_unrolled(aug: jax.Array, n: int, mindiag: float):
-  """`spd_solve`'s column loop unrolled, on the columns still to be read.
+# Columns per block of the unrolled elimination (`_eliminate_unrolled`): one trailing update
+# per block as a matrix product. MJX's humanoid (nv 27, batch 256, float32, 2-core CPU), the
+# SPD solve alone: 1.3 ms of CPU per batch at 9 (5: 1.5, 14: 1.6), as LAPACK's batched
+# Cholesky (1.3); column by column (LDL') 2.5 ms, Gauss-Jordan on the whole matrix 4.2 ms.
+SPD_BLOCK = 9
 
-  Once column j is eliminated nothing reads it again (the later steps read columns > j only),
-  so step j carries aug[:, j + 1:] and the steps do half the work of the full matrix's. Each
-  entry kept is computed by the same operations as in the full loop, but XLA fuses the
-  smaller steps differently (a product may be contracted into its subtraction), so x can
-  differ from the full loop's in the last bits: fast arithmetic only.
+
+def _eliminate_unrolled(aug: jax.Array, n: int, mindiag: float):
+  """Blocked Gaussian elimination of aug = [a | b] (n, n + k) without pivoting, then block
+  back substitution.
+
+  Each block of SPD_BLOCK rows is reduced by Gauss-Jordan on its own columns to [I | T],
+  T = A11^-1 [A12 | b1], and the trailing rows take its Schur complement [A22 | b2] - A21 T
+  in one matrix product; the block's pivots are those of Cholesky (Schur complements), the
+  rank test's. Back substitution: x1 = T_b - T_A x2, block by block from the last.
   """
-  rest, ok = aug, jnp.array(True)
-  idx = jnp.arange(n)
-  for j in range(n):
-    piv = rest[j, 0]
-    ok = ok & (piv >= mindiag)
-    row = rest[j, 1:] / jnp.maximum(piv, mindiag)
-    rest = jnp.where((idx == j)[:, None], row[None, :],
-                     rest[:, 1:] - rest[:, :1] * row[None, :])
-  return rest, ok
+  rest, ok, tops = aug, jnp.array(True), []
+  m = n
+  while m > 0:
+    k = min(SPD_BLOCK, m)
+    blk, rows = rest[:k], jnp.arange(k)[:, None]
+    for j in range(k):
+      piv = blk[j, j]
+      ok = ok & (piv >= mindiag)
+      row = blk[j] / jnp.maximum(piv, mindiag)
+      blk = jnp.where(rows == j, row[None, :], blk - blk[:, j:j + 1] * row[None, :])
+    tops.append(blk[:, k:])  # (k, m - k + nrhs)
+    if m > k:
+      rest = rest[k:, k:] - rest[k:, :k] @ tops[-1]
+    m -= k
+  nrhs = aug.shape[1] - n
+  x = tops[-1]
+  for top in tops[-2::-1]:
+    x = jnp.concatenate([top[:, -nrhs:] - top[:, :-nrhs] @ x, x])
+  return x, ok
 
 
 def lu_solve(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:

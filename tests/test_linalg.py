@@ -1,4 +1,5 @@
-"""jaxmj.linalg's SPD solve against numpy, in both arithmetic modes (float64)."""
+"""jaxmj.linalg's SPD solve against numpy, unrolled (blocked) and as a loop (Gauss-Jordan),
+float64."""
 
 import jax
 import numpy as np
@@ -12,25 +13,36 @@ def _spd(rng, n):
   return a @ a.T + 0.1 * np.eye(n)
 
 
+def _solvers(monkeypatch):
+  """spd_solve unrolled (n <= SPD_UNROLL_MAX, the default here) and as the fori_loop."""
+  def looped(a, b):
+    monkeypatch.setattr(linalg, "SPD_UNROLL_MAX", 0)
+    try:
+      return jax.jit(lambda a, b: linalg.spd_solve(a, b))(a, b)  # a new trace
+    finally:
+      monkeypatch.undo()
+  return {"unrolled": jax.jit(linalg.spd_solve), "looped": looped}
+
+
 @pytest.mark.parametrize("n,k", [(27, 0), (5, 5), (32, 2)])
-def test_spd_solve_matches_numpy_in_both_modes(n, k):
-  """The fast form (unrolled columns eliminated on the part still read) solves the same
-  system: both modes to 1e-10 of numpy's solve, relative to the solution's size."""
+def test_spd_solve_matches_numpy_unrolled_and_looped(n, k, monkeypatch):
+  """Both forms to 1e-10 of numpy's solve, relative to the solution's size."""
   rng = np.random.default_rng(n)
   a = _spd(rng, n)
   b = rng.normal(size=(n,) if k == 0 else (n, k))
   want = np.linalg.solve(a, b)
-  for exact in (True, False):
-    x, ok = jax.jit(lambda a, b: linalg.spd_solve(a, b, exact=exact))(a, b)
+  for name, solve in _solvers(monkeypatch).items():
+    x, ok = solve(a, b)
     assert bool(ok)
+    assert np.shape(x) == want.shape
     err = np.max(np.abs(np.asarray(x) - want)) / np.max(np.abs(want))
-    assert err <= 1e-10, f"exact={exact}: off by {err:.3g}"
+    assert err <= 1e-10, f"{name}: off by {err:.3g}"
 
 
-def test_fast_spd_solve_reports_rank_loss_as_exact_does():
+def test_spd_solve_reports_rank_loss_in_both_forms(monkeypatch):
   rng = np.random.default_rng(0)
   a = _spd(rng, 6)
   a[2, :] = a[:, 2] = 0.0  # a zero pivot
   b = rng.normal(size=6)
-  oks = [bool(linalg.spd_solve(a, b, exact=exact)[1]) for exact in (True, False)]
+  oks = [bool(solve(a, b)[1]) for solve in _solvers(monkeypatch).values()]
   assert oks == [False, False]

@@ -121,7 +121,7 @@ def _cg_beta(isl: Islands, grad, mgrad, grad_old, mgrad_old, search_old):
 
 def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
             ls_iterations: int, tolerance, ls_tolerance, scale, solve_m: Callable,
-            early_exit: bool, exact: bool = True) -> SolverResult:
+            early_exit: bool) -> SolverResult:
   """mj_solPrimal (Newton or CG) from qacc0 (already warm-started), on every island at once.
 
   MuJoCo runs update(qacc0), then per iteration: line search, move, update, count, test. Here
@@ -136,8 +136,7 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
   and dofs together (the Hessian and M are block diagonal over islands, so one factorization
   serves them all); directions, line searches (one step size each), termination and statistics
   are per island (`scale`: (ni,)), and an island that has stopped keeps its iterate while
-  others go on. Dofs in no island do not move. `exact=False`: fast arithmetic in the Newton
-  solve (`spd_solve`).
+  others go on. Dofs in no island do not move.
   """
   in_isl = jnp.sum(isl.dof, axis=1) > 0
 
@@ -153,7 +152,7 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
       if p.cidx.shape[0]:
         jc = ext(p.J)[p.cidx]  # (ncone, 6, nv)
         h = h + jnp.einsum("cin,cij,cjm->nm", jc, u.Hc, jc)
-      mgrad, _ = spd_solve(h, grad, exact=exact)
+      mgrad, _ = spd_solve(h, grad)
     else:
       mgrad = solve_m(grad)
     return u, grad, jnp.where(in_isl, mgrad, 0.0)
@@ -409,7 +408,6 @@ def solve_arrays(
   nisland_max: int = 1,
   efc_order: np.ndarray | None = None,
   efc_soft_weight: jax.Array | None = None,
-  exact: bool = True,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -440,8 +438,7 @@ def solve_arrays(
   not (CG's unrolled derivative grows without bound as it converges). With
   implicit_grad=False, reverse mode unrolls the fixed iterations instead (the line search still
   contributes its own implicit derivative). `efc_soft_weight` (nefc,): contact smoothing of
-  the implicit derivative (jaxmj/solver/smoothing.py), None: exact. `exact=False`: fast
-  arithmetic (opt.arithmetic="fast") where the solver has a faster form.
+  the implicit derivative (jaxmj/solver/smoothing.py), None: exact.
   """
   dt = qM.dtype
   nv, nefc = qM.shape[0], efc_J.shape[0]
@@ -500,8 +497,7 @@ def solve_arrays(
       qacc0 = ps.qacc_smooth
     qacc0 = jnp.where(jnp.asarray(dof_island) >= 0, qacc0, ps.qacc_smooth)  # unconstrained
     res = _primal(ps, isl, qacc0, solver == Solver.NEWTON, iterations, ls_iterations,
-                  tolerance, ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad,
-                  exact=exact)
+                  tolerance, ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad)
   if not implicit_grad:
     return res
   soft = None
@@ -631,7 +627,6 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     solve_m=lambda x: mass.solve_m(m, d, x), implicit_grad=implicit_grad, **islands,
     efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t) if t else None,
-    exact=m.opt.exact,
   )
   return d.replace(qacc=res.qacc, efc_force=res.efc_force,
                    efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,

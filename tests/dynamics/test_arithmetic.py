@@ -99,9 +99,8 @@ def test_unknown_arithmetic_is_refused_by_name():
 @pytest.mark.slow
 def test_mjx_humanoid_trajectory_in_fast_arithmetic():
   """MJX's humanoid (iterations 1, ls_iterations 4: each step's one Newton iteration, its
-  truncated line search and its Newton solve in fast arithmetic; the solver's fast form is
-  linalg's half-size elimination) held to mj_step's trajectory from qpos0 (falls onto the
-  floor) at TRAJECTORY_TOL."""
+  truncated line search and its Newton solve, all in fast arithmetic) held to mj_step's
+  trajectory from qpos0 (falls onto the floor) at TRAJECTORY_TOL."""
   path = os.path.join(os.path.dirname(mujoco.__file__), "mjx/test_data/humanoid/humanoid.xml")
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)
