@@ -58,6 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.constants import MINVAL
+from jaxmj.constraint.layout import efc_layout
 from jaxmj.linalg import spd_solve
 from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order, smoothing
@@ -618,9 +619,14 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
   if not m.opt.disabled(DisableBit.ISLAND):
     islands = dict(dof_island=d.dof_island, efc_island=d.efc_island,
                    nisland_max=island.nisland_max(m))
+  # the rows' types from the static layout (Data's rows follow it): row kinds the model cannot
+  # have (friction loss, equality) then cost nothing in the solver, where a traced efc_type
+  # makes every evaluation compute each kind and select
+  lay = efc_layout(m, con.dim)
+  efc_type = lay.efc_type if lay.nefc == nefc else d.efc_type
   res = solve_arrays(
     d.qM, d.qacc_smooth, d.qfrc_smooth, d.qacc_warmstart, d.efc_J, d.efc_D, d.efc_R,
-    d.efc_aref, d.efc_frictionloss, d.efc_type, d.efc_active, cones, fric, mu,
+    d.efc_aref, d.efc_frictionloss, efc_type, d.efc_active, cones, fric, mu,
     solver=Solver(m.opt.solver), iterations=m.opt.iterations,
     ls_iterations=m.opt.ls_iterations, tolerance=m.opt.tolerance,
     ls_tolerance=m.opt.ls_tolerance, warmstart=not m.opt.disabled(DisableBit.WARMSTART),
