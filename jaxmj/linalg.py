@@ -90,13 +90,19 @@ def _eliminate_unrolled(aug: jax.Array, n: int, mindiag: float):
       blk = jnp.where(rows == j, row[None, :], blk - blk[:, j:j + 1] * row[None, :])
     tops.append(blk[:, k:])  # (k, m - k + nrhs)
     if m > k:
-      rest = rest[k:, k:] - rest[k:, :k] @ tops[-1]
+      rest = rest[k:, k:] - _matmul(rest[k:, :k], tops[-1])
     m -= k
   nrhs = aug.shape[1] - n
   x = tops[-1]
   for top in tops[-2::-1]:
-    x = jnp.concatenate([top[:, -nrhs:] - top[:, :-nrhs] @ x, x])
+    x = jnp.concatenate([top[:, -nrhs:] - _matmul(top[:, :-nrhs], x), x])
   return x, ok
+
+
+def _matmul(a: jax.Array, b: jax.Array) -> jax.Array:
+  """a @ b in full precision: on GPUs XLA's default for float32 products may round the
+  operands to TensorFloat-32 (10-bit mantissa), too coarse for an elimination's updates."""
+  return jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
 
 
 def lu_solve(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:

@@ -48,21 +48,18 @@ MODELS = os.path.join(ROOT, "models")
 
 
 def _persistent_compilation_cache() -> None:
-  """XLA's persistent compilation cache for the suite, in .pytest_cache/jax-xla (2 GiB cap).
+  """With JAXMJ_TEST_XLA_CACHE=1: XLA's persistent compilation cache for the suite, in
+  .pytest_cache/jax-xla (2 GiB cap), for reruns on a developer's machine.
 
-  Several tests compile the same program (one model's step in several files): it compiles
-  once per suite run instead of once per test (a cold run of four step/contact/noslip/forward
-  files: 7% less CPU), and a rerun of the suite skips most compiles. Entries are keyed by
-  the program, the compile options and XLA_FLAGS, so a changed engine never reads a stale
-  one. The size cap turns on JAX's file lock, which the xdist workers sharing the folder need
-  (a reader could otherwise see a half-written entry); without the `filelock` package the
-  cache stays off. JAXMJ_TEST_XLA_CACHE=0 turns it off.
+  A rerun then skips most compiles (test_cli + test_step: 54 -> 35 s of CPU warm), and a
+  cold run saves the programs several tests compile (four step/contact/noslip/forward files:
+  356 -> 333 s). Off by default: in a fresh-clone run of the whole suite on 2 cores it made
+  the run slower, 16:23 -> 22:59 (system time 1 -> 3 min): the size cap, which turns on
+  JAX's file lock that xdist workers sharing the folder need, also rescans the folder under
+  the lock at every write. Entries are keyed by the program, the compile options and
+  XLA_FLAGS, so a changed engine never reads a stale one. Needs the `filelock` package.
   """
-  try:
-    import filelock  # noqa: F401
-  except ImportError:
-    return
-  if os.environ.get("JAXMJ_TEST_XLA_CACHE", "1") == "0":
+  if os.environ.get("JAXMJ_TEST_XLA_CACHE") != "1":
     return
   directory = os.path.join(ROOT, ".pytest_cache", "jax-xla")
   # `jaxmj simulate` called in-process points the cache at $JAXMJ_CACHE_DIR: the same folder,
