@@ -29,9 +29,10 @@ SCENES = {"humanoid": "models/humanoid_floor.xml", "arm": "models/urdf/arm6.urdf
 GRID_TYPES = ("box", "sphere", "capsule", "cylinder", "ellipsoid")
 
 
-def grid_xml(n: int = 10) -> str:
+def grid_xml(n: int = 10, camera: str = "") -> str:
   """A floor under an n x n grid of primitives (the five types in turn): many geoms, each
-  seen by a few pixels of the free camera."""
+  seen by a few pixels of the free camera. `camera`: MJCF of model cameras to add
+  (tests/camera/test_tile_culling.py uses this scene too)."""
   geoms = []
   for i in range(n * n):
     x, y = (i % n - (n - 1) / 2) * 0.3, (i // n - (n - 1) / 2) * 0.3
@@ -39,7 +40,7 @@ def grid_xml(n: int = 10) -> str:
     geoms.append(f'<geom type="{GRID_TYPES[i % 5]}" size="{size}" pos="{x:.2f} {y:.2f} .1" '
                  f'euler="0 {7 * i % 40} {11 * i % 90}" rgba="{i % 3 / 2} .5 {i % 5 / 4} 1"/>')
   return ('<mujoco><worldbody><light pos="0 0 3"/><geom type="plane" size="3 3 .1"/>'
-          + "".join(geoms) + "</worldbody></mujoco>")
+          + camera + "".join(geoms) + "</worldbody></mujoco>")
 
 
 def posed(m, mjd):

@@ -3,26 +3,26 @@ primitives rendered with and without it, with candidate lists short enough to ov
 an image size that is not a whole number of tiles; and its gradients are the finite
 differences'."""
 
+import os
+import sys
+
 import jax
 import numpy as np
 import pytest
+from conftest import ROOT
 
 import jaxmj
 from jaxmj.camera import cull
 
-TYPES = ("box", "sphere", "capsule", "cylinder", "ellipsoid")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import bench_camera  # noqa: E402
+
+LOW_CAMERA = '<camera name="low" pos="0 -1.6 .5" xyaxes="1 0 0 0 .3 1" fovy="60"/>'
 
 
-def grid_xml(n=6):
-  geoms = []
-  for i in range(n * n):
-    x, y = (i % n - (n - 1) / 2) * 0.3, (i // n - (n - 1) / 2) * 0.3
-    size = ".1 .08 .06" if TYPES[i % 5] in ("box", "ellipsoid") else ".08 .06"
-    geoms.append(f'<geom type="{TYPES[i % 5]}" size="{size}" pos="{x:.2f} {y:.2f} .1" '
-                 f'euler="0 {7 * i % 40} {11 * i % 90}" rgba="{i % 3 / 2} .5 {i % 5 / 4} 1"/>')
-  return ('<mujoco><worldbody><light pos="0 0 3"/><geom type="plane" size="3 3 .1"/>'
-          '<camera name="low" pos="0 -1.6 .5" xyaxes="1 0 0 0 .3 1" fovy="60"/>'
-          + "".join(geoms) + "</worldbody></mujoco>")
+def grid_xml():
+  """bench_camera's grid of the five primitive types, 6 x 6, seen by a low camera."""
+  return bench_camera.grid_xml(6, camera=LOW_CAMERA)
 
 
 @pytest.fixture(scope="module")
