@@ -118,7 +118,7 @@ def _write_model(mjm, fields: dict, options: dict, stat, world: int | None) -> N
     if isinstance(ref, np.ndarray):
       value = np.asarray(value).reshape((-1,) + ref.shape)
       ref[...] = value[world if value.shape[0] > 1 else 0]
-    elif isinstance(value, (int, enum.Enum)):
+    elif isinstance(value, (int, np.integer, enum.Enum)):  # the compiler's are numpy ints
       setattr(mjm.opt, name, int(value))
     else:
       value = np.ravel(np.asarray(value))

@@ -174,3 +174,12 @@ def test_spec_with_mesh_files_resolves_them_in_its_folder(tmp_path, monkeypatch)
   assert model_differences(jaxmj.Model.from_xml_path(path), m) == []
   mjm, _ = to_mujoco(m)
   np.testing.assert_array_equal(mjm.mesh_vert, mujoco.MjModel.from_xml_path(path).mesh_vert)
+
+
+def test_solver_iterations_given_in_the_file_carry_over():
+  """The compiler holds option integers as numpy ints (jaxmj.envs' cart-pole sets iterations
+  and ls_iterations): to_mujoco writes them as MuJoCo's ints (it raised TypeError)."""
+  m = jaxmj.Model.from_xml_path(os.path.join(os.path.dirname(jaxmj.__file__), "envs", "assets",
+                                             "cartpole.xml"))
+  mjm, _ = to_mujoco(m, jaxmj.make_data(m))
+  assert (mjm.opt.iterations, mjm.opt.ls_iterations) == (1, 4)
