@@ -86,8 +86,22 @@ def settings_for(algo: str, preset: str = "cpu", **overrides) -> tuple[dict, dic
     raise ValueError(f"unknown preset {preset!r}; one of {', '.join(PRESETS)}")
   if algo not in PRESETS[preset]:
     raise ValueError(f"preset {preset!r} has no {algo} settings")
-  cfg = {**PRESETS[preset][algo], **overrides}
-  net = {**PRESETS[preset][algo]["network"], **cfg.pop("network", {})}
+  base = PRESETS[preset][algo]
+  cfg = {**base, **overrides}
+  if algo == "ppo":
+    # Presets whose minibatch is one row per world (cpu: whole episodes per update) keep
+    # that when only the number of worlds changes, so `--num-envs 256` works as it reads.
+    if ("num_envs" in overrides and "batch_size" not in overrides
+        and base["batch_size"] == base["num_envs"]):
+      cfg["batch_size"] = cfg["num_envs"]
+    rollouts = cfg["batch_size"] * cfg["num_minibatches"]
+    if rollouts % cfg["num_envs"]:
+      raise ValueError(
+        f"PPO collects batch_size x num_minibatches = {cfg['batch_size']} x "
+        f"{cfg['num_minibatches']} = {rollouts} rollouts per update, which num_envs="
+        f"{cfg['num_envs']} does not divide; choose num_envs dividing {rollouts} or set "
+        "batch_size/num_minibatches to match")
+  net = {**base["network"], **cfg.pop("network", {})}
   return cfg, {k: tuple(v) if isinstance(v, list) else v for k, v in net.items()}
 
 

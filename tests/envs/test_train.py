@@ -68,6 +68,10 @@ def test_presets_are_json_safe_and_their_initializer_names_build_networks():
   ppo = T.network_factory(networks.make_ppo_networks, net)(5, 1)
   params = ppo.policy_network.init(jax.random.PRNGKey(0))
   assert params is not None
+  cfg, _ = T.settings_for("ppo", "cpu", num_envs=256)  # the minibatch follows the worlds
+  assert (cfg["num_envs"], cfg["batch_size"]) == (256, 256)
+  with pytest.raises(ValueError, match="num_envs=96 does not divide; choose num_envs"):
+    T.settings_for("ppo", "cpu", num_envs=96, batch_size=64)
   with pytest.raises(ValueError, match="unknown preset 'gpu'; one of cpu, playground"):
     T.settings_for("ppo", "gpu")
   with pytest.raises(ValueError, match="preset 'playground' has no sac settings"):
