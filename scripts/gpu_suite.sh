@@ -1,7 +1,8 @@
 #!/bin/bash
 # The GPU benchmark as run on a lent GPU machine (see README, "Speed"): the suite (jaxmj beside
 # MJX), and jaxmj at revision BASE (a checkout whose root is $1, default: none) on MJX's humanoid
-# beside it, sharing one device lock so that timed calls never overlap. Results go to $OUT.
+# beside it, sharing one device lock so that timed calls never overlap; then float32
+# trajectories on the GPU held to MuJoCo C (scripts/gpu_fidelity.py). Results go to $OUT.
 # Usage: scripts/gpu_suite.sh [BASE_ROOT]
 OUT=${OUT:-.}
 export PYTHONUNBUFFERED=1 BENCH_DEVICE_LOCK=/tmp/bench_device.lock XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -18,3 +19,4 @@ python3 "$here/scripts/bench.py" --suite gpu --stall-timeout 240 --json "$OUT/be
   2>&1 | grep -v -i warn | tee "$OUT/bench_gpu.log"
 wait
 grep -v -i warn "$OUT/bench_base.log" 2>/dev/null | tail -8
+python3 "$here/scripts/gpu_fidelity.py" 2>&1 | grep -v -i warn | tee "$OUT/gpu_fidelity.log"

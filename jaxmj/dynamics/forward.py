@@ -18,6 +18,7 @@ from jaxmj.dynamics.stages import (
   fwd_acceleration,
   fwd_constraint,
   fwd_position,
+  full_precision,
   fwd_velocity,
   run_stages,
 )
@@ -26,6 +27,7 @@ from jaxmj.smooth import energy, plastic
 from jaxmj.types import Data, EnableBit, Integrator, Model, Stage
 
 
+@full_precision
 def forward(m: Model, d: Data) -> Data:
   """mj_forward: every quantity that depends on the state, up to qacc. No integration."""
   return history.delay_sensors(m, _acceleration_stages(m, _step1(m, d)))
@@ -53,6 +55,7 @@ def _forward_skip_sensor(m: Model, d: Data) -> Data:
   return fwd_constraint(m, fwd_acceleration(m, actuation.fwd_actuation(m, d)))
 
 
+@full_precision
 def step(m: Model, d: Data) -> Data:
   """mj_step: forward, then integrate one timestep.
 
@@ -82,6 +85,7 @@ def _integrate(m: Model, d: Data) -> Data:
   return integrator.euler(m, d)
 
 
+@full_precision
 def step1(m: Model, d: Data) -> Data:
   """mj_step1: the position and velocity stages of a step (with their sensors and energy),
   so a controller can read them and set ctrl before step2. Integrates nothing. As in
@@ -101,6 +105,7 @@ def _step1(m: Model, d: Data) -> Data:
   return d
 
 
+@full_precision
 def step2(m: Model, d: Data) -> Data:
   """mj_step2: actuation, acceleration, constraint solve and acceleration sensors on a Data
   that went through step1, then integration. As in MuJoCo, RK4 cannot be split (its later

@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxmj.constants import MINVAL
 from jaxmj.dynamics import integrator
-from jaxmj.dynamics.stages import check_supported, fwd_position, fwd_velocity
+from jaxmj.dynamics.stages import check_supported, full_precision, fwd_position, fwd_velocity
 from jaxmj.sensor import driver as sensor
 from jaxmj.smooth import armature, mass
 from jaxmj.solver import problem
@@ -83,6 +83,7 @@ def discrete_acc(m: Model, d: Data) -> jnp.ndarray:
   return mass.solve_m(m, d, qfrc)
 
 
+@full_precision
 def inverse(m: Model, d: Data) -> Data:
   """mj_inverse: qfrc_inverse (nv,) from qpos, qvel and qacc (with their sensors).
 

@@ -25,12 +25,14 @@ from jaxmj import math
 from jaxmj.actuation import driver as actuation
 from jaxmj.constants import MINVAL
 from jaxmj.dynamics.geom_inertia import inertia_from_geoms
+from jaxmj.dynamics.stages import full_precision
 from jaxmj.io import make_data
 from jaxmj.smooth import com, kinematics, mass, tendon
 from jaxmj.smooth.jac import jac
 from jaxmj.types import GeomType, JointType, Model
 
 
+@full_precision
 def set_const(m: Model, from_geoms: bool = False) -> Model:
   """m with its derived constants recomputed from its current leaves (see module doc).
 

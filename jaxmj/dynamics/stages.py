@@ -8,6 +8,7 @@ velocity stages. Every step runs under `jax.named_scope` with its MuJoCo name
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import jax
@@ -36,6 +37,26 @@ def check_supported(m: Model) -> None:
     raise NotImplementedError(
       f"model {m.model_name!r} uses features jaxmj cannot simulate yet: {'; '.join(active)}"
     )
+
+
+def products_precision(m: Model):
+  """A context for tracing m's physics: in exact arithmetic every matrix product at full
+  float32 (or float64) precision. JAX's default lets GPUs round float32 products' inputs to
+  TF32 (a 10-bit mantissa: 8192 times float32's roundoff); CPUs compute in full
+  either way, so results there do not change. Fast arithmetic keeps the caller's setting
+  (`jax.default_matmul_precision`). Derivatives keep each product's precision."""
+  return jax.default_matmul_precision("highest") if m.opt.exact else contextlib.nullcontext()
+
+
+def full_precision(fn):
+  """fn(m, d, ...) traced under products_precision(m) (public entry points)."""
+
+  @functools.wraps(fn)
+  def wrapped(m: Model, *args, **kwargs):
+    with products_precision(m):
+      return fn(m, *args, **kwargs)
+
+  return wrapped
 
 
 def fwd_position(m: Model, d: Data) -> Data:
@@ -67,6 +88,7 @@ def fwd_velocity(m: Model, d: Data) -> Data:
   return run_stages(m, d, ("mj_makeConstraint", constraint.make_constraint))
 
 
+@full_precision
 def fwd_acceleration(m: Model, d: Data) -> Data:
   """mj_fwdAcceleration: qfrc_smooth and qacc_smooth (applied, passive, bias, actuator)."""
   qfrc_smooth = (
@@ -89,8 +111,10 @@ def fwd_constraint(m: Model, d: Data) -> Data:
 
 def run_stages(m: Model, d: Data, *stages) -> Data:
   """d through each (name, stage) in turn, each under `jax.named_scope(name)`, so that its ops
-  carry the MuJoCo function's name in profiles and HLO dumps."""
-  for name, stage in stages:
-    with jax.named_scope(name):
-      d = stage(m, d)
+  carry the MuJoCo function's name in profiles and HLO dumps, with products_precision(m)."""
+  with products_precision(m):
+    for name, stage in stages:
+      with jax.named_scope(name):
+        d = stage(m, d)
   return d
+

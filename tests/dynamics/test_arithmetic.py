@@ -116,3 +116,30 @@ def test_mjx_humanoid_trajectory_in_fast_arithmetic():
   assert md.ncon > 0
   err = rel_err(np.asarray(traj["qpos"]), np.array(ref)).max()
   assert err <= TRAJECTORY_TOL, f"qpos off by {err:.3g}"
+
+
+def _dot_precisions(fn, *args) -> list[str]:
+  text = jax.jit(fn).lower(*args).as_text()
+  return [line.split("precision = ")[1].split("]")[0] + "]" if "precision = " in line
+          else "none" for line in text.splitlines() if "dot_general" in line]
+
+
+def test_exact_arithmetic_asks_full_precision_of_every_product_fast_keeps_the_default():
+  """Exact arithmetic traces every matrix product at HIGHEST precision, derivatives
+  included: on GPUs JAX's default rounds float32 products' inputs to TF32 (CPUs compute in
+  full either way, which is why this checks the program, not the values)."""
+  m = jaxmj.Model.from_xml_string("""
+    <mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+      <body pos="0 0 .09"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    </worldbody></mujoco>""")  # contacts: every stage and the solver's products
+  d = jaxmj.make_data(m)
+
+  def loss(m, qvel):
+    return jaxmj.step(m, d.replace(qvel=qvel)).qpos.sum()
+
+  for mode, fn in (("step", lambda m: jaxmj.step(m, d)),
+                   ("grad", lambda m: jax.grad(loss, argnums=1)(m, d.qvel)),
+                   ("inverse", lambda m: jaxmj.inverse(m, jaxmj.forward(m, d)))):
+    exact = _dot_precisions(fn, m)
+    assert exact and set(exact) == {"[HIGHEST, HIGHEST]"}, (mode, sorted(set(exact)))
+  assert "[DEFAULT, DEFAULT]" in _dot_precisions(lambda m: jaxmj.step(m, d), fast(m))
