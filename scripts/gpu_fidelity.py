@@ -55,13 +55,7 @@ def jaxmj_run(path, qvel, steps, arithmetic, device) -> np.ndarray:
   m = jaxmj.Model.from_xml_path(path)
   m = m.replace(opt=m.opt.replace(arithmetic=arithmetic))
   d = jaxmj.make_data(m).replace(qvel=jnp.asarray(qvel, jnp.float32))
-  m, d = jax.device_put((m, d), device)
-  step = jax.jit(jaxmj.step)
-  out = []
-  for _ in range(steps):
-    d = step(m, d)
-    out.append(d.qpos)
-  return np.asarray(jnp.stack(out), np.float64)
+  return qpos_per_step(jaxmj.step, *jax.device_put((m, d), device), steps)
 
 
 def mjx_run(mm, qvel, steps, device) -> np.ndarray:
@@ -70,7 +64,12 @@ def mjx_run(mm, qvel, steps, device) -> np.ndarray:
   m = mjx.put_model(mm, impl="jax", device=device)
   d = mjx.make_data(m, impl="jax", device=device)
   d = d.replace(qvel=jax.device_put(jnp.asarray(qvel, jnp.float32), device))
-  step = jax.jit(mjx.step)
+  return qpos_per_step(mjx.step, m, d, steps)
+
+
+def qpos_per_step(step, m, d, steps: int) -> np.ndarray:
+  """qpos after each of `steps` calls of jit(step) from d, (steps, nq), as float64."""
+  step = jax.jit(step)
   out = []
   for _ in range(steps):
     d = step(m, d)
