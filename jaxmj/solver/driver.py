@@ -58,6 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.constants import MINVAL
+from jaxmj.loops import bounded_loop
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.linalg import spd_solve
 from jaxmj.smooth import mass
@@ -68,7 +69,6 @@ from jaxmj.solver.problem import (
   Cones,
   Islands,
   Problem,
-  bounded_loop,
   cone_layout,
   constraint_update,
   dual_state,

@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 
 from jaxmj.constants import MINVAL
+from jaxmj.loops import bounded_loop
 from jaxmj.solver.problem import (
   Islands,
   Problem,
-  bounded_loop,
   ext,
   safe_div,
   safe_sqrt,

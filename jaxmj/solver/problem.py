@@ -5,12 +5,12 @@ search (linesearch.py), noslip (noslip.py) and inverse dynamics (dynamics/invers
 as static row groups); `constraint_update` is the primal cost, force and state of each row;
 `Islands` holds the constraint islands as one-hot matrices; `dual_state` is the constraint
 state of dual forces; `qcqp` is mju_QCQP (the SPD solve is jaxmj/linalg.py's); `safe_sqrt`,
-`safe_div`, `ext` and `bounded_loop` are the guarded helpers every solver loop uses.
+`safe_div` and `ext` are the guarded helpers every solver loop uses (the loops themselves:
+jaxmj/loops.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -53,31 +53,6 @@ def ext(x, fill=0.0):
   """x with one extra trailing entry (a padding slot for cone gathers)."""
   pad = jnp.full((1,) + x.shape[1:], fill, x.dtype)
   return jnp.concatenate([x, pad], axis=0)
-
-
-# A loop bounded by at most this many trips runs them all (finished worlds keep their carry):
-# on a GPU each trip of a while loop whose count XLA cannot see reads its predicate back to the
-# host, which costs more than the few trips an early exit could save (MJX's humanoid: solver
-# iterations="1", ls_iterations="4"); longer loops (MuJoCo's defaults: 100 and 50) keep the
-# early exit, which saves most of their trips once the solve has converged.
-FIXED_TRIPS_MAX = 8
-
-
-def bounded_loop(n: int, body: Callable, init, done: Callable, early_exit: bool):
-  """`fori_loop(0, n, body, init)` for a body that leaves the carry unchanged once
-  `done(carry)`; with `early_exit` and n > FIXED_TRIPS_MAX the same result from a while_loop
-  that stops there (not reverse-differentiable, so only for loops whose values are not
-  differentiated)."""
-  if n == 1:  # no loop for XLA to schedule around (MJX's humanoid: iterations="1")
-    return body(0, init)
-  if not early_exit or n <= FIXED_TRIPS_MAX:
-    return jax.lax.fori_loop(0, n, body, init)
-
-  def step(kc):
-    k, c = kc
-    return k + 1, body(k, c)
-
-  return jax.lax.while_loop(lambda kc: (kc[0] < n) & ~done(kc[1]), step, (0, init))[1]
 
 
 class Islands(NamedTuple):

@@ -66,8 +66,10 @@ bit). Held by tests/collision/test_convex_float32.py; one known remainder: an el
 box face's symmetry plane 1e-5..1e-4 deep can still be missed (GJK stalls on a segment in
 that plane and polytope2's hexahedron around it fails).
 
-JAX structure: fixed-trip lax.fori_loop over fixed-size arrays (MuJoCo's own polytope
-capacity, 6 * ccd_iterations faces), no Python branching on traced values, no while_loop.
+JAX structure: loops of at most ccd_iterations trips over fixed-size arrays (MuJoCo's own
+polytope capacity, 6 * ccd_iterations faces), no Python branching on traced values; GJK and
+EPA stop once every pair of a vmapped call is done (loops.bounded_loop: a fixed-trip loop
+under vmap computes every trip's step), and EPA does not start on pairs GJK found apart.
 EPA's horizon is found for all visible faces at once (flood fill through visible neighbours)
 instead of MuJoCo's depth-first walk: the polytope is the same, only the numbering of new
 faces differs, which matters only for exactly tied face distances.
@@ -271,7 +273,8 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
   pverts, pnverts, pfaces, padj, pnfaces, pcenter, pok = polytope(full, gsimplex, n_k[1],
                                                                   tolerance, guard, noise)
   found, fidx, everts, fv, fd2 = epa(full, pverts, pnverts, pfaces, padj, pnfaces, pcenter,
-                                     iterations, tolerance, disc & (margin == 0), guard, noise)
+                                     iterations, tolerance, disc & (margin == 0), guard, noise,
+                                     active=run_epa)
   deep = ~shallow & run_epa & pok & found
   tri = tree_get(everts, fidx)
   lam = tri_affine(tri.vert[0], tri.vert[1], tri.vert[2], fv, guard)

@@ -18,6 +18,7 @@ from jaxmj.collision.ccd.support import (
   tree_set,
   tree_where,
 )
+from jaxmj.loops import bounded_loop
 
 # --------------------------------------------------------------------------------------------
 # EPA
@@ -41,8 +42,9 @@ class _Epa(NamedTuple):
 
 
 def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, tolerance,
-         discrete, guard, noise=None):
+         discrete, guard, noise=None, active=True):
   """MuJoCo 4.0's epa(): returns (found, face vertex indices (3,), verts, face v, face |v|^2).
+  With `active` False (GJK found the pair apart) it does not search: found is False.
 
   The horizon is found for all visible faces at once (flood fill from the closest face through
   visible neighbours) rather than by MuJoCo's depth-first walk; the polytope is the same, only
@@ -71,7 +73,7 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
   alive = jnp.zeros((nf_max,), bool).at[:6].set(live0)
 
   s0 = _Epa(verts, nverts0, fv, adj, v, d2, alive, alive, nfaces0, jnp.array(-1, jnp.int32),
-            big, big, jnp.array(False))
+            big, big, ~jnp.asarray(active))
   e_idx = jnp.arange(_HORIZON, dtype=jnp.int32)
   v_idx = jnp.arange(nv_max, dtype=jnp.int32)
 
@@ -157,7 +159,7 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
 
     return lax.cond(s.done, lambda s: s, step, s)
 
-  s = lax.fori_loop(0, iterations, body, s0)
+  s = bounded_loop(iterations, body, s0, lambda s: jnp.all(s.done), early_exit=True)  # see gjk
   face = _coplanar_neighbour(s, jnp.maximum(s.face, 0), guard)
   return s.face >= 0, s.fv[face], s.verts, s.v[face], s.d2[face]
 
