@@ -42,9 +42,9 @@ def euler(m: Model, d: Data) -> Data:
   if m.nv and not m.opt.disabled(DisableBit.EULERDAMP | DisableBit.DAMPER):
     h = m.opt.timestep
     lin, poly = armature.dof_damping(m, d.qvel.dtype)
-    ld, diag_inv = mass.factor(m, d.qM + jnp.diag(h * armature.damper_derivative(lin, poly,
-                                                                                 d.qvel)))
-    damped = mass.solve_ld(m, ld, diag_inv, d.qfrc_smooth + d.qfrc_constraint)
+    mat = d.qM + jnp.diag(h * armature.damper_derivative(lin, poly, d.qvel))
+    ld, diag_inv = mass.factor(m, mat)
+    damped = mass.solve_factored(m, mat, ld, diag_inv, d.qfrc_smooth + d.qfrc_constraint)
     qacc = jnp.where(jnp.any(lin > 0) | jnp.any(poly != 0), damped, qacc)
   return advance(m, d, qacc)
 
@@ -169,8 +169,9 @@ def implicit(m: Model, d: Data) -> Data:
   force = d.qfrc_smooth + d.qfrc_constraint
   if not fast:
     return advance(m, d, lu_solve(d.qM - h * deriv, force))
-  ld, diag_inv = mass.factor(m, d.qM - h * 0.5 * (deriv + deriv.T))
-  qacc = mass.solve_ld(m, ld, diag_inv, force)
+  mat = d.qM - h * 0.5 * (deriv + deriv.T)
+  ld, diag_inv = mass.factor(m, mat)
+  qacc = mass.solve_factored(m, mat, ld, diag_inv, force)
   blocks, mhat = free_body_mhat(m, d, deriv, h)
   if len(blocks):
     qacc = qacc.at[blocks].set(jax.vmap(lu_solve)(mhat, force[blocks]))
