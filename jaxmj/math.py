@@ -91,6 +91,7 @@ def _products(a, b, z):
   return lambda i, j: outer[..., i, j]
 
 
+@jax.custom_jvp
 def quat_mul(a: jnp.ndarray, b: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
   """Hamilton product a * b, in mju_mulQuat's order of operations:
   r0 = (a0b0 - a1b1) - (a2b2 + a3b3), r1 = (a0b1 + a1b0) + (a2b3 - a3b2),
@@ -103,10 +104,50 @@ def quat_mul(a: jnp.ndarray, b: jnp.ndarray, z: jnp.ndarray | None = None) -> jn
                     (p(0, 3) + p(1, 2)) + (p(3, 0) - p(2, 1))], axis=-1)
 
 
+@quat_mul.defjvp
+def _quat_mul_jvp(primals, tangents):
+  a, b, z = primals
+  da, db, _ = tangents
+  a, b, da, db = jnp.broadcast_arrays(a, b, da, db)
+  return quat_mul(a, b, z), _linear(_quat_left(a), db) + _linear(_quat_right(b), da)
+
+
+def _quat_left(a):
+  """(..., 4, 4) matrix of quat_mul(a, .): quat_mul(a, b) = _quat_left(a) b."""
+  a0, a1, a2, a3 = jnp.unstack(a, axis=-1)
+  return _rows([[a0, -a1, -a2, -a3], [a1, a0, -a3, a2], [a2, a3, a0, -a1], [a3, -a2, a1, a0]])
+
+
+def _quat_right(b):
+  """(..., 4, 4) matrix of quat_mul(., b): quat_mul(a, b) = _quat_right(b) a."""
+  b0, b1, b2, b3 = jnp.unstack(b, axis=-1)
+  return _rows([[b0, -b1, -b2, -b3], [b1, b0, b3, -b2], [b2, -b3, b0, b1], [b3, b2, -b1, b0]])
+
+
+def _rows(entries) -> jnp.ndarray:
+  """A (..., r, c) matrix from nested lists of (...) entries."""
+  return jnp.stack([jnp.stack(row, axis=-1) for row in entries], axis=-2)
+
+
+def _linear(mat, t):
+  """mat (..., r, c) applied to tangent t (..., c) by a product and a sum: the derivative
+  rules of this module keep tangents whole, as a slice of a tangent transposes to one pad
+  per slice in reverse mode (on the CPU one op each)."""
+  return jnp.sum(mat * t[..., None, :], axis=-1)
+
+
+def _skew(u):
+  """(..., 3, 3) cross-product matrix: _skew(u) v = u x v."""
+  u0, u1, u2 = jnp.unstack(u, axis=-1)
+  zero = jnp.zeros_like(u0)
+  return _rows([[zero, -u2, u1], [u2, zero, -u0], [-u1, u0, zero]])
+
+
 def quat_conj(q: jnp.ndarray) -> jnp.ndarray:
   return q * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
 
 
+@jax.custom_jvp
 def rot_vec_quat(v: jnp.ndarray, q: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
   """Rotates v by unit quaternion q: v + 2 u x t, t = w v + u x v, u = q[1:], in
   mju_rotVecQuat's order of operations (t0 = (w v0 + u1 v2) - u2 v1, r0 = u1 t2 - u2 t1,
@@ -120,17 +161,48 @@ def rot_vec_quat(v: jnp.ndarray, q: jnp.ndarray, z: jnp.ndarray | None = None) -
   return (r + r) + v
 
 
+@rot_vec_quat.defjvp
+def _rot_vec_quat_jvp(primals, tangents):
+  # f = v + 2 u x t, t = w v + u x v (q = (w, u)), differentiated with whole tangents:
+  # df = (I + 2w[u] + 2[u]^2) dv + 2 (u x v) dw - 2 ([t] + [u][v]) du, [a]: a's cross-product
+  # matrix, [a][b] = b a^T - (a.b) I.
+  v, q, z = primals
+  dv, dq, _ = tangents
+  v, dv = (jnp.broadcast_arrays(x, q[..., :1])[0] for x in (v, dv))
+  q, dq = (jnp.broadcast_arrays(x, v[..., :1])[0] for x in (q, dq))
+  w, u = q[..., :1, None], q[..., 1:]
+  t = q[..., :1] * v + jnp.cross(u, v)
+  eye = jnp.eye(3, dtype=v.dtype)
+  uu = u[..., :, None] * u[..., None, :] - jnp.sum(u * u, -1)[..., None, None] * eye
+  uv = v[..., :, None] * u[..., None, :] - jnp.sum(u * v, -1)[..., None, None] * eye
+  jv = eye + 2 * w * _skew(u) + 2 * uu
+  jq = jnp.concatenate([2 * jnp.cross(u, v)[..., None], -2 * (_skew(t) + uv)], axis=-1)
+  return rot_vec_quat(v, q, z), _linear(jv, dv) + _linear(jq, dq)
+
+
 def mat_vec3(mat: jnp.ndarray, v: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
   """(..., 3, 3) matrix times (..., 3) vector, each row summed left to right (mju_mulMatVec3)."""
   p = nofma(mat * v[..., None, :], z)
   return (p[..., 0] + p[..., 1]) + p[..., 2]
 
 
+@jax.custom_jvp
 def quat_to_mat(q: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
   """Rotation matrix (..., 3, 3) of a unit quaternion, in mju_quat2Mat's order of operations:
   diagonal (ww - yy) + (xx - zz), (ww + yy) - (xx + zz), (ww - yy) - (xx - zz); off-diagonal
   twice (xy - wz) and so on."""
   return jnp.stack(quat_to_mat_entries(q, z), axis=-1).reshape(q.shape[:-1] + (3, 3))
+
+
+@quat_to_mat.defjvp
+def _quat_to_mat_jvp(primals, tangents):
+  q, z = primals
+  w, x, y, zz = jnp.unstack(q + q, axis=-1)  # each entry's gradient, (w, x, y, z) order
+  jac = _rows([[w, x, -y, -zz], [-zz, y, x, -w], [y, zz, w, x],
+               [zz, y, x, w], [w, -x, y, -zz], [-x, -w, zz, y],
+               [-y, zz, -w, x], [x, w, zz, y], [w, -x, -y, zz]])
+  dmat = _linear(jac, tangents[0])
+  return quat_to_mat(q, z), dmat.reshape(q.shape[:-1] + (3, 3))
 
 
 def quat_to_mat_entries(q: jnp.ndarray, z: jnp.ndarray | None = None) -> list[jnp.ndarray]:

@@ -7,8 +7,10 @@ For models/humanoid_floor.xml (contacts, default solver settings; float32 unless
            and `rollout(checkpoint=True)` (segments of ceil(sqrt T) steps), at each solver
            iteration count in --iterations.
   finite   the checkpointed gradient at the longest T, run: whether every entry is finite.
-  ratio    wall time of the gradient over that of the forward rollout alone (T = --ratio-steps,
-           median of 3 after a warm-up), plain and checkpointed.
+  ratio    time of the gradient over that of the forward rollout alone (T = --ratio-steps,
+           after a warm-up), plain and checkpointed: wall time (median of --repeats) and this
+           process's CPU time (least of --repeats; on a loaded machine the steadier of the two,
+           as waiting for a core does not count).
 
   python scripts/bench_grad_memory.py [--nsteps 100 300 1000] [--iterations 1 50]
   python scripts/bench_grad_memory.py --ratio-only --model box_stack   (the ratio alone)
@@ -40,14 +42,16 @@ def with_iterations(m, iterations):
   return m.replace(opt=m.opt.replace(iterations=iterations))
 
 
-def median_time(fn, *args, n=3):
+def run_times(fn, *args, n=3):
+  """(median wall time, least CPU time of this process) of `n` calls after a warm-up."""
   jax.block_until_ready(fn(*args))
-  runs = []
+  wall, cpu = [], []
   for _ in range(n):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     jax.block_until_ready(fn(*args))
-    runs.append(time.perf_counter() - t)
-  return float(np.median(runs))
+    wall.append(time.perf_counter() - t)
+    cpu.append(time.process_time() - c)
+  return float(np.median(wall)), float(np.min(cpu))
 
 
 def main() -> None:
@@ -56,6 +60,7 @@ def main() -> None:
   p.add_argument("--nsteps", type=int, nargs="+", default=[100, 300, 1000])
   p.add_argument("--iterations", type=int, nargs="+", default=[1, 50])
   p.add_argument("--ratio-steps", type=int, default=50)
+  p.add_argument("--repeats", type=int, default=3)
   p.add_argument("--x64", action="store_true")
   p.add_argument("--ratio-only", action="store_true", help="skip the memory reports")
   args = p.parse_args()
@@ -66,7 +71,7 @@ def main() -> None:
   d = jaxmj.make_data(m0)
   qvel = d.qvel + 0.1
   if args.ratio_only:
-    report_ratio(m0, d, qvel, args.ratio_steps)
+    report_ratio(m0, d, qvel, args.ratio_steps, args.repeats)
     return
   longest, shortest = max(args.nsteps), min(args.nsteps)
   # most telling first (a run cut short by a time limit still reports them): the shortest
@@ -78,7 +83,7 @@ def main() -> None:
   g = jax.jit(jax.grad(make_loss(m0, d, longest, True)))(qvel)
   print(f"checkpointed gradient through {longest} steps finite: {bool(np.all(np.isfinite(g)))}, "
         f"|g| = {float(jnp.linalg.norm(g)):.3e}", flush=True)
-  report_ratio(m0, d, qvel, args.ratio_steps)
+  report_ratio(m0, d, qvel, args.ratio_steps, args.repeats)
   rest = [(None, ck, t) for t in args.nsteps if t not in (shortest, longest)
           for ck in (None, True)]
   rest += [(it, ck, shortest) for it in args.iterations for ck in (None, True)]
@@ -86,12 +91,13 @@ def main() -> None:
     report_memory(m0, d, qvel, it, ck, t)
 
 
-def report_ratio(m, d, qvel, t):
-  fwd = median_time(jax.jit(make_loss(m, d, t, None)), qvel)
+def report_ratio(m, d, qvel, t, repeats):
+  fwd, fwd_cpu = run_times(jax.jit(make_loss(m, d, t, None)), qvel, n=repeats)
   for ck in (None, True):
-    grad = median_time(jax.jit(jax.grad(make_loss(m, d, t, ck))), qvel)
+    grad, grad_cpu = run_times(jax.jit(jax.grad(make_loss(m, d, t, ck))), qvel, n=repeats)
     print(f"T {t} checkpoint {str(ck):5s}: forward {fwd * 1e3:.1f} ms, gradient "
-          f"{grad * 1e3:.1f} ms, ratio {grad / fwd:.2f}", flush=True)
+          f"{grad * 1e3:.1f} ms, ratio {grad / fwd:.2f} (CPU time {fwd_cpu * 1e3:.1f} ms, "
+          f"{grad_cpu * 1e3:.1f} ms, ratio {grad_cpu / fwd_cpu:.2f})", flush=True)
 
 
 def report_memory(m0, d, qvel, iterations, checkpoint, nstep):

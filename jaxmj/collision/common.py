@@ -34,7 +34,22 @@ Collision = tuple[jax.Array, jax.Array, jax.Array]
 # mju_mulMatVec3, ...): the same round-off as MuJoCo, and no reduced-precision matmuls.
 
 
+@jax.custom_jvp
 def dot3(a, b):
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+# The derivative rules below keep tangents whole where the operands have one shape: a slice
+# of a tangent transposes to one pad per slice in reverse mode (on the CPU one op each).
+@dot3.defjvp
+def _dot3_jvp(primals, tangents):
+  (a, b), (da, db) = primals, tangents
+  if a.shape != b.shape:
+    return dot3(a, b), _dot3_sliced(da, b) + _dot3_sliced(a, db)
+  return dot3(a, b), jnp.sum(da * b + a * db, axis=0)
+
+
+def _dot3_sliced(a, b):
   return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
@@ -48,10 +63,31 @@ def mat_t_vec3(mat, v):
   return mat[0] * v[0] + mat[1] * v[1] + mat[2] * v[2]
 
 
+@jax.custom_jvp
 def cross3(a, b):
+  return _cross3(a, b)
+
+
+def _cross3(a, b):
   return jnp.stack(
     [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
   )
+
+
+@cross3.defjvp
+def _cross3_jvp(primals, tangents):
+  # d(a x b) = a x db - b x da = [a] db - [b] da, [x]: x's cross-product matrix
+  (a, b), (da, db) = primals, tangents
+  if a.shape != (3,) or b.shape != (3,):
+    return cross3(a, b), _cross3(da, b) + _cross3(a, db)
+  return cross3(a, b), jnp.sum(_skew3(a) * db - _skew3(b) * da, axis=1)
+
+
+def _skew3(x):
+  """(3, 3) cross-product matrix of a (3,) vector: _skew3(x) @ y = x x y."""
+  zero = jnp.zeros_like(x[0])
+  return jnp.stack([jnp.stack([zero, -x[2], x[1]]), jnp.stack([x[2], zero, -x[0]]),
+                    jnp.stack([-x[1], x[0], zero])])
 
 
 def safe_sqrt(x):

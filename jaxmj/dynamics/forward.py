@@ -85,6 +85,10 @@ def _integrate(m: Model, d: Data) -> Data:
   return integrator.euler(m, d)
 
 
+# step for rollout's scan: reverse mode keeps fewer arrays per step (jaxmj/dynamics/checkpoint.py)
+_lean_step = remat.lean_residuals(step)
+
+
 @full_precision
 def step1(m: Model, d: Data) -> Data:
   """mj_step1: the position and velocity stages of a step (with their sensors and energy),
@@ -159,7 +163,7 @@ def _rollout(m: Model, d: Data, ctrl, nstep, fields, checkpoint) -> tuple[Data, 
                      f"{m.model_name!r} needs (T, nu) = (T, {m.nu})")
 
   def body(carry, u):
-    carry = step(m, carry.replace(ctrl=u))
+    carry = _lean_step(m, carry.replace(ctrl=u))
     return carry, {f: getattr(carry, f) for f in fields}
 
   if checkpoint is None or checkpoint is False:

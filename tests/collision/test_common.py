@@ -1,0 +1,27 @@
+"""collision/common.py's dot3 and cross3 derivative rules (whole tangents where the operands
+have one shape, sliced otherwise) against central finite differences, forward and reverse."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.test_util import check_grads
+
+from jaxmj.collision import common
+
+V = jnp.asarray(np.random.default_rng(1).normal(size=(4, 3)))
+
+
+def _check(fn, args, order=2):
+  check_grads(fn, args, order=order, modes=["fwd", "rev"], eps=1e-6, atol=1e-7, rtol=1e-7)
+
+
+def test_dot3_and_cross3_rules_match_finite_differences():
+  _check(common.dot3, (V[0], V[1]))
+  _check(common.cross3, (V[0], V[1]))
+  _check(jax.vmap(common.dot3), (V, V[::-1]))
+  _check(jax.vmap(common.cross3), (V, V[::-1]))
+
+
+def test_dot3_and_cross3_rules_with_unequal_shapes():
+  _check(common.dot3, (V[0], V.T), order=1)  # (3,) with (3, 4): one dot per column
+  _check(common.cross3, (V[0], V.T[:, :2]), order=1)
