@@ -1,10 +1,10 @@
 """Joint-space inertia: composite rigid bodies (mj_crb), L'DL factorization and solves.
 
 The factorization follows MuJoCo's tree-sparse L'DL (M = L' D L, L unit lower triangular
-with nonzeros only at dof-tree ancestors, so no fill-in). Eliminating a dof updates only
-entries between its ancestors, so every dof at one depth is eliminated at once: the graph
-grows with the depth of the dof tree, not with nv, and there is no batched LAPACK call
-(which deadlocked under vmap on XLA:CPU for MJX's dense Cholesky).
+with nonzeros only at dof-tree ancestors, so no fill-in). Every dof at one depth of the dof
+tree is eliminated at once: the graph grows with the depth of the tree, not with nv, and
+there is no batched LAPACK call (which deadlocked under vmap on XLA:CPU for MJX's dense
+Cholesky).
 """
 
 from __future__ import annotations
@@ -19,9 +19,67 @@ from jaxmj.smooth import armature
 from jaxmj.types import Data, Model
 
 
+# Trees up to this many dof levels factor and solve level by level in straight-line code
+# (`factor`, `solve_ld`); deeper trees run one lax.scan trip per level on a padded working
+# matrix (`_factor_scan`, `_solve_scan`), which keeps their compile time bounded.
+LEVELS_UNROLL_MAX = 16
+
+
 @cached_plan
 def _ld_plan(m) -> dict:
-  """Static index arrays per dof level (deepest first), padded to one width for lax.scan.
+  """Static index sets of the tree-sparse L'DL factorization and solve.
+
+  For `factor`: dof levels deepest first (`levels`), each level's rows contiguous in a
+  working state of (nv, w + 1) rows ordered that way (`starts`, `row` maps a dof to its
+  state row); row i holds its entries in path coordinates, column q for the ancestor
+  `paths[i][q]` at depth q (w = tree depth + 1), then 1/D. `below[l]` (r, starts[l]) marks
+  the deeper state rows that descend from each dof of level l.
+  Trees deeper than LEVELS_UNROLL_MAX levels get `scan` (`_scan_plan`) instead.
+  """
+  anc = np.asarray(m.dof_ancestor, bool)
+  depth = np.asarray(m.dof_depth)
+  by_level = levels(depth)[::-1]
+  order = np.concatenate(by_level) if m.nv else np.zeros(0, int)
+  row = np.empty(m.nv, int)
+  row[order] = np.arange(m.nv)
+  starts = np.cumsum([0] + [len(ks) for ks in by_level])
+  below = [anc[order[:starts[l]]][:, ks].T for l, ks in enumerate(by_level)]
+  paths = [np.flatnonzero(anc[i]) for i in range(m.nv)]
+  return {"levels": by_level, "starts": starts, "row": row, "below": below, "paths": paths,
+          "width": int(depth.max()) + 1 if m.nv else 0,
+          "scan": _scan_plan(m) if len(by_level) > LEVELS_UNROLL_MAX else None}
+
+
+def _runs(idx) -> list[tuple[int, int]]:
+  """Sorted indices as maximal runs [a, b) of consecutive values."""
+  out = []
+  for i in map(int, idx):
+    if out and out[-1][1] == i:
+      out[-1][1] += 1
+    else:
+      out.append([i, i + 1])
+  return [(a, b) for a, b in out]
+
+
+def _take(vec: jnp.ndarray, idx, n: int) -> jnp.ndarray:
+  """vec[idx] (idx static, sorted) padded with zeros to length n, read by slices: XLA:CPU
+  turns index gathers of batched data into transposes of the whole batch."""
+  pieces = [vec[a:b] for a, b in _runs(idx)] + [jnp.zeros(n - len(idx), vec.dtype)]
+  return jnp.concatenate(pieces)
+
+
+def _place(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
+  """(n,) zeros with vals at the static sorted indices idx, written by slices."""
+  pieces, at, pos = [], 0, 0
+  for a, b in _runs(idx):
+    pieces += [jnp.zeros(a - at, vals.dtype), vals[pos:pos + b - a]]
+    pos, at = pos + b - a, b
+  return jnp.concatenate(pieces + [jnp.zeros(n - at, vals.dtype)])
+
+
+def _scan_plan(m) -> dict:
+  """Deep trees (`_factor_scan`, `_solve_scan`): static index arrays per dof level
+  (deepest first), padded to one width for lax.scan.
 
   pair_k, pair_i: (dof k, strict ancestor i); upd_k, upd_i, upd_j: (dof k, ancestors
   i >= j) for the rank-one update of the ancestor block. Padding uses two extra slots of
@@ -83,16 +141,6 @@ def factor_m(m: Model, d: Data) -> Data:
   return d.replace(qLD=qld, qLDiagInv=diag_inv)
 
 
-# Trees up to this many dof levels run their level loops unrolled: on a GPU each trip of a
-# loop is its own kernel launches, which for a batch of small matrices cost more than the
-# work (see linalg.SPD_UNROLL_MAX); deeper trees keep a scan (compile time).
-LEVELS_UNROLL_MAX = 16
-
-
-def _unroll(levels) -> bool:
-  return len(levels) <= LEVELS_UNROLL_MAX
-
-
 def factor(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   """Tree-sparse L'DL of a matrix with qM's sparsity (e.g. qM + h*diag(damping)).
 
@@ -116,10 +164,47 @@ def factor(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
 
 
 def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-  """factor's arithmetic (MuJoCo's): one lax.scan step per dof level, deepest first; the
-  dofs of a level are eliminated together."""
+  """factor's arithmetic.
+
+  Left-looking, one dof level at a time, deepest first: a row i of the level is final once
+  every descendant k has been subtracted, U_i = M_i - sum_k L_ki U_k (U: rows before
+  scaling, L_ki = U_ki / D_k, as mj_factorI forms them), all rows of a level in one matrix
+  product with the deeper rows. Rows are kept in path coordinates (their ancestors' entries
+  only, root first), so the ancestors of any deeper row k share row i's first entries.
+  Each term is mj_factorI's product; the sums run in the product's order, not MuJoCo's
+  (round-off). One product and one in-place row write per level: index gathers and
+  scatters of batched data cost XLA:CPU a pass over the whole batch each.
+  """
   nv = m.nv
+  if not nv:
+    return mat, jnp.zeros(0, mat.dtype)
   plan = _ld_plan(m)
+  if plan["scan"] is not None:
+    return _factor_scan(m, mat)
+  w, starts, paths = plan["width"], plan["starts"], plan["paths"]
+  state = jnp.zeros((nv, w + 1), mat.dtype)  # U in path coordinates | 1 / D
+  for lv, ks in enumerate(plan["levels"]):
+    depth, s0, s1 = len(paths[ks[0]]) - 1, starts[lv], starts[lv + 1]
+    u = jnp.stack([_take(mat[i], paths[i], depth + 1) for i in ks])
+    if s0:
+      l_k = state[:s0, depth] * state[:s0, w]  # L[k, i] of each deeper row k, i at this depth
+      u = u - jnp.where(plan["below"][lv], l_k[None, :], 0.0) @ state[:s0, :depth + 1]
+    new = jnp.concatenate([u, jnp.zeros((s1 - s0, w - 1 - depth), u.dtype),
+                           1.0 / u[:, depth:]], axis=1)
+    state = jax.lax.dynamic_update_slice(state, new, (s0, 0))
+  rows = []
+  for i in range(nv):
+    r, d = plan["row"][i], len(paths[i]) - 1
+    rows.append(_place(jnp.concatenate([state[r, :d] * state[r, w], state[r, d:d + 1]]),
+                       paths[i], nv))
+  return jnp.stack(rows), jnp.stack([state[r, w] for r in plan["row"]])
+
+
+def _factor_scan(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+  """`factor` for deep trees: one lax.scan step per dof level, deepest first, on a padded
+  dense working matrix (right-looking rank-one updates of each dof's ancestor block)."""
+  nv = m.nv
+  plan = _ld_plan(m)["scan"]
   a = _padded(jnp.where(m.dof_ancestor, mat, 0.0))
 
   def level(a, idx):
@@ -129,9 +214,33 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
 
   if len(plan["pair_k"]):
     xs = tuple(plan[k] for k in ("pair_k", "pair_i", "upd_k", "upd_i", "upd_j"))
-    a, _ = jax.lax.scan(level, a, xs, unroll=_unroll(xs[0]))
+    a, _ = jax.lax.scan(level, a, xs)
   ld = a[:nv, :nv]
   return ld, 1.0 / jnp.diag(ld)
+
+
+def _solve_scan(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+  """`solve_ld` for deep trees: one lax.scan step per dof level and pass."""
+  plan = _ld_plan(m)["scan"]
+  if not len(plan["pair_k"]):
+    return x * diag_inv
+  nv = m.nv
+  ld = _padded(qld)
+  x = jnp.zeros(nv + 2, x.dtype).at[:nv].set(x)
+
+  def up(x, idx):  # L' y = x, deepest dofs first
+    k, i = idx
+    return x.at[i].add(-ld[k, i] * x[k]), None
+
+  def down(x, idx):  # L z = y, root dofs first
+    k, i = idx
+    return x.at[k].add(-ld[k, i] * x[i]), None
+
+  idx = (plan["pair_k"], plan["pair_i"])
+  x, _ = jax.lax.scan(up, x, idx)
+  x = x.at[:nv].multiply(diag_inv)
+  x, _ = jax.lax.scan(down, x, idx, reverse=True)
+  return x[:nv]
 
 
 def _symmetric(m: Model, mat: jnp.ndarray) -> jnp.ndarray:
@@ -215,27 +324,27 @@ def solve_factored(m: Model, mat: jnp.ndarray, qld: jnp.ndarray, diag_inv: jnp.n
 
 def _solve_sweeps(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
                   x: jnp.ndarray) -> jnp.ndarray:
-  """solve_ld's arithmetic (mj_solveLD's): L' y = x up the tree, D^-1, then L z = y down."""
+  """solve_ld's arithmetic: L' y = x up the tree, D^-1, then L z = y down.
+
+  One dof level at a time, as `factor`: L' y = x from the deepest level up (a level's
+  entries are final once its descendants are subtracted, then pushed to all ancestors in
+  one product with the level's rows of L), L z = y from the root down (a level's entries in
+  one product of its rows of L with the entries above). Round-off differs from
+  mj_solveLD's row-by-row sums.
+  """
   plan = _ld_plan(m)
-  if not len(plan["pair_k"]):
-    return x * diag_inv
+  if plan["scan"] is not None:
+    return _solve_scan(m, qld, diag_inv, x)
   nv = m.nv
-  ld = _padded(qld)
-  x = jnp.zeros(nv + 2, x.dtype).at[:nv].set(x)
-
-  def up(x, idx):  # L' y = x, deepest dofs first
-    k, i = idx
-    return x.at[i].add(-ld[k, i] * x[k]), None
-
-  def down(x, idx):  # L z = y, root dofs first
-    k, i = idx
-    return x.at[k].add(-ld[k, i] * x[i]), None
-
-  idx = (plan["pair_k"], plan["pair_i"])
-  x, _ = jax.lax.scan(up, x, idx, unroll=_unroll(idx[0]))
-  x = x.at[:nv].multiply(diag_inv)
-  x, _ = jax.lax.scan(down, x, idx, reverse=True, unroll=_unroll(idx[0]))
-  return x[:nv]
+  lower = jnp.where(np.asarray(m.dof_ancestor, bool) & ~np.eye(nv, dtype=bool), qld, 0.0)
+  deep_first = [ks for ks in plan["levels"] if len(plan["paths"][ks[0]]) > 1]
+  rows = {id(ks): jnp.stack([lower[k] for k in ks]) for ks in deep_first}
+  for ks in deep_first:  # L' y = x
+    x = x - jnp.stack([x[k] for k in ks]) @ rows[id(ks)]
+  x = x * diag_inv
+  for ks in deep_first[::-1]:  # L z = y
+    x = x - _place(rows[id(ks)] @ x, ks, nv)
+  return x
 
 
 def solve_m(m: Model, d: Data, x: jnp.ndarray) -> jnp.ndarray:
