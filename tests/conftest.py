@@ -107,7 +107,8 @@ tests/envs/test_gym.py::test_vector_env_resets_finished_worlds_in_the_same_step
 tests/envs/test_envs.py::test_wrapped_env_restarts_every_finished_world_from_a_new_random_start[jaxmj-50]
 tests/camera/test_soft.py::test_soft_silhouettes_carry_gradients_across_edges
 tests/camera/test_grad.py::test_depth_and_shading_gradients_match_finite_differences[triangles]
-tests/test_derivative.py::test_transition_jacobians_batch_and_finite_difference_option
+tests/test_derivative.py::test_transition_jacobians_batch_chunk_and_finite_difference_options
+tests/test_math.py::test_quaternion_rules_match_finite_differences[False]
 tests/solver/test_island.py::test_per_island_gradient_matches_finite_differences
 tests/solver/test_island.py::test_pgs_few_iterations_matches_mj_step[pyramidal-3-100]
 tests/solver/test_noslip.py::test_unrolled_noslip_gradient_matches_finite_differences[elliptic]
