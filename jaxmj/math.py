@@ -136,8 +136,8 @@ def _linear(mat, t):
   return jnp.sum(mat * t[..., None, :], axis=-1)
 
 
-def _skew(u):
-  """(..., 3, 3) cross-product matrix: _skew(u) v = u x v."""
+def skew(u):
+  """(..., 3, 3) cross-product matrix of u (..., 3): skew(u) v = u x v."""
   u0, u1, u2 = jnp.unstack(u, axis=-1)
   zero = jnp.zeros_like(u0)
   return _rows([[zero, -u2, u1], [u2, zero, -u0], [-u1, u0, zero]])
@@ -175,8 +175,8 @@ def _rot_vec_quat_jvp(primals, tangents):
   eye = jnp.eye(3, dtype=v.dtype)
   uu = u[..., :, None] * u[..., None, :] - jnp.sum(u * u, -1)[..., None, None] * eye
   uv = v[..., :, None] * u[..., None, :] - jnp.sum(u * v, -1)[..., None, None] * eye
-  jv = eye + 2 * w * _skew(u) + 2 * uu
-  jq = jnp.concatenate([2 * jnp.cross(u, v)[..., None], -2 * (_skew(t) + uv)], axis=-1)
+  jv = eye + 2 * w * skew(u) + 2 * uu
+  jq = jnp.concatenate([2 * jnp.cross(u, v)[..., None], -2 * (skew(t) + uv)], axis=-1)
   return rot_vec_quat(v, q, z), _linear(jv, dv) + _linear(jq, dq)
 
 

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxmj import math
 from jaxmj.constants import MINVAL
 
 NO_CONTACT = 1e10  # distance reported in unused slots
@@ -36,7 +37,7 @@ Collision = tuple[jax.Array, jax.Array, jax.Array]
 
 @jax.custom_jvp
 def dot3(a, b):
-  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+  return _dot3(a, b)
 
 
 # The derivative rules below keep tangents whole where the operands have one shape: a slice
@@ -45,11 +46,11 @@ def dot3(a, b):
 def _dot3_jvp(primals, tangents):
   (a, b), (da, db) = primals, tangents
   if a.shape != b.shape:
-    return dot3(a, b), _dot3_sliced(da, b) + _dot3_sliced(a, db)
+    return dot3(a, b), _dot3(da, b) + _dot3(a, db)
   return dot3(a, b), jnp.sum(da * b + a * db, axis=0)
 
 
-def _dot3_sliced(a, b):
+def _dot3(a, b):
   return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
@@ -80,14 +81,7 @@ def _cross3_jvp(primals, tangents):
   (a, b), (da, db) = primals, tangents
   if a.shape != (3,) or b.shape != (3,):
     return cross3(a, b), _cross3(da, b) + _cross3(a, db)
-  return cross3(a, b), jnp.sum(_skew3(a) * db - _skew3(b) * da, axis=1)
-
-
-def _skew3(x):
-  """(3, 3) cross-product matrix of a (3,) vector: _skew3(x) @ y = x x y."""
-  zero = jnp.zeros_like(x[0])
-  return jnp.stack([jnp.stack([zero, -x[2], x[1]]), jnp.stack([x[2], zero, -x[0]]),
-                    jnp.stack([-x[1], x[0], zero])])
+  return cross3(a, b), jnp.sum(math.skew(a) * db - math.skew(b) * da, axis=1)
 
 
 def safe_sqrt(x):
