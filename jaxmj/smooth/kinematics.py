@@ -19,6 +19,7 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.scan import cached_plan, levels
+from jaxmj.smooth import kinematics_tangent
 from jaxmj.types import Data, JointType, Model
 
 # mjtSameFrame
@@ -90,19 +91,19 @@ def _level_plan(m, unrolled_levels: int) -> dict:
           "mocapid": m.body_mocapid[m.body_mocapid >= 0]}
 
 
-def _local(m: Model, d: Data, plan: dict, z):
+def _local(m: Model, qpos, mocap_pos, mocap_quat, plan: dict, z):
   """What does not depend on the parent's frame, with a padding row appended: per body its
   offset (pos, quat) in the parent (mocap bodies: from mocap_pos/quat); per joint its pos,
   axis, rotation in the body frame (hinge: axis-angle, ball: qpos normalized) and
   displacement qpos - qpos0 (slide, hinge)."""
-  dt = d.qpos.dtype
+  dt = qpos.dtype
   pos, quat = m.body_pos, m.body_quat
   if len(plan["mocap"]):
-    pos = pos.at[plan["mocap"]].set(d.mocap_pos[plan["mocapid"]])
-    quat = quat.at[plan["mocap"]].set(math.normalize_quat(d.mocap_quat[plan["mocapid"]], z))
+    pos = pos.at[plan["mocap"]].set(mocap_pos[plan["mocapid"]])
+    quat = quat.at[plan["mocap"]].set(math.normalize_quat(mocap_quat[plan["mocapid"]], z))
   pad = lambda x, row: jnp.concatenate([x, jnp.asarray([row], x.dtype)])  # noqa: E731
   adr = np.append(m.jnt_qposadr, 0)
-  qpos = jnp.concatenate([d.qpos, jnp.zeros(4, dt)])
+  qpos = jnp.concatenate([qpos, jnp.zeros(4, dt)])
   dq = qpos[adr] - jnp.concatenate([m.qpos0.astype(dt), jnp.zeros(4, dt)])[adr]
   jaxis = pad(m.jnt_axis, [0, 0, 0])
   half = (dq * 0.5)[:, None]
@@ -118,9 +119,10 @@ def _joints(count, kinds, jtype, jpos, jaxis, qloc, dq, pos, quat, z):
   """Applies each body's joints in slot order, in the global frame, to one level's rows
   (pos (w, 3), quat (w, 4)): slot k covers rows [0, count[k]) and holds joint types kinds[k]
   (0: none), and only those are computed. jtype (w, nslot), jpos, jaxis (w, nslot, 3),
-  qloc (w, nslot, 4), dq (w, nslot). Returns pos, quat, and xanchor, xaxis (sum(count), 3)."""
+  qloc (w, nslot, 4), dq (w, nslot). Returns pos, quat, and xanchor, xaxis (sum(count), 3)
+  and the body's quaternion right after each joint (sum(count), 4: a ball joint's frame)."""
   rotating = {JointType.HINGE, JointType.BALL}
-  anchors, axes = [], []
+  anchors, axes, quats = [], [], []
   for k, (n, kind) in enumerate(zip(count, kinds)):
     if not n:
       continue
@@ -140,12 +142,13 @@ def _joints(count, kinds, jtype, jpos, jaxis, qloc, dq, pos, quat, z):
     if JointType.SLIDE in kind:
       slid = p + math.nofma(axis * dq[:n, k, None], z)
       p = slid if kind == {JointType.SLIDE} else jnp.where(t == JointType.SLIDE, slid, p)
+    quats.append(q)
     if n < len(pos):
       p, q = jnp.concatenate([p, pos[n:]]), jnp.concatenate([q, quat[n:]])
     pos, quat = p, q
     anchors, axes = anchors + [anchor], axes + [axis]
-  cat = lambda x: jnp.concatenate(x) if x else jnp.zeros((0, 3), pos.dtype)  # noqa: E731
-  return pos, quat, cat(anchors), cat(axes)
+  cat = lambda x, k=3: jnp.concatenate(x) if x else jnp.zeros((0, k), pos.dtype)  # noqa: E731
+  return pos, quat, cat(anchors), cat(axes), cat(quats, 4)
 
 
 def _join_rows(parts):
@@ -169,19 +172,20 @@ def _frame_rows(pos, quat, z):
   return _join_rows([pos, quat] + [x[:, None] for x in math.quat_to_mat_entries(quat, z)])
 
 
-def _bodies(m: Model, d: Data, z):
+def _bodies(m: Model, qpos, mocap_pos, mocap_quat, z):
   """xpos, xquat, xmat, xanchor, xaxis, level by level from the root (mj_kinematics1): each
-  body composed from its parent's frame, then its joints applied in the global frame."""
-  dt = d.qpos.dtype
+  body composed from its parent's frame, then its joints applied in the global frame. Also
+  per joint the body's quaternion right after it (free joints: the body's), for tangents."""
+  dt = qpos.dtype
   plan = _level_plan(m, _UNROLLED_LEVELS)
-  loc = _local(m, d, plan, z)
+  loc = _local(m, qpos, mocap_pos, mocap_quat, plan, z)
   a = plan["free_adr"]
-  free_pos = d.qpos[a[:, None] + np.arange(3)]
+  free_pos = qpos[a[:, None] + np.arange(3)]
   world = jnp.concatenate([jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.eye(3).ravel()])
   # free quaternions: normalized when read, and again as every body's quaternion
   frame = jnp.concatenate([
     world.astype(dt)[None],
-    _frame_rows(free_pos, math.normalize_quat(d.qpos[a[:, None] + np.arange(3, 7)], z), z),
+    _frame_rows(free_pos, math.normalize_quat(qpos[a[:, None] + np.arange(3, 7)], z), z),
     jnp.zeros((plan["nrow"] - 1 - len(a), 16), dt)])
 
   def level(count, kinds, frame, xs):
@@ -189,10 +193,10 @@ def _bodies(m: Model, d: Data, z):
     up = frame[parent]
     p = math.mat_vec3(up[:, 7:].reshape(-1, 3, 3), loc["bpos"][body], z) + up[:, :3]
     q = math.quat_mul(up[:, 3:7], loc["bquat"][body], z)
-    p, q, anchor, axis = _joints(count, kinds, jtype, *(loc[k][jnt] for k in (
+    p, q, anchor, axis, jquat = _joints(count, kinds, jtype, *(loc[k][jnt] for k in (
       "jpos", "jaxis", "qloc", "dq")), p, q, z)
     return jax.lax.dynamic_update_slice_in_dim(frame, _frame_rows(p, q, z), start, 0), (
-      anchor, axis)
+      anchor, axis, jquat)
 
   out = []
   for lp in plan["levels"]:
@@ -204,8 +208,9 @@ def _bodies(m: Model, d: Data, z):
   free_axis = m.jnt_axis[m.body_jntadr[plan["free"]]]
   xanchor = jnp.concatenate([o[0].reshape(-1, 3) for o in out] + [free_pos])[src]
   xaxis = jnp.concatenate([o[1].reshape(-1, 3) for o in out] + [free_axis])[src]
+  jquat = jnp.concatenate([o[2].reshape(-1, 4) for o in out] + [frame[1:1 + len(a), 3:7]])[src]
   frame = frame[plan["row"]]
-  return frame[:, :3], frame[:, 3:7], frame[:, 7:].reshape(-1, 3, 3), xanchor, xaxis
+  return frame[:, :3], frame[:, 3:7], frame[:, 7:].reshape(-1, 3, 3), xanchor, xaxis, jquat
 
 
 @jax.custom_jvp
@@ -246,6 +251,10 @@ def _copies(composed, frames, inert, bodyid, quat, sameframe):
   return tuple(out)
 
 
+_OUTPUTS = ("xpos", "xquat", "xmat", "xipos", "ximat", "xanchor", "xaxis", "geom_xpos",
+            "geom_xquat", "geom_xmat", "site_xpos", "site_xquat", "site_xmat")
+
+
 def kinematics(m: Model, d: Data) -> Data:
   """mj_kinematics: global frames of bodies, inertial frames, joints, geoms and sites.
 
@@ -253,12 +262,20 @@ def kinematics(m: Model, d: Data) -> Data:
   geom_xpos/xquat/xmat, site_xpos/xquat/xmat. Bodies are composed one tree level at a time,
   each level one vectorized pass (unrolled for shallow trees, a scan for deep ones), after
   the parts that do not depend on the parent (joint rotations) for all joints at once;
-  inertial, geom and site frames in one pass after.
+  inertial, geom and site frames in one pass after. Derivatives in qpos are the rigid-body
+  Jacobian's (kinematics_tangent.py), not those of the composition.
   """
+  out = kinematics_tangent.frames(_frames, m, d.qpos, d.mocap_pos, d.mocap_quat, d.time)
+  return d.replace(**dict(zip(_OUTPUTS, out)))
+
+
+def _frames(m: Model, qpos, mocap_pos, mocap_quat, time):
+  """kinematics' arithmetic: (its outputs in _OUTPUTS' order, per joint the body's
+  quaternion right after the joint (njnt, 4))."""
   # a zero the compiler cannot fold (time² is never negative), for the nofma guards; fast
   # arithmetic leaves the products to the compiler
-  z = math.opaque_zero(d.time * d.time) if m.opt.exact else None
-  xpos, xquat, xmat, xanchor, xaxis = _bodies(m, d, z)
+  z = math.opaque_zero(time * time) if m.opt.exact else None
+  xpos, xquat, xmat, xanchor, xaxis, jquat = _bodies(m, qpos, mocap_pos, mocap_quat, z)
   frames = (xpos, xquat, xmat)
   # xpos + xmat·pos, xquat * quat and its matrix for inertial frames, geoms and sites at once
   bodyid = np.concatenate([np.arange(m.nbody), m.geom_bodyid, m.site_bodyid]).astype(int)
@@ -277,8 +294,4 @@ def kinematics(m: Model, d: Data) -> Data:
   inert = (xipos, xiquat, ximat, m.body_iquat)
   geom = _copies(geom, frames, inert, m.geom_bodyid, m.geom_quat, m.geom_sameframe)
   site = _copies(site, frames, inert, m.site_bodyid, m.site_quat, m.site_sameframe)
-  return d.replace(
-    xpos=xpos, xquat=xquat, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=xanchor,
-    xaxis=xaxis, geom_xpos=geom[0], geom_xquat=geom[1], geom_xmat=geom[2],
-    site_xpos=site[0], site_xquat=site[1], site_xmat=site[2],
-  )
+  return (xpos, xquat, xmat, xipos, ximat, xanchor, xaxis) + geom + site, jquat

@@ -1,0 +1,170 @@
+"""Tangents of the global frames in qpos, in closed form (the rigid-body Jacobian).
+
+Differentiating mj_kinematics' composition (quaternion products level by level, each
+product guarded against fused multiply-adds) costs every qpos tangent the whole pass again.
+A tangent of qpos moves each body rigidly instead: body b turns with angular velocity w_b
+and its points p move by v_b + w_b x p, where (w_b, v_b), its twist at the world origin,
+is the sum over the dofs that move it of each dof's motion axis times the dof's velocity
+(the dof velocities are qpos's tangent read in MuJoCo's tangent space: a quaternion's
+tangent dq as 2 vec(conj(q) dq) / |q|^2 in the local frame, the derivative of its
+normalization). Per state, the (6, nq) Jacobian of every body's and joint's twist is
+formed once; each tangent is then one matrix product and a few cross products.
+
+Model leaves and mocap poses keep their derivatives: where they carry a tangent, that part
+comes from the composition's own derivative.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.custom_derivatives import SymbolicZero
+
+from jaxmj import math
+from jaxmj.scan import body_plan, cached_plan
+from jaxmj.types import JointType, Model
+
+# The kinds of frame among kinematics' outputs (xpos, xquat, xmat, xipos, ximat, xanchor,
+# xaxis, then geom and site pos, quat, mat), and whose twist moves them.
+_KINDS = ("pos", "quat", "mat", "pos", "mat", "pos", "vec") + ("pos", "quat", "mat") * 2
+
+
+@cached_plan
+def _plan(m) -> dict:
+  """Static per-dof and per-joint index sets.
+
+  Per dof: `jnt`, `local` (its index in its joint), masks `hinge`, `slide`, `quat_rot`
+  (ball and free rotational dofs: axes are columns of the joint's frame), `free_trans`.
+  `scalar` (nv, nq): the dof velocity of hinge, slide and free translational dofs (their
+  qpos entry); `quat_adr`, `quat_dof`: the quaternion's qpos address and first rotational
+  dof of each ball and free joint. `joint_dof` (njnt, nv): the dofs that move a joint's
+  anchor and axis (those before it; a free joint's own translation moves its anchor).
+  """
+  jnt = np.asarray(m.dof_jntid, int)
+  jtype = m.jnt_type[jnt]
+  local = np.arange(m.nv) - m.jnt_dofadr[jnt]
+  free = jtype == JointType.FREE
+  free_trans = free & (local < 3)
+  scalar = np.zeros((m.nv, m.nq))
+  one = (jtype == JointType.HINGE) | (jtype == JointType.SLIDE) | free_trans
+  scalar[np.flatnonzero(one), (m.jnt_qposadr[jnt] + local)[one]] = 1.0
+  quat_jnt = np.flatnonzero((m.jnt_type == JointType.BALL) | (m.jnt_type == JointType.FREE))
+  is_free = m.jnt_type[quat_jnt] == JointType.FREE
+  anc = np.asarray(m.dof_ancestor, bool)
+  joint_dof = anc[m.jnt_dofadr].copy()
+  joint_dof[np.arange(m.njnt), m.jnt_dofadr] = False
+  fj = np.flatnonzero(m.jnt_type == JointType.FREE)
+  for k in range(3):
+    joint_dof[fj, m.jnt_dofadr[fj] + k] = True
+  return {"jnt": jnt, "local": local % 3, "hinge": jtype == JointType.HINGE,
+          "slide": jtype == JointType.SLIDE, "quat_rot": (jtype == JointType.BALL) | (
+            free & (local >= 3)), "free_trans": free_trans, "scalar": scalar,
+          "quat_adr": m.jnt_qposadr[quat_jnt] + 3 * is_free,
+          "quat_dof": m.jnt_dofadr[quat_jnt] + 3 * is_free,
+          "joint_dof": joint_dof.astype(np.float64)}
+
+
+def _dof_axes(m: Model, xanchor, xaxis, jquat) -> jnp.ndarray:
+  """(nv, 6) each dof's motion axis (w, v) at the world origin: a unit rate of the dof moves
+  a point p by v + w x p. jquat (njnt, 4): the body's quaternion right after each joint."""
+  p = _plan(m)
+  jnt = p["jnt"]
+  col = math.quat_to_mat(jquat)[jnt, :, p["local"]]  # (nv, 3)
+  w = jnp.where(p["hinge"][:, None], xaxis[jnt], jnp.where(p["quat_rot"][:, None], col, 0.0))
+  v = jnp.cross(xanchor[jnt], w)
+  v = jnp.where(p["slide"][:, None], xaxis[jnt], v)
+  v = jnp.where(p["free_trans"][:, None], np.eye(3)[p["local"]], v)
+  return jnp.concatenate([w, v], axis=-1)
+
+
+def _dof_velocity_map(m: Model, qpos) -> jnp.ndarray:
+  """(nv, nq) dof velocities of a qpos tangent: the scalar entries, and per quaternion q
+  (ball, free) the local angular velocity 2 vec(conj(q) dq) / |q|^2."""
+  p = _plan(m)
+  e = jnp.asarray(p["scalar"], qpos.dtype)
+  if not len(p["quat_adr"]):
+    return e
+  q = qpos[p["quat_adr"][:, None] + np.arange(4)]  # (k, 4)
+  u = q[:, 1:]
+  # vec(conj(q) dq) = q0 dv - dq0 u - u x dv
+  g = jnp.concatenate([-u[:, :, None], q[:, 0, None, None] * jnp.eye(3) - math.skew(u)], 2)
+  g = g * (2.0 / jnp.sum(q * q, -1))[:, None, None]
+  rows = p["quat_dof"][:, None, None] + np.arange(3)[:, None] + np.zeros(4, int)
+  cols = p["quat_adr"][:, None, None] + np.zeros((3, 1), int) + np.arange(4)
+  return e.at[rows, cols].add(g)
+
+
+def _twist_jacobians(m: Model, qpos, out, jquat):
+  """(nbody, 6, nq) and (njnt, 6, nq): the twists of bodies and joint frames per qpos
+  tangent."""
+  s = _dof_axes(m, out[5], out[6], jquat)
+  a = (s[:, :, None] * _dof_velocity_map(m, qpos)[:, None, :]).reshape(m.nv, -1)
+  body = jnp.asarray(body_plan(m)["body_dof"], a.dtype) @ a
+  joint = jnp.asarray(_plan(m)["joint_dof"], a.dtype) @ a
+  return body.reshape(m.nbody, 6, m.nq), joint.reshape(m.njnt, 6, m.nq)
+
+
+def _moved(kind: str, x, t):
+  """Tangent of x (a frame part, kind _KINDS) moved by twists t (n, 6) (one per row)."""
+  w = t[:, :3]
+  if kind == "pos":
+    return t[:, 3:] + jnp.cross(w, x)
+  if kind == "vec":
+    return jnp.cross(w, x)
+  if kind == "quat":
+    return 0.5 * math.quat_mul(jnp.concatenate([jnp.zeros_like(w[:, :1]), w], -1), x)
+  return jnp.cross(w[:, :, None], x, axis=-2)  # [w]x mat, column by column
+
+
+def _qpos_tangent(m: Model, jac, out, dq):
+  """Tangents of kinematics' outputs for a qpos tangent dq (nq,), linear in dq."""
+  body_j, joint_j = jac
+  tb = jnp.einsum("bcq,q->bc", body_j, dq)
+  tj = jnp.einsum("jcq,q->jc", joint_j, dq)
+  owner = [None] * 5 + [None, None] + [m.geom_bodyid] * 3 + [m.site_bodyid] * 3
+  tans = []
+  for i, (kind, x) in enumerate(zip(_KINDS, out)):
+    t = tj if i in (5, 6) else tb if owner[i] is None else tb[np.asarray(owner[i], int)]
+    tans.append(_moved(kind, x, t))
+  return tuple(tans)
+
+
+def _zero(t):
+  return isinstance(t, SymbolicZero)
+
+
+def _instantiate(t):
+  return jnp.zeros(t.shape, t.dtype) if _zero(t) and t.dtype != jax.dtypes.float0 else (
+    np.zeros(t.shape, t.dtype) if _zero(t) else t)
+
+
+def frames(fn, m: Model, qpos, mocap_pos, mocap_quat, time):
+  """fn(m, qpos, mocap_pos, mocap_quat, time) = (kinematics' outputs, per joint the body's
+  quaternion right after it), its outputs differentiated in qpos by the rigid-body
+  Jacobian and in everything else by fn's own derivative."""
+  if not m.nv:
+    return fn(m, qpos, mocap_pos, mocap_quat, time)[0]
+
+  @jax.custom_jvp
+  def kin(m, qpos, mocap_pos, mocap_quat, time):
+    return fn(m, qpos, mocap_pos, mocap_quat, time)[0]
+
+  def kin_jvp(primals, tangents):
+    out, jquat = fn(*primals)
+    dm, dq, *rest = tangents
+    if _zero(dq):
+      tan = tuple(jnp.zeros_like(x) for x in out)
+    else:
+      mp = primals[0]
+      tan = _qpos_tangent(mp, _twist_jacobians(mp, primals[1], out, jquat), out, dq)
+    leaves = jax.tree.leaves((dm, rest), is_leaf=_zero)
+    if not all(map(_zero, leaves)):
+      inst = jax.tree.map(_instantiate, (dm, rest), is_leaf=_zero)
+      _, extra = jax.jvp(lambda m, *a: fn(m, primals[1], *a)[0], (primals[0],) + primals[2:],
+                         (inst[0],) + tuple(inst[1]))
+      tan = tuple(a + b for a, b in zip(tan, extra))
+    return out, tan
+
+  kin.defjvp(kin_jvp, symbolic_zeros=True)
+  return kin(m, qpos, mocap_pos, mocap_quat, time)
