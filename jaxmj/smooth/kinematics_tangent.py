@@ -135,8 +135,11 @@ def _zero(t):
 
 
 def _instantiate(t):
-  return jnp.zeros(t.shape, t.dtype) if _zero(t) and t.dtype != jax.dtypes.float0 else (
-    np.zeros(t.shape, t.dtype) if _zero(t) else t)
+  """A symbolic zero as an array (integer leaves' tangents are float0)."""
+  if not _zero(t):
+    return t
+  return np.zeros(t.shape, t.dtype) if t.dtype == jax.dtypes.float0 else jnp.zeros(t.shape,
+                                                                                   t.dtype)
 
 
 def frames(fn, m: Model, qpos, mocap_pos, mocap_quat, time):
