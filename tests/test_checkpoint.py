@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import MODELS
+from jax.extend import core as jcore
 
 import jaxmj
 from jaxmj.dynamics import checkpoint as remat
@@ -83,3 +84,26 @@ def test_humanoid_floor_gradient_through_1000_steps_is_finite_in_bounded_memory(
   compiled = grad.lower(d.qvel).compile()
   assert compiled.memory_analysis().temp_size_in_bytes < 64 * 2**20
   assert np.all(np.isfinite(compiled(d.qvel + 0.1)))
+
+
+def _eqns(jaxpr):
+  """Every equation of `jaxpr` and of the jaxprs nested in it."""
+  for eqn in jaxpr.eqns:
+    yield eqn
+    for sub in jcore.jaxprs_in_params(eqn.params):
+      yield from _eqns(sub)
+
+
+def test_rollout_gradient_keeps_the_solution_instead_of_solving_again():
+  """jax.checkpoint recomputes a while loop's outputs in the backward pass whatever its
+  policy; the solver's named solution is kept instead, so the backward scan of a rollout
+  with contacts runs no solver iterations (only the forward scan does)."""
+  m = jaxmj.Model.from_xml_string("""<mujoco><worldbody><geom type="plane" size="1 1 1"/>
+    <body pos="0 0 0.05"><freejoint/><geom type="box" size="0.05 0.05 0.05"/></body>
+    </worldbody></mujoco>""")
+  d = jaxmj.make_data(m)
+  jaxpr = jax.make_jaxpr(jax.grad(_loss(m, d, None, nstep=2)))(d.qvel).jaxpr
+  forward, backward = (e.params["jaxpr"].jaxpr for e in _eqns(jaxpr) if e.primitive.name == "scan")
+  loops = lambda jx: sum(e.primitive.name == "while" for e in _eqns(jx))  # noqa: E731
+  assert loops(forward) > 0  # the solver (Newton at 100 iterations: a while loop)
+  assert loops(backward) == 0

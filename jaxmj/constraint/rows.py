@@ -139,8 +139,8 @@ def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, u, w) -> jnp.ndarray:
   body_dof = body_plan(m)["body_dof"].astype(u.dtype)
   mask1, mask2 = body_dof[b1], body_dof[b2]  # static (nc, nv)
   pos = con.pos[slot]
-  c1 = jnp.cross(pos - d.subtree_com[m.body_rootid[b1]], u)
-  c2 = jnp.cross(pos - d.subtree_com[m.body_rootid[b2]], u)
+  c1 = math.cross(pos - d.subtree_com[m.body_rootid[b1]], u)
+  c2 = math.cross(pos - d.subtree_com[m.body_rootid[b2]], u)
   ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
   dot = lambda a, b: a @ b.T
   shared = dot(u, lin)

@@ -46,7 +46,10 @@ def lean_residuals(fn: Callable) -> Callable:
   third as many arrays per step, recomputing elementwise values (dynamic-update-slices in the
   compiled gradient of a 20-step rollout, float32: box_stack 614 -> 199, humanoid_floor
   881 -> 273). `prevent_cse=False`: inside a scan XLA cannot merge the recomputation with
-  the forward pass, and no optimization barrier then splits the step's fusions."""
+  the forward pass, and no optimization barrier then splits the step's fusions. A while
+  loop is recomputed whatever the policy (JAX stages it into the backward pass whole), so
+  values computed by one and read by the backward pass carry a `checkpoint_name`, which the
+  policy keeps: the solver's solution (solver/driver.py), else the backward pass solves again."""
   return jax.checkpoint(fn, policy=keeps_costly, prevent_cse=False)
 
 
