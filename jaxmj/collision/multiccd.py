@@ -590,7 +590,8 @@ def collide(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e-6, 
 
   Arguments as convex.collide_convex; poly1 / poly2: the mesh geoms' polygons (MeshPolygons,
   required with a mesh type, else None); npoly: the polygon capacity (static, >= 16 with a
-  cylinder, else >= 4, and >= the largest mesh polygon). Slots without a contact read dist = 1e10 and an identity frame.
+  cylinder, else >= 4, and >= the largest mesh polygon). Slots without a contact read dist =
+  1e10 and an identity frame.
   """
   plan = convex.convex_plan(type1, type2, g1, g2, margin, tolerance, iterations=iterations,
                             verts1=verts1, verts2=verts2)
