@@ -110,6 +110,7 @@ from jaxmj.collision import mesh
 from jaxmj.collision.ccd import convex
 from jaxmj.collision.primitive import GeomFrame
 from jaxmj.constants import MINVAL
+from jaxmj.loops import bounded_loop
 from jaxmj.types import DisableBit, GeomType
 
 FACE_TOL = 0.996  # cos of the largest angle between aligned face normals (4.0.0's binary)
@@ -287,7 +288,7 @@ def _face(code, g: GeomFrame, tag, normal, poly, p: int, z) -> _Face:
                      jnp.broadcast_to(jnp.where(top, h, -h), (NCAP,))], axis=1)
   cyl = _world_exact(g, local, z)
   verts = jnp.where(code == _BOX, _pad(box, p), _pad(cyl, p))
-  count = jnp.where(code == _BOX, 4, NCAP)
+  count = jnp.where(code == _BOX, 4, min(NCAP, p))  # p < NCAP: no cylinder in the group
   if poly is not None:
     mv = _pad(_world_exact(g, poly.verts[tag], z)[::-1], p)  # MuJoCo lists them reversed
     n = poly.count[tag]
@@ -401,13 +402,18 @@ def _area4(a, b, c, d, z):
 
 def _quad(pts, n, z):
   """MuJoCo's polygonQuad (a greedy walk, not the largest quadrilateral) over pts[:n], n > 4:
-  the indices (4,) of the chosen corners, run as a fixed-length state machine.
+  the indices (4,) of the chosen corners, run as a state machine of at most 8 M + 8 steps
+  that stops once every pair of a vmapped call has walked its points (n <= 4: no steps, the
+  result is unused). Indices only: no gradient flows through the walk, so its loop may stop
+  early under reverse mode too.
 
   On a regular polygon (a cylinder cap) many steps tie in exact arithmetic and MuJoCo keeps
   its corners unless an area is larger (`<=`) in its own round-off: the points and areas are
   computed as MuJoCo computes them (see _nf), so the same ties go the same way.
   """
   m = pts.shape[0]
+  pts = lax.stop_gradient(pts)
+  n = jnp.where(n > 4, n, 0)
   nx = lambda i: jnp.where(i + 1 < n, i + 1, 0)
   area = lambda a, b, c, d: _area4(pts[a], pts[b], pts[c], pts[d], z)
   i0 = jnp.array(0)
@@ -436,7 +442,7 @@ def _quad(pts, n, z):
            jnp.where(better, jnp.stack([a, nb, nc, nd]), res))
     return jax.tree.map(lambda x, y: jnp.where(a >= n, x, y), s, out)
 
-  return lax.fori_loop(0, 8 * m + 8, step, init)[-1]
+  return bounded_loop(8 * m + 8, step, init, lambda s: jnp.all(s[0] >= n), early_exit=True)[-1]
 
 
 def _farthest(pts, n, z):
@@ -583,8 +589,9 @@ def collide(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e-6, 
   """mjc_Convex with multiccd for one pair: (dist (4,), pos (4, 3), frame (4, 3, 3)).
 
   Arguments as convex.collide_convex; poly1 / poly2: the mesh geoms' polygons (MeshPolygons,
-  required with a mesh type, else None); npoly: the polygon capacity (static, >= 16 and >=
-  the largest mesh polygon). Slots without a contact read dist = 1e10 and an identity frame.
+  required with a mesh type, else None); npoly: the polygon capacity (static, >= 16 with a
+  cylinder, else >= 4, and >= the largest mesh polygon). Slots without a contact read dist =
+  1e10 and an identity frame.
   """
   plan = convex.convex_plan(type1, type2, g1, g2, margin, tolerance, iterations=iterations,
                             verts1=verts1, verts2=verts2)
@@ -664,6 +671,13 @@ def mesh_polygons(m, g: np.ndarray, p: int):
   return verts, count, normal, ids, pmap
 
 
+def polygon_capacity(types: np.ndarray, npolygonmax: int) -> int:
+  """Vertices of the largest face the group's geoms can offer (a box's 4, a cylinder cap's
+  16, the largest mesh polygon): the clipping loop's trips and half its point capacity (an
+  n-gon clipped by a k-gon keeps at most n + k points), so no larger than needed."""
+  return max(NCAP if np.any(types == GeomType.CYLINDER) else 4, npolygonmax)
+
+
 def group_collider(m, g1: np.ndarray, g2: np.ndarray, slots: int):
   """(search, contact, extra) for the driver's convex group, split where the gradient starts:
   search(g1, g2, margin, type1, type2, verts1=None, verts2=None) -> plan, the GJK/EPA search
@@ -682,8 +696,9 @@ def group_collider(m, g1: np.ndarray, g2: np.ndarray, slots: int):
       one = convex.contact_from_plan(plan, t1, t2, a, b, margin, verts1=verts1, verts2=verts2)
       return tuple(x[None] for x in one)
     return search, single, ()
-  meshes = np.any(m.geom_type[g1] == GeomType.MESH) or np.any(m.geom_type[g2] == GeomType.MESH)
-  p = max(NCAP, int(m.npolygonmax))
+  types = np.concatenate([m.geom_type[g1], m.geom_type[g2]])
+  meshes = np.any(types == GeomType.MESH)
+  p = polygon_capacity(types, int(m.npolygonmax))
   extra = ()
   if meshes and m.nmeshpoly:
     extra = tuple(jnp.asarray(x) for g in (g1, g2) for x in mesh_polygons(m, g, p))
