@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import jax
+from jax.ad_checkpoint import checkpoint_name
 
 
 # A loop bounded by at most this many trips runs them all (finished worlds keep their carry):
@@ -30,4 +31,15 @@ def bounded_loop(n: int, body: Callable, init, done: Callable, early_exit: bool)
     k, c = kc
     return k + 1, body(k, c)
 
-  return jax.lax.while_loop(lambda kc: (kc[0] < n) & ~done(kc[1]), step, (0, init))[1]
+  return kept(jax.lax.while_loop(lambda kc: (kc[0] < n) & ~done(kc[1]), step, (0, init))[1])
+
+
+def kept(outputs):
+  """A while loop's outputs, named so that rematerializing reverse mode keeps them.
+
+  Under `jax.checkpoint` (rollout's `dynamics/checkpoint.lean_residuals`) JAX stages a
+  while loop into the backward pass whole, whatever the policy, whenever the backward pass
+  reads anything computed from its outputs: every step's backward pass would rerun the
+  search. A named value is kept by that policy, so the loop stays in the forward pass.
+  Values and the forward program are unchanged."""
+  return jax.tree.map(lambda x: checkpoint_name(x, "loop"), outputs)

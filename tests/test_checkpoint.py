@@ -94,16 +94,42 @@ def _eqns(jaxpr):
       yield from _eqns(sub)
 
 
-def test_rollout_gradient_keeps_the_solution_instead_of_solving_again():
+def _outer_scans(jaxpr, length):
+  """The bodies of the scans of `length` trips not nested in another scan: a rollout's
+  forward and backward scans (the colliders run scans of their own)."""
+  out = []
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name == "scan":
+      out += [eqn.params["jaxpr"].jaxpr] if eqn.params["length"] == length else []
+    else:
+      for sub in jcore.jaxprs_in_params(eqn.params):
+        out += _outer_scans(sub, length)
+  return out
+
+
+# a box on a plane: the solver (Newton at 100 iterations: a while loop); an ellipsoid, a
+# cylinder and a mesh on a plane: the near-pair search, GJK, EPA, the mesh hill climb too
+_LOOP_SCENES = {
+  "solver": """<geom type="plane" size="1 1 1"/>
+    <body pos="0 0 0.05"><freejoint/><geom type="box" size="0.05 0.05 0.05"/></body>""",
+  "colliders": """<geom type="plane" size="5 5 .1"/>
+    <body pos="0 0 .06"><freejoint/><geom type="ellipsoid" size=".1 .08 .06"/></body>
+    <body pos=".5 0 .3"><freejoint/><geom type="cylinder" size=".1 .05"/></body>
+    <body pos="0 .5 .3"><freejoint/><geom type="mesh" mesh="m"/></body>""",
+}
+
+
+@pytest.mark.parametrize("scene", sorted(_LOOP_SCENES))
+def test_rollout_gradient_keeps_while_loop_results_instead_of_rerunning_them(scene):
   """jax.checkpoint recomputes a while loop's outputs in the backward pass whatever its
-  policy; the solver's named solution is kept instead, so the backward scan of a rollout
-  with contacts runs no solver iterations (only the forward scan does)."""
-  m = jaxmj.Model.from_xml_string("""<mujoco><worldbody><geom type="plane" size="1 1 1"/>
-    <body pos="0 0 0.05"><freejoint/><geom type="box" size="0.05 0.05 0.05"/></body>
-    </worldbody></mujoco>""")
+  policy; loops.kept names them so that they are kept instead: the backward scan of a
+  rollout runs no solver iterations and no collision search (only the forward scan does)."""
+  m = jaxmj.Model.from_xml_string(f"""<mujoco><asset><mesh name="m"
+    vertex="0 0 0 .1 0 0 0 .1 0 0 0 .1 .1 .1 .1"/></asset>
+    <worldbody>{_LOOP_SCENES[scene]}</worldbody></mujoco>""")
   d = jaxmj.make_data(m)
   jaxpr = jax.make_jaxpr(jax.grad(_loss(m, d, None, nstep=2)))(d.qvel).jaxpr
-  forward, backward = (e.params["jaxpr"].jaxpr for e in _eqns(jaxpr) if e.primitive.name == "scan")
+  forward, backward = _outer_scans(jaxpr, 2)
   loops = lambda jx: sum(e.primitive.name == "while" for e in _eqns(jx))  # noqa: E731
-  assert loops(forward) > 0  # the solver (Newton at 100 iterations: a while loop)
+  assert loops(forward) > (1 if scene == "colliders" else 0)
   assert loops(backward) == 0

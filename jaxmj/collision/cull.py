@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxmj.loops import kept
+
 # Pairs per vmapped call of the search: a small multiple of the near pairs a scene usually
 # has; larger wastes searches on padding, smaller adds loop trips (on a GPU each trip reads
 # its predicate back to the host).
@@ -52,4 +54,4 @@ def near_only(search, near: jax.Array, args: tuple, chunk: int | None = None):
     found = jax.vmap(search)(*jax.tree.map(lambda x: x[idx], args))
     return i + 1, jax.tree.map(lambda o, f: o.at[idx].set(f), out, found)
 
-  return lax.while_loop(lambda s: s[0] * k < count, run, (jnp.int32(0), zeros))[1]
+  return kept(lax.while_loop(lambda s: s[0] * k < count, run, (jnp.int32(0), zeros))[1])

@@ -27,6 +27,7 @@ from jax import lax
 
 from jaxmj import math
 from jaxmj.collision.primitive import NO_CONTACT, Collision, GeomFrame, make_frame
+from jaxmj.loops import kept
 from jaxmj.scan import cached_plan
 from jaxmj.types import GeomType
 
@@ -158,7 +159,7 @@ def _hill_climb(t: PlaneMeshTables, dots, start):
     return jnp.where(up, nb[k], imax), imax, jnp.where(up, dots[nb[k]], best)
 
   init = (start, jnp.asarray(-1, start.dtype), dots[start])
-  return lax.while_loop(lambda s: s[0] != s[1], step, init)[0]
+  return kept(lax.while_loop(lambda s: s[0] != s[1], step, init)[0])
 
 
 def _hull4(verts, face, n, a, z):
@@ -190,7 +191,7 @@ def _hull4(verts, face, n, a, z):
             jnp.where(grow, new, best), jnp.where(grow, jnp.maximum(phase, 1), stop))
 
   phase = jnp.where(n > 4, 0, 3)
-  b, c, d, _, _ = lax.while_loop(lambda s: s[4] != 3, step, (b, c, d, area(b, c, d), phase))
+  b, c, d, _, _ = kept(lax.while_loop(lambda s: s[4] != 3, step, (b, c, d, area(b, c, d), phase)))
   return jnp.stack([a, b, c, d]), jnp.minimum(n, 4)
 
 

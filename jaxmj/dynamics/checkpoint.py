@@ -48,8 +48,8 @@ def lean_residuals(fn: Callable) -> Callable:
   881 -> 273). `prevent_cse=False`: inside a scan XLA cannot merge the recomputation with
   the forward pass, and no optimization barrier then splits the step's fusions. A while
   loop is recomputed whatever the policy (JAX stages it into the backward pass whole), so
-  values computed by one and read by the backward pass carry a `checkpoint_name`, which the
-  policy keeps: the solver's solution (solver/driver.py), else the backward pass solves again."""
+  the runtime's while loops name their outputs (`loops.kept`), which the policy keeps: else
+  every step's backward pass would solve again and rerun the collision searches."""
   return jax.checkpoint(fn, policy=keeps_costly, prevent_cse=False)
 
 

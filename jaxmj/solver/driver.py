@@ -56,7 +56,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.ad_checkpoint import checkpoint_name
 
 from jaxmj.constants import MINVAL
 from jaxmj.loops import bounded_loop
@@ -502,11 +501,6 @@ def solve_arrays(
                   tolerance, ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad)
   if not implicit_grad:
     return res
-  # reverse mode keeps the solution instead of solving again: jax.checkpoint (rollout's
-  # lean_residuals) recomputes a while loop's outputs whatever its policy, so without a
-  # name the backward pass reruns the whole solve; named outputs are kept (one array each)
-  res = res._replace(qacc=checkpoint_name(res.qacc, "solver"),
-                     efc_force=checkpoint_name(res.efc_force, "solver"))
   soft = None
   if efc_soft_weight is not None:
     soft = dict(J=efc_J, aref=efc_aref, D=1.0 / efc_R, w=efc_soft_weight)
