@@ -109,9 +109,9 @@ def _moved(kind: str, x, t):
   """Tangent of x (a frame part, kind _KINDS) moved by twists t (n, 6) (one per row)."""
   w = t[:, :3]
   if kind == "pos":
-    return t[:, 3:] + jnp.cross(w, x)
+    return t[:, 3:] + math.cross(w, x)
   if kind == "vec":
-    return jnp.cross(w, x)
+    return math.cross(w, x)
   if kind == "quat":
     return 0.5 * math.quat_mul(jnp.concatenate([jnp.zeros_like(w[:, :1]), w], -1), x)
   return jnp.cross(w[:, :, None], x, axis=-2)  # [w]x mat, column by column
