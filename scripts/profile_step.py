@@ -15,8 +15,10 @@ function of that Data (so every input a stage reads is already filled in):
   solver        constraint solver                   (mj_fwdConstraint)
   forward       everything up to qacc               (mj_forward)
   step          one whole step                      (mj_step)
-  identity      returns its input: the cost of moving a Data in and out, which every row
-                above includes
+  identity      returns its input: JAX's handling of the Model's and Data's arrays on a
+                call, plus one XLA copy kernel per Data array (the output may not alias an
+                input that is not donated). A stage pays the handling but writes its outputs
+                in its own kernels, so `identity` overstates what moving a Data costs it.
 
 Calls of all (stage, engine) pairs are interleaved round by round (`--repeats` rounds of
 `--calls` calls each), so load from other processes hits both engines alike; the table gives
