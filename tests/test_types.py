@@ -88,6 +88,34 @@ def test_model_is_a_pytree_with_static_structure():
   assert hash(jax.tree.structure(m)) == hash(jax.tree.structure(m.replace(body_mass=m.body_mass)))
 
 
+def test_pytree_flatten_agrees_with_its_keyed_flatten_and_round_trips():
+  # jit walks a Model and a Data with the fast `flatten` on every call; tree paths come from
+  # `flatten_with_keys`: both must list the same leaves in the same order
+  import jax
+  import jax.numpy as jnp
+
+  from jaxmj.pytree import pytree_dataclass, static
+
+  @pytree_dataclass
+  class OneLeaf:
+    a: jax.Array
+    tag: np.ndarray = static(default=None)
+
+  @pytree_dataclass
+  class NoLeaf:
+    tag: int = static(default=3)
+
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "humanoid_floor.xml"))
+  for x in (m, jaxmj.make_data(m), OneLeaf(jnp.ones(2), np.arange(3)), NoLeaf()):
+    leaves, treedef = jax.tree_util.tree_flatten(x)
+    assert [id(v) for v in leaves] == [id(v) for _, v in jax.tree_util.tree_leaves_with_path(x)]
+    y = treedef.unflatten(leaves)
+    assert type(y) is type(x) and jax.tree.structure(y) == treedef
+    assert [id(v) for v in jax.tree.leaves(y)] == [id(v) for v in leaves]
+    for name in type(x)._static_names:
+      assert getattr(y, name) is getattr(x, name), name
+
+
 def test_model_and_data_pickle_round_trip():
   # multiprocessing and user checkpoints pickle a Model; its Visual held mappingproxies
   import pickle
