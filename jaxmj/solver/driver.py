@@ -141,21 +141,25 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
   """
   in_isl = jnp.sum(isl.dof, axis=1) > 0
 
+  # named scopes: each phase's share of the step in a profiler trace (see README, Speed)
+  @jax.named_scope("constraint_update")
   def gradient_at(ma, jar):
     u = constraint_update(p, jar)
     qfrc_c = p.J.T @ u.force
     return u, jnp.where(in_isl, ma - p.qfrc_smooth - qfrc_c, 0.0)
 
-  def update(qacc, ma, jar):
-    u, grad = gradient_at(ma, jar)
-    if newton:
+  def newton_direction(u, grad):
+    with jax.named_scope("hessian"):
       h = p.M + p.J.T @ (u.Dq[:, None] * p.J)
       if p.cidx.shape[0]:
         jc = ext(p.J)[p.cidx]  # (ncone, 6, nv)
         h = h + jnp.einsum("cin,cij,cjm->nm", jc, u.Hc, jc)
-      mgrad, _ = spd_solve(h, grad)
-    else:
-      mgrad = solve_m(grad)
+    with jax.named_scope("hessian_solve"):
+      return spd_solve(h, grad)[0]
+
+  def update(qacc, ma, jar):
+    u, grad = gradient_at(ma, jar)
+    mgrad = newton_direction(u, grad) if newton else solve_m(grad)
     return u, grad, jnp.where(in_isl, mgrad, 0.0)
 
   tol_ls = tolerance * ls_tolerance
@@ -203,13 +207,14 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
       search = jnp.where(k == 0, -mgrad, -mgrad + (isl.dof @ beta) * c["search"])
     snorm = safe_sqrt(seg(isl.dof, search * search))
     gtol = tol_ls * snorm / scale
-    mv = p.M @ search
-    jv = p.J @ search
-    pr = prepare(p, isl, c["ma"], search, mv, c["jar"], jv)
-    # an island that has stopped does not move: its search (a direction that may be all
-    # roundoff) ends at once, as for a null direction
-    alpha, lsimp = differentiable_alpha(p, isl, pr, jnp.where(done, 0.0, snorm), gtol,
-                                        ls_iterations)
+    with jax.named_scope("linesearch"):
+      mv = p.M @ search
+      jv = p.J @ search
+      pr = prepare(p, isl, c["ma"], search, mv, c["jar"], jv)
+      # an island that has stopped does not move: its search (a direction that may be all
+      # roundoff) ends at once, as for a null direction
+      alpha, lsimp = differentiable_alpha(p, isl, pr, jnp.where(done, 0.0, snorm), gtol,
+                                          ls_iterations)
     move = ~done & (alpha != 0)
     step = jnp.where(move, alpha, 0.0)
     sv, se = isl.dof @ step, isl.efc @ step
@@ -489,11 +494,12 @@ def solve_arrays(
                        solver_gradient=jnp.zeros_like(improvement))
   else:
     if warmstart:  # the better of qacc_warmstart and qacc_smooth (one batched cost evaluation)
-      jars = jnp.stack([ps.J @ qacc_w, ps.J @ ps.qacc_smooth]) - ps.aref
-      costs = jax.vmap(lambda jar: constraint_update(ps, jar).cost)(jars)
-      ma_w = ps.M @ qacc_w
-      cost_w = costs[0] + 0.5 * (ma_w - ps.qfrc_smooth) @ (qacc_w - ps.qacc_smooth)
-      qacc0 = jnp.where(cost_w > costs[1], ps.qacc_smooth, qacc_w)
+      with jax.named_scope("warmstart"):
+        jars = jnp.stack([ps.J @ qacc_w, ps.J @ ps.qacc_smooth]) - ps.aref
+        costs = jax.vmap(lambda jar: constraint_update(ps, jar).cost)(jars)
+        ma_w = ps.M @ qacc_w
+        cost_w = costs[0] + 0.5 * (ma_w - ps.qfrc_smooth) @ (qacc_w - ps.qacc_smooth)
+        qacc0 = jnp.where(cost_w > costs[1], ps.qacc_smooth, qacc_w)
     else:
       qacc0 = ps.qacc_smooth
     qacc0 = jnp.where(jnp.asarray(dof_island) >= 0, qacc0, ps.qacc_smooth)  # unconstrained
@@ -507,6 +513,7 @@ def solve_arrays(
   return _implicit(p, res, soft)
 
 
+@jax.named_scope("implicit_derivative")
 def _implicit(p: Problem, res: SolverResult, soft: dict | None = None) -> SolverResult:
   """res with the implicit-function derivative of the optimum (values unchanged).
 

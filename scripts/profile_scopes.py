@@ -1,0 +1,117 @@
+"""Where a vmapped step's time goes, by named scope: a jax.profiler trace of jaxmj (or MJX)
+summed per MuJoCo stage and solver phase, with the costliest XLA ops.
+
+`scripts/profile_step.py` times each stage as its own jitted function; this script times
+them inside the one compiled step, where XLA fuses across stages. Every pipeline stage runs
+under `jax.named_scope` with its MuJoCo name (`mj_kinematics`, `mj_makeConstraint`,
+`mj_solve`, ...) and the solver's phases under their own (`warmstart`, `constraint_update`,
+`hessian`, `hessian_solve`, `linesearch`, `implicit_derivative`); each XLA op of the
+compiled step is charged to the innermost stage and phase of the instruction its profiler
+event names (MJX has no such scopes: its ops are listed, not grouped). A thunk's time is
+the median of its events times their count, so that an event stretched by another process
+taking the core does not count (the machine is shared); the total is then close to the
+process CPU time of one call, which the script prints beside it.
+
+Usage:
+  python scripts/profile_scopes.py MODEL [--batch 256] [--engine jaxmj|mjx]
+      [--stage step|solver|forward] [--calls 30] [--top 25]
+"""
+
+import os
+
+_XLA_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"  # see bench.py
+if _XLA_FLAG not in os.environ.get("XLA_FLAGS", ""):
+  os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_XLA_FLAG}".strip()
+
+import argparse  # noqa: E402
+import collections  # noqa: E402
+import glob  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import profile_step  # noqa: E402
+
+PHASES = ("warmstart", "constraint_update", "hessian_solve", "hessian", "linesearch",
+          "implicit_derivative")
+
+
+def op_scopes(hlo_text: str) -> dict[str, str]:
+  """Instruction name -> 'stage/phase' from its metadata's op_name ('' when unscoped)."""
+  out = {}
+  for line in hlo_text.splitlines():
+    m = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = .*?op_name=\"([^\"]*)\"", line)
+    if m:
+      stages = re.findall(r"mj_\w+", m.group(2))
+      phases = [p for p in re.findall(r"[a-z_]+", m.group(2)) if p in PHASES]
+      out[m.group(1)] = "/".join(stages[-1:] + phases[-1:])
+  return out
+
+
+def thunk_ms(trace_dir: str, calls: int) -> dict[str, float]:
+  """ms per call of each traced event name (median event time x events per call)."""
+  path = glob.glob(os.path.join(trace_dir, "**", "*.trace.json.gz"), recursive=True)[0]
+  durations = collections.defaultdict(list)
+  for e in json.load(gzip.open(path))["traceEvents"]:
+    if e.get("ph") == "X" and "dur" in e:
+      durations[e["name"]].append(e["dur"])
+  return {k: float(np.median(v)) * len(v) / calls / 1e3 for k, v in durations.items()}
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+  p.add_argument("model")
+  p.add_argument("--batch", type=int, default=256)
+  p.add_argument("--settle", type=int, default=500)
+  p.add_argument("--engine", choices=["jaxmj", "mjx"], default="jaxmj")
+  p.add_argument("--stage", choices=["step", "solver", "forward"], default="step")
+  p.add_argument("--calls", type=int, default=30)
+  p.add_argument("--top", type=int, default=25)
+  args = p.parse_args()
+
+  _, md = profile_step.settled_state(args.model, args.settle)
+  m, d1, forward, stages = profile_step.ENGINES[args.engine](args.model, md)
+  d = jax.jit(jax.vmap(forward, in_axes=(None, 0)))(m, profile_step.batched(d1, args.batch))
+  exe = jax.jit(jax.vmap(stages[args.stage], in_axes=(None, 0))).lower(m, d).compile()
+  text = exe.as_text()
+  counts = profile_step.hlo_counts(text)
+  for _ in range(3):
+    jax.block_until_ready(exe(m, d))
+  cpu = []
+  for _ in range(args.calls):
+    c0 = time.process_time()
+    jax.block_until_ready(exe(m, d))
+    cpu.append(time.process_time() - c0)
+  with tempfile.TemporaryDirectory() as trace_dir:
+    with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
+      for _ in range(args.calls):
+        jax.block_until_ready(exe(m, d))
+    ms = thunk_ms(trace_dir, args.calls)
+
+  scopes = op_scopes(text)
+  ops = {k: v for k, v in ms.items() if k in scopes}
+  by_scope = collections.Counter()
+  for k, v in ops.items():
+    by_scope[scopes[k] or "(unscoped)"] += v
+  print(f"{args.model}: {args.engine} {args.stage}, batch {args.batch}: "
+        f"{sum(counts.values())} HLO instructions, while {counts['while']}; CPU "
+        f"{1e3 * np.median(cpu):.2f} ms per call (median), XLA ops in the trace "
+        f"{sum(ops.values()):.2f} ms; load {os.getloadavg()[0]:.1f}")
+  if args.engine == "jaxmj":
+    print("ms per call by stage/phase:")
+    for k, v in by_scope.most_common():
+      print(f"  {v:7.3f}  {k}")
+  print(f"costliest {args.top} ops (ms per call, scope):")
+  for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:args.top]:
+    print(f"  {v:7.3f}  {k:<40} {scopes[k]}")
+
+
+if __name__ == "__main__":
+  main()
