@@ -44,11 +44,12 @@ PHASES = ("warmstart", "constraint_update", "hessian_solve", "hessian", "linesea
 
 
 def op_scopes(hlo_text: str) -> dict[str, str]:
-  """Instruction name -> 'stage/phase' from its metadata's op_name ('' when unscoped)."""
+  """Instruction name -> 'stage/phase' from its metadata's op_name ('' when unscoped).
+  Loops are left out: their events span their bodies' ops, which are traced themselves."""
   out = {}
   for line in hlo_text.splitlines():
     m = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = .*?op_name=\"([^\"]*)\"", line)
-    if m:
+    if m and not re.search(r" (while|conditional)\(", line):
       stages = re.findall(r"mj_\w+", m.group(2))
       phases = [p for p in re.findall(r"[a-z_]+", m.group(2)) if p in PHASES]
       out[m.group(1)] = "/".join(stages[-1:] + phases[-1:])
