@@ -35,11 +35,14 @@ def bounded_loop(n: int, body: Callable, init, done: Callable, early_exit: bool)
 
 
 def kept(outputs):
-  """A while loop's outputs, named so that rematerializing reverse mode keeps them.
+  """Outputs that rematerializing reverse mode keeps: a while loop's, or a chain's end.
 
   Under `jax.checkpoint` (rollout's `dynamics/checkpoint.lean_residuals`) JAX stages a
   while loop into the backward pass whole, whatever the policy, whenever the backward pass
   reads anything computed from its outputs: every step's backward pass would rerun the
   search. A named value is kept by that policy, so the loop stays in the forward pass.
-  Values and the forward program are unchanged."""
+  Likewise a value at the end of a chain of products and elementwise steps (a solve's
+  sweeps, kinematics' levels) that a tangent reads: kept, it is one residual, where the
+  policy would keep every product of the chain to recompute it. Values and the forward
+  program are unchanged."""
   return jax.tree.map(lambda x: checkpoint_name(x, "loop"), outputs)

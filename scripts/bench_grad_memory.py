@@ -14,6 +14,8 @@ For models/humanoid_floor.xml (contacts, default solver settings; float32 unless
 
   python scripts/bench_grad_memory.py [--nsteps 100 300 1000] [--iterations 1 50]
   python scripts/bench_grad_memory.py --ratio-only --model box_stack   (the ratio alone)
+  python scripts/bench_grad_memory.py --ratio-only --base main   (A/B: REF's jaxmj beside this
+      tree's in one process, timed alternately; `profile_step.export_base`)
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ import jaxmj
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def make_loss(m, d, nstep, checkpoint):
+def make_loss(m, d, nstep, checkpoint, lib=jaxmj):
   def loss(qvel):
-    final, traj = jaxmj.rollout(m, d.replace(qvel=qvel), nstep=nstep, checkpoint=checkpoint)
+    final, traj = lib.rollout(m, d.replace(qvel=qvel), nstep=nstep, checkpoint=checkpoint)
     return jnp.sum(final.qpos ** 2) + jnp.sum(traj["qvel"] ** 2)
   return loss
 
@@ -63,6 +65,7 @@ def main() -> None:
   p.add_argument("--repeats", type=int, default=3)
   p.add_argument("--x64", action="store_true")
   p.add_argument("--ratio-only", action="store_true", help="skip the memory reports")
+  p.add_argument("--base", metavar="REF", help="with --ratio-only: also jaxmj at git REF")
   args = p.parse_args()
   jax.config.update("jax_enable_x64", args.x64)
   print(f"backend {jax.default_backend()}, {'float64' if args.x64 else 'float32'}, "
@@ -70,6 +73,9 @@ def main() -> None:
   m0 = jaxmj.Model.from_xml_path(os.path.join(ROOT, "models", f"{args.model}.xml"))
   d = jaxmj.make_data(m0)
   qvel = d.qvel + 0.1
+  if args.ratio_only and args.base:
+    report_ab(args.model, args.base, args.ratio_steps, args.repeats)
+    return
   if args.ratio_only:
     report_ratio(m0, d, qvel, args.ratio_steps, args.repeats)
     return
@@ -98,6 +104,31 @@ def report_ratio(m, d, qvel, t, repeats):
     print(f"T {t} checkpoint {str(ck):5s}: forward {fwd * 1e3:.1f} ms, gradient "
           f"{grad * 1e3:.1f} ms, ratio {grad / fwd:.2f} (CPU time {fwd_cpu * 1e3:.1f} ms, "
           f"{grad_cpu * 1e3:.1f} ms, ratio {grad_cpu / fwd_cpu:.2f})", flush=True)
+
+
+def report_ab(model, ref, t, repeats):
+  """Gradient over forward CPU time (plain scan) of this tree's jaxmj and of REF's, the four
+  programs timed in turn, `repeats` rounds (least per program)."""
+  from profile_step import export_base
+  export_base(ref)
+  import jaxmj_base
+  fns = {}
+  for name, lib in (("tree", jaxmj), (ref, jaxmj_base)):
+    m = lib.Model.from_xml_path(os.path.join(ROOT, "models", f"{model}.xml"))
+    d = lib.make_data(m)
+    qvel = d.qvel + 0.1
+    for kind, f in (("forward", make_loss(m, d, t, None, lib)),
+                    ("gradient", jax.grad(make_loss(m, d, t, None, lib)))):
+      fns[name, kind] = (jax.jit(f), qvel)
+      jax.block_until_ready(fns[name, kind][0](qvel))
+  cpu = {k: np.inf for k in fns}
+  for _ in range(repeats):
+    for k, (fn, x) in fns.items():
+      cpu[k] = min(cpu[k], run_times(fn, x, n=1)[1])
+  for name in ("tree", ref):
+    fwd, grad = cpu[name, "forward"], cpu[name, "gradient"]
+    print(f"{name:>8s} T {t}: forward {fwd * 1e3:.1f} ms, gradient {grad * 1e3:.1f} ms CPU time, "
+          f"ratio {grad / fwd:.2f}", flush=True)
 
 
 def report_memory(m0, d, qvel, iterations, checkpoint, nstep):

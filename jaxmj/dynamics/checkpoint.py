@@ -20,18 +20,21 @@ import jax.numpy as jnp
 
 
 # Primitives whose outputs the backward pass recomputes rather than keeps: elementwise
-# arithmetic, comparisons and layout changes. XLA fuses their recomputation into the backward
-# pass's own fusions at no extra op, while every value a scan keeps for its backward pass is
-# one more buffer written each step, one op apiece (on the CPU a few microseconds each,
-# whatever its size). Everything else -- products, reductions, gathers and scatters, loops
-# (the solver's iterations), decompositions -- is kept.
+# arithmetic, comparisons, layout changes (JAX 0.10's stack, unstack and split among them)
+# and gathers. XLA fuses their recomputation into the backward pass's own fusions at no extra
+# op, while every value a scan keeps for its backward pass is one more buffer written each
+# step, one op apiece (on the CPU a few microseconds each, whatever its size); a gather's
+# operand is mostly kept anyway (frames, cdof, qpos), read by many gathers. Everything else --
+# products, reductions, scatters, loops (the solver's iterations), decompositions -- is kept,
+# and so is a value named by `loops.kept` (the end of a chain that would otherwise be
+# recomputed from each of its costly links).
 _RECOMPUTED = frozenset("""
-  abs acos add and asin atan atan2 bitcast_convert_type broadcast_in_dim cbrt ceil clamp
-  concatenate convert_element_type copy copy_p cos div eq erf exp exp2 expand_dims expm1 floor
-  ge gt integer_pow iota is_finite le log log1p logistic lt max min mul ne neg nextafter not
-  or pad pow reshape rem round rsqrt select_n shift_left shift_right_arithmetic
-  shift_right_logical sign sin slice sqrt square squeeze stop_gradient sub tan tanh transpose
-  xor
+  abs acos add add_any and asin atan atan2 bitcast_convert_type broadcast_in_dim cbrt ceil
+  clamp concatenate convert_element_type copy copy_p cos div eq erf exp exp2 expand_dims expm1
+  floor gather ge gt integer_pow iota is_finite le log log1p logistic lt max min mul ne neg
+  nextafter not or pad platform_index pow reshape rem round rsqrt select_n shift_left
+  shift_right_arithmetic shift_right_logical sign sin slice split sqrt square squeeze stack
+  stop_gradient sub tan tanh transpose unstack xor
 """.split())
 
 
@@ -42,11 +45,12 @@ def keeps_costly(prim, *_, **__) -> bool:
 
 def lean_residuals(fn: Callable) -> Callable:
   """`fn` under `jax.checkpoint` with the `keeps_costly` policy: same values (outside reverse
-  mode it is `fn`'s program, op for op), and reverse mode through a scan of it stores about a
-  third as many arrays per step, recomputing elementwise values (dynamic-update-slices in the
-  compiled gradient of a 20-step rollout, float32: box_stack 614 -> 199, humanoid_floor
-  881 -> 273). `prevent_cse=False`: inside a scan XLA cannot merge the recomputation with
-  the forward pass, and no optimization barrier then splits the step's fusions. A while
+  mode it is `fn`'s program, op for op), and reverse mode through a scan of it stores a
+  fraction of the arrays per step, recomputing elementwise values and gathers (arrays stacked
+  per step by the forward scan of a rollout's compiled gradient, humanoid_floor, float32: 156,
+  against 270 keeping gathers, JAX 0.10's stacks and every link of a solve's sweeps).
+  `prevent_cse=False`: inside a scan XLA cannot merge the recomputation with the forward
+  pass, and no optimization barrier then splits the step's fusions. A while
   loop is recomputed whatever the policy (JAX stages it into the backward pass whole), so
   the runtime's while loops name their outputs (`loops.kept`), which the policy keeps: else
   every step's backward pass would solve again and rerun the collision searches."""

@@ -22,6 +22,7 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
 from jaxmj import math
+from jaxmj.loops import kept
 from jaxmj.scan import body_plan, cached_plan
 from jaxmj.types import JointType, Model
 
@@ -154,7 +155,9 @@ def frames(fn, m: Model, qpos, mocap_pos, mocap_quat, time):
     return fn(m, qpos, mocap_pos, mocap_quat, time)[0]
 
   def kin_jvp(primals, tangents):
-    out, jquat = fn(*primals)
+    # kept: the twists read the frames, which rematerializing reverse mode would rebuild
+    # level by level from the composition's products (loops.kept)
+    out, jquat = kept(fn(*primals))
     dm, dq, *rest = tangents
     if _zero(dq):
       tan = tuple(jnp.zeros_like(x) for x in out)

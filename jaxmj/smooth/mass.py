@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
+from jaxmj.loops import kept
 from jaxmj.scan import body_plan, cached_plan, levels
 from jaxmj.smooth import armature
 from jaxmj.types import Data, Model
@@ -289,7 +290,7 @@ def solve_ld(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray, x: jnp.ndarray) 
   def solve_jvp(primals, tangents):
     qld, diag_inv, b = primals
     dqld, ddiag_inv, db = tangents
-    x = _solve_sweeps(m, qld, diag_inv, b)
+    x = kept(_solve_sweeps(m, qld, diag_inv, b))  # see solve_factored
     lower, d_lower = _unit_lower(m, qld), _unit_lower(m, dqld) - jnp.eye(m.nv, dtype=x.dtype)
     lx, d = lower @ x, 1.0 / diag_inv
     dd = -ddiag_inv * d * d
@@ -316,7 +317,9 @@ def solve_factored(m: Model, mat: jnp.ndarray, qld: jnp.ndarray, diag_inv: jnp.n
   def solve_jvp(primals, tangents):
     mat, qld, diag_inv, b = primals
     dmat, _, _, db = tangents
-    x = _solve_sweeps(m, qld, diag_inv, b)
+    # kept: the tangent reads x, which rematerializing reverse mode would rebuild from every
+    # level's product of the sweeps (loops.kept)
+    x = kept(_solve_sweeps(m, qld, diag_inv, b))
     return x, _solve_sweeps(m, qld, diag_inv, db - _symmetric(m, dmat) @ x)
 
   return solve(mat, qld, diag_inv, x) if m.nv else x * diag_inv
