@@ -17,27 +17,22 @@ Usage:
       [--stage step|solver|forward] [--calls 30] [--top 25]
 """
 
+import argparse
+import collections
+import glob
+import gzip
+import json
 import os
+import re
+import sys
+import tempfile
+import time
 
-_XLA_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"  # see bench.py
-if _XLA_FLAG not in os.environ.get("XLA_FLAGS", ""):
-  os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_XLA_FLAG}".strip()
-
-import argparse  # noqa: E402
-import collections  # noqa: E402
-import glob  # noqa: E402
-import gzip  # noqa: E402
-import json  # noqa: E402
-import re  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import profile_step  # noqa: E402  (first: it sets XLA_FLAGS before jax starts its backend)
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import profile_step  # noqa: E402
 
 PHASES = ("warmstart", "constraint_update", "hessian_solve", "hessian", "linesearch",
           "implicit_derivative")
