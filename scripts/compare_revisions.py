@@ -1,6 +1,6 @@
 """Bit-for-bit comparison of two git revisions: every bundled model rolled out at both.
 
-    python scripts/compare_revisions.py OLD [NEW] [--steps 30] [--models models/*.xml] [--jaxpr]
+    python scripts/compare_revisions.py OLD [NEW] [--steps 30] [--models NAME_OR_PATH...] [--jaxpr]
 
 Each revision's `jaxmj` is exported (`git archive`) into a temporary directory and run in its
 own subprocess, at float64 and at float32, on the same model files (this checkout's) from
@@ -113,6 +113,16 @@ def compare(old: dict, new: dict, models: list[str], fields=FIELDS) -> list[dict
   return rows
 
 
+def model_path(arg: str) -> str:
+  """A model file's absolute path: `arg` itself, or a bundled model named by its stem
+  (`humanoid_floor` -> models/humanoid_floor.xml). A name that is neither stops the run: both
+  revisions failing to read a file would otherwise compare as equal."""
+  for path in (arg, os.path.join(ROOT, "models", arg), os.path.join(ROOT, "models", arg + ".xml")):
+    if os.path.isfile(path):
+      return os.path.abspath(path)
+  sys.exit(f"compare_revisions: no model file {arg!r} (nor models/{arg}.xml)")
+
+
 def main() -> int:
   p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   p.add_argument("old")
@@ -124,7 +134,7 @@ def main() -> int:
   p.add_argument("--jaxpr", action="store_true", help="compare traced programs, not rollouts")
   args = p.parse_args()
   steps, fields = (0, ("jaxpr",)) if args.jaxpr else (args.steps, FIELDS)
-  models = [os.path.abspath(m) for m in args.models]
+  models = [model_path(m) for m in args.models]
   failed = False
   with tempfile.TemporaryDirectory(prefix="compare_revisions_") as tmp:
     trees = {}

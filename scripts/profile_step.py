@@ -191,7 +191,8 @@ def hlo_counts(text: str) -> collections.Counter:
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
   p.add_argument("model")
-  p.add_argument("--batch", type=int, default=128)
+  p.add_argument("--batch", type=int, default=128, help="worlds per call; 0: one world "
+                 "without vmap, as `jax.jit(step)` runs it (MPC, notebooks, bench.py's batch-1)")
   p.add_argument("--settle", type=int, default=500, help="mj_step calls before measuring")
   p.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
   p.add_argument("--calls", type=int, default=3, help="timed calls per stage per round")
@@ -214,13 +215,14 @@ def main():
   for engine in args.engines:
     m, d1, forward, stages = ENGINES[engine](args.model, md)
     stages["identity"] = lambda m, d: d
-    d = jax.jit(jax.vmap(forward, in_axes=(None, 0)))(m, batched(d1, args.batch))
+    batch = (lambda f: f) if args.batch == 0 else (lambda f: jax.vmap(f, in_axes=(None, 0)))
+    d = jax.jit(batch(forward))(m, batched(d1, args.batch) if args.batch else d1)
     if engine != "mjx":
       niter = np.asarray(d.solver_niter)
       print(f"  {engine} solver iterations per world: mean {niter.mean():.1f}, "
             f"max {niter.max()}")
     for name in args.stages:
-      fn = jax.jit(jax.vmap(stages[name], in_axes=(None, 0)))
+      fn = jax.jit(batch(stages[name]))
       t0 = time.perf_counter()
       exe = fn.lower(m, d).compile()
       compile_s = time.perf_counter() - t0
