@@ -131,7 +131,8 @@ def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, u, w) -> jnp.ndarray:
   Small (nc, 3) x (3, nv) products: no (n, nv, 3) Jacobians and no gathers of Jacobian
   rows. Products, not elementwise sums over the 3 components: the elementwise form made
   the constraint stage alone fast but a whole vmapped box_pile step 2.4x slower on CPU
-  (scripts/profile_step.py; cause not traced).
+  (scripts/profile_step.py; cause not traced). A side whose mask is zero in every row (a
+  world geom, as a floor is in every slot) costs no product.
   """
   con = d.contact
   slot = lay.con_slot
@@ -139,14 +140,18 @@ def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, u, w) -> jnp.ndarray:
   body_dof = body_plan(m)["body_dof"].astype(u.dtype)
   mask1, mask2 = body_dof[b1], body_dof[b2]  # static (nc, nv)
   pos = con.pos[slot]
-  c1 = math.cross(pos - d.subtree_com[m.body_rootid[b1]], u)
-  c2 = math.cross(pos - d.subtree_com[m.body_rootid[b2]], u)
   ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
-  dot = lambda a, b: a @ b.T
+  dot = lambda a, b: a @ b.T  # noqa: E731
   shared = dot(u, lin)
   if (lay.con_k >= 3).any():  # torsion / rolling rows; w = 0 everywhere at condim <= 3
     shared = shared + dot(w, ang)
-  return (mask2 - mask1) * shared + mask2 * dot(c2, ang) - mask1 * dot(c1, ang)
+  off_x_u = lambda b: dot(math.cross(pos - d.subtree_com[m.body_rootid[b]], u), ang)  # noqa: E731
+  J = (mask2 - mask1) * shared
+  if mask2.any():
+    J = J + mask2 * off_x_u(b2)
+  if mask1.any():
+    J = J - mask1 * off_x_u(b1)
+  return J
 
 
 def contact_rows(m: Model, d: Data, lay: EfcLayout) -> dict:

@@ -145,14 +145,14 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
   @jax.named_scope("constraint_update")
   def gradient_at(ma, jar):
     u = constraint_update(p, jar)
-    qfrc_c = p.J.T @ u.force
+    qfrc_c = p.J_all.T @ u.force
     return u, jnp.where(in_isl, ma - p.qfrc_smooth - qfrc_c, 0.0)
 
   def newton_direction(u, grad):
     with jax.named_scope("hessian"):
-      h = p.M + p.J.T @ (u.Dq[:, None] * p.J)
+      h = p.M + p.J_all.T @ (u.Dq[:, None] * p.J_all)
       if p.cidx.shape[0]:
-        jc = ext(p.J)[p.cidx]  # (ncone, 6, nv)
+        jc = ext(p.J_all)[p.cidx]  # (ncone, 6, nv)
         h = h + jnp.einsum("cin,cij,cjm->nm", jc, u.Hc, jc)
     with jax.named_scope("hessian_solve"):
       return spd_solve(h, grad)[0]
@@ -167,7 +167,7 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
   z = jnp.zeros(ni, qacc0.dtype)
   no = jnp.zeros(ni, bool)
   absent = jnp.sum(isl.efc * p.active[:, None], axis=0) == 0  # islands without rows never run
-  carry0 = dict(qacc=qacc0, ma=p.M @ qacc0, jar=p.J @ qacc0 - p.aref, search=jnp.zeros(nv),
+  carry0 = dict(qacc=qacc0, ma=p.M @ qacc0, jar=p.J_all @ qacc0 - p.aref, search=jnp.zeros(nv),
                 lsimp=z, grad=jnp.zeros(nv), mgrad=jnp.zeros(nv), done=absent, moved=no,
                 niter=jnp.zeros(ni, jnp.int32), improvement=z, gradient=z)
 
@@ -209,7 +209,7 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
     gtol = tol_ls * snorm / scale
     with jax.named_scope("linesearch"):
       mv = p.M @ search
-      jv = p.J @ search
+      jv = p.J_all @ search
       pr = prepare(p, isl, c["ma"], search, mv, c["jar"], jv)
       # an island that has stopped does not move: its search (a direction that may be all
       # roundoff) ends at once, as for a null direction
@@ -228,7 +228,7 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
   u, grad = gradient_at(c["ma"], c["jar"])
   niter, _, _, stats = counted(c, grad)
   return SolverResult(qacc=c["qacc"], efc_force=u.force, efc_state=u.state,
-                      qfrc_constraint=p.J.T @ u.force, solver_niter=niter,
+                      qfrc_constraint=p.J_all.T @ u.force, solver_niter=niter,
                       solver_improvement=stats["improvement"],
                       solver_gradient=stats["gradient"])
 
@@ -495,7 +495,7 @@ def solve_arrays(
   else:
     if warmstart:  # the better of qacc_warmstart and qacc_smooth (one batched cost evaluation)
       with jax.named_scope("warmstart"):
-        jars = jnp.stack([ps.J @ qacc_w, ps.J @ ps.qacc_smooth]) - ps.aref
+        jars = jnp.stack([ps.J_all @ qacc_w, ps.J_all @ ps.qacc_smooth]) - ps.aref
         costs = jax.vmap(lambda jar: constraint_update(ps, jar).cost)(jars)
         ma_w = ps.M @ qacc_w
         cost_w = costs[0] + 0.5 * (ma_w - ps.qfrc_smooth) @ (qacc_w - ps.qacc_smooth)
@@ -529,8 +529,9 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None) -> Solver
   if soft is not None:
     arrays = dict(arrays, soft=soft)
   qacc, force = _optimum(static)(arrays, sg(res.qacc), sg(res.efc_force))
-  # smoothed rows that are inactive carry force tangents: their J is not masked out
-  J = p.J if soft is None else soft["J"]
+  # unmasked rows (an inactive row's force is 0): the same product as _primal's last, once;
+  # smoothed rows that are inactive carry force tangents, so theirs must not be masked
+  J = p.J_all if soft is None else soft["J"]
   return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=J.T @ force)
 
 

@@ -110,6 +110,10 @@ class Problem(NamedTuple):
   qacc_smooth: jax.Array
   qfrc_smooth: jax.Array
   J: jax.Array  # (nefc, nv), inactive rows zeroed
+  # (nefc, nv) efc_J as given: an inactive row is finite, and its D, force, cost and state
+  # terms are 0, so the primal solvers' products with it equal those with J (to the sign of
+  # a zero) and no masked copy of the rows is made for them
+  J_all: jax.Array
   D: jax.Array  # (nefc,), 0 for inactive rows
   R: jax.Array  # (nefc,)
   aref: jax.Array  # (nefc,), 0 for inactive rows
@@ -157,7 +161,8 @@ def make_problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, ef
     cscale = cfric = jnp.zeros((0, 6), dt)
     mu = jnp.zeros((0,), dt)
     cactive = jnp.zeros((0,), bool)
-  return Problem(M=qM, qacc_smooth=qacc_smooth, qfrc_smooth=qfrc_smooth, J=J, D=D,
+  return Problem(M=qM, qacc_smooth=qacc_smooth, qfrc_smooth=qfrc_smooth, J=J,
+                  J_all=jnp.asarray(efc_J), D=D,
                   R=jnp.asarray(efc_R, dt), aref=aref, floss=floss, active=active, is_eq=is_eq,
                   is_fric=is_fric, is_ineq=is_ineq, cidx=cidx, cmask=cmask, cscale=cscale,
                   cfric=cfric, cmu=mu, cactive=cactive)
