@@ -7,8 +7,8 @@ and its points p move by v_b + w_b x p, where (w_b, v_b), its twist at the world
 is the sum over the dofs that move it of each dof's motion axis times the dof's velocity
 (the dof velocities are qpos's tangent read in MuJoCo's tangent space: a quaternion's
 tangent dq as 2 vec(conj(q) dq) / |q|^2 in the local frame, the derivative of its
-normalization). Per state, the (6, nq) Jacobian of every body's and joint's twist is
-formed once; each tangent is then one matrix product and a few cross products.
+normalization). Each tangent is a few small products and cross products; no Jacobian is
+formed (reverse mode would form it in every step's forward pass).
 
 Model leaves and mocap poses keep their derivatives: where they carry a tangent, that part
 comes from the composition's own derivative.
@@ -39,8 +39,10 @@ def _plan(m) -> dict:
   (ball and free rotational dofs: axes are columns of the joint's frame), `free_trans`.
   `scalar` (nv, nq): the dof velocity of hinge, slide and free translational dofs (their
   qpos entry); `quat_adr`, `quat_dof`: the quaternion's qpos address and first rotational
-  dof of each ball and free joint. `joint_dof` (njnt, nv): the dofs that move a joint's
-  anchor and axis (those before it; a free joint's own translation moves its anchor).
+  dof of each ball and free joint; `quat_take` (4k, nq) and `quat_put` (nv, 3k) select
+  their qpos entries and place their rotational dofs. `joint_dof` (njnt, nv): the dofs that
+  move a joint's anchor and axis (those before it; a free joint's own translation moves its
+  anchor).
   """
   jnt = np.asarray(m.dof_jntid, int)
   jtype = m.jnt_type[jnt]
@@ -58,11 +60,17 @@ def _plan(m) -> dict:
   fj = np.flatnonzero(m.jnt_type == JointType.FREE)
   for k in range(3):
     joint_dof[fj, m.jnt_dofadr[fj] + k] = True
+  quat_adr = m.jnt_qposadr[quat_jnt] + 3 * is_free
+  quat_dof = m.jnt_dofadr[quat_jnt] + 3 * is_free
+  nquat = len(quat_jnt)
+  take = np.zeros((4 * nquat, m.nq))
+  take[np.arange(4 * nquat), (quat_adr[:, None] + np.arange(4)).ravel()] = 1.0
+  put = np.zeros((m.nv, 3 * nquat))
+  put[(quat_dof[:, None] + np.arange(3)).ravel(), np.arange(3 * nquat)] = 1.0
   return {"jnt": jnt, "local": local % 3, "hinge": jtype == JointType.HINGE,
           "slide": jtype == JointType.SLIDE, "quat_rot": (jtype == JointType.BALL) | (
             free & (local >= 3)), "free_trans": free_trans, "scalar": scalar,
-          "quat_adr": m.jnt_qposadr[quat_jnt] + 3 * is_free,
-          "quat_dof": m.jnt_dofadr[quat_jnt] + 3 * is_free,
+          "quat_adr": quat_adr, "quat_dof": quat_dof, "quat_take": take, "quat_put": put,
           "joint_dof": joint_dof.astype(np.float64)}
 
 
@@ -79,31 +87,29 @@ def _dof_axes(m: Model, xanchor, xaxis, jquat) -> jnp.ndarray:
   return jnp.concatenate([w, v], axis=-1)
 
 
-def _dof_velocity_map(m: Model, qpos) -> jnp.ndarray:
-  """(nv, nq) dof velocities of a qpos tangent: the scalar entries, and per quaternion q
-  (ball, free) the local angular velocity 2 vec(conj(q) dq) / |q|^2."""
+def _quat_rates(m: Model, qpos):
+  """(k, 3, 4) per quaternion q (ball, free) the map from its tangent dq to the local angular
+  velocity 2 vec(conj(q) dq) / |q|^2 (the derivative of its normalization included)."""
   p = _plan(m)
-  e = jnp.asarray(p["scalar"], qpos.dtype)
-  if not len(p["quat_adr"]):
-    return e
   q = qpos[p["quat_adr"][:, None] + np.arange(4)]  # (k, 4)
   u = q[:, 1:]
   # vec(conj(q) dq) = q0 dv - dq0 u - u x dv
   g = jnp.concatenate([-u[:, :, None], q[:, 0, None, None] * jnp.eye(3) - math.skew(u)], 2)
-  g = g * (2.0 / jnp.sum(q * q, -1))[:, None, None]
-  rows = p["quat_dof"][:, None, None] + np.arange(3)[:, None] + np.zeros(4, int)
-  cols = p["quat_adr"][:, None, None] + np.zeros((3, 1), int) + np.arange(4)
-  return e.at[rows, cols].add(g)
+  return g * (2.0 / jnp.sum(q * q, -1))[:, None, None]
 
 
-def _twist_jacobians(m: Model, qpos, out, jquat):
-  """(nbody, 6, nq) and (njnt, 6, nq): the twists of bodies and joint frames per qpos
-  tangent."""
-  s = _dof_axes(m, out[5], out[6], jquat)
-  a = (s[:, :, None] * _dof_velocity_map(m, qpos)[:, None, :]).reshape(m.nv, -1)
-  body = jnp.asarray(body_plan(m)["body_dof"], a.dtype) @ a
-  joint = jnp.asarray(_plan(m)["joint_dof"], a.dtype) @ a
-  return body.reshape(m.nbody, 6, m.nq), joint.reshape(m.njnt, 6, m.nq)
+def _dof_velocities(m: Model, rates, dq):
+  """(nv,) the dof velocities of a qpos tangent dq (nq,): its scalar entries, and per
+  quaternion its local angular velocity (`rates`: _quat_rates). Constant selections as
+  products, so that reverse mode keeps no scatter and transposes each to one product."""
+  p = _plan(m)
+  dv = jnp.asarray(p["scalar"], dq.dtype) @ dq
+  k = len(p["quat_adr"])
+  if not k:
+    return dv
+  dquat = (jnp.asarray(p["quat_take"], dq.dtype) @ dq).reshape(k, 4)
+  w = jnp.einsum("kij,kj->ki", rates, dquat)
+  return dv + jnp.asarray(p["quat_put"], dq.dtype) @ w.reshape(-1)
 
 
 def _moved(kind: str, x, t):
@@ -118,11 +124,14 @@ def _moved(kind: str, x, t):
   return jnp.cross(w[:, :, None], x, axis=-2)  # [w]x mat, column by column
 
 
-def _qpos_tangent(m: Model, jac, out, dq):
-  """Tangents of kinematics' outputs for a qpos tangent dq (nq,), linear in dq."""
-  body_j, joint_j = jac
-  tb = jnp.einsum("bcq,q->bc", body_j, dq)
-  tj = jnp.einsum("jcq,q->jc", joint_j, dq)
+def _qpos_tangent(m: Model, axes, rates, out, dq):
+  """Tangents of kinematics' outputs for a qpos tangent dq (nq,), linear in dq: the dofs'
+  twists (`axes` (nv, 6) times their velocities) summed over the dofs that move each body
+  and joint frame. Applied to dq rather than formed as a (6, nq) Jacobian per body: reverse
+  mode then forms nothing per step in its forward pass, and transposes a few products."""
+  twist = axes * _dof_velocities(m, rates, dq)[:, None]  # (nv, 6)
+  tb = jnp.asarray(body_plan(m)["body_dof"], dq.dtype) @ twist
+  tj = jnp.asarray(_plan(m)["joint_dof"], dq.dtype) @ twist
   owner = [None] * 5 + [None, None] + [m.geom_bodyid] * 3 + [m.site_bodyid] * 3
   tans = []
   for i, (kind, x) in enumerate(zip(_KINDS, out)):
@@ -163,7 +172,8 @@ def frames(fn, m: Model, qpos, mocap_pos, mocap_quat, time):
       tan = tuple(jnp.zeros_like(x) for x in out)
     else:
       mp = primals[0]
-      tan = _qpos_tangent(mp, _twist_jacobians(mp, primals[1], out, jquat), out, dq)
+      axes = _dof_axes(mp, out[5], out[6], jquat)
+      tan = _qpos_tangent(mp, axes, _quat_rates(mp, primals[1]), out, dq)
     leaves = jax.tree.leaves((dm, rest), is_leaf=_zero)
     if not all(map(_zero, leaves)):
       inst = jax.tree.map(_instantiate, (dm, rest), is_leaf=_zero)

@@ -158,7 +158,9 @@ def factor(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
 
   @fac.defjvp
   def fac_jvp(primals, tangents):
-    ld, diag_inv = _eliminate(m, primals[0])
+    # kept: the tangent reads the factor, which rematerializing reverse mode would otherwise
+    # reassemble row by row from the levels' products (loops.kept)
+    ld, diag_inv = kept(_eliminate(m, primals[0]))
     return (ld, diag_inv), _factor_tangent(m, ld, diag_inv, tangents[0])
 
   return fac(mat) if m.nv else _eliminate(m, mat)

@@ -58,7 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.constants import MINVAL
-from jaxmj.loops import bounded_loop
+from jaxmj.loops import bounded_loop, kept
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.linalg import spd_solve
 from jaxmj.smooth import mass
@@ -564,9 +564,10 @@ def _optimum(static: dict) -> Callable:
     if pa.cidx.shape[0]:
       jc = ext(pa.J)[pa.cidx]
       h = h + jnp.einsum("cin,cij,cjm->nm", jc, u.Hc, jc)
-    # H^-1 from the primal alone, so that the tangent is a linear map (transposable)
-    hinv_of = lambda extra=None: spd_solve(  # noqa: E731
-      h if extra is None else h + extra, jnp.eye(h.shape[0], dtype=h.dtype))[0]
+    # H^-1 from the primal alone, so that the tangent is a linear map (transposable); kept,
+    # or rematerializing reverse mode (rollout's) would eliminate again in the backward pass
+    hinv_of = lambda extra=None: kept(spd_solve(  # noqa: E731
+      h if extra is None else h + extra, jnp.eye(h.shape[0], dtype=h.dtype))[0])
     dg = jax.jvp(lambda a: gradient(a, q), (arrays,), (darrays,))[1]
     if "soft" not in arrays:
       dq = -hinv_of() @ dg
