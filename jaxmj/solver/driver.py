@@ -541,7 +541,21 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
   qacc, force = _optimum(static)(arrays, sg(res.qacc), sg(res.efc_force))
   # smoothed rows that are inactive carry force tangents: their J is not masked out
   J = p.J if soft is None else soft["J"]
-  return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=J.T @ force)
+  return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=_mul_jt(J, force))
+
+
+@jax.custom_jvp
+def _mul_jt(J: jax.Array, f: jax.Array) -> jax.Array:
+  """J' f (nv,) for J (nefc, nv), f (nefc,). Its tangent takes dJ' f as a weighted sum of
+  dJ's rows: as J.T @ f, each tangent of J got a transposed copy on XLA:CPU (box_stack: the
+  costliest op of a position tangent)."""
+  return J.T @ f
+
+
+@_mul_jt.defjvp
+def _mul_jt_jvp(primals, tangents):
+  (J, f), (dJ, df) = primals, tangents
+  return J.T @ f, jnp.sum(f[:, None] * dJ, axis=0) + J.T @ df
 
 
 def _optimum(static: dict) -> Callable:
@@ -561,7 +575,7 @@ def _optimum(static: dict) -> Callable:
   def gradient(arrays, q):
     pa = problem(arrays)
     mq = pa.M @ q if mul_m is None else mul_m(*arrays["mass"], q)
-    return mq - pa.qfrc_smooth - pa.J.T @ force_at(arrays, q)
+    return mq - pa.qfrc_smooth - _mul_jt(pa.J, force_at(arrays, q))
 
   @jax.custom_jvp
   def optimum(arrays, qacc, force):
