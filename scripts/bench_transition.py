@@ -16,6 +16,9 @@ alone per state (its qpos out), for scale. Variants (--variants):
   fd        transition_jacobians(eps=1e-6): centred differences, all columns in one vmap
 
   python scripts/bench_transition.py [--batch 64 1024] [--models cartpole humanoid_floor]
+
+--base REF (A/B): each variant also with jaxmj at git REF (`profile_step.export_base`), the
+two programs timed in turn in this process (least CPU time of 5 rounds each), and REF/tree.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ def jacfwd_step(m, d):
   return jy[:, :nx], jy[:, nx:], js[:, :nx], js[:, nx:]
 
 
-def variant_fn(m, variant: str):
+def variant_fn(m, variant: str, lib=jaxmj):
   """(model, per-state function of (m, d)) for a variant name (see the docstring)."""
   if variant == "jacfwd":
     return m, jacfwd_step
@@ -90,10 +93,10 @@ def variant_fn(m, variant: str):
     kw = dict(eps=1e-6)
   elif variant != "exact":
     raise ValueError(f"unknown variant {variant!r}")
-  return m, lambda m, d: jaxmj.transition_jacobians(m, d, **kw)
+  return m, lambda m, d: lib.transition_jacobians(m, d, **kw)
 
 
-def bench(name: str, batches, with_mujoco: bool, variants) -> None:
+def bench(name: str, batches, with_mujoco: bool, variants, base=None) -> None:
   path = os.path.join(ROOT, "models", f"{name}.xml")
   m = jaxmj.Model.from_xml_path(path)
   if with_mujoco:
@@ -143,6 +146,29 @@ def bench(name: str, batches, with_mujoco: bool, variants) -> None:
         line += (f" | FD/jaxmj wall {theirs / ours:6.2f}, CPU {theirs_cpu / ours_cpu:6.2f}"
                  f" | max |dA|/|A| {err:.1e} | load {os.getloadavg()[0]:.1f}")
       print(line, flush=True)
+      if base is not None:
+        ab(name, batch, variant, base, (compiled, mv, d))
+
+
+def ab(name: str, batch: int, variant: str, base, tree) -> None:
+  """CPU time per state of the tree's compiled variant `tree` = (fn, m, d) and of the same
+  variant of jaxmj at REF (`base` = (ref, its package)) on the same states, timed in turn."""
+  ref, lib = base
+  _, m, d = tree
+  mb = lib.Model.from_xml_path(os.path.join(ROOT, "models", f"{name}.xml"))
+  mb, per_state = variant_fn(mb, variant, lib)
+  db = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), lib.make_data(mb))
+  fields = ("time", "qpos", "qvel", "act", "ctrl", "qacc_warmstart")
+  db = db.replace(**{f: getattr(d, f) for f in fields})
+  fb = jax.jit(jax.vmap(per_state, in_axes=(None, 0))).lower(mb, db).compile()
+  runs = {"tree": tree, ref: (fb, mb, db)}
+  cpu = {k: np.inf for k in runs}
+  for _ in range(5):
+    for k, (fn, mk, dk) in runs.items():
+      cpu[k] = min(cpu[k], median_time(fn, mk, dk, n=1)[1] / batch)
+  print(f"{name:16s} B={batch:4d} {variant:7s} A/B CPU ms/state: tree {cpu['tree'] * 1e3:8.4f}"
+        f", {ref} {cpu[ref] * 1e3:8.4f}, {ref}/tree {cpu[ref] / cpu['tree']:5.2f} | load "
+        f"{os.getloadavg()[0]:.1f}", flush=True)
 
 
 def median_time(fn, *args, n: int = 3) -> tuple[float, float]:
@@ -165,11 +191,22 @@ def main() -> None:
                  help="exact, chunk<k>, jacfwd, fast, fd (see the docstring)")
   p.add_argument("--no-mujoco", action="store_true", help="time jaxmj alone")
   p.add_argument("--float32", action="store_true", help="jaxmj in float32 (default float64)")
+  p.add_argument("--base", metavar="REF", help="A/B: also jaxmj at git REF (see the docstring)")
   args = p.parse_args()
+  base = None
+  if args.base:
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from profile_step import export_base  # sets its XLA flag: both sides run with it
+
+    export_base(args.base)
+    import jaxmj_base
+
+    base = (args.base, jaxmj_base)
   jax.config.update("jax_enable_x64", not args.float32)
   print(f"backend {jax.default_backend()}, {os.cpu_count()} cpus")
   for name in args.models:
-    bench(name, args.batch, not args.no_mujoco, args.variants)
+    bench(name, args.batch, not args.no_mujoco, args.variants, base)
 
 
 if __name__ == "__main__":

@@ -42,9 +42,11 @@ def euler(m: Model, d: Data) -> Data:
   if m.nv and not m.opt.disabled(DisableBit.EULERDAMP | DisableBit.DAMPER):
     h = m.opt.timestep
     lin, poly = armature.dof_damping(m, d.qvel.dtype)
-    mat = d.qM + jnp.diag(h * armature.damper_derivative(lin, poly, d.qvel))
-    ld, diag_inv = mass.factor(m, mat)
-    damped = mass.solve_factored(m, mat, ld, diag_inv, d.qfrc_smooth + d.qfrc_constraint)
+    damping = h * armature.damper_derivative(lin, poly, d.qvel)
+    # the factor's own derivative is not needed: solve_m_tree differentiates through
+    # (cinert, cdof, damping), and a tangent of qM + diag(damping) would be nv^2 entries
+    ld, diag_inv = mass.factor(m, jax.lax.stop_gradient(d.qM + jnp.diag(damping)))
+    damped = mass.solve_m_tree(m, d, d.qfrc_smooth + d.qfrc_constraint, ld, diag_inv, damping)
     qacc = jnp.where(jnp.any(lin > 0) | jnp.any(poly != 0), damped, qacc)
   return advance(m, d, qacc)
 

@@ -95,7 +95,7 @@ def fwd_acceleration(m: Model, d: Data) -> Data:
     d.qfrc_passive - d.qfrc_bias + d.qfrc_applied + d.qfrc_actuator
     + rne.xfrc_accumulate(m, d)
   )
-  return d.replace(qfrc_smooth=qfrc_smooth, qacc_smooth=mass.solve_m(m, d, qfrc_smooth))
+  return d.replace(qfrc_smooth=qfrc_smooth, qacc_smooth=mass.solve_m_tree(m, d, qfrc_smooth))
 
 
 def fwd_constraint(m: Model, d: Data) -> Data:

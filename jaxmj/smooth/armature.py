@@ -108,6 +108,22 @@ def add_inertia(m: Model, d: Data, qm: jnp.ndarray) -> jnp.ndarray:
   return qm
 
 
+def mul_inertia(m: Model, ten_J: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+  """add_inertia's terms times x (nv,), without forming them for models without tendon
+  armature. ten_J: (ntendon, nv)."""
+  p = _plan(m)
+  out = jnp.zeros_like(x)
+  if len(p["jnt_act"]):
+    out = out + _reflected(m, p["jnt_act"], p["jnt_dof"], m.nv, x.dtype)[0] * x
+  ten = p["arm_ten"]
+  if len(ten):
+    jac = ten_J[ten]
+    tree = np.asarray(m.dof_ancestor, bool)
+    arm = jnp.where(tree | tree.T, jac.T @ (tendon_armature(m, x.dtype)[ten, None] * jac), 0.0)
+    out = out + arm @ x
+  return out
+
+
 def tendon_armature(m: Model, dtype=jnp.float64) -> jnp.ndarray:
   """(ntendon,) tendon_armature plus the armature its actuators reflect."""
   p = _plan(m)

@@ -365,3 +365,53 @@ def solve_m(m: Model, d: Data, x: jnp.ndarray) -> jnp.ndarray:
 def mul_m(m: Model, d: Data, x: jnp.ndarray) -> jnp.ndarray:
   """mj_mulM: qM @ x. x: (nv,)."""
   return d.qM @ x
+
+
+def mul_m_tree(m: Model, cinert: jnp.ndarray, cdof: jnp.ndarray, ten_J: jnp.ndarray,
+               x: jnp.ndarray) -> jnp.ndarray:
+  """qM x from the quantities `crb` builds qM from (cinert (nbody, 10), cdof (nv, 6), com
+  frame; ten_J (ntendon, nv)), without forming qM: M = sum_b J_b' I_b J_b, so each body's
+  velocity under x (the cdof of its dofs and its ancestors' times x), its inertia times it,
+  those forces summed over subtrees, projected on each dof's cdof (mj_rne with qacc = x, no
+  velocity, no gravity), plus armature. O(nbody + nv) per vector where qM x's derivative in
+  the positions forms dqM, nv^2 entries per tangent. Round-off differs from qM @ x.
+  """
+  plan = body_plan(m)
+  dt = x.dtype
+  vel = jnp.asarray(plan["body_dof"], dt) @ (cdof * x[:, None])  # (nbody, 6)
+  force = jnp.asarray(plan["subtree"], dt) @ math.inert_mul(cinert, vel)
+  return (jnp.sum(cdof * force[m.dof_bodyid], axis=1) + m.dof_armature * x
+          + armature.mul_inertia(m, ten_J, x))
+
+
+def solve_m_tree(m: Model, d: Data, x: jnp.ndarray, qld: jnp.ndarray | None = None,
+                 diag_inv: jnp.ndarray | None = None,
+                 diag: jnp.ndarray | None = None) -> jnp.ndarray:
+  """x -> (qM + diag(diag))^-1 x (mj_solveM when diag is None), differentiated through the
+  quantities qM is built from (cinert, cdof, ten_J: `mul_m_tree`) instead of qM: dx =
+  mat^-1 (db - dM x - ddiag x), dM x by one derivative of `mul_m_tree` per tangent, so no
+  position tangent forms dqM. (qld, diag_inv): factor(qM + diag(diag)) (default: d's qLD,
+  qLDiagInv, for diag None); their tangents are not read. d.qM must be crb's, from d's
+  cinert, cdof and ten_J, as in the pipeline (`solve_m` differentiates through qM itself).
+  x, diag: (nv,).
+  """
+  if not m.nv:
+    return x
+  qld = d.qLD if qld is None else qld
+  diag_inv = d.qLDiagInv if diag_inv is None else diag_inv
+  diag = jnp.zeros_like(x) if diag is None else diag
+
+  @jax.custom_jvp
+  def solve(qld, diag_inv, cinert, cdof, ten_J, diag, b):
+    return _solve_sweeps(m, qld, diag_inv, b)
+
+  @solve.defjvp
+  def solve_jvp(primals, tangents):
+    qld, diag_inv, cinert, cdof, ten_J, diag, b = primals
+    _, _, dcinert, dcdof, dten_J, ddiag, db = tangents
+    x = kept(_solve_sweeps(m, qld, diag_inv, b))  # see solve_factored
+    dm_x = jax.jvp(lambda ci, cd, tj: mul_m_tree(m, ci, cd, tj, x), (cinert, cdof, ten_J),
+                   (dcinert, dcdof, dten_J))[1]
+    return x, _solve_sweeps(m, qld, diag_inv, db - dm_x - ddiag * x)
+
+  return solve(qld, diag_inv, d.cinert, d.cdof, d.ten_J, diag, x)

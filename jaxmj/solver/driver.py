@@ -414,6 +414,7 @@ def solve_arrays(
   nisland_max: int = 1,
   efc_order: np.ndarray | None = None,
   efc_soft_weight: jax.Array | None = None,
+  mul_m: tuple[Callable, tuple] | None = None,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -444,7 +445,9 @@ def solve_arrays(
   not (CG's unrolled derivative grows without bound as it converges). With
   implicit_grad=False, reverse mode unrolls the fixed iterations instead (the line search still
   contributes its own implicit derivative). `efc_soft_weight` (nefc,): contact smoothing of
-  the implicit derivative (jaxmj/solver/smoothing.py), None: exact.
+  the implicit derivative (jaxmj/solver/smoothing.py), None: exact. `mul_m` (fn, args): qM x
+  = fn(*args, x), whose derivative in args the implicit derivative takes for dqM qacc
+  instead of qM's tangent (smooth/mass.py's mul_m_tree: no nv^2 tangent); None: qM's.
   """
   dt = qM.dtype
   nv, nefc = qM.shape[0], efc_J.shape[0]
@@ -460,7 +463,9 @@ def solve_arrays(
                         solver_improvement=jnp.zeros(ni, dt), solver_gradient=jnp.zeros(ni, dt))
   if solve_m is None:
     solve_m = lambda x: spd_solve(qM, x)[0]  # noqa: E731
-  p = make_problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
+  if not implicit_grad:
+    mul_m = None
+  p = make_problem(qM if mul_m is None else jax.lax.stop_gradient(qM), qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
                efc_type, efc_active, cones, cone_friction, cone_mu)
   if not islands:  # one island holding every dof, or none without active rows (nefc = 0)
     dof_island = jnp.where(jnp.any(p.active), jnp.zeros(nv, jnp.int32), -1)
@@ -510,37 +515,59 @@ def solve_arrays(
   soft = None
   if efc_soft_weight is not None:
     soft = dict(J=efc_J, aref=efc_aref, D=1.0 / efc_R, w=efc_soft_weight)
-  return _implicit(p, res, soft)
+  return _implicit(p, res, soft, mul_m)
 
 
 @jax.named_scope("implicit_derivative")
-def _implicit(p: Problem, res: SolverResult, soft: dict | None = None) -> SolverResult:
+def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
+              mul_m: tuple[Callable, tuple] | None = None) -> SolverResult:
   """res with the implicit-function derivative of the optimum (values unchanged).
 
   At the optimum the primal gradient g(qacc; inputs) = M qacc - qfrc_smooth - J' force(J qacc -
   aref) vanishes, so d qacc = -H^-1 dg with H its generalized Hessian; the forces follow from
   the primal constraint update at qacc. A custom JVP attaches that derivative, so a forward
   pass that is not differentiated computes nothing for it. `soft`: the smoothed rows
-  (smoothing.soft_tangent), whose share is added to that derivative.
+  (smoothing.soft_tangent), whose share is added to that derivative. `mul_m`: see
+  solve_arrays (then p.M carries no tangent).
   """
   sg = jax.lax.stop_gradient
   arrays = {k: v for k, v in p._asdict().items() if isinstance(v, jax.Array)}
   static = {k: v for k, v in p._asdict().items() if not isinstance(v, jax.Array)}
   if soft is not None:
     arrays = dict(arrays, soft=soft)
+  if mul_m is not None:
+    arrays = dict(arrays, mass=mul_m[1])
+    static = dict(static, mul_m=mul_m[0])
   qacc, force = _optimum(static)(arrays, sg(res.qacc), sg(res.efc_force))
   # unmasked rows (an inactive row's force is 0): the same product as _primal's last, once;
   # smoothed rows that are inactive carry force tangents, so theirs must not be masked
   J = p.J_all if soft is None else soft["J"]
-  return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=J.T @ force)
+  return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=_mul_jt(J, force))
+
+
+@jax.custom_jvp
+def _mul_jt(J: jax.Array, f: jax.Array) -> jax.Array:
+  """J' f (nv,) for J (nefc, nv), f (nefc,). Its tangent takes dJ' f as a weighted sum of
+  dJ's rows: as J.T @ f, each tangent of J got a transposed copy on XLA:CPU (box_stack: the
+  costliest op of a position tangent)."""
+  return J.T @ f
+
+
+@_mul_jt.defjvp
+def _mul_jt_jvp(primals, tangents):
+  (J, f), (dJ, df) = primals, tangents
+  return J.T @ f, jnp.sum(f[:, None] * dJ, axis=0) + J.T @ df
 
 
 def _optimum(static: dict) -> Callable:
   """(arrays, qacc, force) -> (qacc, force) as given, with the implicit derivative of the
-  optimum w.r.t. the problem's arrays (`static`: its numpy fields) as its JVP."""
+  optimum w.r.t. the problem's arrays (`static`: its numpy fields) as its JVP. With
+  arrays["mass"] and static["mul_m"] (see solve_arrays), M q's derivative is mul_m's."""
+  static = dict(static)
+  mul_m = static.pop("mul_m", None)
 
   def problem(arrays):
-    return Problem(**{k: v for k, v in arrays.items() if k != "soft"}, **static)
+    return Problem(**{k: v for k, v in arrays.items() if k not in ("soft", "mass")}, **static)
 
   def force_at(arrays, q):
     pa = problem(arrays)
@@ -548,7 +575,8 @@ def _optimum(static: dict) -> Callable:
 
   def gradient(arrays, q):
     pa = problem(arrays)
-    return pa.M @ q - pa.qfrc_smooth - pa.J.T @ force_at(arrays, q)
+    mq = pa.M @ q if mul_m is None else mul_m(*arrays["mass"], q)
+    return mq - pa.qfrc_smooth - _mul_jt(pa.J, force_at(arrays, q))
 
   @jax.custom_jvp
   def optimum(arrays, qacc, force):
@@ -640,6 +668,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     ls_iterations=m.opt.ls_iterations, tolerance=m.opt.tolerance,
     ls_tolerance=m.opt.ls_tolerance, warmstart=not m.opt.disabled(DisableBit.WARMSTART),
     solve_m=lambda x: mass.solve_m(m, d, x), implicit_grad=implicit_grad, **islands,
+    mul_m=(lambda *a: mass.mul_m_tree(m, *a), (d.cinert, d.cdof, d.ten_J)),
     efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t) if t else None,
   )

@@ -108,3 +108,54 @@ def test_solve_rules_batch_under_vmap(model):
   for i in range(3):
     np.testing.assert_allclose(batched[i], jax.jit(tangent)(mats[i], dmats[i], b[i]),
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["humanoid", "tendon_arm"])
+def test_mul_m_tree_is_mj_mulM(name):
+  import mujoco
+
+  path = os.path.join(os.path.dirname(MODEL), f"{name}.xml")
+  mm = mujoco.MjModel.from_xml_path(path)
+  md = mujoco.MjData(mm)
+  rng = np.random.default_rng(3)
+  mujoco.mj_forward(mm, md)
+  md.qvel[:] = rng.normal(size=mm.nv)
+  mujoco.mj_step(mm, md)
+  mujoco.mj_forward(mm, md)
+  m = jaxmj.Model.from_xml_path(path)
+  d = jaxmj.make_data(m).replace(qpos=jnp.asarray(md.qpos))
+  d = jax.jit(jaxmj.forward)(m, d)
+  x = rng.normal(size=mm.nv)
+  ref = np.zeros(mm.nv)
+  mujoco.mj_mulM(mm, md, ref, x)
+  got = jax.jit(lambda d, x: mass.mul_m_tree(m, d.cinert, d.cdof, d.ten_J, x))(d, jnp.asarray(x))
+  np.testing.assert_allclose(got, ref, atol=1e-10 * np.max(np.abs(ref)), rtol=0)
+
+
+def test_solve_m_tree_jvp_in_positions_matches_central_differences_and_grad(model):
+  """solve_m_tree's derivative (dM x from mul_m_tree, a damping diagonal) along a position
+  tangent: central differences of the primal pipeline; reverse mode its transpose."""
+  m, rng = model, np.random.default_rng(4)
+  d0 = jaxmj.make_data(m)
+  b = jnp.asarray(rng.normal(size=m.nv))
+  dq, w = (jnp.asarray(rng.normal(size=m.nv)) for _ in range(2))
+  damping = jnp.asarray(rng.uniform(0.1, 1.0, m.nv))
+
+  def solved(q, diag, tree=True):
+    from jaxmj.dynamics.stages import fwd_position
+    from jaxmj.smooth.qpos import integrate_pos
+
+    d = fwd_position(m, d0.replace(qpos=integrate_pos(m, d0.qpos, q, 1.0)))
+    ld, diag_inv = mass.factor(m, d.qM + jnp.diag(diag))
+    if tree:
+      return mass.solve_m_tree(m, d, b, ld, diag_inv, diag)
+    return mass._solve_sweeps(m, ld, diag_inv, b)
+
+  q0 = jnp.zeros(m.nv)
+  y, dy = jax.jit(lambda q, t, g, dg: jax.jvp(solved, (q, g), (t, dg)))(q0, dq, damping, damping)
+  np.testing.assert_array_equal(y, jax.jit(lambda q, g: solved(q, g, False))(q0, damping))
+  fd = central(lambda t: jax.jit(lambda q, g: solved(q, g, False))(*t), (q0, damping),
+               (dq, damping))
+  assert_close(dy, fd, 1e-7)
+  gq, gg = jax.jit(jax.grad(lambda q, g: jnp.dot(w, solved(q, g)), argnums=(0, 1)))(q0, damping)
+  np.testing.assert_allclose(float(jnp.dot(w, dy)), float(gq @ dq + gg @ damping), rtol=1e-10)
