@@ -130,8 +130,11 @@ def crb(m: Model, d: Data) -> Data:
   # The world accumulates nothing in MuJoCo: its row stays its own (zero) cinert.
   crb_ = (subtree @ d.cinert).at[0].set(d.cinert[0])
   force = math.inert_mul(crb_[m.dof_bodyid], d.cdof)  # (nv, 6): crb of dof's body * cdof
-  lower = jnp.where(m.dof_ancestor, force @ d.cdof.T, 0.0)  # [i, j]: j ancestor-or-self
-  qm = lower + lower.T - jnp.diag(jnp.diag(lower)) + jnp.diag(m.dof_armature)
+  fc = force @ d.cdof.T  # [i, j] is qM's entry where j is i or an ancestor of i
+  # qM mirrored from its lower part in one select (no lower + lower' - diag pass over qM)
+  strict = np.asarray(m.dof_ancestor, bool) & ~np.eye(m.nv, dtype=bool)
+  qm = jnp.where(strict, fc, jnp.where(strict.T, fc.T, 0.0))
+  qm = jnp.where(np.eye(m.nv, dtype=bool), fc + m.dof_armature, qm)
   qm = armature.add_inertia(m, d, qm)  # actuators' and tendons' (mj_tendonArmature)
   return d.replace(crb=crb_, qM=qm)
 
