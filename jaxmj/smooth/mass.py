@@ -404,17 +404,19 @@ def solve_m_tree(m: Model, d: Data, x: jnp.ndarray, qld: jnp.ndarray | None = No
   diag_inv = d.qLDiagInv if diag_inv is None else diag_inv
   diag = jnp.zeros_like(x) if diag is None else diag
 
+  # the Model is an argument, not a closure: its leaves (dof_armature, actuator gears and
+  # armature, tendon_armature) carry tangents too (system identification)
   @jax.custom_jvp
-  def solve(qld, diag_inv, cinert, cdof, ten_J, diag, b):
+  def solve(m, qld, diag_inv, cinert, cdof, ten_J, diag, b):
     return _solve_sweeps(m, qld, diag_inv, b)
 
   @solve.defjvp
   def solve_jvp(primals, tangents):
-    qld, diag_inv, cinert, cdof, ten_J, diag, b = primals
-    _, _, dcinert, dcdof, dten_J, ddiag, db = tangents
+    m, qld, diag_inv, cinert, cdof, ten_J, diag, b = primals
+    dm, _, _, dcinert, dcdof, dten_J, ddiag, db = tangents
     x = kept(_solve_sweeps(m, qld, diag_inv, b))  # see solve_factored
-    dm_x = jax.jvp(lambda ci, cd, tj: mul_m_tree(m, ci, cd, tj, x), (cinert, cdof, ten_J),
-                   (dcinert, dcdof, dten_J))[1]
+    dm_x = jax.jvp(lambda *a: mul_m_tree(*a, x), (m, cinert, cdof, ten_J),
+                   (dm, dcinert, dcdof, dten_J))[1]
     return x, _solve_sweeps(m, qld, diag_inv, db - dm_x - ddiag * x)
 
-  return solve(qld, diag_inv, d.cinert, d.cdof, d.ten_J, diag, x)
+  return solve(m, qld, diag_inv, d.cinert, d.cdof, d.ten_J, diag, x)

@@ -668,7 +668,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     ls_iterations=m.opt.ls_iterations, tolerance=m.opt.tolerance,
     ls_tolerance=m.opt.ls_tolerance, warmstart=not m.opt.disabled(DisableBit.WARMSTART),
     solve_m=lambda x: mass.solve_m(m, d, x), implicit_grad=implicit_grad, **islands,
-    mul_m=(lambda *a: mass.mul_m_tree(m, *a), (d.cinert, d.cdof, d.ten_J)),
+    mul_m=(mass.mul_m_tree, (m, d.cinert, d.cdof, d.ten_J)),  # m's leaves differentiate
     efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t) if t else None,
   )

@@ -12,6 +12,7 @@ import pytest
 
 import jaxmj
 from jaxmj.smooth import mass
+from mujoco_compare import FAST
 
 MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "models", "humanoid.xml")
 
@@ -159,3 +160,26 @@ def test_solve_m_tree_jvp_in_positions_matches_central_differences_and_grad(mode
   assert_close(dy, fd, 1e-7)
   gq, gg = jax.jit(jax.grad(lambda q, g: jnp.dot(w, solved(q, g)), argnums=(0, 1)))(q0, damping)
   np.testing.assert_allclose(float(jnp.dot(w, dy)), float(gq @ dq + gg @ damping), rtol=1e-10)
+
+
+ARM_XML = """<mujoco><option timestep="0.01"/><worldbody><geom type="plane" size="2 2 .1"/>
+  <body pos="0 0 .3"><joint name="h" axis="0 1 0" armature=".02" damping=".3"/>
+    <geom type="capsule" size=".05" fromto="0 0 0 .3 0 -.28"/></body></worldbody>
+  <actuator><motor joint="h" gear="2" armature=".01"/></actuator></mujoco>"""
+
+
+def test_step_derivative_in_the_armatures_matches_central_differences():
+  """qM's armature terms come from the Model inside solve_m_tree's and the solver's custom
+  rules (arguments, not closures): d(qvel after a step in contact) / d(dof_armature,
+  actuator_armature), forward and reverse mode, against central differences."""
+  m = jaxmj.Model.from_xml_string(ARM_XML)
+  d = jaxmj.make_data(m).replace(qvel=jnp.array([2.0]), ctrl=jnp.array([0.5]))
+
+  def qvel(arm):
+    return jaxmj.step(m.replace(dof_armature=arm[:1], actuator_armature=arm[1:]), d).qvel[0]
+
+  arm = jnp.concatenate([m.dof_armature, m.actuator_armature])
+  fast = dict(compiler_options=FAST)
+  want = np.array([central(jax.jit(qvel, **fast), arm, np.eye(2)[i]) for i in range(2)])
+  np.testing.assert_allclose(jax.jit(jax.jacfwd(qvel), **fast)(arm), want, rtol=1e-6, atol=1e-9)
+  np.testing.assert_allclose(jax.jit(jax.grad(qvel), **fast)(arm), want, rtol=1e-6, atol=1e-9)
