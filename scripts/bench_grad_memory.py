@@ -16,6 +16,9 @@ For models/humanoid_floor.xml (contacts, default solver settings; float32 unless
   python scripts/bench_grad_memory.py --ratio-only --model box_stack   (the ratio alone)
   python scripts/bench_grad_memory.py --ratio-only --base main   (A/B: REF's jaxmj beside this
       tree's in one process, timed alternately; `profile_step.export_base`)
+  python scripts/bench_grad_memory.py --ratio-only --settle 300   (start from the state MuJoCo
+      reaches after 300 steps from rest: humanoid_floor lies in contact, where from the
+      model's initial state it falls without contact through the first ~70 steps)
 """
 
 from __future__ import annotations
@@ -66,15 +69,19 @@ def main() -> None:
   p.add_argument("--x64", action="store_true")
   p.add_argument("--ratio-only", action="store_true", help="skip the memory reports")
   p.add_argument("--base", metavar="REF", help="with --ratio-only: also jaxmj at git REF")
+  p.add_argument("--settle", type=int, default=0, metavar="STEPS",
+                 help="start from MuJoCo's state after STEPS steps from the initial state")
   args = p.parse_args()
   jax.config.update("jax_enable_x64", args.x64)
   print(f"backend {jax.default_backend()}, {'float64' if args.x64 else 'float32'}, "
         f"model {args.model}")
-  m0 = jaxmj.Model.from_xml_path(os.path.join(ROOT, "models", f"{args.model}.xml"))
-  d = jaxmj.make_data(m0)
+  path = os.path.join(ROOT, "models", f"{args.model}.xml")
+  start = settled(path, args.settle)
+  m0 = jaxmj.Model.from_xml_path(path)
+  d = start(jaxmj.make_data(m0))
   qvel = d.qvel + 0.1
   if args.ratio_only and args.base:
-    report_ab(args.model, args.base, args.ratio_steps, args.repeats)
+    report_ab(path, start, args.base, args.ratio_steps, args.repeats)
     return
   if args.ratio_only:
     report_ratio(m0, d, qvel, args.ratio_steps, args.repeats)
@@ -97,6 +104,18 @@ def main() -> None:
     report_memory(m0, d, qvel, it, ck, t)
 
 
+def settled(path, nstep):
+  """Data -> Data with qpos and qvel of MuJoCo's state after `nstep` steps from rest."""
+  if not nstep:
+    return lambda d: d
+  import mujoco
+  mm = mujoco.MjModel.from_xml_path(path)
+  md = mujoco.MjData(mm)
+  mujoco.mj_step(mm, md, nstep)
+  print(f"start: MuJoCo's state after {nstep} steps, {md.ncon} contacts, nefc {md.nefc}")
+  return lambda d: d.replace(qpos=d.qpos.at[:].set(md.qpos), qvel=d.qvel.at[:].set(md.qvel))
+
+
 def report_ratio(m, d, qvel, t, repeats):
   fwd, fwd_cpu = run_times(jax.jit(make_loss(m, d, t, None)), qvel, n=repeats)
   for ck in (None, True):
@@ -106,7 +125,7 @@ def report_ratio(m, d, qvel, t, repeats):
           f"{grad_cpu * 1e3:.1f} ms, ratio {grad_cpu / fwd_cpu:.2f})", flush=True)
 
 
-def report_ab(model, ref, t, repeats):
+def report_ab(path, start, ref, t, repeats):
   """Gradient over forward CPU time (plain scan) of this tree's jaxmj and of REF's, the four
   programs timed in turn, `repeats` rounds (least per program)."""
   from profile_step import export_base
@@ -114,8 +133,8 @@ def report_ab(model, ref, t, repeats):
   import jaxmj_base
   fns = {}
   for name, lib in (("tree", jaxmj), (ref, jaxmj_base)):
-    m = lib.Model.from_xml_path(os.path.join(ROOT, "models", f"{model}.xml"))
-    d = lib.make_data(m)
+    m = lib.Model.from_xml_path(path)
+    d = start(lib.make_data(m))
     qvel = d.qvel + 0.1
     for kind, f in (("forward", make_loss(m, d, t, None, lib)),
                     ("gradient", jax.grad(make_loss(m, d, t, None, lib)))):
