@@ -282,14 +282,14 @@ def motion_cross(v: jnp.ndarray, m: jnp.ndarray) -> jnp.ndarray:
   """Spatial motion cross product v x m (mju_crossMotion)."""
   vw, vl = v[..., :3], v[..., 3:]
   mw, ml = m[..., :3], m[..., 3:]
-  return jnp.concatenate([cross(vw, mw), cross(vw, ml) + cross(vl, mw)], axis=-1)
+  return jnp.concatenate([jnp.cross(vw, mw), jnp.cross(vw, ml) + jnp.cross(vl, mw)], axis=-1)
 
 
 def force_cross(v: jnp.ndarray, f: jnp.ndarray) -> jnp.ndarray:
   """Spatial force cross product v x* f (mju_crossForce)."""
   vw, vl = v[..., :3], v[..., 3:]
   fw, fl = f[..., :3], f[..., 3:]
-  return jnp.concatenate([cross(vw, fw) + cross(vl, fl), cross(vw, fl)], axis=-1)
+  return jnp.concatenate([jnp.cross(vw, fw) + jnp.cross(vl, fl), jnp.cross(vw, fl)], axis=-1)
 
 
 def inert_mul(i: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
@@ -306,7 +306,7 @@ def inert_mul(i: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
     ],
     axis=-1,
   )
-  return jnp.concatenate([rot + cross(h, lin), mass * lin - cross(h, w)], axis=-1)
+  return jnp.concatenate([rot + jnp.cross(h, lin), mass * lin - jnp.cross(h, w)], axis=-1)
 
 
 def inert_com(

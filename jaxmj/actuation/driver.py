@@ -184,7 +184,7 @@ def _slidercrank(m: Model, d: Data, grp) -> tuple:
   dlda = jnp.where(ok[:, None], vec * ratio, vec)
   sjacp, sjacr = point_jacobians(m, d, m.site_bodyid[slider], d.site_xpos[slider])
   cjacp, _ = point_jacobians(m, d, m.site_bodyid[crank], d.site_xpos[crank])
-  jac_axis = math.cross(jnp.swapaxes(sjacr, 1, 2), axis[:, None, :])  # (n, nv, 3)
+  jac_axis = jnp.cross(jnp.swapaxes(sjacr, 1, 2), axis[:, None, :])  # (n, nv, 3)
   moment = (jnp.einsum("nvk,nk->nv", jac_axis, dlda)
             + jnp.einsum("nkv,nk->nv", cjacp - sjacp, dldv))
   return length * gear, moment * gear[:, None]

@@ -36,7 +36,7 @@ def _wrench(d: Data, m: Model, body: np.ndarray, point, force, torque=None) -> j
   """(k, 6) world (torque, force) about the tree's com-frame origin of force at point."""
   arm = point - d.subtree_com[m.body_rootid[body]]
   torque = jnp.zeros_like(force) if torque is None else torque
-  return jnp.concatenate([torque + math.cross(arm, force), force], axis=-1)
+  return jnp.concatenate([torque + jnp.cross(arm, force), force], axis=-1)
 
 
 def equality_wrenches(m: Model, d: Data) -> jnp.ndarray:
@@ -153,7 +153,7 @@ def rne_post_constraint(m: Model, d: Data) -> Data:
 
   com = d.subtree_com[m.body_rootid]
   force, torque = d.xfrc_applied[:, :3], d.xfrc_applied[:, 3:]
-  cfrc_ext = jnp.concatenate([torque - math.cross(com - d.xipos, force), force], axis=-1)
+  cfrc_ext = jnp.concatenate([torque - jnp.cross(com - d.xipos, force), force], axis=-1)
   cfrc_ext = cfrc_ext.at[0].set(0.0)
   ncon = d.contact.dist.shape[0]
   if ncon and d.efc_force.shape[0]:
@@ -164,7 +164,7 @@ def rne_post_constraint(m: Model, d: Data) -> Data:
     for geoms, sign in ((d.contact.geom1, -1.0), (d.contact.geom2, 1.0)):
       body = m.geom_bodyid[geoms]
       arm = com[body] - d.contact.pos
-      wrench = jnp.concatenate([tglob - math.cross(arm, fglob), fglob], axis=-1)
+      wrench = jnp.concatenate([tglob - jnp.cross(arm, fglob), fglob], axis=-1)
       wrench = jnp.where((body > 0)[:, None], sign * wrench, 0.0)
       cfrc_ext = cfrc_ext.at[body].add(wrench)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
 from jaxmj.types import Data, Model
 
 
@@ -29,7 +28,7 @@ def contact_surfacevel(m: Model, d: Data) -> jnp.ndarray:
     mat = d.geom_xmat[g]
     lin = jnp.einsum("nij,nj->ni", mat, m.geom_surfacevel[g, :3])
     ang = jnp.einsum("nij,nj->ni", mat, m.geom_surfacevel[g, 3:])
-    return lin + math.cross(ang, con.pos - d.geom_xpos[g]), ang
+    return lin + jnp.cross(ang, con.pos - d.geom_xpos[g]), ang
 
   (v1, w1), (v2, w2) = surface(con.geom1), surface(con.geom2)
   v, w = v2 - v1, w2 - w1

@@ -6,7 +6,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
 from jaxmj.actuation import derivative
 from jaxmj.actuation import driver as actuation
 from jaxmj.linalg import lu_solve
@@ -113,14 +112,14 @@ def _dexpinv(m: Model, theta: jnp.ndarray, qvel: jnp.ndarray) -> jnp.ndarray:
   if not len(idx):
     return qvel
   th, w = theta[idx], qvel[idx]
-  c1 = math.cross(th, w)
+  c1 = jnp.cross(th, w)
   a2 = jnp.sum(th * th, axis=-1, keepdims=True)
   small = a2 < 1e-2
   a2_safe = jnp.where(small, 1.0, a2)
   half = 0.5 * jnp.sqrt(a2_safe)
   exact = (1.0 - half * jnp.cos(half) / jnp.sin(half)) / a2_safe
   series = 1 / 12 + a2 * (1 / 720 + a2 * (1 / 30240 + a2 / 1209600))
-  k = w + 0.5 * c1 + jnp.where(small, series, exact) * math.cross(th, c1)
+  k = w + 0.5 * c1 + jnp.where(small, series, exact) * jnp.cross(th, c1)
   return qvel.at[idx].set(k)
 
 

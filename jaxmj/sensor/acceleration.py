@@ -59,7 +59,7 @@ def _force_torque(torque: bool):
     body = m.site_bodyid[g.obj]
     frc = d.cfrc_int[body]
     arm = d.site_xpos[g.obj] - d.subtree_com[m.body_rootid[body]]
-    ang = frc[:, :3] - math.cross(arm, frc[:, 3:])
+    ang = frc[:, :3] - jnp.cross(arm, frc[:, 3:])
     return mat_t_vec(d.site_xmat[g.obj], ang if torque else frc[:, 3:])
 
   return fn

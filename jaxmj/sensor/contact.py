@@ -13,7 +13,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
 from jaxmj.constants import MINVAL
 from jaxmj.scan import body_plan
 from jaxmj.sensor.inside import inside_geom
@@ -70,7 +69,7 @@ def _relative_velocity(m, d):
   def at_point(body, pos):
     vel = d.cvel[body]
     com = d.subtree_com[m.body_rootid[body]]
-    return vel[:, :3], vel[:, 3:] + math.cross(vel[:, :3], pos - com)
+    return vel[:, :3], vel[:, 3:] + jnp.cross(vel[:, :3], pos - com)
 
   ang1, lin1 = at_point(m.geom_bodyid[c.geom1], c.pos)
   ang2, lin2 = at_point(m.geom_bodyid[c.geom2], c.pos)
@@ -91,7 +90,7 @@ def _netforce(m, d, g, match, flipped, frc):
   point = (weight @ c.pos) / jnp.maximum(total, MINVAL)
   force = sign @ force_c
   arm = c.pos[None] - point[:, None]
-  torque = sign @ torque_c + jnp.sum(sign[..., None] * math.cross(arm, force_c[None]), axis=1)
+  torque = sign @ torque_c + jnp.sum(sign[..., None] * jnp.cross(arm, force_c[None]), axis=1)
   n, dt = len(g.obj), d.qpos.dtype
   unit = lambda k: jnp.broadcast_to(jnp.eye(3, dtype=dt)[k], (n, 3))  # noqa: E731
   fields = {0: jnp.sum(match, axis=1, keepdims=True).astype(dt), 1: force, 2: torque,

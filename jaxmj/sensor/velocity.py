@@ -6,7 +6,6 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
 from jaxmj.constants import MINVAL
 from jaxmj.scan import body_plan
 from jaxmj.sensor.limit import limit
@@ -40,7 +39,7 @@ def _framevel(angular: bool):
     rpos, rmat = frame(m, d, g.reftype, g.ref)
     if angular:
       return mat_t_vec(rmat, vel[:, :3] - rvel[:, :3])
-    rel = vel[:, 3:] - rvel[:, 3:] - math.cross(rvel[:, :3], pos - rpos)
+    rel = vel[:, 3:] - rvel[:, 3:] - jnp.cross(rvel[:, :3], pos - rpos)
     return mat_t_vec(rmat, rel)
 
   return fn
@@ -56,8 +55,8 @@ def _subtree_vel(m, d: Data):
   linvel = (subtree @ (mass * lin)) / jnp.maximum(stmass, MINVAL)[:, None]
   # Spin of each body: ximat diag(inertia) ximat' w.
   spin = jnp.einsum("nij,nj->ni", d.ximat, m.body_inertia * mat_t_vec(d.ximat, ang))
-  moment = spin + math.cross(d.xipos, mass * lin)
-  angmom = subtree @ moment - math.cross(d.subtree_com, stmass[:, None] * linvel)
+  moment = spin + jnp.cross(d.xipos, mass * lin)
+  angmom = subtree @ moment - jnp.cross(d.subtree_com, stmass[:, None] * linvel)
   return linvel, angmom
 
 

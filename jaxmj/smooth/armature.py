@@ -176,8 +176,8 @@ def _point_motion(m: Model, d: Data, body: np.ndarray, x: jnp.ndarray):
   c the com of the body's tree (cvel's origin); (alpha, a_c) = sum cdof_dot qvel."""
   r = x - d.subtree_com[m.body_rootid[body]]
   w, vc = d.cvel[body, :3], d.cvel[body, 3:]
-  v = vc + math.cross(w, r)
+  v = vc + jnp.cross(w, r)
   moves = jnp.asarray(body_plan(m)["body_dof"][body], d.qvel.dtype)
   acc = moves @ (d.cdof_dot * d.qvel[:, None])
-  a = acc[:, 3:] + math.cross(acc[:, :3], r) + math.cross(w, v)
+  a = acc[:, 3:] + jnp.cross(acc[:, :3], r) + jnp.cross(w, v)
   return v, a

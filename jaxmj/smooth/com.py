@@ -73,7 +73,7 @@ def com_pos(m: Model, d: Data) -> Data:
       else:
         # Rotational dofs of ball and free joints turn about the body's own axes.
         axis = d.xmat[g["body"], :, g["local"] % 3]
-      rows = jnp.concatenate([axis, math.cross(axis, offset)], axis=-1)
+      rows = jnp.concatenate([axis, jnp.cross(axis, offset)], axis=-1)
       if jtype == JointType.FREE:
         trans = np.eye(6)[3 + g["local"] % 3]
         rows = jnp.where((g["local"] < 3)[:, None], trans, rows)

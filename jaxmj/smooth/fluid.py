@@ -41,7 +41,7 @@ def apply_ft(m: Model, d: Data, force: jnp.ndarray, torque: jnp.ndarray,
   """mj_applyFT for every body at once: (nv,) generalized force of global force / torque
   (nbody, 3) acting at global points (nbody, 3) of each body."""
   offset = point - d.subtree_com[m.body_rootid]
-  return rne.dof_project(m, d, jnp.concatenate([torque + math.cross(offset, force), force], -1))
+  return rne.dof_project(m, d, jnp.concatenate([torque + jnp.cross(offset, force), force], -1))
 
 
 def gravcomp(m: Model, d: Data) -> jnp.ndarray:
@@ -65,7 +65,7 @@ def _inertia_box(m: Model, d: Data) -> jnp.ndarray:
   rot = d.ximat
   offset = d.xipos - d.subtree_com[m.body_rootid]
   ang = d.cvel[:, :3]
-  lin = d.cvel[:, 3:] + math.cross(ang, offset)
+  lin = d.cvel[:, 3:] + jnp.cross(ang, offset)
   lang = jnp.einsum("bji,bj->bi", rot, ang)
   llin = jnp.einsum("bji,bj->bi", rot, lin - m.opt.wind[None])
   box = _box(m)
@@ -98,14 +98,14 @@ def _ellipsoid_local(ang: jnp.ndarray, lin: jnp.ndarray, axes: jnp.ndarray,
   blunt, slender, angdrag, kutta, magnus = coef[1], coef[2], coef[3], coef[4], coef[5]
   lin_mom = rho * coef[6:9] * lin
   ang_mom = rho * coef[9:12] * ang
-  torque = math.cross(lin_mom, lin) + math.cross(ang_mom, ang)
-  force = math.cross(lin_mom, ang)
+  torque = jnp.cross(lin_mom, lin) + jnp.cross(ang_mom, ang)
+  force = jnp.cross(lin_mom, ang)
 
   volume = 4.0 / 3.0 * jnp.pi * axes[0] * axes[1] * axes[2]
   dmax, dmin = jnp.max(axes), jnp.min(axes)
   dmid = jnp.sum(axes) - dmax - dmin
   area_max = jnp.pi * dmax * dmid
-  magnus_force = math.cross(ang, lin) * (magnus * rho * volume)
+  magnus_force = jnp.cross(ang, lin) * (magnus * rho * volume)
   # products of the other two semi-axes: the ellipsoid's section normal to each axis. The
   # projected area along the velocity is pi sqrt(proj_denom / proj_num), and the Kutta
   # circulation's cos(alpha) * area equals pi |section * v| / (|v| |normal|); MuJoCo 4.0
@@ -118,8 +118,8 @@ def _ellipsoid_local(ang: jnp.ndarray, lin: jnp.ndarray, axes: jnp.ndarray,
   speed = math.safe_norm(lin)
   denom = math.safe_norm(normal) * speed
   scale = jnp.pi * math.safe_norm(section * lin) / jnp.where(denom > 0, denom, 1.0)
-  circ = math.cross(normal, lin) * (kutta * rho * scale)
-  kutta_force = math.cross(circ, lin)
+  circ = jnp.cross(normal, lin) * (kutta * rho * scale)
+  kutta_force = jnp.cross(circ, lin)
 
   sphere_d = 2.0 / 3.0 * jnp.sum(axes)
   inertia_max = 8.0 / 15.0 * jnp.pi * dmid * dmax**4
@@ -143,7 +143,7 @@ def _ellipsoid(m: Model, d: Data) -> jnp.ndarray:
   rot, pos = d.geom_xmat[geoms], d.geom_xpos[geoms]
   offset = pos - d.subtree_com[m.body_rootid[body]]
   ang = d.cvel[body, :3]
-  lin = d.cvel[body, 3:] + math.cross(ang, offset)
+  lin = d.cvel[body, 3:] + jnp.cross(ang, offset)
   lang = jnp.einsum("gji,gj->gi", rot, ang)
   llin = jnp.einsum("gji,gj->gi", rot, lin - m.opt.wind[None])
   axes = semi_axes(np.asarray(m.geom_type)[geoms], m.geom_size[geoms], jnp)
@@ -153,7 +153,7 @@ def _ellipsoid(m: Model, d: Data) -> jnp.ndarray:
   force = jnp.where(keep, jnp.einsum("gij,gj->gi", rot, force), 0.0)
   torque = jnp.where(keep, jnp.einsum("gij,gj->gi", rot, torque), 0.0)
   # wrenches about the tree's com-frame origin add up per body before the dof projection
-  cfrc = jnp.concatenate([torque + math.cross(offset, force), force], axis=-1)
+  cfrc = jnp.concatenate([torque + jnp.cross(offset, force), force], axis=-1)
   cfrc_body = jnp.zeros((m.nbody, 6), cfrc.dtype).at[body].add(cfrc)
   return rne.dof_project(m, d, cfrc_body)
 

@@ -34,7 +34,7 @@ def point_jacobians(m: Model, d: Data, body, point: jnp.ndarray):
   rootid = m.body_rootid if isinstance(body, np.ndarray) else jnp.asarray(m.body_rootid)
   offset = point - d.subtree_com[rootid[body]]
   ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
-  jacp = lin[None] + math.cross(ang[None], offset[:, None, :])  # (n, nv, 3)
+  jacp = lin[None] + jnp.cross(ang[None], offset[:, None, :])  # (n, nv, 3)
   jacp = jnp.where(mask[..., None], jacp, 0.0)
   jacr = jnp.where(mask[..., None], ang[None], 0.0)
   return jnp.swapaxes(jacp, 1, 2), jnp.swapaxes(jacr, 1, 2)
@@ -82,7 +82,7 @@ def jac_subtree_com(m: Model, d: Data, body) -> jnp.ndarray:
   # sum_b w_b (lin_i + ang_i x offset_b) over the bodies b that dof i moves
   w_mask = weight[:, None] * mask  # (nbody, nv)
   jacp = (jnp.sum(w_mask, axis=0)[:, None] * lin
-          + math.cross(ang, w_mask.T @ offset))
+          + jnp.cross(ang, w_mask.T @ offset))
   return jacp.T / jnp.maximum(jnp.sum(weight), MINVAL)
 
 
@@ -93,14 +93,14 @@ def jac_dot(m: Model, d: Data, point: jnp.ndarray, body) -> tuple[jnp.ndarray, j
   com = d.subtree_com[jnp.asarray(m.body_rootid)[body]]
   offset = point - com
   cvel = d.cvel[body]
-  pvel_lin = cvel[3:] + math.cross(cvel[:3], offset)
+  pvel_lin = cvel[3:] + jnp.cross(cvel[:3], offset)
   cdof_dot = d.cdof_dot
   quat = _quat_dofs(m)
   if len(quat):
     spun = math.motion_cross(d.cvel[m.dof_bodyid[quat]], d.cdof[quat])
     cdof_dot = cdof_dot.at[quat].set(spun)
   ang_dot, lin_dot = cdof_dot[:, :3], cdof_dot[:, 3:]
-  jacp = lin_dot + math.cross(ang_dot, offset) + math.cross(d.cdof[:, :3], pvel_lin)
+  jacp = lin_dot + jnp.cross(ang_dot, offset) + jnp.cross(d.cdof[:, :3], pvel_lin)
   jacp = jnp.where(mask[:, None], jacp, 0.0)
   jacr = jnp.where(mask[:, None], ang_dot, 0.0)
   return jacp.T, jacr.T

@@ -40,6 +40,6 @@ def xfrc_accumulate(m: Model, d: Data) -> jnp.ndarray:
   force, torque = d.xfrc_applied[:, :3], d.xfrc_applied[:, 3:]
   # Move the wrench from the body com to the com-frame origin of the body's tree.
   offset = d.xipos - d.subtree_com[m.body_rootid]
-  cfrc = jnp.concatenate([torque + math.cross(offset, force), force], axis=-1)
+  cfrc = jnp.concatenate([torque + jnp.cross(offset, force), force], axis=-1)
   return dof_project(m, d, cfrc)
 

@@ -86,7 +86,7 @@ def _object_frame(m: Model, d: Data, objtype, objid):
 def _transform_motion(vec: jnp.ndarray, newpos, oldpos, rot, local: bool) -> jnp.ndarray:
   """mju_transformSpatial for a motion vector: moved from oldpos to newpos, then rotated
   into the frame `rot` if `local`."""
-  ang, lin = vec[:3], vec[3:] + math.cross(vec[:3], newpos - oldpos)
+  ang, lin = vec[:3], vec[3:] + jnp.cross(vec[:3], newpos - oldpos)
   if local:
     ang, lin = rot.T @ ang, rot.T @ lin
   return jnp.concatenate([ang, lin])
@@ -110,7 +110,7 @@ def object_acceleration(m: Model, d: Data, objtype, objid, local: bool = False) 
   com = d.subtree_com[jnp.asarray(m.body_rootid)[body]]
   acc = _transform_motion(d.cacc[body], pos, com, rot, local)
   vel = _transform_motion(d.cvel[body], pos, com, rot, local)
-  return acc.at[3:].add(math.cross(vel[:3], vel[3:]))
+  return acc.at[3:].add(jnp.cross(vel[:3], vel[3:]))
 
 
 # ---------------------------------------------------------------- contact forces
