@@ -90,37 +90,43 @@ def damper_derivative(b, poly, v):
   return b + 2 * poly[..., 0] * jnp.abs(v) + 3 * poly[..., 1] * v * v
 
 
+def _inertia_terms(m: Model, ten_J: jnp.ndarray, dtype):
+  """The actuators' armature on joint dofs (nv,) and the tendon armature term
+  a ten_J' ten_J (nv, nv) in qM's tree sparsity; None where the model has none."""
+  p = _plan(m)
+  arm = None
+  if len(p["jnt_act"]):
+    arm = _reflected(m, p["jnt_act"], p["jnt_dof"], m.nv, dtype)[0]
+  ten, tendon_term = p["arm_ten"], None
+  if len(ten):
+    jac = ten_J[ten]
+    tree = np.asarray(m.dof_ancestor, bool)
+    tendon_term = jnp.where(tree | tree.T, jac.T @ (tendon_armature(m, dtype)[ten, None] * jac),
+                            0.0)
+  return arm, tendon_term
+
+
 def add_inertia(m: Model, d: Data, qm: jnp.ndarray) -> jnp.ndarray:
   """qM (nv, nv) plus the actuators' armature on joint dofs (part of mj_crb in MuJoCo) and
   the tendon armature term a ten_J' ten_J in qM's sparsity (mj_tendonArmature).
 
   Reads ten_J. Returns qm itself for models without either."""
-  p = _plan(m)
-  dt = qm.dtype
-  if len(p["jnt_act"]):
-    arm, _, _ = _reflected(m, p["jnt_act"], p["jnt_dof"], m.nv, dt)
+  arm, tendon_term = _inertia_terms(m, d.ten_J, qm.dtype)
+  if arm is not None:
     qm = qm + jnp.diag(arm)
-  ten = p["arm_ten"]
-  if len(ten):
-    jac = d.ten_J[ten]
-    tree = np.asarray(m.dof_ancestor, bool)
-    qm = qm + jnp.where(tree | tree.T, jac.T @ (tendon_armature(m, dt)[ten, None] * jac), 0.0)
+  if tendon_term is not None:
+    qm = qm + tendon_term
   return qm
 
 
 def mul_inertia(m: Model, ten_J: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
-  """add_inertia's terms times x (nv,), without forming them for models without tendon
-  armature. ten_J: (ntendon, nv)."""
-  p = _plan(m)
+  """add_inertia's terms times x (nv,), without adding them to a matrix. ten_J: (ntendon, nv)."""
+  arm, tendon_term = _inertia_terms(m, ten_J, x.dtype)
   out = jnp.zeros_like(x)
-  if len(p["jnt_act"]):
-    out = out + _reflected(m, p["jnt_act"], p["jnt_dof"], m.nv, x.dtype)[0] * x
-  ten = p["arm_ten"]
-  if len(ten):
-    jac = ten_J[ten]
-    tree = np.asarray(m.dof_ancestor, bool)
-    arm = jnp.where(tree | tree.T, jac.T @ (tendon_armature(m, x.dtype)[ten, None] * jac), 0.0)
-    out = out + arm @ x
+  if arm is not None:
+    out = out + arm * x
+  if tendon_term is not None:
+    out = out + tendon_term @ x
   return out
 
 
