@@ -217,7 +217,8 @@ def train(env_name: str, algo: str = "ppo", num_timesteps: int = 1_000_000,
       bar.update(max(0, int(step) - bar.n))
       bar.set_postfix(eval_return=f"{curve[-1][1]:.1f}")
 
-  make_policy, params, _ = train_mod.train(progress_fn=progress_fn, **kwargs)
+  with brax_compat.placing_pmap():
+    make_policy, params, _ = train_mod.train(progress_fn=progress_fn, **kwargs)
   seconds = time.perf_counter() - t0
   if bar is not None:
     bar.close()

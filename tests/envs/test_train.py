@@ -2,6 +2,7 @@
 fresh process, resume, and APG (jaxmj's gradients) raising the return."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -100,3 +101,40 @@ def test_apg_through_jaxmj_gradients_raises_the_return(tmp_path, float32):
   returns = [r for _, r in result.curve]
   assert json.load(open(tmp_path / "run.json"))["episode_length"] == 200  # the preset's
   assert returns[-1] > returns[0] + 20, returns
+
+
+
+class _Compiles(logging.Handler):
+  """The names of the programs jax reports compiling (under jax.log_compiles)."""
+
+  def __init__(self):
+    super().__init__()
+    self.names = []
+
+  def emit(self, record):
+    message = record.getMessage()
+    if message.startswith("Finished XLA compilation of "):
+      self.names.append(message.split()[4])
+
+
+def test_a_pmapped_epoch_compiles_once_whatever_its_first_inputs_placement():
+  """APG's first epoch gets a single-device key and env state, every later one the
+  epoch's own outputs; under placing_pmap the three calls run one program."""
+  from jaxmj.envs import brax_compat
+
+  pmap = jax.pmap
+  with brax_compat.placing_pmap():
+    epoch = jax.pmap(lambda x, k: (x * 2 + 1, k), axis_name="i")
+  assert jax.pmap is pmap
+  out = (jax.device_put(np.zeros((1, 3), np.float32), jax.devices()[0]),
+         jax.random.split(jax.random.PRNGKey(0), 1))
+  compiles, logger = _Compiles(), logging.getLogger("jax")
+  logger.addHandler(compiles)
+  try:
+    with jax.log_compiles(True):
+      for _ in range(3):
+        out = epoch(*out)
+  finally:
+    logger.removeHandler(compiles)
+  np.testing.assert_array_equal(out[0], 7.0)
+  assert compiles.names.count("jit(_fun)") == 1, compiles.names
