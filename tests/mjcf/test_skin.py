@@ -144,3 +144,31 @@ def test_truncated_skn_file():
   xml = ARM.format(head="", skins='<skin file="arm.skn"/>')
   with pytest.raises(jaxmj.MJCFError, match="insufficient vertex data for bone 1 in SKN"):
     jaxmj.Model.from_xml_string(xml, assets={"arm.skn": skn_bytes()[:-8]})
+
+
+def test_an_attached_models_skin_file_binds_the_renamed_bodies():
+  """The SKN file names its bones' bodies; attached under a name scope they are
+  'arm/upper', 'arm/lower', and the written file says so (as dm_control writes it)."""
+  from jaxmj import mjcf
+
+  arm = mjcf.from_xml_string(ARM.format(head="", skins='<skin name="s" file="arm.skn"/>'),
+                             assets={"arm.skn": skn_bytes()})
+  arm.model = "arm"
+  scene = mjcf.RootElement(model="scene")
+  scene.attach(arm)
+  m = jaxmj.Model.from_mjcf(scene)
+  mj = mujoco.MjModel.from_xml_string(scene.to_xml_string(), scene.get_assets())
+  assert differences(m, mj) == []
+  assert [jaxmj.id2name(m, "body", i) for i in m.skin_bonebodyid] == ["arm/upper", "arm/lower"]
+
+
+def test_an_attached_skin_bone_name_too_long_for_the_file_is_refused():
+  from jaxmj import mjcf
+
+  arm = mjcf.from_xml_string(ARM.format(head="", skins='<skin name="s" file="arm.skn"/>'),
+                             assets={"arm.skn": skn_bytes()})
+  arm.model = "a_model_name_far_too_long_for_skin_files"
+  scene = mjcf.RootElement(model="scene")
+  scene.attach(arm)
+  with pytest.raises(jaxmj.MJCFError, match="longer than a skin file holds"):
+    jaxmj.Model.from_mjcf(scene)

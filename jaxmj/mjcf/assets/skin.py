@@ -86,6 +86,32 @@ def _read_skn(node: Node, skin: _Skin, data: bytes, file: str) -> None:
     fail("unexpected buffer size")
 
 
+SKN_NAME_BYTES = 40  # a bone's body name field; MuJoCo reads at most 39 characters of it
+
+
+def prefix_skn_bones(data: bytes, prefix: str) -> bytes:
+  """The SKN file `data` with `prefix` before every bone's body name: a skin of a model
+  attached under a name scope binds the renamed bodies (dm_control rewrites its skins so).
+  Data the format does not parse is returned as it is, for _read_skn to report. Raises
+  ValueError for a prefixed name longer than the format holds."""
+  if len(data) < 16:
+    return data
+  nvert, ntex, nface, nbone = (int(n) for n in np.frombuffer(data[:16], np.int32))
+  out, at = bytearray(data), 16 + 4 * (3 * nvert + 2 * ntex + 3 * nface)
+  for _ in range(nbone):
+    if nvert < 0 or ntex < 0 or nface < 0 or at + 72 > len(data):
+      return data
+    name = bytes(data[at:at + SKN_NAME_BYTES - 1]).split(b"\0")[0]
+    renamed = prefix.encode() + name
+    if len(renamed) > SKN_NAME_BYTES - 1:
+      raise ValueError(f"skin bone body {renamed.decode()!r} is longer than a skin file holds "
+                       f"({SKN_NAME_BYTES - 1} characters)")
+    out[at:at + SKN_NAME_BYTES] = renamed.ljust(SKN_NAME_BYTES, b"\0")
+    count = int(np.frombuffer(data[at + 68:at + 72], np.int32)[0])
+    at += 72 + 8 * max(count, 0)
+  return bytes(out)
+
+
 def _read_inline(node: Node, skin: _Skin) -> None:
   f32 = lambda x: None if x is None else np.asarray(x, np.float32)  # noqa: E731
   a = node.attrs

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from lxml import etree
 
+from jaxmj.mjcf.assets import skin
 from jaxmj.mjcf.compile import build
 from jaxmj.mjcf.compose import attach
 from jaxmj.mjcf.compose.element import (
@@ -239,6 +240,7 @@ class _Writer:
       elif isinstance(value, Element):
         out[name] = self._reference(el, name, value)
       elif isinstance(value, Asset):
+        value = self._scoped_asset(el, m, value)
         out[name] = value.vfs_name
         self.assets[value.vfs_name] = value.contents
       elif name in REFERENCES and isinstance(value, str):
@@ -257,6 +259,18 @@ class _Writer:
         if name not in el._attrs:
           raise el.error(f"missing required attribute '{name}'", name)
     return out
+
+  def _scoped_asset(self, el: Element, m: RootElement, asset: Asset) -> Asset:
+    """An SKN file names its bones' bodies inside: in an attached model they get the
+    model's prefix, as the bodies do."""
+    prefix = self.prefix[id(m)]
+    if el.tag != "skin" or not prefix:
+      return asset
+    try:
+      contents = skin.prefix_skn_bones(asset.contents, prefix)
+    except ValueError as e:
+      raise el.error(str(e), "file") from None
+    return Asset(contents, asset.extension, asset.prefix)
 
   def _name(self, el: Element, m: RootElement, name: str | None) -> str:
     """`el`'s name as written (el.prefixed_identifier from the top model)."""
