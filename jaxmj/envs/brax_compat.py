@@ -52,14 +52,16 @@ def _placing(pmap):
   `jax.random.split`) makes a second program: Brax's APG feeds its first training epoch
   such a key and env state (its state after a jitted step), so that epoch, env step and
   gradient included, compiled twice (79 s more on CartpoleBalance, 2 CPU cores). Mapped
-  functions with other in_axes or static arguments are left as they are."""
+  functions with other in_axes or static arguments, and all on several hosts, are left as
+  they are."""
 
   @functools.wraps(pmap)
   def placing_pmap(fun, axis_name=None, *, in_axes=0, static_broadcasted_argnums=(),
                    devices=None, **kwargs):
     mapped = pmap(fun, axis_name, in_axes=in_axes, devices=devices,
                   static_broadcasted_argnums=static_broadcasted_argnums, **kwargs)
-    if axis_name is None or in_axes != 0 or static_broadcasted_argnums:
+    if (axis_name is None or in_axes != 0 or static_broadcasted_argnums
+        or jax.process_count() > 1):  # several hosts: pmap places host-local arrays itself
       return mapped
 
     @functools.wraps(mapped)
