@@ -38,8 +38,9 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
 
   full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test). With
   `unroll` or n <= SPD_UNROLL_MAX the elimination runs in blocks (`_eliminate_blocked`; with
-  `unroll` every column step unrolled, else a block's steps loop on the CPU); larger systems run one fori_loop step per column of Gauss-Jordan elimination on the whole
-  augmented matrix (a loop needs fixed shapes).
+  `unroll` every column step unrolled, else a block's steps loop on the CPU); larger systems
+  run one fori_loop step per column of Gauss-Jordan elimination on the whole augmented
+  matrix (a loop needs fixed shapes).
   """
   n = a.shape[0]
   vec = b.ndim == 1
