@@ -62,7 +62,10 @@ def make_constraint(m: Model, d: Data) -> Data:
     blocks.insert(0, rows(lay.ne, m.nv, dt, **eq))
   r = {k: (np.concatenate if isinstance(v, np.ndarray) else jnp.concatenate)(
          [b[k] for b in blocks]) for k, v in blocks[0].items()}
-  J = r["J"].reshape(lay.nefc, m.nv)
+  # Materialized before anything reads it (the barrier at the end says why): vel's product
+  # and every tangent then read this one array, so reverse mode through a rollout keeps it
+  # alone per step, not the (nc, nv) contact products it is assembled from (rows.py).
+  J = jax.lax.optimization_barrier(r["J"].reshape(lay.nefc, m.nv))
   if m.opt.enabled(EnableBit.DIAGEXACT):
     r["diag"] = _exact_diag(m, d, J)
 
@@ -94,11 +97,11 @@ def make_constraint(m: Model, d: Data) -> Data:
     force, state = jnp.zeros(lay.nefc, dt), jnp.zeros(lay.nefc, jnp.int32)
   efc = dict(
     efc_type=jnp.asarray(lay.efc_type), efc_id=jnp.asarray(lay.efc_id), efc_active=active,
-    efc_J=J, efc_pos=r["pos"], efc_margin=r["margin"], efc_frictionloss=r["frictionloss"],
+    efc_pos=r["pos"], efc_margin=r["margin"], efc_frictionloss=r["frictionloss"],
     efc_diagA=R * imp / (1 - imp), efc_R=R, efc_D=jnp.where(active, 1 / R, 0.0),
     efc_vel=vel, efc_aref=aref, efc_force=force, efc_state=state)
   # Materialize the rows once, before the solver reads them: without this barrier XLA fuses
   # the row assembly (contact Jacobians, gathers) into the solver's consumers and recomputes
   # it there. A vmapped step of box_pile / humanoid_floor is ~30% faster on CPU with it
   # (scripts/profile_step.py); values and derivatives are unchanged.
-  return d.replace(**jax.lax.optimization_barrier(efc))
+  return d.replace(efc_J=J, **jax.lax.optimization_barrier(efc))

@@ -80,20 +80,23 @@ def limit_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
   lin, ball = lay.limit_jnt[lin_rows], lay.limit_jnt[ball_rows]
   dist = jnp.zeros(n, dt)
   J = jnp.zeros((n, m.nv), dt)
+  # unique_indices: distinct static indices (smooth/com.py's com_pos says why)
   if len(lin):
     value = d.qpos[m.jnt_qposadr[lin]]
     lower = -(m.jnt_range[lin, 0] - value)  # side -1, as MuJoCo writes it
     upper = m.jnt_range[lin, 1] - value
     side = lay.limit_side[lin_rows]
     at_lower = jnp.where(side == 0, lower <= upper, side < 0)
-    dist = dist.at[lin_rows].set(jnp.where(at_lower, lower, upper))
-    J = J.at[lin_rows, m.jnt_dofadr[lin]].set(jnp.where(at_lower, 1.0, -1.0).astype(dt))
+    dist = dist.at[lin_rows].set(jnp.where(at_lower, lower, upper), unique_indices=True)
+    J = J.at[lin_rows, m.jnt_dofadr[lin]].set(jnp.where(at_lower, 1.0, -1.0).astype(dt),
+                                               unique_indices=True)
   if len(ball):
     adr = m.jnt_qposadr[ball][:, None] + np.arange(4)
     angle, axis = ball_angle_axis(d.qpos[adr])
-    dist = dist.at[ball_rows].set(jnp.maximum(m.jnt_range[ball, 0], m.jnt_range[ball, 1]) - angle)
+    dist = dist.at[ball_rows].set(jnp.maximum(m.jnt_range[ball, 0], m.jnt_range[ball, 1]) - angle,
+                                  unique_indices=True)
     cols = m.jnt_dofadr[ball][:, None] + np.arange(3)
-    J = J.at[ball_rows[:, None], cols].set(-axis)
+    J = J.at[ball_rows[:, None], cols].set(-axis, unique_indices=True)
   jnt = lay.limit_jnt
   margin = m.jnt_margin[jnt]
   return rows(n, m.nv, dt, J=J, pos=dist, margin=margin, imp_pos=dist, imp_margin=margin,

@@ -77,7 +77,10 @@ def com_pos(m: Model, d: Data) -> Data:
       if jtype == JointType.FREE:
         trans = np.eye(6)[3 + g["local"] % 3]
         rows = jnp.where((g["local"] < 3)[:, None], trans, rows)
-    cdof = cdof.at[g["dof"]].set(rows)
+    # distinct static indices, declared so: JAX then differentiates the scatter as a plain
+    # one, where otherwise its JVP scatters ids to pick a winner among duplicate indices (more
+    # ops, and one more array kept per step by reverse mode through a rollout)
+    cdof = cdof.at[g["dof"]].set(rows, unique_indices=True)
   return d.replace(subtree_com=subtree_com, cinert=cinert, cdof=cdof)
 
 
@@ -92,5 +95,5 @@ def com_vel(m: Model, d: Data) -> Data:
   seen = jnp.asarray(plan["before"], dof_vel.dtype) @ dof_vel
   cdof_dot = math.motion_cross(seen, d.cdof)
   if len(plan["zero_dot"]):
-    cdof_dot = cdof_dot.at[plan["zero_dot"]].set(0.0)
+    cdof_dot = cdof_dot.at[plan["zero_dot"]].set(0.0, unique_indices=True)
   return d.replace(cvel=cvel, cdof_dot=cdof_dot)

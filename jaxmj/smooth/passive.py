@@ -39,22 +39,24 @@ def _spring(m: Model, d: Data) -> jnp.ndarray:
   and free translations apply the polynomial to the displacement's norm (_vector_spring)."""
   qfrc = jnp.zeros(m.nv, d.qpos.dtype)
   spring_ref = plastic.qpos_spring(m, d)
+  # unique_indices: distinct static indices (com.py's com_pos says why)
   for jtype, g in _spring_plan(m).items():
     qa, da = g["qadr"][:, None], g["dadr"][:, None]
     if jtype in (JointType.HINGE, JointType.SLIDE):
       x = d.qpos[g["qadr"]] - spring_ref[g["qadr"]]
       k, poly = m.jnt_stiffness[g["jnt"]], m.jnt_stiffnesspoly[g["jnt"]]
       frc = -(k * x + poly[:, 0] * x * x + poly[:, 1] * x * x * x)
-      qfrc = qfrc.at[g["dadr"]].set(frc)
+      qfrc = qfrc.at[g["dadr"]].set(frc, unique_indices=True)
       continue
     if jtype == JointType.FREE:
       trans = qa + np.arange(3)
       frc = _vector_spring(m, g["jnt"], d.qpos[trans] - spring_ref[trans])
-      qfrc = qfrc.at[da + np.arange(3)].set(frc)
+      qfrc = qfrc.at[da + np.arange(3)].set(frc, unique_indices=True)
       qa, da = qa + 3, da + 3
     quat = math.normalize_quat(d.qpos[qa + np.arange(4)])
     dif = math.quat_sub(quat, spring_ref[qa + np.arange(4)])
-    qfrc = qfrc.at[da + np.arange(3)].set(_vector_spring(m, g["jnt"], dif))
+    qfrc = qfrc.at[da + np.arange(3)].set(_vector_spring(m, g["jnt"], dif),
+                                          unique_indices=True)
   return qfrc
 
 

@@ -43,7 +43,8 @@ def integrate_pos(m: Model, qpos: jnp.ndarray, qvel: jnp.ndarray, dt) -> jnp.nda
     qpos = qpos.at[plan["lin_q"]].add(dt * qvel[plan["lin_v"]])
   if len(plan["quat_q"]):
     quat = math.quat_integrate(qpos[plan["quat_q"]], qvel[plan["quat_v"]], dt)
-    qpos = qpos.at[plan["quat_q"]].set(quat)
+    # distinct static indices (com.py's com_pos says why)
+    qpos = qpos.at[plan["quat_q"]].set(quat, unique_indices=True)
   return qpos
 
 
