@@ -57,7 +57,7 @@ def jac_products(m: Model, lay: EfcLayout, J_other: jnp.ndarray, f: ContactFacto
                  cdof: jnp.ndarray) -> tuple[Callable, Callable, tuple]:
   """(mul, mul_t, factors) with efc_J x = mul(factors, x) (nv,) -> (nefc,) and efc_J' y =
   mul_t(factors, y) (nefc,) -> (nv,), from what the rows are built from: factors = (J_other,
-  u, w, c1, c2, cdof), the rows before the contacts ((nefc - nc, nv), formed) and the
+  u, w, off1, off2, cdof), the rows before the contacts ((nefc - nc, nv), formed) and the
   contact rows' ContactFactors. Their derivatives in the factors are those of the products
   with efc_J, without its tangent: O(nc + nbody nv) per tangent for the contact rows (a
   point velocity or wrench each, rows.contact_mul_jac) where efc_J's is (nc, nv) entries.
@@ -65,8 +65,8 @@ def jac_products(m: Model, lay: EfcLayout, J_other: jnp.ndarray, f: ContactFacto
   n = J_other.shape[0]
 
   def unpack(factors):
-    J_other, u, w, c1, c2, cdof = factors
-    return J_other, f._replace(u=u, w=w, c1=c1, c2=c2), cdof
+    J_other, u, w, off1, off2, cdof = factors
+    return J_other, f._replace(u=u, w=w, off1=off1, off2=off2), cdof
 
   def mul(factors, x):
     J_other, fc, cdof = unpack(factors)
@@ -76,7 +76,7 @@ def jac_products(m: Model, lay: EfcLayout, J_other: jnp.ndarray, f: ContactFacto
     J_other, fc, cdof = unpack(factors)
     return y[:n] @ J_other + contact_mul_jac_t(m, lay, fc, cdof, y[n:])
 
-  return mul, mul_t, (J_other, f.u, f.w, f.c1, f.c2, cdof)
+  return mul, mul_t, (J_other, f.u, f.w, f.off1, f.off2, cdof)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0,))

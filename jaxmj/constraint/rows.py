@@ -125,15 +125,17 @@ def _row_directions(d: Data, lay: EfcLayout, friction: jnp.ndarray):
 
 class ContactFactors(NamedTuple):
   """The contact rows as directions: row r of efc_J is u_r . (jacp2 - jacp1) + w_r . (jacr2
-  - jacr1) at the contact point (mj_jac's point Jacobians of the two bodies), and with jacp
-  = lin + ang x off (cdof columns of the dofs that move the body), the offsets fold into
-  c_i = (pos - subtree_com[root of body i]) x u_r. (nc, 3) each, global frame; c_i None
-  where side i moves with no dof in any row (a world geom, as a floor is in every slot).
-  b1, b2: (nc,) static body of each side; mu (nc,): the friction coefficient of the row's
-  edge (diagApprox)."""
+  - jacr1) at the contact point (mj_jac's point Jacobians of the two bodies). With jacp =
+  lin + ang x off_i (cdof columns of the dofs that move the body; off_i = pos -
+  subtree_com[root of body i]), the offsets fold into c_i = off_i x u_r. (nc, 3) each,
+  global frame; off_i and c_i None where side i moves with no dof in any row (a world
+  geom, as a floor is in every slot). b1, b2: (nc,) static body of each side; mu (nc,):
+  the friction coefficient of the row's edge (diagApprox)."""
 
   u: jnp.ndarray
   w: jnp.ndarray
+  off1: jnp.ndarray | None
+  off2: jnp.ndarray | None
   c1: jnp.ndarray | None
   c2: jnp.ndarray | None
   mu: jnp.ndarray
@@ -150,10 +152,11 @@ def contact_factors(m: Model, d: Data, lay: EfcLayout) -> ContactFactors:
   u, w, mu = _row_directions(d, lay, friction)
   b1, b2 = m.geom_bodyid[con.geom1][slot], m.geom_bodyid[con.geom2][slot]
   body_dof = body_plan(m)["body_dof"]
-  off_x_u = lambda b: math.cross(con.pos[slot] - d.subtree_com[m.body_rootid[b]], u)  # noqa: E731
-  c1 = off_x_u(b1) if body_dof[b1].any() else None
-  c2 = off_x_u(b2) if body_dof[b2].any() else None
-  return ContactFactors(u=u, w=w, c1=c1, c2=c2, mu=mu, b1=b1, b2=b2)
+  off = lambda b: con.pos[slot] - d.subtree_com[m.body_rootid[b]]  # noqa: E731
+  off1 = off(b1) if body_dof[b1].any() else None
+  off2 = off(b2) if body_dof[b2].any() else None
+  c1, c2 = (None if o is None else math.cross(o, u) for o in (off1, off2))
+  return ContactFactors(u=u, w=w, off1=off1, off2=off2, c1=c1, c2=c2, mu=mu, b1=b1, b2=b2)
 
 
 def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, f: ContactFactors) -> jnp.ndarray:
@@ -187,36 +190,44 @@ def contact_mul_jac(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.ndarr
                     x: jnp.ndarray) -> jnp.ndarray:
   """The contact rows times x (nv,) -> (nc,), without forming them (mj_mulJacVec): each
   body's velocity under x (cdof (nv, 6) of its dofs and its ancestors' times x), then per
-  row u . (v2 - v1) + w . (omega2 - omega1) + c2 . omega2 - c1 . omega1. O(nbody nv + nc)
-  per vector, where the product's derivative in the positions through the formed rows
-  costs (nc, nv) per tangent. Round-off differs from J @ x."""
-  vel = jnp.asarray(body_plan(m)["body_dof"], x.dtype) @ (cdof * x[:, None])  # (nbody, 6)
-  v1, v2 = vel[f.b1], vel[f.b2]
-  out = jnp.sum(f.u * (v2[:, 3:] - v1[:, 3:]), axis=1)
+  row u . (v2 + omega2 x off2 - v1 - omega1 x off1) + w . (omega2 - omega1): the contact
+  point's relative velocity. O(nbody nv + nc) per vector, and its derivative in the
+  factors (u, w, off_i, cdof) as cheap, where the product's derivative through the formed
+  rows costs (nc, nv) per tangent. Round-off differs from J @ x. The cross products are
+  jnp.cross: math.cross's rule applies a 3x3 matrix per tangent, which XLA:CPU broadcast
+  over every tangent (forward mode)."""
+  dt = x.dtype
+  vel = jnp.asarray(body_plan(m)["body_dof"], dt) @ (cdof * x[:, None])  # (nbody, 6)
+  # each row's body velocities by static one-hot products: a gather's transpose (reverse
+  # mode) is a scatter-add
+  v1, v2 = (jnp.asarray(np.eye(m.nbody)[b], dt) @ vel for b in (f.b1, f.b2))
+  rel = 0.0
+  for sign, v, off in ((-1.0, v1, f.off1), (1.0, v2, f.off2)):
+    if off is not None:
+      rel = rel + sign * (v[:, 3:] + jnp.cross(v[:, :3], off))
+  out = jnp.sum(f.u * rel, axis=1)
   if (lay.con_k >= 3).any():
     out = out + jnp.sum(f.w * (v2[:, :3] - v1[:, :3]), axis=1)
-  if f.c2 is not None:
-    out = out + jnp.sum(f.c2 * v2[:, :3], axis=1)
-  if f.c1 is not None:
-    out = out - jnp.sum(f.c1 * v1[:, :3], axis=1)
   return out
 
 
 def contact_mul_jac_t(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.ndarray,
                       force: jnp.ndarray) -> jnp.ndarray:
   """The contact rows' transpose times force (nc,) -> (nv,), without forming them
-  (mj_mulJacTVec): per row the wrench force (w + c_i, u) on side i's body (the sign of the
-  side), summed per body, then over each dof's descendants and projected on its cdof.
-  O(nc + nbody nv) per vector. Round-off differs from J' @ force."""
+  (mj_mulJacTVec): per row the wrench (force w + off_i x force u, force u) on side i's body
+  (the sign of the side), summed per body, then over each dof's descendants and projected
+  on its cdof. O(nc + nbody nv) per vector."""
   plan = body_plan(m)
   dt = force.dtype
   nb = m.nbody
-  w = f.w if (lay.con_k >= 3).any() else jnp.zeros_like(f.u)
+  fu = force[:, None] * f.u
+  fw = force[:, None] * f.w if (lay.con_k >= 3).any() else jnp.zeros_like(fu)
   wrench = jnp.zeros((nb, 6), dt)
-  for sign, b, c in ((1.0, f.b2, f.c2), (-1.0, f.b1, f.c1)):
-    ang = w if c is None else w + c
+  for sign, b, off in ((1.0, f.b2, f.off2), (-1.0, f.b1, f.off1)):
+    if off is None:
+      continue
     onehot = jnp.asarray(np.eye(nb)[b].T * sign, dt)  # (nbody, nc), static
-    wrench = wrench + onehot @ (force[:, None] * jnp.concatenate([ang, f.u], axis=1))
+    wrench = wrench + onehot @ jnp.concatenate([fw + jnp.cross(off, fu), fu], axis=1)
   return jnp.sum(cdof * (jnp.asarray(plan["body_dof"].T, dt) @ wrench), axis=1)
 
 
