@@ -58,11 +58,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.constants import MINVAL
-from jaxmj.loops import bounded_loop, kept
 from jaxmj.constraint.driver import jac_products, mul_jac, mul_jac_t
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.constraint.rows import contact_factors
 from jaxmj.linalg import spd_solve
+from jaxmj.loops import bounded_loop, kept
 from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order, smoothing
 from jaxmj.solver.linesearch import differentiable_alpha, prepare
