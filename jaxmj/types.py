@@ -105,6 +105,11 @@ class Option:
   # (0: exact). Values are unchanged; tangents flow as if every contact or limit row not
   # pushing now were active with weight sigmoid(-(dist - margin) / T) (solver/smoothing.py).
   grad_smoothing: float = static(default=0.0)
+  # jaxmj: forward-mode derivatives of the contact rows as products (dJ x, dJ' f from the
+  # contact points and directions, constraint/driver.py's jac_products) instead of forming
+  # dJ, (nefc, nv) a tangent. Values are unchanged. transition_jacobians turns it on; reverse
+  # mode is faster without it (its transposes of the products cost more than dJ's).
+  jac_products: bool = static(default=False)
 
   def disabled(self, bit: DisableBit) -> bool:
     """True if `bit` is set in `disableflags` (static, usable for trace-time branching)."""

@@ -14,6 +14,9 @@ R = (1 - imp) / imp * diagA, as MuJoCo reports it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -27,8 +30,17 @@ from jaxmj.constraint.impedance import (
   fix_solref,
   impedance,
 )
-from jaxmj.constraint.layout import efc_layout
-from jaxmj.constraint.rows import contact_rows, friction_rows, limit_rows, rows
+from jaxmj.constraint.layout import EfcLayout, efc_layout
+from jaxmj.constraint.rows import (
+  ContactFactors,
+  contact_factors,
+  contact_mul_jac,
+  contact_mul_jac_t,
+  contact_rows,
+  friction_rows,
+  limit_rows,
+  rows,
+)
 from jaxmj.smooth import mass, tendon
 from jaxmj.types import Data, EnableBit, Model
 
@@ -39,6 +51,73 @@ def _exact_diag(m: Model, d: Data, J: jnp.ndarray) -> jnp.ndarray:
     return jnp.zeros(0, J.dtype)
   minv_jt = jax.vmap(lambda row: mass.solve_m(m, d, row))(J)
   return jnp.sum(J * minv_jt, axis=-1)
+
+
+def jac_products(m: Model, lay: EfcLayout, J_other: jnp.ndarray, f: ContactFactors,
+                 cdof: jnp.ndarray) -> tuple[Callable, Callable, tuple]:
+  """(mul, mul_t, factors) with efc_J x = mul(factors, x) (nv,) -> (nefc,) and efc_J' y =
+  mul_t(factors, y) (nefc,) -> (nv,), from what the rows are built from: factors = (J_other,
+  u, w, off1, off2, cdof), the rows before the contacts ((nefc - nc, nv), formed) and the
+  contact rows' ContactFactors. Their derivatives in the factors are those of the products
+  with efc_J, without its tangent: O(nc + nbody nv) per tangent for the contact rows (a
+  point velocity or wrench each, rows.contact_mul_jac) where efc_J's is (nc, nv) entries.
+  """
+  n = J_other.shape[0]
+
+  def unpack(factors):
+    J_other, u, w, off1, off2, cdof = factors
+    return J_other, f._replace(u=u, w=w, off1=off1, off2=off2), cdof
+
+  def mul(factors, x):
+    J_other, fc, cdof = unpack(factors)
+    return jnp.concatenate([J_other @ x, contact_mul_jac(m, lay, fc, cdof, x)])
+
+  def mul_t(factors, y):
+    J_other, fc, cdof = unpack(factors)
+    return y[:n] @ J_other + contact_mul_jac_t(m, lay, fc, cdof, y[n:])
+
+  return mul, mul_t, (J_other, f.u, f.w, f.off1, f.off2, cdof)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def mul_jac(mul: Callable, J: jnp.ndarray, factors, x: jnp.ndarray) -> jnp.ndarray:
+  """J @ x for J (n, nv) = the matrix of x -> mul(factors, x) (`jac_products`): its tangent
+  takes dJ x as mul's derivative in the factors; J's own tangent is not read, so no
+  derivative of the product forms dJ."""
+  return J @ x
+
+
+@mul_jac.defjvp
+def _mul_jac_jvp(mul, primals, tangents):
+  (J, factors, x), (_, dfactors, dx) = primals, tangents
+  return J @ x, J @ dx + jax.jvp(lambda a: mul(a, x), (factors,), (dfactors,))[1]
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def mul_jac_t(mul_t: Callable, J: jnp.ndarray, factors, y: jnp.ndarray) -> jnp.ndarray:
+  """J' y, J as in `mul_jac` (mul_t(factors, y) = J' y), dJ' y from mul_t's derivative."""
+  return J.T @ y
+
+
+@mul_jac_t.defjvp
+def _mul_jac_t_jvp(mul_t, primals, tangents):
+  (J, factors, y), (_, dfactors, dy) = primals, tangents
+  return J.T @ y, J.T @ dy + jax.jvp(lambda a: mul_t(a, y), (factors,), (dfactors,))[1]
+
+
+@jax.custom_jvp
+def _barrier(efc: dict) -> dict:
+  """optimization_barrier of the rows (see make_constraint), whose tangent passes efc_J's
+  outside the barrier: a barrier keeps every operand alive, and efc_J's tangent, (nefc, nv)
+  per tangent, is read by no derivative of the pipeline's (mul_jac, mul_jac_t)."""
+  return jax.lax.optimization_barrier(efc)
+
+
+@_barrier.defjvp
+def _barrier_jvp(primals, tangents):
+  (efc,), (defc,) = primals, tangents
+  rest = jax.lax.optimization_barrier({k: v for k, v in defc.items() if k != "efc_J"})
+  return jax.lax.optimization_barrier(efc), dict(rest, efc_J=defc["efc_J"])
 
 
 def make_constraint(m: Model, d: Data) -> Data:
@@ -52,20 +131,26 @@ def make_constraint(m: Model, d: Data) -> Data:
   lay = efc_layout(m, d.contact.dim)
   dt = d.qpos.dtype
   ften, lten = lay.friction_ten, lay.limit_ten  # tendon rows follow the dof / joint rows
+  factors = contact_factors(m, d, lay) if lay.nc else None
   blocks = [friction_rows(m, d, lay),
             rows(len(ften), m.nv, dt, **tendon.friction_rows(m, d, ften)),
             limit_rows(m, d, lay),
             rows(len(lten), m.nv, dt, **tendon.limit_rows(m, d, lten, lay.limit_ten_side)),
-            contact_rows(m, d, lay)]
+            contact_rows(m, d, lay, factors)]
   if lay.ne:  # equality rows come first, as in MuJoCo
     eq = equality.equality_rows(m, d)
     blocks.insert(0, rows(lay.ne, m.nv, dt, **eq))
   r = {k: (np.concatenate if isinstance(v, np.ndarray) else jnp.concatenate)(
          [b[k] for b in blocks]) for k, v in blocks[0].items()}
-  # Materialized before anything reads it (the barrier at the end says why): vel's product
-  # and every tangent then read this one array, so reverse mode through a rollout keeps it
-  # alone per step, not the (nc, nv) contact products it is assembled from (rows.py).
-  J = jax.lax.optimization_barrier(r["J"].reshape(lay.nefc, m.nv))
+  J = r["J"].reshape(lay.nefc, m.nv)
+  # opt.jac_products: the contact rows' derivatives as products (jac_products), for forward
+  # mode; reverse mode keeps the formed rows (the products' transposes cost it more)
+  products = factors is not None and m.opt.jac_products
+  if not products:
+    # Materialized before anything reads it (the barrier at the end says why): vel's
+    # product and every tangent then read this one array, so reverse mode through a rollout
+    # keeps it alone per step, not the (nc, nv) contact products it is assembled from.
+    J = jax.lax.optimization_barrier(J)
   if m.opt.enabled(EnableBit.DIAGEXACT):
     r["diag"] = _exact_diag(m, d, J)
 
@@ -85,7 +170,13 @@ def make_constraint(m: Model, d: Data) -> Data:
   B = jnp.where(ref[:, 1] > 0, 2 / jnp.maximum(MINVAL, dmax * ref[:, 0]),
                 -ref[:, 1] / jnp.maximum(MINVAL, dmax))
 
-  vel = J @ d.qvel + surfacevel.efc_vel_offset(m, d, lay)
+  if not products:
+    vel = J @ d.qvel
+  else:
+    J_other = jnp.concatenate([b["J"] for b in blocks[:-1]]).reshape(-1, m.nv)
+    mul, _, args = jac_products(m, lay, J_other, factors, d.cdof)
+    vel = mul_jac(mul, J, args, d.qvel)
+  vel = vel + surfacevel.efc_vel_offset(m, d, lay)
   aref = -B * vel - K * imp * (r["pos"] - r["margin"]) - r["bias"]  # bias: Jdot v
   share = adhesion.efc_share(m, d, lay)
   if share is not None:  # contact adhesion: shifted normal force, pull in qfrc_passive
@@ -104,4 +195,6 @@ def make_constraint(m: Model, d: Data) -> Data:
   # the row assembly (contact Jacobians, gathers) into the solver's consumers and recomputes
   # it there. A vmapped step of box_pile / humanoid_floor is ~30% faster on CPU with it
   # (scripts/profile_step.py); values and derivatives are unchanged.
+  if products:  # efc_J's tangent outside the barrier: no derivative reads it (_barrier)
+    return d.replace(**_barrier(dict(efc, efc_J=J)))
   return d.replace(efc_J=J, **jax.lax.optimization_barrier(efc))

@@ -22,6 +22,8 @@ driver.py stacks in MuJoCo's order (equality rows: equality.py; tendon rows: ten
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -124,51 +126,125 @@ def _row_directions(d: Data, lay: EfcLayout, friction: jnp.ndarray):
   return u, jnp.where(lin, 0.0, coef), mu
 
 
-def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, u, w) -> jnp.ndarray:
-  """(nc, nv) contact rows, each built directly from its directions (u, w) and static dof
-  masks: with the mj_jac point Jacobians jacp = lin + ang x off and jacr = ang (cdof
-  columns of the dofs that move the body), u . jacp = u . lin + ang . (off x u), so
+class ContactFactors(NamedTuple):
+  """The contact rows as directions: row r of efc_J is u_r . (jacp2 - jacp1) + w_r . (jacr2
+  - jacr1) at the contact point (mj_jac's point Jacobians of the two bodies). With jacp =
+  lin + ang x off_i (cdof columns of the dofs that move the body; off_i = pos -
+  subtree_com[root of body i]), the offsets fold into c_i = off_i x u_r. (nc, 3) each,
+  global frame; off_i and c_i None where side i moves with no dof in any row (a world
+  geom, as a floor is in every slot). b1, b2: (nc,) static body of each side; mu (nc,):
+  the friction coefficient of the row's edge (diagApprox)."""
 
-    J = (mask2 - mask1) (u . lin + w . ang) + ang . (mask2 (off2 x u) - mask1 (off1 x u)).
+  u: jnp.ndarray
+  w: jnp.ndarray
+  off1: jnp.ndarray | None
+  off2: jnp.ndarray | None
+  c1: jnp.ndarray | None
+  c2: jnp.ndarray | None
+  mu: jnp.ndarray
+  b1: np.ndarray
+  b2: np.ndarray
+
+
+def contact_factors(m: Model, d: Data, lay: EfcLayout) -> ContactFactors:
+  """ContactFactors of the contact slots' rows (mj_instantiateContact's directions)."""
+  con = d.contact
+  slot = lay.con_slot
+  # Placeholder slots may hold zero friction; keep divisions by friction finite there.
+  friction = jnp.where(con.active[:, None], con.friction, 1.0)
+  u, w, mu = _row_directions(d, lay, friction)
+  b1, b2 = m.geom_bodyid[con.geom1][slot], m.geom_bodyid[con.geom2][slot]
+  body_dof = body_plan(m)["body_dof"]
+  off = lambda b: con.pos[slot] - d.subtree_com[m.body_rootid[b]]  # noqa: E731
+  off1 = off(b1) if body_dof[b1].any() else None
+  off2 = off(b2) if body_dof[b2].any() else None
+  c1, c2 = (None if o is None else math.cross(o, u) for o in (off1, off2))
+  return ContactFactors(u=u, w=w, off1=off1, off2=off2, c1=c1, c2=c2, mu=mu, b1=b1, b2=b2)
+
+
+def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, f: ContactFactors) -> jnp.ndarray:
+  """(nc, nv) contact rows, each built directly from its factors and static dof masks
+  (mask_i: the dofs that move side i's body):
+
+    J = (mask2 - mask1) (u . lin + w . ang) + ang . (mask2 c2 - mask1 c1).
 
   Small (nc, 3) x (3, nv) products: no (n, nv, 3) Jacobians and no gathers of Jacobian
   rows. Products, not elementwise sums over the 3 components: the elementwise form made
   the constraint stage alone fast but a whole vmapped box_pile step 2.4x slower on CPU
-  (scripts/profile_step.py; cause not traced). A side whose mask is zero in every row (a
-  world geom, as a floor is in every slot) costs no product.
+  (scripts/profile_step.py; cause not traced). A side without a dof (c_i None) costs no
+  product.
   """
-  con = d.contact
-  slot = lay.con_slot
-  b1, b2 = m.geom_bodyid[con.geom1][slot], m.geom_bodyid[con.geom2][slot]
-  body_dof = body_plan(m)["body_dof"].astype(u.dtype)
-  mask1, mask2 = body_dof[b1], body_dof[b2]  # static (nc, nv)
-  pos = con.pos[slot]
+  body_dof = body_plan(m)["body_dof"].astype(f.u.dtype)
+  mask1, mask2 = body_dof[f.b1], body_dof[f.b2]  # static (nc, nv)
   ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
   dot = lambda a, b: a @ b.T  # noqa: E731
-  shared = dot(u, lin)
+  shared = dot(f.u, lin)
   if (lay.con_k >= 3).any():  # torsion / rolling rows; w = 0 everywhere at condim <= 3
-    shared = shared + dot(w, ang)
-  off_x_u = lambda b: dot(math.cross(pos - d.subtree_com[m.body_rootid[b]], u), ang)  # noqa: E731
+    shared = shared + dot(f.w, ang)
   J = (mask2 - mask1) * shared
-  if mask2.any():
-    J = J + mask2 * off_x_u(b2)
-  if mask1.any():
-    J = J - mask1 * off_x_u(b1)
+  if f.c2 is not None:
+    J = J + mask2 * dot(f.c2, ang)
+  if f.c1 is not None:
+    J = J - mask1 * dot(f.c1, ang)
   return J
 
 
-def contact_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
-  """mj_instantiateContact for the contact slots: frictionless, pyramid or elliptic rows."""
+def contact_mul_jac(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.ndarray,
+                    x: jnp.ndarray) -> jnp.ndarray:
+  """The contact rows times x (nv,) -> (nc,), without forming them (mj_mulJacVec): each
+  body's velocity under x (cdof (nv, 6) of its dofs and its ancestors' times x), then per
+  row u . (v2 + omega2 x off2 - v1 - omega1 x off1) + w . (omega2 - omega1): the contact
+  point's relative velocity. O(nbody nv + nc) per vector, and its derivative in the
+  factors (u, w, off_i, cdof) as cheap, where the product's derivative through the formed
+  rows costs (nc, nv) per tangent. Round-off differs from J @ x. The cross products are
+  jnp.cross: math.cross's rule applies a 3x3 matrix per tangent, which XLA:CPU broadcast
+  over every tangent (forward mode)."""
+  dt = x.dtype
+  vel = jnp.asarray(body_plan(m)["body_dof"], dt) @ (cdof * x[:, None])  # (nbody, 6)
+  # each row's body velocities by static one-hot products: a gather's transpose (reverse
+  # mode) is a scatter-add
+  v1, v2 = (jnp.asarray(np.eye(m.nbody)[b], dt) @ vel for b in (f.b1, f.b2))
+  rel = 0.0
+  for sign, v, off in ((-1.0, v1, f.off1), (1.0, v2, f.off2)):
+    if off is not None:
+      rel = rel + sign * (v[:, 3:] + jnp.cross(v[:, :3], off))
+  out = jnp.sum(f.u * rel, axis=1)
+  if (lay.con_k >= 3).any():
+    out = out + jnp.sum(f.w * (v2[:, :3] - v1[:, :3]), axis=1)
+  return out
+
+
+def contact_mul_jac_t(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.ndarray,
+                      force: jnp.ndarray) -> jnp.ndarray:
+  """The contact rows' transpose times force (nc,) -> (nv,), without forming them
+  (mj_mulJacTVec): per row the wrench (force w + off_i x force u, force u) on side i's body
+  (the sign of the side), summed per body, then over each dof's descendants and projected
+  on its cdof. O(nc + nbody nv) per vector."""
+  plan = body_plan(m)
+  dt = force.dtype
+  nb = m.nbody
+  fu = force[:, None] * f.u
+  fw = force[:, None] * f.w if (lay.con_k >= 3).any() else jnp.zeros_like(fu)
+  wrench = jnp.zeros((nb, 6), dt)
+  for sign, b, off in ((1.0, f.b2, f.off2), (-1.0, f.b1, f.off1)):
+    if off is None:
+      continue
+    onehot = jnp.asarray(np.eye(nb)[b].T * sign, dt)  # (nbody, nc), static
+    wrench = wrench + onehot @ jnp.concatenate([fw + jnp.cross(off, fu), fu], axis=1)
+  return jnp.sum(cdof * (jnp.asarray(plan["body_dof"].T, dt) @ wrench), axis=1)
+
+
+def contact_rows(m: Model, d: Data, lay: EfcLayout, f: ContactFactors | None = None) -> dict:
+  """mj_instantiateContact for the contact slots: frictionless, pyramid or elliptic rows
+  (`f`: their contact_factors, computed here when None)."""
   dt = d.qpos.dtype
   if lay.nc == 0:
     return rows(0, m.nv, dt)
   con = d.contact
   slot = lay.con_slot
-  active = con.active
-  # Placeholder slots may hold zero friction; keep divisions by friction finite there.
-  friction = jnp.where(active[:, None], con.friction, 1.0)
-  u, w, fri = _row_directions(d, lay, friction)
-  J = _contact_jacobian(m, d, lay, u, w)
+  f = contact_factors(m, d, lay) if f is None else f
+  J = _contact_jacobian(m, d, lay, f)
+  fri = f.mu
 
   # diagApprox: translation and rotation invweight0 of the two bodies, summed.
   b1, b2 = m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]
@@ -183,5 +259,5 @@ def contact_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
     lay.nc, m.nv, dt, J=J, pos=jnp.where(normal_row, dist, 0.0),
     margin=jnp.where(normal_row, margin, 0.0), imp_pos=dist, imp_margin=margin, diag=diag,
     solref=con.solref[slot], solreffriction=con.solreffriction[slot],
-    solimp=con.solimp[slot], active=active[slot],
+    solimp=con.solimp[slot], active=con.active[slot],
     elliptic_friction=lay.con_elliptic & (lay.con_j > 0))

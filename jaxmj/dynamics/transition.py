@@ -59,6 +59,8 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
   through a non-smooth event. One world; `jax.vmap` over a batch of Data (with
   `in_axes=(None, 0)`) batches it, and everything jits.
   """
+  if eps is None:  # the contact rows' tangents as products, without forming dJ (types.py)
+    m = m.replace(opt=m.opt.replace(jac_products=True))
   f = _transition(m, d) if eps is None else _transition(m, d, step(m, d).qpos)
   dt = d.qvel.dtype
   sizes = (m.nv, m.nv, m.na, m.nu)

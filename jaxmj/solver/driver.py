@@ -58,9 +58,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.constants import MINVAL
-from jaxmj.loops import bounded_loop, kept
+from jaxmj.constraint.driver import jac_products, mul_jac, mul_jac_t
 from jaxmj.constraint.layout import efc_layout
+from jaxmj.constraint.rows import contact_factors
 from jaxmj.linalg import spd_solve
+from jaxmj.loops import bounded_loop, kept
 from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order, smoothing
 from jaxmj.solver.linesearch import differentiable_alpha, prepare
@@ -415,6 +417,7 @@ def solve_arrays(
   efc_order: np.ndarray | None = None,
   efc_soft_weight: jax.Array | None = None,
   mul_m: tuple[Callable, tuple] | None = None,
+  mul_j: tuple[Callable, Callable, tuple] | None = None,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -448,6 +451,10 @@ def solve_arrays(
   the implicit derivative (jaxmj/solver/smoothing.py), None: exact. `mul_m` (fn, args): qM x
   = fn(*args, x), whose derivative in args the implicit derivative takes for dqM qacc
   instead of qM's tangent (smooth/mass.py's mul_m_tree: no nv^2 tangent); None: qM's.
+  `mul_j` (mul, mul_t, factors): efc_J x = mul(factors, x), efc_J' y = mul_t(factors, y)
+  (constraint/driver.py's jac_products), whose derivatives in the factors the implicit
+  derivative takes for dJ qacc and dJ' force instead of efc_J's tangent (not read); None:
+  efc_J's. Neither applies to the soft rows' share (efc_soft_weight).
   """
   dt = qM.dtype
   nv, nefc = qM.shape[0], efc_J.shape[0]
@@ -464,15 +471,16 @@ def solve_arrays(
   if solve_m is None:
     solve_m = lambda x: spd_solve(qM, x)[0]  # noqa: E731
   if not implicit_grad:
-    mul_m = None
-  p = make_problem(qM if mul_m is None else jax.lax.stop_gradient(qM), qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
-               efc_type, efc_active, cones, cone_friction, cone_mu)
+    mul_m = mul_j = None
+  sg = jax.lax.stop_gradient
+  p = make_problem(qM if mul_m is None else sg(qM), qacc_smooth, qfrc_smooth,
+                   efc_J if mul_j is None else sg(efc_J), efc_D, efc_R, efc_aref,
+                   efc_frictionloss, efc_type, efc_active, cones, cone_friction, cone_mu)
   if not islands:  # one island holding every dof, or none without active rows (nefc = 0)
     dof_island = jnp.where(jnp.any(p.active), jnp.zeros(nv, jnp.int32), -1)
     efc_island = jnp.zeros(nefc, jnp.int32)
   isl = make_islands(dof_island, efc_island, ni, p.cidx, dt)
   if implicit_grad:  # the iterations see constants; derivatives come from _implicit below
-    sg = jax.lax.stop_gradient
     ps = p._replace(**{k: sg(v) for k, v in p._asdict().items() if isinstance(v, jax.Array)})
     solve_m_loop = lambda x: sg(solve_m(x))  # noqa: E731
     qacc_w, tolerance, ls_tolerance = sg(qacc_warmstart), sg(tolerance), sg(ls_tolerance)
@@ -515,20 +523,23 @@ def solve_arrays(
   soft = None
   if efc_soft_weight is not None:
     soft = dict(J=efc_J, aref=efc_aref, D=1.0 / efc_R, w=efc_soft_weight)
-  return _implicit(p, res, soft, mul_m)
+  return _implicit(p, res, soft, mul_m, mul_j)
 
 
 @jax.named_scope("implicit_derivative")
 def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
-              mul_m: tuple[Callable, tuple] | None = None) -> SolverResult:
+              mul_m: tuple[Callable, tuple] | None = None,
+              mul_j: tuple[Callable, Callable, tuple] | None = None) -> SolverResult:
   """res with the implicit-function derivative of the optimum (values unchanged).
 
   At the optimum the primal gradient g(qacc; inputs) = M qacc - qfrc_smooth - J' force(J qacc -
   aref) vanishes, so d qacc = -H^-1 dg with H its generalized Hessian; the forces follow from
   the primal constraint update at qacc. A custom JVP attaches that derivative, so a forward
   pass that is not differentiated computes nothing for it. `soft`: the smoothed rows
-  (smoothing.soft_tangent), whose share is added to that derivative. `mul_m`: see
-  solve_arrays (then p.M carries no tangent).
+  (smoothing.soft_tangent), whose share is added to that derivative. `mul_m`, `mul_j`: see
+  solve_arrays (then p.M, p.J_all carry no tangent). The rows are read unmasked (p.J_all:
+  an inactive row's force, force tangent and Hessian weight are 0), so no tangent of the
+  masked rows is made.
   """
   sg = jax.lax.stop_gradient
   arrays = {k: v for k, v in p._asdict().items() if isinstance(v, jax.Array)}
@@ -538,11 +549,19 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
   if mul_m is not None:
     arrays = dict(arrays, mass=mul_m[1])
     static = dict(static, mul_m=mul_m[0])
+  if mul_j is not None:
+    arrays = dict(arrays, jac=mul_j[2])
+    static = dict(static, mul_j=mul_j[:2])
   qacc, force = _optimum(static)(arrays, sg(res.qacc), sg(res.efc_force))
   # unmasked rows (an inactive row's force is 0): the same product as _primal's last, once;
   # smoothed rows that are inactive carry force tangents, so theirs must not be masked
-  J = p.J_all if soft is None else soft["J"]
-  return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=_mul_jt(J, force))
+  if soft is not None:
+    qfrc = _mul_jt(soft["J"], force)
+  elif mul_j is None:
+    qfrc = _mul_jt(p.J_all, force)
+  else:
+    qfrc = mul_jac_t(mul_j[1], p.J_all, mul_j[2], force)
+  return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=qfrc)
 
 
 @jax.custom_jvp
@@ -565,18 +584,24 @@ def _optimum(static: dict) -> Callable:
   arrays["mass"] and static["mul_m"] (see solve_arrays), M q's derivative is mul_m's."""
   static = dict(static)
   mul_m = static.pop("mul_m", None)
+  mul_j = static.pop("mul_j", None)
 
   def problem(arrays):
-    return Problem(**{k: v for k, v in arrays.items() if k not in ("soft", "mass")}, **static)
+    return Problem(**{k: v for k, v in arrays.items() if k not in ("soft", "mass", "jac")},
+                   **static)
 
   def force_at(arrays, q):
     pa = problem(arrays)
-    return constraint_update(pa, pa.J @ q - pa.aref).force
+    jq = pa.J_all @ q if mul_j is None else mul_jac(mul_j[0], pa.J_all, arrays["jac"], q)
+    return constraint_update(pa, jq - pa.aref).force
 
   def gradient(arrays, q):
     pa = problem(arrays)
     mq = pa.M @ q if mul_m is None else mul_m(*arrays["mass"], q)
-    return mq - pa.qfrc_smooth - _mul_jt(pa.J, force_at(arrays, q))
+    f = force_at(arrays, q)
+    jtf = _mul_jt(pa.J_all, f) if mul_j is None else mul_jac_t(mul_j[1], pa.J_all,
+                                                              arrays["jac"], f)
+    return mq - pa.qfrc_smooth - jtf
 
   @jax.custom_jvp
   def optimum(arrays, qacc, force):
@@ -587,10 +612,10 @@ def _optimum(static: dict) -> Callable:
     arrays, q, force = primals
     darrays = tangents[0]
     pa = problem(arrays)
-    u = constraint_update(pa, pa.J @ q - pa.aref)
-    h = pa.M + pa.J.T @ (u.Dq[:, None] * pa.J)
+    u = constraint_update(pa, pa.J_all @ q - pa.aref)
+    h = pa.M + pa.J_all.T @ (u.Dq[:, None] * pa.J_all)
     if pa.cidx.shape[0]:
-      jc = ext(pa.J)[pa.cidx]
+      jc = ext(pa.J_all)[pa.cidx]
       h = h + jnp.einsum("cin,cij,cjm->nm", jc, u.Hc, jc)
     # H^-1 from the primal alone, so that the tangent is a linear map (transposable); kept,
     # or rematerializing reverse mode (rollout's) would eliminate again in the backward pass
@@ -625,6 +650,10 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
   into it after each step. `implicit_grad`: see `solve_arrays`; None (default) takes it
   from `m.opt.grad` ("implicit" or "unrolled"). `find_islands=False` reads the island
   fields of `d` as they are (the pipeline runs mj_island as a stage of its own).
+  Derivatives take dqM x from d's cinert, cdof, ten_J and the contact rows' dJ x, dJ' f
+  from d's cdof, subtree_com and contacts (solve_arrays' mul_m, mul_j), not from the
+  tangents of d.qM and of d.efc_J's contact rows: those must be crb's and
+  make_constraint's, as in the pipeline.
   """
   if implicit_grad is None:
     if m.opt.grad not in GRADS:
@@ -661,6 +690,9 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
   # makes every evaluation compute each kind and select
   lay = efc_layout(m, con.dim)
   efc_type = lay.efc_type if lay.nefc == nefc else d.efc_type
+  mul_j = None
+  if m.opt.jac_products and lay.nefc == nefc and lay.nc and not t:  # see solve_arrays
+    mul_j = jac_products(m, lay, d.efc_J[:nefc - lay.nc], contact_factors(m, d, lay), d.cdof)
   res = solve_arrays(
     d.qM, d.qacc_smooth, d.qfrc_smooth, d.qacc_warmstart, d.efc_J, d.efc_D, d.efc_R,
     d.efc_aref, d.efc_frictionloss, efc_type, d.efc_active, cones, fric, mu,
@@ -669,6 +701,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     ls_tolerance=m.opt.ls_tolerance, warmstart=not m.opt.disabled(DisableBit.WARMSTART),
     solve_m=lambda x: mass.solve_m(m, d, x), implicit_grad=implicit_grad, **islands,
     mul_m=(mass.mul_m_tree, (m, d.cinert, d.cdof, d.ten_J)),  # m's leaves differentiate
+    mul_j=mul_j,
     efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t) if t else None,
   )

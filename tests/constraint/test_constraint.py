@@ -15,9 +15,9 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import jaxmj  # noqa: E402
-from jaxmj.constraint.driver import make_constraint  # noqa: E402
+from jaxmj.constraint.driver import jac_products, make_constraint  # noqa: E402
 from jaxmj.constraint.layout import efc_layout  # noqa: E402
-from jaxmj.constraint.rows import ball_angle_axis  # noqa: E402
+from jaxmj.constraint.rows import ball_angle_axis, contact_factors  # noqa: E402
 from jaxmj.smooth import com, kinematics, mass  # noqa: E402
 
 
@@ -247,6 +247,36 @@ def test_contacts_match_mujoco(cone):
     d = make(m, data_of(m, dm))
     matched = assert_rows_match(m, mj, d, dm)
     assert matched.all() and dm.nefc == len(matched)
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_jacobian_products_match_the_formed_rows(cone):
+  """jac_products' efc_J x and efc_J' y (contact rows from their factors: condim 1-6,
+  world-body and body-body) equal the products with the formed rows, and so do their
+  derivatives in what the rows are built from (cdof, subtree_com, contact points and
+  frames), which is what mul_jac / mul_jac_t take for dJ x and dJ' y."""
+  m, mj = load(CONTACT_XML.format(cone=cone, impratio=3.5))
+  dm = contact_state(mj, np.random.default_rng(0))
+  mujoco.mj_forward(mj, dm)
+  d0 = data_of(m, dm)
+  rng = np.random.default_rng(1)
+  x = jnp.asarray(rng.normal(size=m.nv))
+  y = jnp.asarray(rng.normal(size=efc_layout(m, d0.contact.dim).nefc))
+
+  def products(cdof, subtree_com, pos, frame):
+    d = make_constraint(m, d0.replace(cdof=cdof, subtree_com=subtree_com,
+                                      contact=d0.contact.replace(pos=pos, frame=frame)))
+    lay = efc_layout(m, d.contact.dim)
+    mul, mul_t, f = jac_products(m, lay, d.efc_J[:lay.nefc - lay.nc],
+                                 contact_factors(m, d, lay), d.cdof)
+    return d.efc_J @ x, mul(f, x), y @ d.efc_J, mul_t(f, y)
+
+  args = (d0.cdof, d0.subtree_com, d0.contact.pos, d0.contact.frame)
+  dargs = tuple(jnp.asarray(rng.normal(size=a.shape)) for a in args)
+  out, dout = jax.jit(lambda a, t: jax.jvp(products, a, t), compiler_options=OPTS)(args, dargs)
+  for (jx, mx, jty, mty) in (out, dout):
+    np.testing.assert_allclose(mx, jx, rtol=0, atol=1e-12 * np.abs(jx).max())
+    np.testing.assert_allclose(mty, jty, rtol=0, atol=1e-12 * np.abs(jty).max())
 
 
 def test_edited_contact_parameters_match_mj_makeconstraint():
