@@ -53,8 +53,9 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
   factorization, collision, constraint Jacobians): they cost a fraction of a position
   tangent. Each linearization's tangent map is vmapped over its basis columns, `chunk` at a
   time (static; None: all at once. A chunk is applied by lax.map and bounds memory to chunk
-  tangents; on the CPU all at once was fastest on small models and 6 at a time 15-25%
-  faster on box_stack, scripts/bench_transition.py). eps > 0: centred finite differences of the same function with that step
+  tangents. On the CPU, 256 states vmapped, scripts/bench_transition.py: 8 at a time made
+  the humanoid's 1.35x faster than all at once and box_stack's 1.08x slower, so no chunk
+  suits every model). eps > 0: centred finite differences of the same function with that step
   (mjd_transitionFD with flg_centered), for comparison or where a derivative is not wanted
   through a non-smooth event. One world; `jax.vmap` over a batch of Data (with
   `in_axes=(None, 0)`) batches it, and everything jits.
