@@ -65,8 +65,10 @@ def jac_products(m: Model, lay: EfcLayout, J_other: jnp.ndarray, f: ContactFacto
   n = J_other.shape[0]
 
   def unpack(factors):
+    # every traced factor from the argument, none from this closure (the products are
+    # custom_jvp functions' static arguments): c_i and mu are not read by the products
     J_other, u, w, off1, off2, cdof = factors
-    return J_other, f._replace(u=u, w=w, off1=off1, off2=off2), cdof
+    return J_other, f._replace(u=u, w=w, off1=off1, off2=off2, c1=None, c2=None, mu=None), cdof
 
   def mul(factors, x):
     J_other, fc, cdof = unpack(factors)
