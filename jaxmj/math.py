@@ -310,25 +310,30 @@ def inert_mul(i: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
 
 
 def inert_com(
-  inertia: jnp.ndarray, mat: jnp.ndarray, offset: jnp.ndarray, mass: jnp.ndarray
+  inertia: jnp.ndarray, mat: jnp.ndarray, offset: jnp.ndarray, mass: jnp.ndarray,
+  z: jnp.ndarray | None = None,
 ) -> jnp.ndarray:
   """Body inertia expressed about a point `offset` away from its com (mju_inertCom).
 
   inertia: (..., 3) principal moments; mat: (..., 3, 3) principal axes in global frame;
-  offset: (..., 3) com minus reference point; mass: (...,). Returns the (..., 10) layout
-  [Ixx, Iyy, Izz, Ixy, Ixz, Iyz, m*offset, m].
+  offset: (..., 3) com minus reference point; mass: (...,); z: `nofma`'s guard (None: none).
+  Returns the (..., 10) layout [Ixx, Iyy, Izz, Ixy, Ixz, Iyz, m*offset, m].
+
+  MuJoCo's terms in MuJoCo's order, elementwise: mat diag(inertia) mat' entry by entry and the
+  parallel-axis terms as MuJoCo writes them (Ixx += m (dy^2 + dz^2), not m |d|^2 - m dx^2, which
+  rounds differently); as products and a reduction XLA:CPU also ran a slower library kernel.
   """
-  rot = jnp.einsum("...ij,...j,...kj->...ik", mat, inertia, mat)
+  # tmp[k, b] = mat[b, k] inertia[k]; entry (a, b) of the rotated inertia: sum_k mat[a, k] tmp[k, b]
+  tmp = jnp.swapaxes(mat, -1, -2) * inertia[..., :, None]
+  pairs = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
+  p = nofma(jnp.stack([mat[..., a, :] * tmp[..., :, b] for a, b in pairs], axis=-2), z)
+  rot = (p[..., 0] + p[..., 1]) + p[..., 2]
   m = mass[..., None]
   d = offset
-  d2 = jnp.sum(d * d, axis=-1, keepdims=True)
-  full = rot + m[..., None] * (d2[..., None] * jnp.eye(3) - d[..., :, None] * d[..., None, :])
-  return jnp.concatenate(
-    [
-      jnp.stack([full[..., 0, 0], full[..., 1, 1], full[..., 2, 2]], axis=-1),
-      jnp.stack([full[..., 0, 1], full[..., 0, 2], full[..., 1, 2]], axis=-1),
-      m * d,
-      m,
-    ],
-    axis=-1,
-  )
+  sq = nofma(d * d, z)
+  x, y, w = sq[..., 0], sq[..., 1], sq[..., 2]
+  diag = rot[..., :3] + nofma(m * jnp.stack([y + w, x + w, x + y], axis=-1), z)
+  md = m * d
+  cross = jnp.stack([md[..., 0] * d[..., 1], md[..., 0] * d[..., 2], md[..., 1] * d[..., 2]], -1)
+  off = rot[..., 3:] - nofma(cross, z)
+  return jnp.concatenate([diag, off, md, m], axis=-1)

@@ -59,7 +59,8 @@ def com_pos(m: Model, d: Data) -> Data:
     has_mass[:, None], weighted / jnp.where(has_mass, stmass, 1.0)[:, None], d.xipos
   )
   root_com = subtree_com[m.body_rootid]
-  cinert = math.inert_com(m.body_inertia, d.ximat, d.xipos - root_com, m.body_mass)
+  z = math.opaque_zero(d.time * d.time) if m.opt.exact else None
+  cinert = math.inert_com(m.body_inertia, d.ximat, d.xipos - root_com, m.body_mass, z)
   cinert = cinert.at[0].set(0.0)  # MuJoCo leaves the world's zero (a URDF world has mass)
 
   cdof = jnp.zeros((m.nv, 6), d.xipos.dtype)
