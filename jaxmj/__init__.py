@@ -10,6 +10,7 @@ from jaxmj.bind import bind
 from jaxmj.camera.image import camera_image
 from jaxmj.collision.ray import multi_ray, ray
 from jaxmj.constraint.extforce import rne_post_constraint
+from jaxmj.datacheck import checks_data
 from jaxmj.dynamics.forward import (
   forward,
   fwd_acceleration,
@@ -75,8 +76,6 @@ from jaxmj.types import (
   Solver,
   Warning,
 )
-
-from jaxmj.datacheck import checks_data
 
 # The public functions taking (Model, Data) check the Data's field shapes against the Model
 # when traced (datacheck.py; rollout checks inside its own jit); inside the runtime the

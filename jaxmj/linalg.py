@@ -24,7 +24,6 @@ import jax.numpy as jnp
 
 from jaxmj.constants import MINVAL
 
-
 # Up to this size the elimination is unrolled: measured on an H200 (MJX's humanoid, nv 27,
 # batch 8192; Gauss-Jordan column by column, before the blocked form) the step ran 1.49x
 # faster unrolled than as a fori_loop (2.44M vs 1.63M steps/s), where XLA fuses neighbouring

@@ -31,6 +31,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import profile_step  # noqa: E402  (first: it sets XLA_FLAGS before jax starts its backend)
 
+# isort: split
+
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 

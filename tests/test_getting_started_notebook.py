@@ -8,10 +8,11 @@ import jax
 import mujoco
 import numpy as np
 from conftest import MODELS, ROOT
-
-import jaxmj  # noqa: F401  (its own jits, e.g. rollout's, decorated before the test patches
-# jax.jit: compiler_options are refused on a nested jit)
 from test_notebook import run_cells
+
+# jaxmj's own jits (e.g. rollout's) are decorated before the tests patch jax.jit:
+# compiler_options are refused on a nested jit
+import jaxmj  # noqa: F401
 
 NOTEBOOK = os.path.join(ROOT, "notebooks", "getting_started.ipynb")
 SHORT = {"NSTEP": 60, "NWORLD": 4, "FILM_EVERY": 20, "ROOT": ROOT}

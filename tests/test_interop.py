@@ -11,8 +11,8 @@ from conftest import MODELS
 
 import jaxmj
 from jaxmj.interop import from_mujoco, to_mujoco
-from jaxmj.smooth.kinematics import kinematics
 from jaxmj.pytree import static_bundle
+from jaxmj.smooth.kinematics import kinematics
 
 
 def model_differences(a, b) -> list[str]:

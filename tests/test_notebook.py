@@ -9,8 +9,9 @@ import jax
 import numpy as np
 from conftest import ROOT
 
-import jaxmj  # noqa: F401  (its own jits, e.g. rollout's, decorated before the tests patch jax.jit:
-# compiler_options are refused on a nested jit)
+# jaxmj's own jits (e.g. rollout's) are decorated before the tests patch jax.jit:
+# compiler_options are refused on a nested jit
+import jaxmj  # noqa: F401
 
 NOTEBOOK = os.path.join(ROOT, "notebooks", "compose.ipynb")
 

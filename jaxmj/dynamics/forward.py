@@ -15,10 +15,10 @@ from jaxmj.dynamics import autoreset, fwdinv, integrator
 from jaxmj.dynamics import checkpoint as remat
 from jaxmj.dynamics.stages import (
   check_supported,
+  full_precision,
   fwd_acceleration,
   fwd_constraint,
   fwd_position,
-  full_precision,
   fwd_velocity,
   run_stages,
 )

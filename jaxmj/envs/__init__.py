@@ -41,7 +41,8 @@ def load_policy(path: str, deterministic: bool = True):
 
 
 __all__ = [
-  "AutoResetWrapper", "CameraObservation", "DomainRandomizationVmapWrapper", "Env", "EpisodeWrapper", "State",
+  "AutoResetWrapper", "CameraObservation", "DomainRandomizationVmapWrapper", "Env",
+  "EpisodeWrapper", "State",
   "VmapWrapper", "Wrapper", "asset_path", "changed_fields", "load", "load_policy",
   "model_in_axes", "names", "randomization", "to_gymnasium", "wrap",
 ]

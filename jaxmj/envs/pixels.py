@@ -19,7 +19,6 @@ from jaxmj.envs.base import State
 from jaxmj.envs.wrappers import Wrapper
 from jaxmj.types import Data
 
-
 # camera_image's keyword-only options a wrapper forwards; colours are not among them: they
 # come from sys.geom_rgba, which domain randomization varies per world
 IMAGE_OPTIONS = frozenset(

@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from mujoco_compare import jit_fast
 
 import jaxmj
-from mujoco_compare import jit_fast
 from jaxmj.smooth import kinematics
 
 MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "models")
