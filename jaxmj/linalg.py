@@ -153,20 +153,3 @@ def lu_solve(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
     return x.at[k].set((y[k] - u[k] @ x) / u[k, k])
 
   return jax.lax.fori_loop(0, n, back, jnp.zeros_like(b))
-
-
-@jax.custom_jvp
-def mul_nt(a: jax.Array, b: jax.Array) -> jax.Array:
-  """a @ b.T (n, m) for a (n, k), b (m, k): its values, with a tangent whose reverse-mode
-  transpose forms b's cotangent ct' a from ct' laid out on its own. XLA:CPU folds a
-  transposed operand into the product, and a product contracting its left operand's first
-  axis runs outside the fast (YNNPACK) kernels, several times slower (humanoid_floor's
-  rollout gradient: the contact rows' cdof cotangent, (144, 32)' (144, 3), 13-21 us)."""
-  return a @ b.T
-
-
-@mul_nt.defjvp
-def _mul_nt_jvp(primals, tangents):
-  (a, b), (da, db) = primals, tangents
-  # a db' = (db a')': its transpose reads ct' through the barrier, which keeps it materialized
-  return a @ b.T, da @ b.T + jax.lax.optimization_barrier(db @ a.T).T

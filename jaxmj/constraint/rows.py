@@ -27,7 +27,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import linalg, math
+from jaxmj import math
 from jaxmj.constants import MINVAL
 from jaxmj.constraint.layout import EfcLayout
 from jaxmj.scan import body_plan
@@ -177,7 +177,7 @@ def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, f: ContactFactors) -> j
   body_dof = body_plan(m)["body_dof"].astype(f.u.dtype)
   mask1, mask2 = body_dof[f.b1], body_dof[f.b2]  # static (nc, nv)
   ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
-  dot = linalg.mul_nt  # cdof's cotangents from products of the standard layout
+  dot = lambda a, b: a @ b.T  # noqa: E731
   shared = dot(f.u, lin)
   if (lay.con_k >= 3).any():  # torsion / rolling rows; w = 0 everywhere at condim <= 3
     shared = shared + dot(f.w, ang)

@@ -613,10 +613,7 @@ def _optimum(static: dict) -> Callable:
     darrays = tangents[0]
     pa = problem(arrays)
     u = constraint_update(pa, pa.J_all @ q - pa.aref)
-    # J' D as its own (nv, nefc) array: XLA:CPU folds a transpose into the product, whose
-    # first-axis contraction then runs outside its fast (YNNPACK) kernels, several times
-    # slower (humanoid_floor: the costliest op of the rollout gradient's forward pass)
-    h = pa.M + jax.lax.optimization_barrier(pa.J_all.T * u.Dq) @ pa.J_all
+    h = pa.M + pa.J_all.T @ (u.Dq[:, None] * pa.J_all)
     if pa.cidx.shape[0]:
       jc = ext(pa.J_all)[pa.cidx]
       h = h + jnp.einsum("cin,cij,cjm->nm", jc, u.Hc, jc)
