@@ -14,9 +14,10 @@ For models/humanoid_floor.xml (contacts, default solver settings; float32 unless
            not count, and the least call is one no other process interrupted). Reported: the
            median time per program, the median of the per-round ratios with their range
            [least-most], and the ratio of the least times over all rounds. On the shared
-           2-core machine per-round ratios of one program spread by ~+-15% at load 6-9, so
-           compare revisions with --base, whose tree-over-REF ratio per round (both timed in
-           the same round) is the figure to read; --cpu N pins the process to one core.
+           2-core machine per-round ratios spread by +-15-30% at load 6-13 (README, Long
+           horizons), so compare revisions with --base, whose tree-over-REF ratios per
+           round (both timed in the same round) are the figures to read, over several runs;
+           --cpu N pins the process to one core.
 
   python scripts/bench_grad_memory.py [--nsteps 100 300 1000] [--iterations 1 50]
   python scripts/bench_grad_memory.py --ratio-only --model box_stack   (the ratio alone)
