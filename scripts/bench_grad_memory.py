@@ -7,15 +7,23 @@ For models/humanoid_floor.xml (contacts, default solver settings; float32 unless
            and `rollout(checkpoint=True)` (segments of ceil(sqrt T) steps), at each solver
            iteration count in --iterations.
   finite   the checkpointed gradient at the longest T, run: whether every entry is finite.
-  ratio    time of the gradient over that of the forward rollout alone (T = --ratio-steps,
-           after a warm-up), plain and checkpointed: wall time (median of --repeats) and this
-           process's CPU time (least of --repeats; on a loaded machine the steadier of the two,
-           as waiting for a core does not count).
+  ratio    CPU time of the gradient over that of the forward rollout alone (T = --ratio-steps,
+           plain scan and checkpointed). The programs are compiled and warmed up, then timed
+           in --repeats interleaved rounds (`interleaved`): per round and program the least
+           of --calls back-to-back calls (this process's CPU time: waiting for a core does
+           not count, and the least call is one no other process interrupted). Reported: the
+           median time per program, the median of the per-round ratios with their range
+           [least-most], and the ratio of the least times over all rounds. On the shared
+           2-core machine per-round ratios spread by +-15-30% at load 6-13 (README, Long
+           horizons), so compare revisions with --base, whose tree-over-REF ratios per
+           round (both timed in the same round) are the figures to read, over several runs;
+           --cpu N pins the process to one core.
 
   python scripts/bench_grad_memory.py [--nsteps 100 300 1000] [--iterations 1 50]
   python scripts/bench_grad_memory.py --ratio-only --model box_stack   (the ratio alone)
-  python scripts/bench_grad_memory.py --ratio-only --base main   (A/B: REF's jaxmj beside this
-      tree's in one process, timed alternately; `profile_step.export_base`)
+  python scripts/bench_grad_memory.py --ratio-only --base main --repeats 15   (A/B: REF's jaxmj
+      beside this tree's in one process, the four programs in each round;
+      `profile_step.export_base`)
   python scripts/bench_grad_memory.py --ratio-only --settle 300   (start from the state MuJoCo
       reaches after 300 steps from rest: humanoid_floor lies in contact, where from the
       model's initial state it falls without contact through the first ~70 steps)
@@ -47,25 +55,18 @@ def with_iterations(m, iterations):
   return m.replace(opt=m.opt.replace(iterations=iterations))
 
 
-def run_times(fn, *args, n=3):
-  """(median wall time, least CPU time of this process) of `n` calls after a warm-up."""
-  jax.block_until_ready(fn(*args))
-  wall, cpu = [], []
-  for _ in range(n):
-    t, c = time.perf_counter(), time.process_time()
-    jax.block_until_ready(fn(*args))
-    wall.append(time.perf_counter() - t)
-    cpu.append(time.process_time() - c)
-  return float(np.median(wall)), float(np.min(cpu))
-
-
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   p.add_argument("--model", default="humanoid_floor")
   p.add_argument("--nsteps", type=int, nargs="+", default=[100, 300, 1000])
   p.add_argument("--iterations", type=int, nargs="+", default=[1, 50])
   p.add_argument("--ratio-steps", type=int, default=50)
-  p.add_argument("--repeats", type=int, default=3)
+  p.add_argument("--repeats", type=int, default=3,
+                 help="rounds of the ratio's interleaved timing (see `interleaved`)")
+  p.add_argument("--calls", type=int, default=10,
+                 help="back-to-back calls of each program per round (the least counts)")
+  p.add_argument("--cpu", type=int, metavar="N",
+                 help="pin this process (XLA's threads with it) to core N")
   p.add_argument("--x64", action="store_true")
   p.add_argument("--ratio-only", action="store_true", help="skip the memory reports")
   p.add_argument("--base", metavar="REF", help="with --ratio-only: also jaxmj at git REF")
@@ -73,6 +74,8 @@ def main() -> None:
                  help="start from MuJoCo's state after STEPS steps from the initial state")
   args = p.parse_args()
   jax.config.update("jax_enable_x64", args.x64)
+  if args.cpu is not None:
+    os.sched_setaffinity(0, {args.cpu})
   print(f"backend {jax.default_backend()}, {'float64' if args.x64 else 'float32'}, "
         f"model {args.model}")
   path = os.path.join(ROOT, "models", f"{args.model}.xml")
@@ -81,10 +84,10 @@ def main() -> None:
   d = start(jaxmj.make_data(m0))
   qvel = d.qvel + 0.1
   if args.ratio_only and args.base:
-    report_ab(path, start, args.base, args.ratio_steps, args.repeats)
+    report_ab(path, start, args.base, args.ratio_steps, args.repeats, args.calls)
     return
   if args.ratio_only:
-    report_ratio(m0, d, qvel, args.ratio_steps, args.repeats)
+    report_ratio(m0, d, qvel, args.ratio_steps, args.repeats, args.calls)
     return
   longest, shortest = max(args.nsteps), min(args.nsteps)
   # most telling first (a run cut short by a time limit still reports them): the shortest
@@ -96,7 +99,7 @@ def main() -> None:
   g = jax.jit(jax.grad(make_loss(m0, d, longest, True)))(qvel)
   print(f"checkpointed gradient through {longest} steps finite: {bool(np.all(np.isfinite(g)))}, "
         f"|g| = {float(jnp.linalg.norm(g)):.3e}", flush=True)
-  report_ratio(m0, d, qvel, args.ratio_steps, args.repeats)
+  report_ratio(m0, d, qvel, args.ratio_steps, args.repeats, args.calls)
   rest = [(None, ck, t) for t in args.nsteps if t not in (shortest, longest)
           for ck in (None, True)]
   rest += [(it, ck, shortest) for it in args.iterations for ck in (None, True)]
@@ -116,18 +119,58 @@ def settled(path, nstep):
   return lambda d: d.replace(qpos=d.qpos.at[:].set(md.qpos), qvel=d.qvel.at[:].set(md.qvel))
 
 
-def report_ratio(m, d, qvel, t, repeats):
-  fwd, fwd_cpu = run_times(jax.jit(make_loss(m, d, t, None)), qvel, n=repeats)
+def cpu_times(fn, x, calls):
+  """This process's CPU time (s) of each of `calls` back-to-back calls of `fn(x)`."""
+  out = []
+  for _ in range(calls):
+    c = time.process_time()
+    jax.block_until_ready(fn(x))
+    out.append(time.process_time() - c)
+  return out
+
+
+def interleaved(fns, rounds, calls):
+  """{key: (rounds,) least CPU time of `calls` back-to-back calls per round}: every program
+  timed once per round, in turn (every other round in reverse order, so that no program
+  always follows the same one), so that a change of load hits all of them alike. The least
+  of a round's calls is a call that no other process interrupted (on a loaded machine the
+  others are longer by the cache lines and cycles another process took)."""
+  for fn, x in fns.values():
+    jax.block_until_ready(fn(x))  # compile and warm up
+  best = {k: np.empty(rounds) for k in fns}
+  order = list(fns)
+  for r in range(rounds):
+    for k in (order if r % 2 == 0 else order[::-1]):
+      fn, x = fns[k]
+      best[k][r] = min(cpu_times(fn, x, calls))
+  return best
+
+
+def spread(xs):
+  """'median [least-most]' of `xs`."""
+  return f"{np.median(xs):.2f} [{np.min(xs):.2f}-{np.max(xs):.2f}]"
+
+
+def report_ratio(m, d, qvel, t, repeats, calls=10):
+  """Gradient over forward CPU time, plain scan and checkpointed, interleaved rounds."""
+  fns = {"forward": (jax.jit(make_loss(m, d, t, None)), qvel)}
   for ck in (None, True):
-    grad, grad_cpu = run_times(jax.jit(jax.grad(make_loss(m, d, t, ck))), qvel, n=repeats)
-    print(f"T {t} checkpoint {str(ck):5s}: forward {fwd * 1e3:.1f} ms, gradient "
-          f"{grad * 1e3:.1f} ms, ratio {grad / fwd:.2f} (CPU time {fwd_cpu * 1e3:.1f} ms, "
-          f"{grad_cpu * 1e3:.1f} ms, ratio {grad_cpu / fwd_cpu:.2f})", flush=True)
+    fns[ck] = (jax.jit(jax.grad(make_loss(m, d, t, ck))), qvel)
+  best = interleaved(fns, repeats, calls)
+  fwd = best["forward"]
+  for ck in (None, True):
+    print(f"T {t} checkpoint {str(ck):5s}: forward {np.median(fwd) * 1e3:.2f} ms, gradient "
+          f"{np.median(best[ck]) * 1e3:.2f} ms CPU time (medians of {repeats} rounds' least of "
+          f"{calls} calls), ratio per round {spread(best[ck] / fwd)}, of least times "
+          f"{best[ck].min() / fwd.min():.2f}", flush=True)
 
 
-def report_ab(path, start, ref, t, repeats):
-  """Gradient over forward CPU time (plain scan) of this tree's jaxmj and of REF's, the four
-  programs timed in turn, `repeats` rounds (least per program)."""
+def report_ab(path, start, ref, t, repeats, calls=10):
+  """Gradient over forward CPU time (plain scan) of this tree's jaxmj and of REF's: the four
+  programs timed in turn for `repeats` rounds (see `interleaved`). Per revision: the median
+  of the per-round ratios with their range, and the ratio of the least times; then the
+  tree's times and ratio over REF's from the same rounds, whose median a load change
+  between rounds does not shift."""
   from profile_step import export_base
   export_base(ref)
   import jaxmj_base
@@ -136,18 +179,20 @@ def report_ab(path, start, ref, t, repeats):
     m = lib.Model.from_xml_path(path)
     d = start(lib.make_data(m))
     qvel = d.qvel + 0.1
-    for kind, f in (("forward", make_loss(m, d, t, None, lib)),
-                    ("gradient", jax.grad(make_loss(m, d, t, None, lib)))):
-      fns[name, kind] = (jax.jit(f), qvel)
-      jax.block_until_ready(fns[name, kind][0](qvel))
-  cpu = {k: np.inf for k in fns}
-  for _ in range(repeats):
-    for k, (fn, x) in fns.items():
-      cpu[k] = min(cpu[k], run_times(fn, x, n=1)[1])
+    fns[name, "forward"] = (jax.jit(make_loss(m, d, t, None, lib)), qvel)
+    fns[name, "gradient"] = (jax.jit(jax.grad(make_loss(m, d, t, None, lib))), qvel)
+  best = interleaved(fns, repeats, calls)
+  ratio = {}
   for name in ("tree", ref):
-    fwd, grad = cpu[name, "forward"], cpu[name, "gradient"]
-    print(f"{name:>8s} T {t}: forward {fwd * 1e3:.1f} ms, gradient {grad * 1e3:.1f} ms CPU time, "
-          f"ratio {grad / fwd:.2f}", flush=True)
+    fwd, grad = best[name, "forward"], best[name, "gradient"]
+    ratio[name] = grad / fwd
+    print(f"{name:>8s} T {t}: forward {np.median(fwd) * 1e3:.2f} ms, gradient "
+          f"{np.median(grad) * 1e3:.2f} ms CPU time (medians of {repeats} rounds' least of "
+          f"{calls} calls), ratio per round {spread(ratio[name])}, of least times "
+          f"{grad.min() / fwd.min():.2f}", flush=True)
+  rel = {k: best["tree", k] / best[ref, k] for k in ("forward", "gradient")}
+  print(f"tree / {ref}, per round: forward {spread(rel['forward'])}, gradient "
+        f"{spread(rel['gradient'])}, ratio {spread(ratio['tree'] / ratio[ref])}", flush=True)
 
 
 def report_memory(m0, d, qvel, iterations, checkpoint, nstep):
