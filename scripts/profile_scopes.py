@@ -69,10 +69,14 @@ def main():
   p.add_argument("--batch", type=int, default=256)
   p.add_argument("--settle", type=int, default=500)
   p.add_argument("--engine", choices=["jaxmj", "mjx"], default="jaxmj")
-  p.add_argument("--stage", choices=["step", "solver", "forward"], default="step")
+  p.add_argument("--stage", choices=["step", "solver", "forward", "transition"], default="step",
+                 help="transition: jaxmj.transition_jacobians (its tangents charged to the "
+                 "stages they differentiate)")
   p.add_argument("--calls", type=int, default=30)
   p.add_argument("--top", type=int, default=25)
+  p.add_argument("--x64", action="store_true", help="float64 (default float32)")
   args = p.parse_args()
+  jax.config.update("jax_enable_x64", args.x64)
 
   _, md = profile_step.settled_state(args.model, args.settle)
   m, d1, forward, stages = profile_step.ENGINES[args.engine](args.model, md)

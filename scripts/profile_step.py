@@ -113,6 +113,8 @@ def jaxmj_engine(path, md, package="jaxmj"):
     "forward": jaxmj.forward,
     "step": jaxmj.step,
   }
+  if hasattr(jaxmj, "transition_jacobians"):
+    stages["transition"] = jaxmj.transition_jacobians
   return m, d, jaxmj.forward, stages
 
 
