@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxmj.loops import kept, packing
+from jaxmj.loops import kept
 
 # Pairs per vmapped call of the search: a small multiple of the near pairs a scene usually
 # has; larger wastes searches on padding, smaller adds loop trips (on a GPU each trip reads
@@ -47,15 +47,11 @@ def near_only(search, near: jax.Array, args: tuple, chunk: int | None = None):
   order = jnp.argsort(~near, stable=True)  # near pairs first, in pair order
   count = jnp.sum(near.astype(jnp.int32))
 
-  # the outputs packed (loops.packing): one scatter per dtype, not one per output
-  pack, unpack = packing(zeros, lead=1)
-
   def run(state):
     i, out = state
     # a start past n - k is clamped back (dynamic_slice): the last chunk redoes a few pairs
     idx = lax.dynamic_slice(order, (i * k,), (k,))
-    found = pack(jax.vmap(search)(*jax.tree.map(lambda x: x[idx], args)))
-    return i + 1, [o.at[idx].set(f) for o, f in zip(out, found)]
+    found = jax.vmap(search)(*jax.tree.map(lambda x: x[idx], args))
+    return i + 1, jax.tree.map(lambda o, f: o.at[idx].set(f), out, found)
 
-  out = lax.while_loop(lambda s: s[0] * k < count, run, (jnp.int32(0), pack(zeros)))[1]
-  return unpack(kept(out))
+  return kept(lax.while_loop(lambda s: s[0] * k < count, run, (jnp.int32(0), zeros))[1])

@@ -337,8 +337,7 @@ def gjk(pp: GjkPass, g1, g2, verts1, verts2, iterations, tolerance, guard, noise
   )
   # the search is never differentiated (convex_plan stops its inputs' gradients), so it stops
   # once done: under vmap, once every pair is (a fixed loop would run every trip's step)
-  s = bounded_loop(iterations, body, init, lambda s: jnp.all(s.done), early_exit=True,
-                   pack=True)
+  s = bounded_loop(iterations, body, init, lambda s: jnp.all(s.done), early_exit=True)
   # the final separating-plane test; it decides contact in intersection mode only (the core
   # pass in distance mode reports its distance whatever it finds)
   xx = dot(s.x_k, s.x_k, guard)
