@@ -388,8 +388,8 @@ def convex_plan(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e
 @functools.partial(jax.jit, static_argnames=("iterations",))
 def _plan_jit(code1, code2, g1, g2, margin, tolerance, verts1, verts2, *, iterations):
   d = g1.pos - g2.pos
-  # a zero the compiler cannot fold (squares of traced data are never negative)
-  guard = jnp.max(math.opaque_zero(d * d))
+  # a zero the compiler cannot fold (a sum of squares of traced data is never negative)
+  guard = math.opaque_zero(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
   return _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, tolerance, guard)
 
 

@@ -59,13 +59,11 @@ def det3(a, b, c, guard):
 
 
 def mat_t_vec(m, v, guard):
-  p = mul(m, v[..., :, None], guard)
-  return p[..., 0, :] + p[..., 1, :] + p[..., 2, :]
+  return mul(m[0], v[0], guard) + mul(m[1], v[1], guard) + mul(m[2], v[2], guard)
 
 
 def mat_vec(m, v, guard):
-  p = mul(m, v[..., None, :], guard)
-  return p[..., 0] + p[..., 1] + p[..., 2]
+  return mul(m[:, 0], v[0], guard) + mul(m[:, 1], v[1], guard) + mul(m[:, 2], v[2], guard)
 
 
 def div3(v, s):
@@ -169,7 +167,8 @@ def support(code, g: GeomFrame, verts, d, guard):
     code == ELLIPSOID, t_ell, jnp.where(code == CYLINDER, t_cyl, t_box))))
   idx = jnp.where(code == BOX, i_box, -1).astype(jnp.int32)
   if verts is not None:
-    dots = dot(verts, ld, guard)
+    dots = (mul(verts[:, 0], ld[0], guard) + mul(verts[:, 1], ld[1], guard)
+            + mul(verts[:, 2], ld[2], guard))
     i_mesh = jnp.argmax(dots).astype(jnp.int32)
     t = jnp.where((code == MESH) | (code == PRISM), verts[i_mesh], t)
     idx = jnp.where(code == MESH, i_mesh, idx)
@@ -210,25 +209,7 @@ def tree_set(tree, i, leaf):
 
 
 def tree_get(tree, i):
-  leaves, treedef = jax.tree.flatten(tree)
-  out = list(leaves)
-  for group in _same_kind(leaves):
-    if len(group) == 1:
-      out[group[0]] = leaves[group[0]][i]
-      continue
-    # one gather for leaves of one shape and dtype (a Vertex's four vectors): XLA copies the
-    # computation of a gathered value into each gather's kernel
-    got = jnp.stack([leaves[k] for k in group], axis=-1)[i]
-    for m, k in enumerate(group):
-      out[k] = got[..., m]
-  return jax.tree.unflatten(treedef, out)
-
-
-def _same_kind(leaves):
-  groups = {}
-  for k, x in enumerate(leaves):
-    groups.setdefault((x.shape, x.dtype), []).append(k)
-  return list(groups.values())
+  return jax.tree.map(lambda a: a[i], tree)
 
 
 def tree_where(c, a, b):
