@@ -8,7 +8,6 @@ from collections.abc import Callable
 import jax
 from jax.ad_checkpoint import checkpoint_name
 
-
 # A loop bounded by at most this many trips runs them all (finished worlds keep their carry):
 # on a GPU each trip of a while loop whose count XLA cannot see reads its predicate back to the
 # host, which costs more than the few trips an early exit could save (MJX's humanoid: solver

@@ -18,7 +18,6 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-
 # Primitives whose outputs the backward pass recomputes rather than keeps: elementwise
 # arithmetic, comparisons, layout changes (JAX 0.10's stack, unstack and split among them)
 # and gathers. XLA fuses their recomputation into the backward pass's own fusions at no extra

@@ -19,7 +19,6 @@ from jaxmj.scan import body_plan, cached_plan, levels
 from jaxmj.smooth import armature
 from jaxmj.types import Data, Model
 
-
 # Trees up to this many dof levels factor and solve level by level in straight-line code
 # (`factor`, `solve_ld`); deeper trees run one lax.scan trip per level on a padded working
 # matrix (`_factor_scan`, `_solve_scan`), which keeps their compile time bounded.

@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from mujoco_compare import FAST
 
 import jaxmj
 from jaxmj.smooth import mass
-from mujoco_compare import FAST
 
 MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "models", "humanoid.xml")
 
