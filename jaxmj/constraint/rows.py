@@ -234,15 +234,14 @@ def contact_mul_jac_t(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.nda
   return jnp.sum(cdof * (jnp.asarray(plan["body_dof"].T, dt) @ wrench), axis=1)
 
 
-def contact_rows(m: Model, d: Data, lay: EfcLayout, f: ContactFactors | None = None) -> dict:
+def contact_rows(m: Model, d: Data, lay: EfcLayout, f: ContactFactors | None) -> dict:
   """mj_instantiateContact for the contact slots: frictionless, pyramid or elliptic rows
-  (`f`: their contact_factors, computed here when None)."""
+  (`f`: their contact_factors, None when there are no contact rows)."""
   dt = d.qpos.dtype
   if lay.nc == 0:
     return rows(0, m.nv, dt)
   con = d.contact
   slot = lay.con_slot
-  f = contact_factors(m, d, lay) if f is None else f
   J = _contact_jacobian(m, d, lay, f)
   fri = f.mu
 

@@ -46,6 +46,12 @@ def skin_name(node: Node) -> str:
   return os.path.splitext(os.path.basename(node.attrs.get("file") or ""))[0]
 
 
+# An SKN bone record: a 40-byte body name field (MuJoCo reads at most 39 characters of it),
+# bindpos (3), bindquat (4), vertex count: 18 words, then count vertex ids and weights.
+SKN_NAME_BYTES = 40
+SKN_BONE_WORDS = 18
+
+
 def _read_skn(node: Node, skin: _Skin, data: bytes, file: str) -> None:
   """mjCSkin::LoadSKN: header (nvert, ntexcoord, nface, nbone), then vertices, texcoords,
   faces, and per bone a 40-byte body name, bindpos, bindquat, vertex count, ids, weights."""
@@ -61,7 +67,7 @@ def _read_skn(node: Node, skin: _Skin, data: bytes, file: str) -> None:
     fail("negative size in header")
   words = np.frombuffer(data[16:len(data) - (len(data) - 16) % 4], np.float32)
   ints = words.view(np.int32)
-  if words.size < 3 * nvert + 2 * ntex + 3 * nface + 18 * nbone:
+  if words.size < 3 * nvert + 2 * ntex + 3 * nface + SKN_BONE_WORDS * nbone:
     fail("insufficient data")
   cnt = 0
   skin.vert = words[cnt:cnt + 3 * nvert].reshape(-1, 3) if nvert else None
@@ -71,11 +77,11 @@ def _read_skn(node: Node, skin: _Skin, data: bytes, file: str) -> None:
   skin.face = ints[cnt:cnt + 3 * nface].reshape(-1, 3) if nface else None
   cnt += 3 * nface
   for i in range(nbone):
-    if words.size - cnt < 18:
+    if words.size - cnt < SKN_BONE_WORDS:
       fail(f"insufficient data for bone {i}")
-    body = words[cnt:cnt + 10].tobytes()[:39].split(b"\0")[0].decode()
+    body = words[cnt:cnt + 10].tobytes()[:SKN_NAME_BYTES - 1].split(b"\0")[0].decode()
     pos, quat, count = words[cnt + 10:cnt + 13], words[cnt + 13:cnt + 17], int(ints[cnt + 17])
-    cnt += 18
+    cnt += SKN_BONE_WORDS
     if count < 1:
       fail(f"vertex count must be positive for bone {i}")
     if (words.size - cnt) // 2 < count:
@@ -84,9 +90,6 @@ def _read_skn(node: Node, skin: _Skin, data: bytes, file: str) -> None:
     cnt += 2 * count
   if len(data) != 16 + 4 * cnt:
     fail("unexpected buffer size")
-
-
-SKN_NAME_BYTES = 40  # a bone's body name field; MuJoCo reads at most 39 characters of it
 
 
 def prefix_skn_bones(data: bytes, prefix: str) -> bytes:
@@ -99,7 +102,7 @@ def prefix_skn_bones(data: bytes, prefix: str) -> bytes:
   nvert, ntex, nface, nbone = (int(n) for n in np.frombuffer(data[:16], np.int32))
   out, at = bytearray(data), 16 + 4 * (3 * nvert + 2 * ntex + 3 * nface)
   for _ in range(nbone):
-    if nvert < 0 or ntex < 0 or nface < 0 or at + 72 > len(data):
+    if nvert < 0 or ntex < 0 or nface < 0 or at + 4 * SKN_BONE_WORDS > len(data):
       return data
     name = bytes(data[at:at + SKN_NAME_BYTES - 1]).split(b"\0")[0]
     renamed = prefix.encode() + name
@@ -107,8 +110,9 @@ def prefix_skn_bones(data: bytes, prefix: str) -> bytes:
       raise ValueError(f"skin bone body {renamed.decode()!r} is longer than a skin file holds "
                        f"({SKN_NAME_BYTES - 1} characters)")
     out[at:at + SKN_NAME_BYTES] = renamed.ljust(SKN_NAME_BYTES, b"\0")
-    count = int(np.frombuffer(data[at + 68:at + 72], np.int32)[0])
-    at += 72 + 8 * max(count, 0)
+    end = at + 4 * SKN_BONE_WORDS  # the vertex count is the record's last word
+    count = int(np.frombuffer(data[end - 4:end], np.int32)[0])
+    at = end + 8 * max(count, 0)
   return bytes(out)
 
 
