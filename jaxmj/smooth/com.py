@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -10,10 +11,67 @@ from jaxmj.constants import MINVAL
 from jaxmj.scan import body_plan, cached_plan
 from jaxmj.types import Data, JointType, Model
 
+# Trees of up to this many bodies sum their subtrees in straight-line code, one addition
+# per body; larger ones in rounds of gathers (`_accumulation_rounds`), whose trace does not
+# grow with the tree.
+SUBTREE_UNROLL_MAX = 64
+
+
+@cached_plan
+def _accumulation_rounds(m) -> list:
+  """MuJoCo's backward pass `for i = nbody-1..1: x[parent[i]] += x[i]` as rounds of
+  independent additions: per round, for every body the body whose x it adds (nbody: none).
+  A body is added to its parent once its own subtree is complete, and a parent takes its
+  children in decreasing index order, one per round, so every sum rounds as MuJoCo's."""
+  parent = np.asarray(m.body_parentid)
+  ready = np.zeros(m.nbody, int)  # first round that may read the body's complete subtree
+  last = np.full(m.nbody, -1)  # last round that added a child to the body
+  rounds = []
+  for i in range(m.nbody - 1, 0, -1):
+    p = parent[i]
+    r = max(ready[i], last[p] + 1)
+    while len(rounds) <= r:
+      rounds.append(np.full(m.nbody, m.nbody))
+    rounds[r][p] = i
+    last[p] = r
+    ready[p] = max(ready[p], r + 1)
+  return rounds
+
+
+def subtree_sum(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
+  """(nbody, ...) sums of x (nbody, ...) over each body's subtree, in MuJoCo's order
+  (mj_setConst's body_subtreemass, mj_comPos' subtree moments, mj_crb's composite
+  inertias). world False: the world keeps its own x, as mj_crb leaves it. Fast arithmetic
+  on a large tree: one product with the subtree matrix, as the derivative always is (a
+  tangent needs no order)."""
+  subtree = body_plan(m)["subtree"].copy()
+  if not world:
+    subtree[0] = np.eye(m.nbody)[0]
+  product = lambda v: jnp.tensordot(jnp.asarray(subtree, v.dtype), v, 1)  # noqa: E731
+  if not m.opt.exact and m.nbody > SUBTREE_UNROLL_MAX:
+    return product(x)
+
+  @jax.custom_jvp
+  def ordered(x):
+    parent = np.asarray(m.body_parentid)
+    if m.nbody <= SUBTREE_UNROLL_MAX:
+      rows = list(x)
+      for i in range(m.nbody - 1, 0, -1):
+        if world or parent[i]:
+          rows[parent[i]] = rows[parent[i]] + rows[i]
+      return jnp.stack(rows) if rows else x
+    for src in _accumulation_rounds(m):
+      src = src if world else np.concatenate([[m.nbody], src[1:]])
+      x = x + jnp.concatenate([x, jnp.zeros_like(x[:1])])[src]
+    return x
+
+  ordered.defjvp(lambda primals, tangents: (ordered(*primals), product(tangents[0])))
+  return ordered(x)
+
 
 def subtree_mass(m: Model) -> jnp.ndarray:
   """(nbody,) mass of each subtree, from body_mass (so edits to body_mass take effect)."""
-  return jnp.asarray(body_plan(m)["subtree"], m.body_mass.dtype) @ m.body_mass
+  return subtree_sum(m, m.body_mass)
 
 
 @cached_plan
@@ -50,16 +108,14 @@ def com_pos(m: Model, d: Data) -> Data:
 
   Reads xipos, ximat, xmat, xanchor, xaxis. Writes subtree_com, cinert, cdof.
   """
-  plan = body_plan(m)
-  subtree = jnp.asarray(plan["subtree"], d.xipos.dtype)
-  stmass = subtree_mass(m)
-  weighted = subtree @ (m.body_mass[:, None] * d.xipos)
-  has_mass = stmass >= MINVAL
-  subtree_com = jnp.where(
-    has_mass[:, None], weighted / jnp.where(has_mass, stmass, 1.0)[:, None], d.xipos
-  )
-  root_com = subtree_com[m.body_rootid]
   z = math.opaque_zero(d.time * d.time) if m.opt.exact else None
+  stmass = subtree_mass(m)
+  moment = subtree_sum(m, math.nofma(m.body_mass[:, None] * d.xipos, z))
+  has_mass = stmass >= MINVAL
+  # times the reciprocal, as mju_scl3(.., 1/mass) rounds
+  scale = 1.0 / jnp.where(has_mass, stmass, 1.0)
+  subtree_com = jnp.where(has_mass[:, None], moment * scale[:, None], d.xipos)
+  root_com = subtree_com[m.body_rootid]
   cinert = math.inert_com(m.body_inertia, d.ximat, d.xipos - root_com, m.body_mass, z)
   cinert = cinert.at[0].set(0.0)  # MuJoCo leaves the world's zero (a URDF world has mass)
 
@@ -74,7 +130,8 @@ def com_pos(m: Model, d: Data) -> Data:
       else:
         # Rotational dofs of ball and free joints turn about the body's own axes.
         axis = d.xmat[g["body"], :, g["local"] % 3]
-      rows = jnp.concatenate([axis, jnp.cross(axis, offset)], axis=-1)
+      moment = jnp.cross(axis, offset) if z is None else math.cross_nofma(axis, offset, z)
+      rows = jnp.concatenate([axis, moment], axis=-1)
       if jtype == JointType.FREE:
         trans = np.eye(6)[3 + g["local"] % 3]
         rows = jnp.where((g["local"] < 3)[:, None], trans, rows)

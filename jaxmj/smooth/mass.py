@@ -16,7 +16,7 @@ import numpy as np
 from jaxmj import math
 from jaxmj.loops import kept
 from jaxmj.scan import body_plan, cached_plan, levels
-from jaxmj.smooth import armature
+from jaxmj.smooth import armature, com
 from jaxmj.types import Data, Model
 
 # Trees up to this many dof levels factor and solve level by level in straight-line code
@@ -119,17 +119,34 @@ def _padded(mat: jnp.ndarray) -> jnp.ndarray:
   return out.at[nv, nv].set(1.0)
 
 
+@jax.custom_jvp
+def _dot6(a: jnp.ndarray, b: jnp.ndarray, z) -> jnp.ndarray:
+  """(n, n) a_i . b_j of rows a, b (n, 6), each as mji_dot6 sums it, products rounded on
+  their own (z: `math.nofma`); derivatives by products (a tangent needs no order)."""
+  p = math.nofma(a[:, None, :] * b[None, :, :], z)
+  return ((p[..., 0] + p[..., 2]) + (p[..., 1] + p[..., 3])) + (p[..., 4] + p[..., 5])
+
+
+@_dot6.defjvp
+def _dot6_jvp(primals, tangents):
+  (a, b, z), (da, db, _) = primals, tangents
+  return _dot6(a, b, z), da @ b.T + a @ db.T
+
+
 def crb(m: Model, d: Data) -> Data:
   """mj_crb and mj_tendonArmature: composite inertias and the joint-space inertia qM, with
   dof, actuator and tendon armature (jaxmj/smooth/armature.py).
 
   Reads cinert, cdof, ten_J. Writes crb, qM (dense, symmetric).
   """
-  subtree = jnp.asarray(body_plan(m)["subtree"], d.cinert.dtype)
+  z = math.opaque_zero(d.time * d.time) if m.opt.exact else None
   # The world accumulates nothing in MuJoCo: its row stays its own (zero) cinert.
-  crb_ = (subtree @ d.cinert).at[0].set(d.cinert[0])
-  force = math.inert_mul(crb_[m.dof_bodyid], d.cdof)  # (nv, 6): crb of dof's body * cdof
-  fc = force @ d.cdof.T  # [i, j] is qM's entry where j is i or an ancestor of i
+  crb_ = com.subtree_sum(m, d.cinert, world=False)
+  # (nv, 6): crb of the dof's body times cdof
+  force = (math.inert_mul(crb_[m.dof_bodyid], d.cdof) if z is None else
+           math.inert_mul_nofma(crb_[m.dof_bodyid], d.cdof, z))
+  # [i, j] is qM's entry where j is i or an ancestor of i
+  fc = force @ d.cdof.T if z is None else _dot6(force, d.cdof, z)
   # qM mirrored from its lower part in one select (no lower + lower' - diag pass over qM)
   strict = np.asarray(m.dof_ancestor, bool) & ~np.eye(m.nv, dtype=bool)
   qm = jnp.where(strict, fc, jnp.where(strict.T, fc.T, 0.0))

@@ -3,6 +3,7 @@
 
 import os
 
+import pytest
 from conftest import MODELS
 from mujoco_compare import assert_stage_matches, mujoco
 
@@ -38,3 +39,30 @@ def test_inert_com_rounds_as_mju_inertcom():
     offset = md.xipos - md.subtree_com[mj.body_rootid]
     cinert = fn(mj.body_inertia, md.ximat.reshape(-1, 3, 3), offset, mj.body_mass, 0.0)
     np.testing.assert_array_equal(np.asarray(cinert)[1:], md.cinert[1:])
+
+
+@pytest.mark.parametrize("unroll", [True, False])
+def test_com_pos_and_crb_are_mujocos_to_the_bit(unroll, monkeypatch):
+  """From the same qpos, subtree_com (MuJoCo's backward accumulation, times the reciprocal
+  subtree mass), cinert, cdof (mju_cross without fused multiply-adds) and qM (mj_crb's
+  accumulation, mju_mulInertVec and mji_dot6 in their order) are MuJoCo's bit for bit
+  (float64), with the subtree sums in straight-line code and in rounds of gathers."""
+  import jax
+  import numpy as np
+  from mujoco_compare import full_m, load_both, random_state, to_jaxmj
+
+  from jaxmj.smooth import mass
+
+  if not unroll:
+    monkeypatch.setattr(com, "SUBTREE_UNROLL_MAX", 0)
+  m, mj = load_both(os.path.join(MODELS, "humanoid_floor.xml"))
+  fn = jax.jit(lambda m, d: mass.crb(m, com.com_pos(m, kinematics.kinematics(m, d))))
+  for seed in range(3):
+    md = random_state(m, mj, seed)
+    mujoco.mj_kinematics(mj, md)
+    mujoco.mj_comPos(mj, md)
+    mujoco.mj_crb(mj, md)
+    d = fn(m, to_jaxmj(m, md))
+    for name in ("subtree_com", "cinert", "cdof"):
+      np.testing.assert_array_equal(np.asarray(getattr(d, name)), getattr(md, name), name)
+    np.testing.assert_array_equal(np.asarray(d.qM), full_m(mj, md))
