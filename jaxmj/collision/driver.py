@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxmj.collision import broadphase, cull, hfield, multiccd
 from jaxmj.collision.mesh import pair_arguments
-from jaxmj.collision.plan import CONVEX, HFIELD, colliders, collision_plan
+from jaxmj.collision.plan import CONVEX, HFIELD, colliders, collision_plan, refuse_capped
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
 from jaxmj.constants import MINVAL
 from jaxmj.types import Data, EnableBit, Model
@@ -122,14 +122,34 @@ def collision(m: Model, d: Data) -> Data:
   includemargin = params["margin"][slot_pair]
   active = dist < includemargin
   if m.opt.grad_smoothing:
+    refuse_capped(m, "contact smoothing (opt.grad_smoothing)")
     far = _collide(m, d, plan, every, reach + SMOOTHING_REACH * m.opt.grad_smoothing)
     touching = jnp.zeros(len(every["g1"]), bool).at[slot_pair].max(dist < 0.5 * NO_CONTACT)
     apart = ~touching[slot_pair]
     dist, pos, frame = (jnp.where(apart.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
                         for a, b in zip((dist, pos, frame), far))
-  contact = d.contact.replace(dist=dist, pos=pos, frame=frame, includemargin=includemargin,
-                              **rep, active=active)
-  return d.replace(contact=contact)
+  fields = dict(dist=dist, pos=pos, frame=frame, includemargin=includemargin, **rep,
+                active=active)
+  if plan["capped"] is not None:
+    slot = _deepest(plan["capped"]["select"], dist)
+    fields = {k: v[slot] for k, v in fields.items()}
+    fields["geom"] = jnp.asarray(np.stack([plan["geom1"], plan["geom2"]], 1))[slot]
+  return d.replace(contact=d.contact.replace(**fields))
+
+
+def _deepest(select: list, dist: jnp.ndarray) -> jnp.ndarray:
+  """(ncon,) candidate slot of every capped slot: per condim (plan.py's `select`), the K
+  candidates of least dist (MJX's max_contact_points rule; ties to the lower slot, empty
+  slots hold NO_CONTACT), in ascending slot order, so that the kept contacts keep the
+  uncapped order (and its results, where the cap does not bind)."""
+  out = []
+  for idx, k in select:
+    if k == len(idx):
+      out.append(jnp.asarray(idx))
+      continue
+    _, top = jax.lax.top_k(-jax.lax.stop_gradient(dist[idx]), k)
+    out.append(jnp.asarray(idx)[jnp.sort(top)])
+  return jnp.concatenate(out)
 
 
 def _collide(m: Model, d: Data, plan: dict, every: dict, reach):

@@ -8,6 +8,12 @@ collider (driver.py): every collider is traced once, however many pairs use it. 
 owns the collider's fixed number of contact slots. The convex group (GJK/EPA) has four
 slots per pair when one of its pairs may get MuJoCo 4.0's multiccd contacts
 (collision/multiccd.py), else one.
+
+A model may cap its contacts as MJX does, with the custom numeric `max_contact_points`: the
+colliders still fill every candidate slot, then each condim's slots keep the cap's number of
+contacts of least dist (collision/driver.py), so the contact slots and constraint rows are
+sized by the cap, not by the candidate pairs. Which geoms a capped slot holds is then
+traced (Contact.geom), not static.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import numpy as np
 
 from jaxmj.collision import hfield, mesh, multiccd, primitive
 from jaxmj.collision.ccd import convex
+from jaxmj.names import name2id
 from jaxmj.scan import cached_plan
 from jaxmj.types import DisableBit, GeomType, Model
 
@@ -119,8 +126,51 @@ def _plan(m, disable: int) -> dict:
     geom1.append(np.repeat(g1, slots))
     geom2.append(np.repeat(g2, slots))
   cat = lambda xs: np.concatenate(xs).astype(np.int32) if xs else np.zeros(0, np.int32)
-  return {"groups": out, "ncon": start, "dim": cat(dim), "geom1": cat(geom1),
-          "geom2": cat(geom2)}
+  dim = cat(dim)
+  return {"groups": out, "ncon": start, "dim": dim, "geom1": cat(geom1),
+          "geom2": cat(geom2), "capped": _capped(numeric(m, "max_contact_points"), dim)}
+
+
+def numeric(m, name: str) -> int:
+  """The first value of the custom numeric `name` as an int, -1 if the model has none (as
+  MJX reads max_contact_points and max_geom_pairs)."""
+  i = name2id(m, "numeric", name)
+  return int(m.numeric_data[m.numeric_adr[i]]) if i >= 0 else -1
+
+
+def _capped(cap: int, dim: np.ndarray) -> dict | None:
+  """The contact slots under max_contact_points = `cap` (MJX's rule), or None when the cap
+  binds nowhere (no cap, or no condim has more candidate slots than the cap).
+
+  select: per condim, ascending, (candidate slots of that condim (n,), K = min(cap, n));
+  ncon = sum of K; dim (ncon,): the capped slots' condims, grouped by condim as MJX's.
+  """
+  dims = np.unique(dim)
+  if cap < 0 or all(np.sum(dim == c) <= cap for c in dims):
+    return None
+  select = [(np.flatnonzero(dim == c).astype(np.int32), min(cap, int(np.sum(dim == c))))
+            for c in dims]
+  return {"select": select, "ncon": sum(k for _, k in select),
+          "dim": np.concatenate([np.full(k, c, np.int32) for c, (_, k) in zip(dims, select)])}
+
+
+def contact_slots(m: Model) -> dict:
+  """The Contact's slots: ncon, dim (ncon,) and the static geom1, geom2 (ncon,), which are
+  None when max_contact_points binds (the geoms of a slot are then traced: Contact.geom)."""
+  plan = collision_plan(m)
+  cap = plan["capped"]
+  if cap is None:
+    return {k: plan[k] for k in ("ncon", "dim", "geom1", "geom2")}
+  return {"ncon": cap["ncon"], "dim": cap["dim"], "geom1": None, "geom2": None}
+
+
+def refuse_capped(m: Model, feature: str) -> None:
+  """Raises NotImplementedError when max_contact_points binds in `m`: `feature` reads which
+  geoms each slot holds as static."""
+  if collision_plan(m)["capped"] is not None:
+    raise NotImplementedError(
+      f"{feature} is not supported with the custom numeric max_contact_points (which caps "
+      f"{m.model_name!r}'s contacts): remove the numeric or the feature")
 
 
 def _condim(m, g1, g2, pair) -> np.ndarray:
