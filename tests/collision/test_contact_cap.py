@@ -145,3 +145,39 @@ def test_cap_refuses_what_reads_static_slots(kw, feature):
   with pytest.raises(NotImplementedError, match="max_contact_points") as err:
     jax.eval_shape(jaxmj.step, m, jaxmj.make_data(m))
   assert feature.split()[-1] in str(err.value)
+
+
+PAIRS = """<mujoco>
+  <custom><numeric name="max_geom_pairs" data="{cap}"/></custom>
+  <worldbody>
+    <body pos="0 0 1"><freejoint/><geom type="capsule" size=".05 .2" euler="0 90 0"/></body>
+    <body pos="2 0 1"><freejoint/><geom type="capsule" size=".05 .2" euler="0 90 0"/></body>
+    <body pos="0 0 1.13"><freejoint/><geom type="sphere" size=".1"/></body>
+    <body pos="2 0 1.14"><freejoint/><geom type="sphere" size=".1"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("cap", [1, 2])
+def test_geom_pair_cap_collides_the_nearest_pairs(cap):
+  """max_geom_pairs 1 on the four sphere-capsule pairs: only the pair of least
+  |pos2 - pos1| - (rbound1 + rbound2) collides (MJX's rule: ball 3 on capsule 1, -0.22,
+  before ball 4 on capsule 2, -0.21), so MuJoCo's other contact is missing; at 2 both
+  touching pairs are kept (the far pairs rank last) and the contacts are MuJoCo's."""
+  xml = PAIRS.format(cap=cap)
+  m = jaxmj.Model.from_xml_string(xml)
+  d = jax.jit(jaxmj.forward, compiler_options=FAST)(m, jaxmj.make_data(m))
+  mj = mujoco.MjModel.from_xml_string(xml)
+  dm = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, dm)
+  ref = {(frozenset((int(c.geom1), int(c.geom2))), round(float(c.dist), 9))
+         for c in dm.contact[:dm.ncon]}
+  assert len(ref) == 2
+  if cap == 1:
+    ref = {r for r in ref if r[0] == frozenset((0, 2))}
+  act = np.asarray(d.contact.active)
+  got = {(frozenset(map(int, g)), round(float(x), 9))
+         for g, x in zip(np.asarray(d.contact.geom)[act], np.asarray(d.contact.dist)[act])}
+  assert got == ref
+  # slots: the capsule pair (2 slots), the sphere pair and `cap` sphere-capsule pairs
+  assert d.contact.dist.shape == (3 + cap,)
