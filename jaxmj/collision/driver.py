@@ -107,6 +107,8 @@ def collision(m: Model, d: Data) -> Data:
   With contact smoothing (opt.grad_smoothing) the colliders run a second time, looking
   SMOOTHING_REACH temperatures further, and a pair with no contact takes those slots'
   distances, points and frames (beyond its margin + gap: no rows, no contacts).
+  Under MJX's caps (plan.py's `capped`) the capped groups collide only their nearest pairs
+  (_nearest_pairs) and the slots keep the deepest contacts (_deepest), with their geoms.
   """
   plan = collision_plan(m)
   if not plan["groups"]:
