@@ -158,30 +158,30 @@ def _nearest_pairs(m: Model, d: Data, plan: dict) -> list:
       out.append(None)
       continue
     g1, g2 = group["g1"], group["g2"]
-    gap = (jnp.linalg.norm(jax.lax.stop_gradient(d.geom_xpos[g2] - d.geom_xpos[g1]), axis=-1)
+    gap = (jnp.linalg.norm(d.geom_xpos[g2] - d.geom_xpos[g1], axis=-1)
            - (m.geom_rbound[g1] + m.geom_rbound[g2]))
-    parts = []
-    for idx, k in keep:
-      if k == len(idx):
-        parts.append(jnp.asarray(idx))
-        continue
-      _, top = jax.lax.top_k(-gap[idx], k)
-      parts.append(jnp.asarray(idx)[jnp.sort(top)])
-    out.append(jnp.concatenate(parts))
+    out.append(_least(keep, gap))
   return out
 
 
 def _deepest(select: list, dist: jnp.ndarray) -> jnp.ndarray:
   """(ncon,) candidate slot of every capped slot: per condim (plan.py's `select`), the K
-  candidates of least dist (MJX's max_contact_points rule; ties to the lower slot, empty
-  slots hold NO_CONTACT), in ascending slot order, so that the kept contacts keep the
-  uncapped order (and its results, where the cap does not bind)."""
+  candidates of least dist (MJX's max_contact_points rule; empty slots hold NO_CONTACT), in
+  ascending slot order, so that the kept contacts keep the uncapped order (and its
+  results, where the cap does not bind)."""
+  return _least(select, dist)
+
+
+def _least(select: list, value: jnp.ndarray) -> jnp.ndarray:
+  """For each (idx, K) of `select`, the K entries of idx of least value (lax.top_k: ties to
+  the lower index), ascending, concatenated; idx itself where K covers it."""
+  value = jax.lax.stop_gradient(value)  # only the choice: the values carry no derivative
   out = []
   for idx, k in select:
     if k == len(idx):
       out.append(jnp.asarray(idx))
       continue
-    _, top = jax.lax.top_k(-jax.lax.stop_gradient(dist[idx]), k)
+    _, top = jax.lax.top_k(-value[idx], k)
     out.append(jnp.asarray(idx)[jnp.sort(top)])
   return jnp.concatenate(out)
 
