@@ -23,6 +23,10 @@ class Contact:
   `active` says which slots have constraint rows (dist < includemargin; MuJoCo 4.0 also
   lists contacts out to margin + gap without rows). Inactive slots carry
   finite placeholder values and produce no constraint force.
+
+  Under the custom numeric max_contact_points (collision/plan.py) the slots are the
+  deepest candidates per condim, so which geoms a slot holds changes with the state: the
+  static geom1, geom2 are None and the leaf `geom` holds them. `geoms()` gives either.
   """
 
   dist: jax.Array  # (ncon,)  signed distance, negative in penetration
@@ -38,6 +42,22 @@ class Contact:
   geom1: np.ndarray = static()  # (ncon,) int32
   geom2: np.ndarray = static()  # (ncon,) int32
   efc_address: np.ndarray = static()  # (ncon,) int32  first efc row of the contact
+  geom: jax.Array | None = None  # (ncon, 2) int32  geom1, geom2 under max_contact_points
+
+  def geoms(self) -> tuple:
+    """(geom1, geom2) (ncon,) of every slot: static numpy arrays, or traced int32 arrays
+    under max_contact_points."""
+    if self.geom is None:
+      return self.geom1, self.geom2
+    return self.geom[:, 0], self.geom[:, 1]
+
+  def bodies(self, geom_bodyid: np.ndarray) -> tuple:
+    """(body1, body2) (ncon,) of every slot, static or traced as `geoms()`."""
+    g1, g2 = self.geoms()
+    if self.geom is None:
+      return geom_bodyid[g1], geom_bodyid[g2]
+    table = jax.numpy.asarray(geom_bodyid)
+    return table[g1], table[g2]
 
 
 @pytree_dataclass

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.actuation import history
-from jaxmj.collision.plan import collision_plan
+from jaxmj.collision.plan import contact_slots
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.names import name2id
 from jaxmj.smooth import plastic
@@ -55,7 +55,7 @@ def make_data(m: Model) -> Data:
 
 def _constraint_fields(m: Model, dt) -> dict:
   """Contact slots and efc rows at the model's fixed sizes (collision plan, efc layout)."""
-  plan = collision_plan(m)
+  plan = contact_slots(m)
   layout = efc_layout(m, plan["dim"])
   ncon, nefc = plan["ncon"], layout.nefc
   ni = max(1, m.ntree)  # island slots (jaxmj/solver/island.py)
@@ -64,7 +64,8 @@ def _constraint_fields(m: Model, dt) -> dict:
     dist=z(ncon), pos=z(ncon, 3), frame=z(ncon, 3, 3), includemargin=z(ncon),
     friction=z(ncon, 5), solref=z(ncon, 2), solreffriction=z(ncon, 2), solimp=z(ncon, 5),
     active=jnp.zeros(ncon, bool), dim=plan["dim"], geom1=plan["geom1"],
-    geom2=plan["geom2"], efc_address=np.asarray(layout.contact_efc_address, np.int32))
+    geom2=plan["geom2"], efc_address=np.asarray(layout.contact_efc_address, np.int32),
+    geom=None if plan["geom1"] is not None else jnp.zeros((ncon, 2), jnp.int32))
   return dict(
     contact=contact, efc_type=jnp.asarray(layout.efc_type, jnp.int32),
     efc_id=jnp.asarray(layout.efc_id, jnp.int32), efc_active=jnp.zeros(nefc, bool),

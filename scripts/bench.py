@@ -57,8 +57,9 @@ Notes:
 Suites (`--suite gpu|cpu`; explicit MODELS, --batches, --steps or --engines still override):
   gpu   MJX's humanoid (mujoco/mjx/test_data/humanoid/humanoid.xml: iterations 1,
         ls_iterations 4), humanoid_floor, quadruped, box_pile, mesh_drop and MJX's
-        02_humanoids scene (jaxmj sizes 04_humanoids's contacts at 15,452 constraint rows
-        per world, beyond one GPU at batch 8192); jaxmj and MJX at batch 8192, T=100 (sized
+        02_humanoids scene (chosen when jaxmj sized 04_humanoids's contacts at 15,452
+        constraint rows per world, beyond one GPU at batch 8192; its contact caps now give
+        148, and the suite could go back to it); jaxmj and MJX at batch 8192, T=100 (sized
         to finish in under 8 minutes on one GPU: 314 s on an H200).
   cpu   the same models and models/urdf/arm6.urdf (mesh links: 34 GJK/EPA pairs, rarely a
         few within reach; MJX refuses its cylinder-mesh pair) at batch 1024, T=20, with

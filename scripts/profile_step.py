@@ -126,6 +126,13 @@ def mjx_engine(path, md):
 
   mj = mujoco.MjModel.from_xml_path(path)
   m = mjx.put_model(mj, impl="jax")
+  if md.ncon > len(collision_driver.make_condim(mj)):
+    # MuJoCo C's contacts exceed MJX's slots (max_contact_points): the state alone, whose
+    # contacts the engine's own forward then finds
+    state = mujoco.MjData(mj)
+    for k in ("time", "qpos", "qvel", "act", "ctrl", "qacc_warmstart", "mocap_pos", "mocap_quat"):
+      setattr(state, k, getattr(md, k))
+    md = state
   d = mjx.put_data(mj, md, impl="jax")
   stages = {
     "kinematics": lambda m, d: smooth.com_pos(m, smooth.kinematics(m, d)),

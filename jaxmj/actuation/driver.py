@@ -27,6 +27,7 @@ import numpy as np
 from jaxmj import math
 from jaxmj.actuation import history, motor, orientation
 from jaxmj.collision.driver import slot_gap
+from jaxmj.collision.plan import refuse_capped
 from jaxmj.constants import MAXVAL, MINVAL
 from jaxmj.scan import cached_plan
 from jaxmj.smooth.jac import point_jacobians
@@ -200,6 +201,7 @@ def _body(m: Model, d: Data, grp) -> tuple:
   con = d.contact
   if len(con.dim) == 0:
     return jnp.zeros(len(i)), jnp.zeros((len(i), m.nv))
+  refuse_capped(m, "the adhesion actuator")
   exists = con.dist < con.includemargin + slot_gap(m)
   b1, b2 = m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]
   normal = con.frame[:, 0]

@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxmj.collision import broadphase, cull, hfield, multiccd
 from jaxmj.collision.mesh import pair_arguments
-from jaxmj.collision.plan import CONVEX, HFIELD, colliders, collision_plan
+from jaxmj.collision.plan import CONVEX, HFIELD, colliders, collision_plan, refuse_capped
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
 from jaxmj.constants import MINVAL
 from jaxmj.types import Data, EnableBit, Model
@@ -107,6 +107,8 @@ def collision(m: Model, d: Data) -> Data:
   With contact smoothing (opt.grad_smoothing) the colliders run a second time, looking
   SMOOTHING_REACH temperatures further, and a pair with no contact takes those slots'
   distances, points and frames (beyond its margin + gap: no rows, no contacts).
+  Under MJX's caps (plan.py's `capped`) the capped groups collide only their nearest pairs
+  (_nearest_pairs) and the slots keep the deepest contacts (_deepest), with their geoms.
   """
   plan = collision_plan(m)
   if not plan["groups"]:
@@ -114,37 +116,94 @@ def collision(m: Model, d: Data) -> Data:
   every = {k: np.concatenate([g[k] for g in plan["groups"]]) for k in ("g1", "g2", "pair")}
   params = contact_params(m, every["g1"], every["g2"], every["pair"])
   reach = params["margin"] + params["gap"]
-  dist, pos, frame = _collide(m, d, plan, every, reach)
+  cap = plan["capped"]
+  chosen = _nearest_pairs(m, d, plan) if cap is not None else None
+  dist, pos, frame = _collide(m, d, plan, every, reach, chosen)
   # each pair's parameters repeated over its slots
   slot_pair = np.repeat(np.arange(len(every["g1"])), [
     g["slots"] for g in plan["groups"] for _ in range(len(g["g1"]))])
+  geom = None if cap is None else jnp.asarray(np.stack([every["g1"], every["g2"]], 1))
+  if chosen is not None and any(c is not None for c in chosen):
+    pair = jnp.concatenate([jnp.asarray(g["start_pair"] + (np.arange(len(g["g1"])) if c is None
+                                                           else c))
+                            for g, c in zip(plan["groups"], chosen)])
+    params = {k: v[pair] for k, v in params.items()}
+    geom, slot_pair = geom[pair], cap["slot_pair"]
   rep = {k: params[k][slot_pair] for k in ("friction", "solref", "solreffriction", "solimp")}
   includemargin = params["margin"][slot_pair]
   active = dist < includemargin
   if m.opt.grad_smoothing:
+    refuse_capped(m, "contact smoothing (opt.grad_smoothing)")
     far = _collide(m, d, plan, every, reach + SMOOTHING_REACH * m.opt.grad_smoothing)
     touching = jnp.zeros(len(every["g1"]), bool).at[slot_pair].max(dist < 0.5 * NO_CONTACT)
     apart = ~touching[slot_pair]
     dist, pos, frame = (jnp.where(apart.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
                         for a, b in zip((dist, pos, frame), far))
-  contact = d.contact.replace(dist=dist, pos=pos, frame=frame, includemargin=includemargin,
-                              **rep, active=active)
-  return d.replace(contact=contact)
+  fields = dict(dist=dist, pos=pos, frame=frame, includemargin=includemargin, **rep,
+                active=active)
+  if cap is not None:
+    slot = _deepest(cap["select"], dist)
+    fields = {k: v[slot] for k, v in fields.items()}
+    fields["geom"] = geom[slot_pair][slot]
+  return d.replace(contact=d.contact.replace(**fields))
 
 
-def _collide(m: Model, d: Data, plan: dict, every: dict, reach):
-  """(dist (ncon,), pos (ncon, 3), frame (ncon, 3, 3)) of every slot, colliders looking as
-  far as `reach` (per pair); NO_CONTACT in slots without a contact."""
+def _nearest_pairs(m: Model, d: Data, plan: dict) -> list:
+  """Per group of the plan: None where all its pairs collide, else the (npair,) pairs (in
+  the group) that max_geom_pairs keeps: per condim (plan.py's `pairs`), the K of least
+  |pos2 - pos1| - (rbound1 + rbound2) (MJX's rule), in ascending order."""
+  out = []
+  for group, keep in zip(plan["groups"], plan["capped"]["pairs"]):
+    if keep is None:
+      out.append(None)
+      continue
+    g1, g2 = group["g1"], group["g2"]
+    gap = (jnp.linalg.norm(d.geom_xpos[g2] - d.geom_xpos[g1], axis=-1)
+           - (m.geom_rbound[g1] + m.geom_rbound[g2]))
+    out.append(_least(keep, gap))
+  return out
+
+
+def _deepest(select: list, dist: jnp.ndarray) -> jnp.ndarray:
+  """(ncon,) candidate slot of every capped slot: per condim (plan.py's `select`), the K
+  candidates of least dist (MJX's max_contact_points rule; empty slots hold NO_CONTACT), in
+  ascending slot order, so that the kept contacts keep the uncapped order (and its
+  results, where the cap does not bind)."""
+  return _least(select, dist)
+
+
+def _least(select: list, value: jnp.ndarray) -> jnp.ndarray:
+  """For each (idx, K) of `select`, the K entries of idx of least value (lax.top_k: ties to
+  the lower index), ascending, concatenated; idx itself where K covers it."""
+  value = jax.lax.stop_gradient(value)  # only the choice: the values carry no derivative
+  out = []
+  for idx, k in select:
+    if k == len(idx):
+      out.append(jnp.asarray(idx))
+      continue
+    _, top = jax.lax.top_k(-value[idx], k)
+    out.append(jnp.asarray(idx)[jnp.sort(top)])
+  return jnp.concatenate(out)
+
+
+def _collide(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list | None = None):
+  """(dist (nslot,), pos (nslot, 3), frame (nslot, 3, 3)) of every candidate slot,
+  colliders looking as far as `reach` (per pair); NO_CONTACT in slots without a contact.
+  chosen: per group None or the pairs max_geom_pairs keeps (_nearest_pairs), the only ones
+  that group then collides."""
   table = colliders()
   iterations = m.opt.ccd_iterations
   # the broadphase of all pairs at once, sliced per group: elementwise per pair, so the
   # same numbers as per group, in a handful of kernels instead of a set per group
   far = broadphase.out_of_reach(m, d, every["g1"], every["g2"], reach)
   dists, poss, frames, at = [], [], [], 0
-  for group in plan["groups"]:
+  for group, c in zip(plan["groups"], chosen or [None] * len(plan["groups"])):
     g1, g2 = group["g1"], group["g2"]
     cut = slice(at, at + len(g1))
     at = cut.stop
+    if c is not None:  # traced pairs: a primitive collider, no per-pair static arguments
+      g1, g2 = jnp.asarray(g1)[c], jnp.asarray(g2)[c]
+      cut = group["start_pair"] + c
     geoms = [GeomFrame(pos=d.geom_xpos[g], mat=d.geom_xmat[g], size=m.geom_size[g])
              for g in (g1, g2)]
     extra = pair_arguments(m, group["types"], g1, g2)

@@ -8,6 +8,13 @@ collider (driver.py): every collider is traced once, however many pairs use it. 
 owns the collider's fixed number of contact slots. The convex group (GJK/EPA) has four
 slots per pair when one of its pairs may get MuJoCo 4.0's multiccd contacts
 (collision/multiccd.py), else one.
+
+A model may cap its contacts as MJX does, with custom numerics (`_capped`):
+`max_geom_pairs` lets a primitive group without planes collide only that many of its pairs
+per condim, those nearest by bounding spheres; `max_contact_points` keeps, per condim, that
+many of the candidate slots' contacts, those of least dist (collision/driver.py). The
+contact slots and constraint rows are then sized by the caps, not by the candidate pairs,
+and which geoms a slot holds is traced (Contact.geom), not static.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import numpy as np
 
 from jaxmj.collision import hfield, mesh, multiccd, primitive
 from jaxmj.collision.ccd import convex
+from jaxmj.names import name2id
 from jaxmj.scan import cached_plan
 from jaxmj.types import DisableBit, GeomType, Model
 
@@ -73,7 +81,8 @@ def _plan(m, disable: int) -> dict:
   """Static pair groups and contact slots.
 
   groups: list of dicts with `types`, `g1`, `g2` (geom ids, type1 <= type2), `pair`
-  (explicit <pair> index or -1), `slots` (contacts per pair) and `start` (first slot).
+  (explicit <pair> index or -1), `condim` (per pair), `slots` (contacts per pair), `start`
+  (first slot) and `start_pair` (first pair). capped: _capped's, or None.
   Slot arrays: dim, geom1, geom2 (ncon,).
   """
   if disable & (DisableBit.CONTACT | DisableBit.CONSTRAINT) or m.ngeom == 0:
@@ -113,14 +122,95 @@ def _plan(m, disable: int) -> dict:
     slots = (multiccd.group_slots(m, g1, g2, disable) if key == CONVEX else
              hfield.slots(m, g2) if key == HFIELD else table[key][1])
     condim = _condim(m, g1, g2, p)
-    out.append({"types": key, "g1": g1, "g2": g2, "pair": p, "slots": slots, "start": start})
+    out.append({"types": key, "g1": g1, "g2": g2, "pair": p, "slots": slots, "start": start,
+                "start_pair": sum(len(g["g1"]) for g in out), "condim": condim})
     start += len(rows) * slots
     dim.append(np.repeat(condim, slots))
     geom1.append(np.repeat(g1, slots))
     geom2.append(np.repeat(g2, slots))
   cat = lambda xs: np.concatenate(xs).astype(np.int32) if xs else np.zeros(0, np.int32)
-  return {"groups": out, "ncon": start, "dim": cat(dim), "geom1": cat(geom1),
-          "geom2": cat(geom2)}
+  dim = cat(dim)
+  capped = _capped(out, numeric(m, "max_contact_points"), numeric(m, "max_geom_pairs"))
+  return {"groups": out, "ncon": start, "dim": dim, "geom1": cat(geom1),
+          "geom2": cat(geom2), "capped": capped}
+
+
+def numeric(m, name: str) -> int:
+  """The first value of the custom numeric `name` as an int, -1 if the model has none (as
+  MJX reads max_contact_points and max_geom_pairs)."""
+  i = name2id(m, "numeric", name)
+  return int(m.numeric_data[m.numeric_adr[i]]) if i >= 0 else -1
+
+
+def _pair_capped(group: dict, cap: int) -> list | None:
+  """max_geom_pairs = `cap` on one group (MJX's rule): per condim, ascending, (the group's
+  pairs of that condim (n,), K = min(cap, n)), or None where it binds on no condim or the
+  group is one MJX exempts (a plane or heightfield in it) or runs no primitive collider
+  (convex, mesh: jaxmj's GJK/EPA group mixes pair types MJX caps separately)."""
+  key = group["types"]
+  if cap < 0 or isinstance(key, str) or {GeomType.PLANE, GeomType.MESH} & set(key):
+    return None
+  condim = group["condim"]
+  dims = np.unique(condim)
+  if all(np.sum(condim == c) <= cap for c in dims):
+    return None
+  return [(np.flatnonzero(condim == c).astype(np.int32), min(cap, int(np.sum(condim == c))))
+          for c in dims]
+
+
+def _capped(groups: list, cap: int, pair_cap: int) -> dict | None:
+  """The contact slots under MJX's max_contact_points = `cap` and max_geom_pairs =
+  `pair_cap` (-1: none), or None when neither binds.
+
+  Candidate slots: every group's slots, in plan order, but a group whose pairs are capped
+  (`pairs`: _pair_capped) collides only its K pairs per condim nearest by bounding
+  spheres, condim by condim, each in pair order. Its slots' geoms are then traced.
+  pairs: per group None or [(pairs of a condim, K)]; npair: per group, pairs collided;
+  slot_pair (nslot,): candidate slot -> collided pair (in group order); slot_dim (nslot,).
+  select: per condim, ascending, (candidate slots of that condim (n,), K = min(cap, n));
+  ncon = sum of K; dim (ncon,): the capped slots' condims, grouped by condim as MJX's.
+  """
+  pairs = [_pair_capped(g, pair_cap) for g in groups]
+  slot_dim, npair = [], []
+  for g, keep in zip(groups, pairs):
+    condim = g["condim"] if keep is None else np.concatenate(
+      [np.full(k, g["condim"][idx[0]]) for idx, k in keep])
+    npair.append(len(condim))
+    slot_dim.append(np.repeat(condim, g["slots"]))
+  slot_dim = np.concatenate(slot_dim).astype(np.int32) if groups else np.zeros(0, np.int32)
+  dims = np.unique(slot_dim)
+  binds = cap >= 0 and any(np.sum(slot_dim == c) > cap for c in dims)
+  if not binds and all(k is None for k in pairs):
+    return None
+  size = lambda c: int(np.sum(slot_dim == c))  # noqa: E731
+  select = [(np.flatnonzero(slot_dim == c).astype(np.int32),
+             min(cap, size(c)) if cap >= 0 else size(c)) for c in dims]
+  slot_pair = np.repeat(np.arange(sum(npair)), [g["slots"] for g, n in zip(groups, npair)
+                                                for _ in range(n)]).astype(np.int32)
+  return {"pairs": pairs, "npair": npair, "slot_pair": slot_pair, "slot_dim": slot_dim,
+          "select": select, "ncon": sum(k for _, k in select),
+          "dim": np.concatenate([np.full(k, c, np.int32) for c, (_, k) in zip(dims, select)])}
+
+
+def contact_slots(m: Model) -> dict:
+  """The Contact's slots: ncon, dim (ncon,) and the static geom1, geom2 (ncon,), which are
+  None when max_contact_points or max_geom_pairs binds (the geoms of a slot are then traced:
+  Contact.geom)."""
+  plan = collision_plan(m)
+  cap = plan["capped"]
+  if cap is None:
+    return {k: plan[k] for k in ("ncon", "dim", "geom1", "geom2")}
+  return {"ncon": cap["ncon"], "dim": cap["dim"], "geom1": None, "geom2": None}
+
+
+def refuse_capped(m: Model, feature: str) -> None:
+  """Raises NotImplementedError when max_contact_points or max_geom_pairs binds in `m`:
+  `feature` reads which geoms each slot holds as static."""
+  if collision_plan(m)["capped"] is not None:
+    raise NotImplementedError(
+      f"{feature} is not supported with the custom numerics max_contact_points or "
+      f"max_geom_pairs (which cap {m.model_name!r}'s contacts): remove the numeric or the "
+      "feature")
 
 
 def _condim(m, g1, g2, pair) -> np.ndarray:

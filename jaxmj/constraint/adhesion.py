@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision.plan import collision_plan
+from jaxmj.collision.plan import collision_plan, refuse_capped
 from jaxmj.types import Data, Model
 
 
@@ -40,6 +40,7 @@ def efc_share(m: Model, d: Data, lay) -> jnp.ndarray | None:
   on elliptic friction rows); None when the model has no adhesion."""
   if not m.flg_adhesion or lay.nc == 0:
     return None
+  refuse_capped(m, "contact adhesion (geom or pair adhesion)")
   slot = lay.con_slot
   dim = np.asarray(d.contact.dim)[slot]
   weight = np.where(lay.con_pyramid, 1.0 / (2 * np.maximum(dim - 1, 1)),

@@ -64,11 +64,15 @@ def jac_products(m: Model, lay: EfcLayout, J_other: jnp.ndarray, f: ContactFacto
   """
   n = J_other.shape[0]
 
+  # the bodies are factors too where they are traced (max_contact_points)
+  bodies = () if isinstance(f.b1, np.ndarray) else (f.b1, f.b2)
+
   def unpack(factors):
     # every traced factor from the argument, none from this closure (the products are
     # custom_jvp functions' static arguments): c_i and mu are not read by the products
-    J_other, u, w, off1, off2, cdof = factors
-    return J_other, f._replace(u=u, w=w, off1=off1, off2=off2, c1=None, c2=None, mu=None), cdof
+    J_other, u, w, off1, off2, cdof, *b = factors
+    fc = f._replace(u=u, w=w, off1=off1, off2=off2, c1=None, c2=None, mu=None)
+    return J_other, fc._replace(b1=b[0], b2=b[1]) if b else fc, cdof
 
   def mul(factors, x):
     J_other, fc, cdof = unpack(factors)
@@ -78,7 +82,7 @@ def jac_products(m: Model, lay: EfcLayout, J_other: jnp.ndarray, f: ContactFacto
     J_other, fc, cdof = unpack(factors)
     return y[:n] @ J_other + contact_mul_jac_t(m, lay, fc, cdof, y[n:])
 
-  return mul, mul_t, (J_other, f.u, f.w, f.off1, f.off2, cdof)
+  return mul, mul_t, (J_other, f.u, f.w, f.off1, f.off2, cdof, *bodies)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0,))

@@ -161,8 +161,7 @@ def rne_post_constraint(m: Model, d: Data) -> Data:
     frame = d.contact.frame
     fglob = jnp.einsum("cij,ci->cj", frame, local[:, :3])
     tglob = jnp.einsum("cij,ci->cj", frame, local[:, 3:])
-    for geoms, sign in ((d.contact.geom1, -1.0), (d.contact.geom2, 1.0)):
-      body = m.geom_bodyid[geoms]
+    for body, sign in zip(d.contact.bodies(m.geom_bodyid), (-1.0, 1.0)):
       arm = com[body] - d.contact.pos
       wrench = jnp.concatenate([tglob - jnp.cross(arm, fglob), fglob], axis=-1)
       wrench = jnp.where((body > 0)[:, None], sign * wrench, 0.0)

@@ -132,8 +132,9 @@ class ContactFactors(NamedTuple):
   lin + ang x off_i (cdof columns of the dofs that move the body; off_i = pos -
   subtree_com[root of body i]), the offsets fold into c_i = off_i x u_r. (nc, 3) each,
   global frame; off_i and c_i None where side i moves with no dof in any row (a world
-  geom, as a floor is in every slot). b1, b2: (nc,) static body of each side; mu (nc,):
-  the friction coefficient of the row's edge (diagApprox)."""
+  geom, as a floor is in every slot). b1, b2: (nc,) body of each side, static (numpy) but
+  traced under max_contact_points; mu (nc,): the friction coefficient of the row's edge
+  (diagApprox)."""
 
   u: jnp.ndarray
   w: jnp.ndarray
@@ -142,8 +143,20 @@ class ContactFactors(NamedTuple):
   c1: jnp.ndarray | None
   c2: jnp.ndarray | None
   mu: jnp.ndarray
-  b1: np.ndarray
-  b2: np.ndarray
+  b1: np.ndarray | jnp.ndarray
+  b2: np.ndarray | jnp.ndarray
+
+
+def _take(table: np.ndarray, idx):
+  """table[idx]: a static gather for static indices, a traced one for traced indices."""
+  return table[idx] if isinstance(idx, np.ndarray) else jnp.asarray(table)[idx]
+
+
+def _onehot(b, n: int, dt) -> jnp.ndarray:
+  """(len(b), n) one-hot rows of bodies b: static for static b, else by comparison."""
+  if isinstance(b, np.ndarray):
+    return jnp.asarray(np.eye(n)[b], dt)
+  return (b[:, None] == jnp.arange(n)[None, :]).astype(dt)
 
 
 def contact_factors(m: Model, d: Data, lay: EfcLayout) -> ContactFactors:
@@ -153,11 +166,13 @@ def contact_factors(m: Model, d: Data, lay: EfcLayout) -> ContactFactors:
   # Placeholder slots may hold zero friction; keep divisions by friction finite there.
   friction = jnp.where(con.active[:, None], con.friction, 1.0)
   u, w, mu = _row_directions(d, lay, friction)
-  b1, b2 = m.geom_bodyid[con.geom1][slot], m.geom_bodyid[con.geom2][slot]
+  b1, b2 = (b[slot] for b in con.bodies(m.geom_bodyid))
   body_dof = body_plan(m)["body_dof"]
-  off = lambda b: con.pos[slot] - d.subtree_com[m.body_rootid[b]]  # noqa: E731
-  off1 = off(b1) if body_dof[b1].any() else None
-  off2 = off(b2) if body_dof[b2].any() else None
+  off = lambda b: con.pos[slot] - d.subtree_com[_take(m.body_rootid, b)]  # noqa: E731
+  # traced bodies (max_contact_points): either side may move
+  moves = lambda b: not isinstance(b, np.ndarray) or body_dof[b].any()  # noqa: E731
+  off1 = off(b1) if moves(b1) else None
+  off2 = off(b2) if moves(b2) else None
   c1, c2 = (None if o is None else math.cross(o, u) for o in (off1, off2))
   return ContactFactors(u=u, w=w, off1=off1, off2=off2, c1=c1, c2=c2, mu=mu, b1=b1, b2=b2)
 
@@ -175,7 +190,7 @@ def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, f: ContactFactors) -> j
   product.
   """
   body_dof = body_plan(m)["body_dof"].astype(f.u.dtype)
-  mask1, mask2 = body_dof[f.b1], body_dof[f.b2]  # static (nc, nv)
+  mask1, mask2 = _take(body_dof, f.b1), _take(body_dof, f.b2)  # (nc, nv), static unless capped
   ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
   dot = lambda a, b: a @ b.T  # noqa: E731
   shared = dot(f.u, lin)
@@ -203,7 +218,7 @@ def contact_mul_jac(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.ndarr
   vel = jnp.asarray(body_plan(m)["body_dof"], dt) @ (cdof * x[:, None])  # (nbody, 6)
   # each row's body velocities by static one-hot products: a gather's transpose (reverse
   # mode) is a scatter-add
-  v1, v2 = (jnp.asarray(np.eye(m.nbody)[b], dt) @ vel for b in (f.b1, f.b2))
+  v1, v2 = (_onehot(b, m.nbody, dt) @ vel for b in (f.b1, f.b2))
   rel = 0.0
   for sign, v, off in ((-1.0, v1, f.off1), (1.0, v2, f.off2)):
     if off is not None:
@@ -229,7 +244,8 @@ def contact_mul_jac_t(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.nda
   for sign, b, off in ((1.0, f.b2, f.off2), (-1.0, f.b1, f.off1)):
     if off is None:
       continue
-    onehot = jnp.asarray(np.eye(nb)[b].T * sign, dt)  # (nbody, nc), static
+    onehot = (jnp.asarray(np.eye(nb)[b].T * sign, dt) if isinstance(b, np.ndarray)
+              else _onehot(b, nb, dt).T * sign)  # (nbody, nc)
     wrench = wrench + onehot @ jnp.concatenate([fw + jnp.cross(off, fu), fu], axis=1)
   return jnp.sum(cdof * (jnp.asarray(plan["body_dof"].T, dt) @ wrench), axis=1)
 
@@ -246,7 +262,7 @@ def contact_rows(m: Model, d: Data, lay: EfcLayout, f: ContactFactors | None) ->
   fri = f.mu
 
   # diagApprox: translation and rotation invweight0 of the two bodies, summed.
-  b1, b2 = m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]
+  b1, b2 = con.bodies(m.geom_bodyid)
   iw = m.body_invweight0
   tran, rot = (iw[b1, 0] + iw[b2, 0])[slot], (iw[b1, 1] + iw[b2, 1])[slot]
   pyr_diag = tran + fri * fri * jnp.where(lay.con_edge < 2, tran, rot)

@@ -30,7 +30,7 @@ def contact_surfacevel(m: Model, d: Data) -> jnp.ndarray:
     ang = jnp.einsum("nij,nj->ni", mat, m.geom_surfacevel[g, 3:])
     return lin + jnp.cross(ang, con.pos - d.geom_xpos[g]), ang
 
-  (v1, w1), (v2, w2) = surface(con.geom1), surface(con.geom2)
+  (v1, w1), (v2, w2) = (surface(g) for g in con.geoms())
   v, w = v2 - v1, w2 - w1
   frame = con.frame
   return jnp.stack([jnp.sum(frame[:, 1] * v, -1), jnp.sum(frame[:, 2] * v, -1),

@@ -25,8 +25,7 @@ def _touch(m, d, g):
     return jnp.zeros((n, 1), d.qpos.dtype)
   normal_force = support.contact_forces(m, d)[:, 0]
   body = m.site_bodyid[g.obj]
-  b1 = m.geom_bodyid[d.contact.geom1]
-  b2 = m.geom_bodyid[d.contact.geom2]
+  b1, b2 = d.contact.bodies(m.geom_bodyid)
   on1 = body[:, None] == b1[None]
   on2 = body[:, None] == b2[None]
   ray_dir = math.normalize(d.contact.frame[:, 0] * normal_force[:, None])

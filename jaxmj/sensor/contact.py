@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.collision.plan import refuse_capped
 from jaxmj.constants import MINVAL
 from jaxmj.scan import body_plan
 from jaxmj.sensor.inside import inside_geom
@@ -106,6 +107,7 @@ def contact(m, d, g):
   width = sum(w for k, w in enumerate(WIDTHS) if bits >> k & 1)
   if ncon == 0:
     return jnp.zeros((n, num * width), dt)
+  refuse_capped(m, "the contact sensor")
   match, flipped = _matches(m, d, g)
   need_force = bits & FORCE_BITS or reduce in (MAXFORCE, NETFORCE)
   frc = support.contact_forces(m, d) if need_force else None

@@ -34,6 +34,7 @@ def _row_plan(m: Model, d: Data) -> tuple[np.ndarray, np.ndarray]:
   """Static tree incidence of the rows whose trees mj_island knows without a Jacobian scan.
 
   Returns (nefc, ntree) bool `inc` and (nefc,) bool `scan` (rows to read from efc_J).
+  Contact rows touch no tree here when their geoms are traced (max_contact_points).
   """
   layout = efc_layout(m, d.contact.dim)
   nefc, ntree = layout.nefc, m.ntree
@@ -45,9 +46,9 @@ def _row_plan(m: Model, d: Data) -> tuple[np.ndarray, np.ndarray]:
                                        ConstraintType.CONTACT_PYRAMIDAL,
                                        ConstraintType.CONTACT_ELLIPTIC]))
   slot = np.asarray(layout.con_slot)[con - layout.contact0]
-  geom_body = np.asarray(m.geom_bodyid)
-  for k, g in enumerate((d.contact.geom1, d.contact.geom2)):
-    trees[con, k] = body_tree[geom_body[np.asarray(g)[slot]]]
+  if d.contact.geom is None:  # else traced: _contact_incidence
+    for k, b in enumerate(d.contact.bodies(m.geom_bodyid)):
+      trees[con, k] = body_tree[b[slot]]
   fd = np.flatnonzero(etype == ConstraintType.FRICTION_DOF)
   trees[fd, 0] = dof_tree[eid[fd]]
   lj = np.flatnonzero(etype == ConstraintType.LIMIT_JOINT)
@@ -66,6 +67,15 @@ def _row_plan(m: Model, d: Data) -> tuple[np.ndarray, np.ndarray]:
     hit = trees[:, k] >= 0
     inc[np.flatnonzero(hit), trees[hit, k]] = True
   return inc, scan
+
+
+def _contact_incidence(m: Model, d: Data, slot: np.ndarray) -> jax.Array:
+  """(nc, ntree) bool: the trees of the two geoms' bodies of each contact row (rows of
+  contact slots `slot`), for traced geoms (max_contact_points)."""
+  tree = jnp.asarray(m.body_treeid)
+  ids = jnp.arange(m.ntree)
+  b1, b2 = d.contact.bodies(m.geom_bodyid)
+  return ((tree[b1][slot][:, None] == ids) | (tree[b2][slot][:, None] == ids))
 
 
 def _components(adj: jax.Array, has_edge: jax.Array) -> jax.Array:
@@ -107,6 +117,9 @@ def island(m: Model, d: Data) -> Data:
     tree_onehot = np.asarray(m.dof_treeid)[:, None] == np.arange(ntree)[None, :]
     nz = (jax.lax.stop_gradient(d.efc_J) != 0).astype(d.efc_J.dtype)
     inc = jnp.where(jnp.asarray(scan)[:, None], nz @ jnp.asarray(tree_onehot, nz.dtype) > 0, inc)
+  if d.contact.geom is not None:
+    lay = efc_layout(m, d.contact.dim)
+    inc = inc.at[lay.contact0:].set(_contact_incidence(m, d, lay.con_slot))
   inc = inc & d.efc_active[:, None]
   incf = inc.astype(jnp.float32)
   adj = (incf.T @ incf) > 0  # trees sharing a row; the diagonal: trees with any row

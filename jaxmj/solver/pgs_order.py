@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision.plan import collision_plan
+from jaxmj.collision.plan import collision_plan, refuse_capped
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.types import DisableBit, Model
 
@@ -147,6 +147,7 @@ def mujoco_efc_order(m: Model, contact_dims) -> np.ndarray:
   """(nefc,) int: each efc row's position in MuJoCo's row order, were every contact slot
   active (ranks among the active rows are then MuJoCo's). Non-contact rows already come in
   MuJoCo's order; contact rows follow `_contact_keys`. contact_dims: Contact.dim (static)."""
+  refuse_capped(m, "MuJoCo's contact row order (the PGS solver, noslip)")
   layout = efc_layout(m, contact_dims)
   order = np.arange(layout.nefc)
   adr = np.asarray(layout.contact_efc_address)

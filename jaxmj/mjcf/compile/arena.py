@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import warnings
 
-from jaxmj.collision.plan import collision_plan
+from jaxmj.collision.plan import contact_slots
 from jaxmj.constraint.layout import efc_layout
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50,
@@ -39,7 +39,7 @@ def estimate(m) -> int:
   """Bytes of arena a step of `m` may need with every contact slot active: contacts, dense
   constraint rows (Jacobian and its products), and solver matrices. An upper-end guess
   (mujoco 4.0.0 measured below it on the repository's models), not MuJoCo's accounting."""
-  plan = collision_plan(m)
+  plan = contact_slots(m)
   nefc = efc_layout(m, plan["dim"]).nefc
   return 8 * (6 * m.nv * m.nv + nefc * (3 * m.nv + 30)) + 700 * plan["ncon"] + (1 << 16)
 

@@ -1,0 +1,183 @@
+"""MJX's custom numeric max_contact_points: per condim, the contact slots keep the cap's
+number of candidate contacts of least dist (collision/plan.py, collision/driver.py).
+
+A ball, a capsule lying down, a second ball and a capsule on a plane: 13 candidate slots of
+condim 3, six of them touching at rest. Cap 8 binds the slots but not the contacts (results
+as uncapped and as MuJoCo's), cap 4 drops the two shallowest contacts.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+
+import jaxmj  # noqa: E402
+from tests.mujoco_compare import FAST  # noqa: E402
+
+SCENE = """<mujoco>
+  {custom}
+  <option timestep="0.005" {option}/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 .1" {floor}/>
+    <body name="ball" pos="0 0 .3"><freejoint/><geom type="sphere" size=".1"/></body>
+    <body pos=".5 0 .35"><freejoint/><geom type="capsule" size=".05 .2" euler="0 90 0"/></body>
+    <body pos="-.5 .1 .3"><freejoint/><geom type="sphere" size=".12"/></body>
+    <body pos="0 .6 .4"><freejoint/><geom type="capsule" size=".06 .15" euler="90 0 0"/></body>
+  </worldbody>
+  {extra}
+</mujoco>"""
+NCANDIDATE = 13  # 1 + 2 + 1 + 2 slots against the floor, 7 between the bodies
+NSTEP = 80  # everything rests on the floor by then: 6 contacts in MuJoCo
+
+
+def scene(cap=None, option="", floor="", extra=""):
+  custom = (f'<custom><numeric name="max_contact_points" data="{cap}"/></custom>'
+            if cap is not None else "")
+  return SCENE.format(custom=custom, option=option, floor=floor, extra=extra)
+
+
+def _rollout(m):
+  run = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=NSTEP), compiler_options=FAST)
+  return run(m, jaxmj.make_data(m))
+
+
+@pytest.fixture(scope="module")
+def mujoco_run():
+  """MuJoCo's qpos after each step and its final MjData, forward at the final state
+  (uncapped: MuJoCo ignores the numeric)."""
+  mj = mujoco.MjModel.from_xml_string(scene())
+  dm = mujoco.MjData(mj)
+  qpos = []
+  for _ in range(NSTEP):
+    mujoco.mj_step(mj, dm)
+    qpos.append(dm.qpos.copy())
+  mujoco.mj_forward(mj, dm)  # the contacts at the final state
+  return np.array(qpos), mj, dm
+
+
+def test_cap_not_binding_contacts_matches_mujoco_and_uncapped(mujoco_run):
+  """Cap 8 of 13 candidate slots, 6 contacts: MuJoCo's trajectory (float64), and the
+  uncapped jaxmj's bit for bit (the kept slots keep their order)."""
+  ref, _, dm = mujoco_run
+  assert dm.ncon == 6
+  m = jaxmj.Model.from_xml_string(scene(8))
+  final, traj = _rollout(m)
+  assert final.contact.dist.shape == (8,) and final.contact.geom.shape == (8, 2)
+  assert int(final.contact.active.sum()) == 6
+  np.testing.assert_allclose(traj["qpos"], ref, atol=1e-10)
+  _, free = _rollout(jaxmj.Model.from_xml_string(scene()))
+  np.testing.assert_array_equal(traj["qpos"], free["qpos"])
+
+
+def test_cap_binding_keeps_the_deepest(mujoco_run):
+  """Cap 4 at MuJoCo's resting state: exactly 4 contacts, MuJoCo's 4 of least dist (the
+  same geoms, dist, points), in ascending slot order; contact arrays and efc rows sized by
+  the cap (pyramidal condim 3: 4 rows a contact)."""
+  _, mj, dm = mujoco_run
+  m = jaxmj.Model.from_xml_string(scene(4))
+  d = jaxmj.make_data(m).replace(qpos=jnp.asarray(dm.qpos), qvel=jnp.asarray(dm.qvel))
+  d = jax.jit(jaxmj.forward, compiler_options=FAST)(m, d)
+  con = d.contact
+  assert con.dist.shape == (4,) and d.efc_J.shape == (16, m.nv)
+  assert np.asarray(con.active).all()
+  order = np.argsort([c.dist for c in dm.contact[:dm.ncon]], kind="stable")[:4]
+  deepest = [dm.contact[i] for i in order]
+  want = {(int(c.geom1), int(c.geom2), round(float(c.dist), 9)) for c in deepest}
+  got = {(int(a), int(b), round(float(x), 9))
+         for (a, b), x in zip(np.asarray(con.geom), np.asarray(con.dist))}
+  assert got == want
+  for c in deepest:  # the points too
+    assert np.min(np.abs(np.asarray(con.pos) - c.pos).max(axis=1)) < 1e-9
+  # MJX's rule picks the same set; jaxmj keeps them in the order of their candidate slots
+  plan = jaxmj.collision.plan.collision_plan(m)
+  slot = [int(np.flatnonzero((plan["geom1"] == a) & (plan["geom2"] == b))[0])
+          for a, b in np.asarray(con.geom)]
+  assert slot == sorted(slot)
+
+
+def test_cap_batches_and_differentiates(mujoco_run):
+  """vmap over states whose deepest contacts differ, and a finite gradient through the
+  selection (the kept contacts' dist, points and frames carry it)."""
+  _, _, dm = mujoco_run
+  m = jaxmj.Model.from_xml_string(scene(4))
+  d = jaxmj.make_data(m).replace(qpos=jnp.asarray(dm.qpos))
+  lift = jnp.zeros(m.nq).at[2].set(0.2)  # ball off the floor: another contact is kept
+  batch = jax.tree.map(lambda x: jnp.stack([x, x]), d)
+  batch = batch.replace(qpos=batch.qpos.at[1].add(lift))
+  out = jax.jit(jax.vmap(jaxmj.step, (None, 0)), compiler_options=FAST)(m, batch)
+  geoms = np.asarray(out.contact.geom)
+  assert 1 in geoms[0] and 1 not in geoms[1]
+  height = lambda v: jaxmj.step(m, d.replace(qvel=v)).qpos[2]  # noqa: E731
+  grad = jax.jit(jax.grad(height), compiler_options=FAST)(d.qvel)
+  f = jax.jit(height, compiler_options=FAST)
+  e = jnp.zeros(m.nv).at[2].set(1e-6)
+  fd = (f(d.qvel + e) - f(d.qvel - e)) / 2e-6
+  assert np.isfinite(np.asarray(grad)).all()
+  assert float(grad[2]) == pytest.approx(float(fd), rel=1e-5)
+
+
+def test_cap_not_binding_anywhere_keeps_static_slots():
+  """A cap at or above every condim's candidate slots changes nothing: static geoms."""
+  m = jaxmj.Model.from_xml_string(scene(NCANDIDATE))
+  con = jaxmj.make_data(m).contact
+  assert con.geom is None and len(con.geom1) == NCANDIDATE
+
+
+ADHESION = '<actuator><adhesion body="ball" ctrlrange="0 1" gain="1"/></actuator>'
+SENSOR = '<sensor><contact geom1="floor"/></sensor>'
+
+
+@pytest.mark.parametrize("kw, feature", [
+  (dict(extra=SENSOR), "contact sensor"),
+  (dict(extra=ADHESION), "adhesion actuator"),
+  (dict(floor='adhesion=".5"'), "contact adhesion"),
+  (dict(option='solver="PGS"'), "PGS"),
+  (dict(option='noslip_iterations="2"'), "noslip"),
+  (dict(), "grad_smoothing"),
+])
+def test_cap_refuses_what_reads_static_slots(kw, feature):
+  """Features that need each slot's geoms at trace time raise, naming the numeric."""
+  m = jaxmj.Model.from_xml_string(scene(4, **kw))
+  if feature == "grad_smoothing":
+    m = m.replace(opt=m.opt.replace(grad_smoothing=0.01))
+  with pytest.raises(NotImplementedError, match="max_contact_points") as err:
+    jax.eval_shape(jaxmj.step, m, jaxmj.make_data(m))
+  assert feature.split()[-1] in str(err.value)
+
+
+PAIRS = """<mujoco>
+  <custom><numeric name="max_geom_pairs" data="{cap}"/></custom>
+  <worldbody>
+    <body pos="0 0 1"><freejoint/><geom type="capsule" size=".05 .2" euler="0 90 0"/></body>
+    <body pos="2 0 1"><freejoint/><geom type="capsule" size=".05 .2" euler="0 90 0"/></body>
+    <body pos="0 0 1.13"><freejoint/><geom type="sphere" size=".1"/></body>
+    <body pos="2 0 1.14"><freejoint/><geom type="sphere" size=".1"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("cap", [1, 2])
+def test_geom_pair_cap_collides_the_nearest_pairs(cap):
+  """max_geom_pairs 1 on the four sphere-capsule pairs: only the pair of least
+  |pos2 - pos1| - (rbound1 + rbound2) collides (MJX's rule: ball 3 on capsule 1, -0.22,
+  before ball 4 on capsule 2, -0.21), so MuJoCo's other contact is missing; at 2 both
+  touching pairs are kept (the far pairs rank last) and the contacts are MuJoCo's."""
+  xml = PAIRS.format(cap=cap)
+  m = jaxmj.Model.from_xml_string(xml)
+  d = jax.jit(jaxmj.forward, compiler_options=FAST)(m, jaxmj.make_data(m))
+  mj = mujoco.MjModel.from_xml_string(xml)
+  dm = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, dm)
+  ref = {(frozenset((int(c.geom1), int(c.geom2))), round(float(c.dist), 9))
+         for c in dm.contact[:dm.ncon]}
+  assert len(ref) == 2
+  if cap == 1:
+    ref = {r for r in ref if r[0] == frozenset((0, 2))}
+  act = np.asarray(d.contact.active)
+  got = {(frozenset(map(int, g)), round(float(x), 9))
+         for g, x in zip(np.asarray(d.contact.geom)[act], np.asarray(d.contact.dist)[act])}
+  assert got == ref
+  # slots: the capsule pair (2 slots), the sphere pair and `cap` sphere-capsule pairs
+  assert d.contact.dist.shape == (3 + cap,)
