@@ -57,10 +57,10 @@ Notes:
 Suites (`--suite gpu|cpu`; explicit MODELS, --batches, --steps or --engines still override):
   gpu   MJX's humanoid (mujoco/mjx/test_data/humanoid/humanoid.xml: iterations 1,
         ls_iterations 4), humanoid_floor, quadruped, box_pile, mesh_drop and MJX's
-        02_humanoids scene (chosen when jaxmj sized 04_humanoids's contacts at 15,452
-        constraint rows per world, beyond one GPU at batch 8192; its contact caps now give
-        148, and the suite could go back to it); jaxmj and MJX at batch 8192, T=100 (sized
-        to finish in under 8 minutes on one GPU: 314 s on an H200).
+        04_humanoids scene (four humanoids, contacts capped by its max_contact_points and
+        max_geom_pairs: 148 constraint rows per world; 02_humanoids stood in while jaxmj
+        ignored the caps and sized 04's rows at 15,452); jaxmj and MJX at batch 8192, T=100
+        (sized to finish in under 8 minutes on one GPU: 314 s on an H200 with 02_humanoids).
   cpu   the same models and models/urdf/arm6.urdf (mesh links: 34 GJK/EPA pairs, rarely a
         few within reach; MJX refuses its cylinder-mesh pair) at batch 1024, T=20, with
         MuJoCo C (`mujoco.rollout`) beside them.
@@ -115,7 +115,7 @@ def suite(name):
   """(models, batches, steps, engines) of a named suite (see the docstring)."""
   models = [_mjx_test_model("humanoid/humanoid.xml"), "models/humanoid_floor.xml",
             "models/quadruped.xml", "models/box_pile.xml", "models/mesh_drop.xml",
-            _mjx_test_model("humanoid/02_humanoids.xml")]
+            _mjx_test_model("humanoid/04_humanoids.xml")]
   if name == "gpu":
     return models, [8192], 100, ["jaxmj", "mjx"]
   return models + ["models/urdf/arm6.urdf"], [1024], 20, ["jaxmj", "mjx", "mujoco"]
