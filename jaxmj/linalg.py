@@ -7,9 +7,10 @@ under vmap) has been seen to deadlock on XLA:CPU at large batch sizes (MJX, batc
 for the small nv of one world an O(n^3) elimination costs little. For an SPD matrix the
 elimination's pivots are exactly the Cholesky pivots (Schur complements), so it is as stable
 as Cholesky and needs no pivoting; a pivot below `mindiag` is replaced by `mindiag`, as
-mju_cholFactor does. Small systems (the Newton step) unroll a blocked elimination with back
-substitution; larger ones run Gauss-Jordan as one fori_loop (factor and solve fused, which
-keeps XLA compile times low).
+mju_cholFactor does. Systems run a blocked elimination with back substitution: small ones
+(the Newton step of most models) with blocks of SPD_BLOCK, their column steps unrolled
+except on the CPU; larger ones with a few large blocks whose column steps loop on every
+platform (few kernels, low XLA compile times).
 
 The implicit integrator's matrix M - h D is not symmetric; `lu_solve` eliminates it without
 pivoting (it is close to SPD M), again as one loop of plain jnp ops.
@@ -35,32 +36,16 @@ SPD_UNROLL_MAX = 32
 def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool = False):
   """x = a^-1 b for SPD a (n, n); b (n,) or (n, k). Returns (x, full_rank).
 
-  full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test). With
-  `unroll` or n <= SPD_UNROLL_MAX the elimination runs in blocks (`_eliminate_blocked`; with
-  `unroll` every column step unrolled, else a block's steps loop on the CPU); larger systems
-  run one fori_loop step per column of Gauss-Jordan elimination on the whole augmented
-  matrix (a loop needs fixed shapes).
+  full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test). The
+  elimination runs in blocks (`_eliminate_blocked`): with `unroll` every column step
+  unrolled; else for n <= SPD_UNROLL_MAX blocks of SPD_BLOCK whose steps loop on the CPU
+  (unrolled elsewhere); larger systems in blocks of up to SPD_LOOP_BLOCK_MAX whose steps
+  loop on every platform.
   """
   n = a.shape[0]
   vec = b.ndim == 1
   aug = jnp.concatenate([a, b[:, None] if vec else b], axis=1)
-  if unroll or n <= SPD_UNROLL_MAX:
-    x, ok = _eliminate_blocked(aug, n, mindiag, unroll)
-    return (x[:, 0] if vec else x), ok
-  idx = jnp.arange(n)
-
-  def step(j, carry):
-    aug, ok = carry
-    row = aug[j]
-    piv = row[j]
-    ok = ok & (piv >= mindiag)
-    row = jnp.where(jnp.arange(row.shape[0]) == j, 1.0, row / jnp.maximum(piv, mindiag))
-    col = aug[:, j]
-    aug = jnp.where((idx == j)[:, None], row[None, :], aug - col[:, None] * row[None, :])
-    return aug, ok
-
-  aug, ok = jax.lax.fori_loop(0, n, step, (aug, jnp.array(True)))
-  x = aug[:, n:]
+  x, ok = _eliminate_blocked(aug, n, mindiag, unroll, loop=not unroll and n > SPD_UNROLL_MAX)
   return (x[:, 0] if vec else x), ok
 
 
@@ -69,25 +54,35 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
 # SPD solve alone: 1.3 ms of CPU per batch at 9 (5: 1.5, 14: 1.6), as LAPACK's batched
 # Cholesky (1.3); column by column (LDL') 2.5 ms, Gauss-Jordan on the whole matrix 4.2 ms.
 SPD_BLOCK = 9
+# Systems larger than SPD_UNROLL_MAX: the fewest equal blocks of at most this many columns,
+# each block's column steps a loop on every platform. 256 SPD systems of 108 (04_humanoids'
+# nv), float32, 2-core CPU, the solve alone: 26 ms of CPU in blocks of 36, 40-68 ms in blocks
+# of 9-32, 128 ms as one loop of Gauss-Jordan steps over the whole matrix (before);
+# 64: 17 ms in two blocks of 32, 25 ms in blocks of 16; 160: 113 ms in blocks of 40.
+SPD_LOOP_BLOCK_MAX = 40
 
 
-def _eliminate_blocked(aug: jax.Array, n: int, mindiag: float, unroll: bool):
+def _eliminate_blocked(aug: jax.Array, n: int, mindiag: float, unroll: bool,
+                       loop: bool = False):
   """Blocked Gaussian elimination of aug = [a | b] (n, n + k) without pivoting, then block
-  back substitution; the blocks unrolled (with `unroll` their column steps too, else those
-  loop on the CPU: `_reduce_block_looped`).
+  back substitution; the blocks unrolled (with `unroll` their column steps too, with `loop`
+  those loop everywhere, else on the CPU: `_reduce_block_looped`).
 
-  Each block of SPD_BLOCK rows is reduced by Gauss-Jordan on its own columns to [I | T],
+  Each block of SPD_BLOCK rows (with `loop`: of up to SPD_LOOP_BLOCK_MAX) is reduced by Gauss-Jordan on its own columns to [I | T],
   T = A11^-1 [A12 | b1], and the trailing rows take its Schur complement [A22 | b2] - A21 T
   in one matrix product; the block's pivots are those of Cholesky (Schur complements), the
   rank test's. Back substitution: x1 = T_b - T_A x2, block by block from the last.
   """
   rest, ok, tops = aug, jnp.array(True), []
+  size = -(-n // -(-n // SPD_LOOP_BLOCK_MAX)) if loop else SPD_BLOCK
   m = n
   while m > 0:
-    k = min(SPD_BLOCK, m)
+    k = min(size, m)
     unrolled = functools.partial(_reduce_block_unrolled, mindiag=mindiag)
     if unroll:
       blk, ok = unrolled(rest[:k], ok)
+    elif loop:
+      blk, ok = _reduce_block_looped(rest[:k], ok, mindiag)
     else:
       blk, ok = jax.lax.platform_dependent(
         rest[:k], ok, cpu=functools.partial(_reduce_block_looped, mindiag=mindiag),

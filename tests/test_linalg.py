@@ -1,5 +1,5 @@
 """jaxmj.linalg's SPD solve against numpy, blocked (its column steps unrolled, or a loop per
-block as on the CPU) and as one loop (Gauss-Jordan), float64."""
+block as on the CPU) and in the large systems' blocks of up to SPD_LOOP_BLOCK_MAX, float64."""
 
 import jax
 import numpy as np
@@ -15,7 +15,8 @@ def _spd(rng, n):
 
 def _solvers(monkeypatch):
   """spd_solve blocked (n <= SPD_UNROLL_MAX, the default here; on the CPU a loop per block),
-  blocked with every column step unrolled (other platforms' form) and as the fori_loop."""
+  blocked with every column step unrolled (other platforms' form) and in the large systems'
+  looped blocks (n > SPD_UNROLL_MAX)."""
   def looped(a, b):
     monkeypatch.setattr(linalg, "SPD_UNROLL_MAX", 0)
     try:
@@ -27,7 +28,7 @@ def _solvers(monkeypatch):
           "looped": looped}
 
 
-@pytest.mark.parametrize("n,k", [(27, 0), (5, 5), (32, 2)])
+@pytest.mark.parametrize("n,k", [(27, 0), (5, 5), (32, 2), (90, 1)])
 def test_spd_solve_matches_numpy_unrolled_and_looped(n, k, monkeypatch):
   """Both forms to 1e-10 of numpy's solve, relative to the solution's size."""
   rng = np.random.default_rng(n)
