@@ -68,10 +68,10 @@ def _eliminate_blocked(aug: jax.Array, n: int, mindiag: float, unroll: bool,
   back substitution; the blocks unrolled (with `unroll` their column steps too, with `loop`
   those loop everywhere, else on the CPU: `_reduce_block_looped`).
 
-  Each block of SPD_BLOCK rows (with `loop`: of up to SPD_LOOP_BLOCK_MAX) is reduced by Gauss-Jordan on its own columns to [I | T],
-  T = A11^-1 [A12 | b1], and the trailing rows take its Schur complement [A22 | b2] - A21 T
-  in one matrix product; the block's pivots are those of Cholesky (Schur complements), the
-  rank test's. Back substitution: x1 = T_b - T_A x2, block by block from the last.
+  Each block of SPD_BLOCK rows (with `loop`: of up to SPD_LOOP_BLOCK_MAX) is reduced by
+  Gauss-Jordan on its own columns to [I | T], T = A11^-1 [A12 | b1], and the trailing rows
+  take its Schur complement [A22 | b2] - A21 T in one matrix product; the block's pivots are
+  those of Cholesky (Schur complements), the rank test's. Back substitution: x1 = T_b - T_A x2, block by block from the last.
   """
   rest, ok, tops = aug, jnp.array(True), []
   size = -(-n // -(-n // SPD_LOOP_BLOCK_MAX)) if loop else SPD_BLOCK
