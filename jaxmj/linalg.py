@@ -71,7 +71,8 @@ def _eliminate_blocked(aug: jax.Array, n: int, mindiag: float, unroll: bool,
   Each block of SPD_BLOCK rows (with `loop`: of up to SPD_LOOP_BLOCK_MAX) is reduced by
   Gauss-Jordan on its own columns to [I | T], T = A11^-1 [A12 | b1], and the trailing rows
   take its Schur complement [A22 | b2] - A21 T in one matrix product; the block's pivots are
-  those of Cholesky (Schur complements), the rank test's. Back substitution: x1 = T_b - T_A x2, block by block from the last.
+  those of Cholesky (Schur complements), the rank test's. Back substitution: x1 = T_b - T_A
+  x2, block by block from the last.
   """
   rest, ok, tops = aug, jnp.array(True), []
   size = -(-n // -(-n // SPD_LOOP_BLOCK_MAX)) if loop else SPD_BLOCK
