@@ -16,7 +16,6 @@ from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
 from jaxmj.constants import MINVAL
 from jaxmj.types import Data, EnableBit, Model
 
-
 # Contact smoothing (opt.grad_smoothing = T, jaxmj/solver/smoothing.py) weighs rows out to a
 # few T beyond the margin: a second collider pass looks this many T further, so the slots of
 # pairs apart hold real distances (contacts and rows are unchanged). sigmoid(-8) = 3e-4.
@@ -108,7 +107,7 @@ def collision(m: Model, d: Data) -> Data:
   SMOOTHING_REACH temperatures further, and a pair with no contact takes those slots'
   distances, points and frames (beyond its margin + gap: no rows, no contacts).
   Under MJX's caps (plan.py's `capped`) the capped groups collide only their nearest pairs
-  (_nearest_pairs) and the slots keep the deepest contacts (_deepest), with their geoms.
+  (_nearest_pairs) and the slots keep the deepest contacts (_least), with their geoms.
   """
   plan = collision_plan(m)
   if not plan["groups"]:
@@ -142,7 +141,9 @@ def collision(m: Model, d: Data) -> Data:
   fields = dict(dist=dist, pos=pos, frame=frame, includemargin=includemargin, **rep,
                 active=active)
   if cap is not None:
-    slot = _deepest(cap["select"], dist)
+    # MJX's max_contact_points rule (empty slots hold NO_CONTACT), in ascending slot order:
+    # the kept contacts keep the uncapped order, and its results where the cap does not bind
+    slot = _least(cap["select"], dist)
     fields = {k: v[slot] for k, v in fields.items()}
     fields["geom"] = geom[slot_pair][slot]
   return d.replace(contact=d.contact.replace(**fields))
@@ -162,14 +163,6 @@ def _nearest_pairs(m: Model, d: Data, plan: dict) -> list:
            - (m.geom_rbound[g1] + m.geom_rbound[g2]))
     out.append(_least(keep, gap))
   return out
-
-
-def _deepest(select: list, dist: jnp.ndarray) -> jnp.ndarray:
-  """(ncon,) candidate slot of every capped slot: per condim (plan.py's `select`), the K
-  candidates of least dist (MJX's max_contact_points rule; empty slots hold NO_CONTACT), in
-  ascending slot order, so that the kept contacts keep the uncapped order (and its
-  results, where the cap does not bind)."""
-  return _least(select, dist)
 
 
 def _least(select: list, value: jnp.ndarray) -> jnp.ndarray:
