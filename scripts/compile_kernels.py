@@ -69,9 +69,7 @@ def frame_lines(text: str, depth: int) -> dict:
                                              tables["FileLocations"][loc]))
       out.append(f"{tables['FileNames'][file].replace(root, '')}:{line}:"
                  f"{tables['FunctionNames'][func]}")
-      if parent == frame:
-        break
-      frame = parent
+      frame = parent - 1  # the text prints the parent's id + 1 (1: no parent)
     return " < ".join(out) or "(no frame)"
 
   names = {}
