@@ -385,3 +385,42 @@ def test_newton_stops_when_expected_decrease_is_below_tolerance():
             nisland_max=max(1, d.nisland))
   assert int(res.solver_niter[0]) == 2
   assert_close(res.qacc, d.qacc, 1e-9, "qacc")
+
+
+def _chain_xml(n: int) -> str:
+  """A hanging chain of n limited hinges with dof friction loss: 2n single-entry rows."""
+  body = ""
+  for i in range(n):
+    body += (f'<body pos="0 0 -0.1"><joint name="j{i}" axis="0 1 0" range="-10 10" '
+             f'frictionloss="0.02" damping="0.01"/>'
+             f'<geom type="capsule" fromto="0 0 0 0 0 -0.1" size="0.02"/>')
+  body += "</body>" * n
+  return (f'<mujoco><option solver="Newton" tolerance="1e-12"><flag warmstart="disable"/>'
+          f'</option><compiler angle="degree"/><worldbody>{body}</worldbody></mujoco>')
+
+
+def test_newton_on_large_system_with_single_entry_rows_matches_mujoco():
+  """nv 36 > SPD_UNROLL_MAX: the Newton Hessian takes the joint limits' and dof friction's
+  rows (one Jacobian entry each) onto its diagonal (problem.hessian); MuJoCo's qacc, forces and
+  iteration count at states with most limits active."""
+  from jaxmj.linalg import SPD_UNROLL_MAX
+  from jaxmj.constraint.layout import efc_layout
+
+  n = 36
+  mj = mujoco.MjModel.from_xml_string(_chain_xml(n))
+  md = mujoco.MjData(mj)
+  m = jaxmj.Model.from_xml_string(_chain_xml(n))
+  assert m.nv > SPD_UNROLL_MAX
+  lay = efc_layout(m, jaxmj.make_data(m).contact.dim)
+  assert np.sum(solver._unit_dof(m, lay) >= 0) == 2 * n
+  fwd = jax.jit(jaxmj.forward)
+  rng = np.random.default_rng(0)
+  for _ in range(2):
+    md.qpos[:] = rng.uniform(-0.3, 0.3, n)  # past the +-10 degree limits mostly
+    md.qvel[:] = rng.normal(0, 1, n)
+    mujoco.mj_forward(mj, md)
+    d = fwd(m, jaxmj.make_data(m).replace(qpos=jnp.asarray(md.qpos), qvel=jnp.asarray(md.qvel)))
+    assert md.nefc > n
+    assert_close(d.qacc, md.qacc, 1e-9, "qacc")
+    assert_close(d.qfrc_constraint, md.qfrc_constraint, 1e-9, "qfrc_constraint")
+    assert int(d.solver_niter[0]) == int(md.solver_niter[0])
