@@ -1,16 +1,16 @@
 """Small dense linear algebra as plain jnp ops: the solvers' SPD solve and the implicit
 integrator's LU solve.
 
-SPD solves are written with plain jnp ops (Gaussian elimination without pivoting) rather than
-jnp.linalg.cholesky / jax.scipy.linalg.cho_factor / solve: the batched LAPACK path (potrf
-under vmap) has been seen to deadlock on XLA:CPU at large batch sizes (MJX, batch 1024), and
-for the small nv of one world an O(n^3) elimination costs little. For an SPD matrix the
-elimination's pivots are exactly the Cholesky pivots (Schur complements), so it is as stable
-as Cholesky and needs no pivoting; a pivot below `mindiag` is replaced by `mindiag`, as
-mju_cholFactor does. Systems run a blocked elimination with back substitution: small ones
-(the Newton step of most models) with blocks of SPD_BLOCK, their column steps unrolled
-except on the CPU; larger ones with a few large blocks whose column steps loop on every
-platform (few kernels, low XLA compile times).
+SPD solves on the CPU are written with plain jnp ops (Gaussian elimination without pivoting)
+rather than jnp.linalg.cholesky / jax.scipy.linalg.cho_factor / solve: the batched LAPACK path
+(potrf under vmap) has been seen to deadlock on XLA:CPU at large batch sizes (MJX, batch
+1024), and for the small nv of one world an O(n^3) elimination costs little. For an SPD
+matrix the elimination's pivots are exactly the Cholesky pivots (Schur complements), so it is
+as stable as Cholesky and needs no pivoting; a pivot below `mindiag` is replaced by
+`mindiag`, as mju_cholFactor does. The CPU runs a blocked elimination with back
+substitution: small systems (the Newton step of most models) in blocks of SPD_BLOCK, larger
+ones in a few large blocks, the column steps of each block a loop. Other platforms (GPUs)
+factor by Cholesky, which XLA batches into cuSOLVER / cuBLAS calls (`_cholesky_solve`).
 
 The implicit integrator's matrix M - h D is not symmetric; `lu_solve` eliminates it without
 pivoting (it is close to SPD M), again as one loop of plain jnp ops.
@@ -25,28 +25,50 @@ import jax.numpy as jnp
 
 from jaxmj.constants import MINVAL
 
-# Up to this size the elimination is unrolled: measured on an H200 (MJX's humanoid, nv 27,
-# batch 8192; Gauss-Jordan column by column, before the blocked form) the step ran 1.49x
-# faster unrolled than as a fori_loop (2.44M vs 1.63M steps/s), where XLA fuses neighbouring
-# columns and launches no per-column kernels. On the 2-core CPU the same comparison halved a
-# step of 256 worlds (76 ms against 162 ms) for 6 s more XLA compile CPU time.
+# Up to this size the CPU's elimination runs in blocks of SPD_BLOCK, above it in blocks of up
+# to SPD_LOOP_BLOCK_MAX. (On an H200, MJX's humanoid, nv 27, batch 8192, Gauss-Jordan column
+# by column unrolled ran the step 1.49x faster than as a fori_loop, 2.44M vs 1.63M steps/s:
+# there each loop trip syncs with the host. GPUs now factor by Cholesky: `_cholesky_solve`.)
 SPD_UNROLL_MAX = 32
 
 
 def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool = False):
   """x = a^-1 b for SPD a (n, n); b (n,) or (n, k). Returns (x, full_rank).
 
-  full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test). The
-  elimination runs in blocks (`_eliminate_blocked`): with `unroll` every column step
-  unrolled; else for n <= SPD_UNROLL_MAX blocks of SPD_BLOCK whose steps loop on the CPU
-  (unrolled elsewhere); larger systems in blocks of up to SPD_LOOP_BLOCK_MAX whose steps
-  loop on every platform.
+  full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test). With
+  `unroll`, a blocked elimination with every column step unrolled (`_eliminate_blocked`).
+  Else on the CPU the blocked elimination with looped column steps, in blocks of SPD_BLOCK
+  for n <= SPD_UNROLL_MAX, of up to SPD_LOOP_BLOCK_MAX above; elsewhere Cholesky
+  (`_cholesky_solve`).
   """
   n = a.shape[0]
   vec = b.ndim == 1
-  aug = jnp.concatenate([a, b[:, None] if vec else b], axis=1)
-  x, ok = _eliminate_blocked(aug, n, mindiag, unroll, loop=not unroll and n > SPD_UNROLL_MAX)
+  b = b[:, None] if vec else b
+  if unroll:
+    x, ok = _eliminate_blocked(jnp.concatenate([a, b], axis=1), n, mindiag, unroll=True)
+  else:
+    x, ok = jax.lax.platform_dependent(
+      a, b, cpu=lambda a, b: _eliminate_blocked(jnp.concatenate([a, b], axis=1), n, mindiag,
+                                                unroll=False, loop=n > SPD_UNROLL_MAX),
+      default=functools.partial(_cholesky_solve, mindiag=mindiag))
   return (x[:, 0] if vec else x), ok
+
+
+# Off the CPU the SPD solve is a Cholesky factor and two triangular solves: under vmap XLA
+# batches them into cuSOLVER's potrf and cuBLAS's trsm. H200 target (scripts/gpu_hlo.py,
+# batch 8192, float32), the solve of one system of 27 alone: 6 kernels, against 46 for the
+# unrolled blocked elimination (53 in one block of 27, 49 in blocks of 14); for nv 48
+# (box_pile) it replaces two loops of 24 trips (each a host sync on a GPU). Unlike
+# mju_cholFactor (and the elimination), a pivot below mindiag is not raised to mindiag: a
+# matrix that is not numerically SPD gives NaN (and full_rank False) instead of a solution
+# of huge entries.
+def _cholesky_solve(a: jax.Array, b: jax.Array, mindiag: float):
+  """(x (n, k), full_rank) of a x = b, a (n, n) SPD, b (n, k), by Cholesky."""
+  chol = jnp.linalg.cholesky(a, symmetrize_input=False)
+  y = jax.lax.linalg.triangular_solve(chol, b, left_side=True, lower=True)
+  x = jax.lax.linalg.triangular_solve(chol, y, left_side=True, lower=True, transpose_a=True)
+  piv = jnp.diagonal(chol)
+  return x, jnp.all(piv * piv >= mindiag)
 
 
 # Columns per block of the blocked elimination (`_eliminate_blocked`): one trailing update
@@ -65,8 +87,8 @@ SPD_LOOP_BLOCK_MAX = 40
 def _eliminate_blocked(aug: jax.Array, n: int, mindiag: float, unroll: bool,
                        loop: bool = False):
   """Blocked Gaussian elimination of aug = [a | b] (n, n + k) without pivoting, then block
-  back substitution; the blocks unrolled (with `unroll` their column steps too, with `loop`
-  those loop everywhere, else on the CPU: `_reduce_block_looped`).
+  back substitution; the blocks unrolled, their column steps too with `unroll`, else a loop
+  (`_reduce_block_looped`).
 
   Each block of SPD_BLOCK rows (with `loop`: of up to SPD_LOOP_BLOCK_MAX) is reduced by
   Gauss-Jordan on its own columns to [I | T], T = A11^-1 [A12 | b1], and the trailing rows
@@ -79,15 +101,10 @@ def _eliminate_blocked(aug: jax.Array, n: int, mindiag: float, unroll: bool,
   m = n
   while m > 0:
     k = min(size, m)
-    unrolled = functools.partial(_reduce_block_unrolled, mindiag=mindiag)
     if unroll:
-      blk, ok = unrolled(rest[:k], ok)
-    elif loop:
-      blk, ok = _reduce_block_looped(rest[:k], ok, mindiag)
+      blk, ok = _reduce_block_unrolled(rest[:k], ok, mindiag)
     else:
-      blk, ok = jax.lax.platform_dependent(
-        rest[:k], ok, cpu=functools.partial(_reduce_block_looped, mindiag=mindiag),
-        default=unrolled)
+      blk, ok = _reduce_block_looped(rest[:k], ok, mindiag)
     tops.append(blk[:, k:])  # (k, m - k + nrhs)
     if m > k:
       rest = rest[k:, k:] - _matmul(rest[k:, :k], tops[-1])
@@ -113,7 +130,7 @@ def _reduce_column(j, carry, mindiag: float):
 # A block's column steps as a loop on the CPU: unrolled, XLA:CPU fuses three steps per kernel
 # and each step's elements are recomputed for every later step that reads them (the Newton
 # step's SPD solve of MJX's humanoid, batch 256: 2.2 -> 1.95-2.1 ms of CPU alone, the same
-# bits). Elsewhere unrolled (see SPD_UNROLL_MAX: on a GPU each loop trip syncs with the host).
+# bits).
 def _reduce_block_looped(blk, ok, mindiag: float):
   return jax.lax.fori_loop(0, blk.shape[0], lambda j, c: _reduce_column(j, c, mindiag),
                            (blk, ok))

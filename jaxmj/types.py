@@ -150,6 +150,7 @@ class Model:
   nkey: int = static()
   ntree: int = static()  # kinematic trees under the world
   nuserdata: int = static()
+  ngravcomp: int = static()  # bodies with body_gravcomp != 0 at compile time
 
   # ---- options ----
   opt: Option

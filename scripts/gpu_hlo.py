@@ -62,6 +62,7 @@ _MJX_NAMES = {
   "com_vel": "mj_comVel", "passive": "mj_passive", "rne": "mj_rne", "solve": "mj_solve",
   "fwd_actuation": "mj_fwdActuation", "fwd_acceleration": "mj_fwdAcceleration",
   "euler": "mj_Euler", "_advance": "mj_Euler", "_integrate_pos": "mj_Euler",
+  "implicit": "mj_implicit", "rungekutta4": "mj_RungeKutta",
 }
 # jaxmj's solver phases (named scopes), as in profile_scopes.py.
 _PHASES = ("warmstart", "constraint_update", "hessian_solve", "hessian", "linesearch",

@@ -51,7 +51,7 @@ SIZES = ("nq", "nv", "nbody", "njnt", "ngeom", "nsite", "nmocap", "nkey", "ntree
          "nmeshpolymap", "npolygonmax", "nskin", "nskinvert", "nskintexvert", "nskinface",
          "nskinbone", "nskinbonevert", "nhfield", "nhfielddata",
          "ntex", "ntexdata", "nmat", "nsensor", "nsensordata", "nuser_sensor", "ntendon",
-         "nwrap", "neq", "ncam", "nlight", "nuser_cam", "nplastic",
+         "nwrap", "neq", "ncam", "nlight", "nuser_cam", "nplastic", "ngravcomp",
          "nuser_body", "nuser_jnt", "nuser_geom", "nuser_site", "nuser_tendon",
          "nuser_actuator", "nhistory", "nuserdata", "nnumeric", "nnumericdata", "ntext",
          "ntextdata", "ntuple", "ntupledata")

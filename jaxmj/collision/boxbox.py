@@ -34,6 +34,7 @@ from jaxmj.collision.common import (
   take_rows,
 )
 from jaxmj.constants import MAXVAL
+from jaxmj.loops import short_scan
 
 BOXBOX_SEPEPS = 1e-6  # slack on the separation tests, times the summed half-sizes
 BOXBOX_PAREPS = 1e-7  # sin^2 of the edge angle below which an edge-cross axis is skipped
@@ -276,7 +277,7 @@ def _box_face(b1: GeomFrame, b2: GeomFrame, sat, margin):
   # scan (compiled once) rather than four copies of it
   stages = (jnp.array([0, 0, 1, 1]), jnp.array([1.0, -1.0, 1.0, -1.0], dt),
             jnp.stack([sref[0], sref[0], sref[1], sref[1]]))
-  (poly, n), _ = jax.lax.scan(lambda c, s: (_clip(*c, *s), None), (poly, n), stages)
+  (poly, n), _ = short_scan(lambda c, s: (_clip(*c, *s), None), (poly, n), stages)
 
   # accept vertices within the margin, skipping those within dupe radius of an accepted one
   dupe2 = BOXBOX_DUPEPS * (sref[0] * sref[0] + sref[1] * sref[1])
@@ -288,7 +289,7 @@ def _box_face(b1: GeomFrame, b2: GeomFrame, sat, margin):
     take = live[k] & ~jnp.any(acc & close[k])
     return acc | (jnp.arange(BOXBOX_MAXVERT) == k) & take, None
 
-  accepted, _ = jax.lax.scan(accept, jnp.zeros(BOXBOX_MAXVERT, bool), jnp.arange(BOXBOX_MAXVERT))
+  accepted, _ = short_scan(accept, jnp.zeros(BOXBOX_MAXVERT, bool), jnp.arange(BOXBOX_MAXVERT))
 
   normal = jnp.where(ref1, sgn, -sgn) * select_col(matref, a)
   ax = next_of_3(a)

@@ -62,6 +62,7 @@ from jaxmj.collision.common import (
   select_at,
   take_rows,
 )
+from jaxmj.loops import short_scan
 from jaxmj.types import GeomType
 
 # capsule-capsule: axes count as parallel below this sin^2 of their angle (MuJoCo 4.0, double);
@@ -442,7 +443,7 @@ def _capsule_box_closest(size1, size2, pos, halfaxis, bestdistmax):
     return (jnp.where(upd, cf, bf), jnp.where(upd, ci[1:], bi)), None
 
   init = (jnp.stack([bestdistmax, f32(0.0), f32(0.0)]), i32([-4, -1, 0, 0]))
-  (bf, bi), _ = jax.lax.scan(step, init, (fcand, icand, slack))
+  (bf, bi), _ = short_scan(step, init, (fcand, icand, slack))
   bestsegmentpos, bestboxpos = bf[1], bf[2]
   cltype, clface, clcorner, cledge = bi[0], bi[1], bi[2], bi[3]
   return bestsegmentpos, bestboxpos, (cltype, clface, clcorner, cledge)

@@ -71,7 +71,8 @@ def step(m: Model, d: Data) -> Data:
   pushed = history.push(m, d)  # the samples of this step, read only by later steps
   d = history.delay_sensors(m, d)
   if m.opt.integrator == Integrator.RK4:
-    new = integrator.rk4(m, d, _forward_skip_sensor)
+    with jax.named_scope("mj_RungeKutta"):
+      new = integrator.rk4(m, d, _forward_skip_sensor)
   else:
     new = _integrate(m, d)
   new = plastic.update(m, d, new)  # spring references yield at the new positions
@@ -79,10 +80,13 @@ def step(m: Model, d: Data) -> Data:
 
 
 def _integrate(m: Model, d: Data) -> Data:
-  """mj_Euler or mj_implicit after a forward pass (RK4 needs forward: see step)."""
+  """mj_Euler or mj_implicit after a forward pass (RK4 needs forward: see step), under its
+  MuJoCo name as a named scope (profiles and HLO dumps, as run_stages)."""
   if m.opt.integrator in (Integrator.IMPLICIT, Integrator.IMPLICITFAST):
-    return integrator.implicit(m, d)
-  return integrator.euler(m, d)
+    with jax.named_scope("mj_implicit"):
+      return integrator.implicit(m, d)
+  with jax.named_scope("mj_Euler"):
+    return integrator.euler(m, d)
 
 
 # step for rollout's scan: reverse mode keeps fewer arrays per step (jaxmj/dynamics/checkpoint.py)

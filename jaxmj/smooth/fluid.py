@@ -45,8 +45,10 @@ def apply_ft(m: Model, d: Data, force: jnp.ndarray, torque: jnp.ndarray,
 
 
 def gravcomp(m: Model, d: Data) -> jnp.ndarray:
-  """qfrc_gravcomp (nv,): -gravity * mass * gravcomp applied at each body's com."""
-  if m.nv == 0 or m.opt.disabled(DisableBit.GRAVITY):
+  """qfrc_gravcomp (nv,): -gravity * mass * gravcomp applied at each body's com; zero when
+  the model was compiled without gravcomp (m.ngravcomp 0: MuJoCo's mj_gravcomp tests
+  m->ngravcomp too, so a body_gravcomp set at run time on such a model acts in neither)."""
+  if m.nv == 0 or m.ngravcomp == 0 or m.opt.disabled(DisableBit.GRAVITY):
     return jnp.zeros(m.nv, d.qvel.dtype)
   force = -m.opt.gravity[None] * (m.body_mass * m.body_gravcomp)[:, None]
   return apply_ft(m, d, force, jnp.zeros_like(force), d.xipos)

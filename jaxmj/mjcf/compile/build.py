@@ -536,7 +536,7 @@ def _model(root, bodies, f, opt, size, path, source) -> Model:
   kw.update(
     nu=f.get("nu", 0), nactuator=f.get("nactuator", 0), nout=f.get("nout", 0),
     na=f.get("na", 0), nmocap=nmocap, nkey=len(keys["key_time"]),
-    nuserdata=size["nuserdata"],
+    nuserdata=size["nuserdata"], ngravcomp=int(np.count_nonzero(f["body_gravcomp"])),
     opt=option, names=names, body_depth=depths(f["body_parentid"]),
     dof_depth=depths(f["dof_parentid"]),
     dof_ancestor=ancestor_mask(f["dof_parentid"]) if f["nv"] else np.zeros((0, 0), bool),
