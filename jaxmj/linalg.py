@@ -1,16 +1,17 @@
 """Small dense linear algebra as plain jnp ops: the solvers' SPD solve and the implicit
 integrator's LU solve.
 
-SPD solves on the CPU are written with plain jnp ops (Gaussian elimination without pivoting)
-rather than jnp.linalg.cholesky / jax.scipy.linalg.cho_factor / solve: the batched LAPACK path
-(potrf under vmap) has been seen to deadlock on XLA:CPU at large batch sizes (MJX, batch
-1024), and for the small nv of one world an O(n^3) elimination costs little. For an SPD
+SPD solves are written with plain jnp ops (Gaussian elimination without pivoting) rather
+than jnp.linalg.cholesky / jax.scipy.linalg.cho_factor / solve where they can be: the batched
+LAPACK path (potrf under vmap) has been seen to deadlock on XLA:CPU at large batch sizes (MJX,
+batch 1024), and for the small nv of one world an O(n^3) elimination costs little. For an SPD
 matrix the elimination's pivots are exactly the Cholesky pivots (Schur complements), so it is
 as stable as Cholesky and needs no pivoting; a pivot below `mindiag` is replaced by
-`mindiag`, as mju_cholFactor does. The CPU runs a blocked elimination with back
-substitution: small systems (the Newton step of most models) in blocks of SPD_BLOCK, larger
-ones in a few large blocks, the column steps of each block a loop. Other platforms (GPUs)
-factor by Cholesky, which XLA batches into cuSOLVER / cuBLAS calls (`_cholesky_solve`).
+`mindiag`, as mju_cholFactor does. Small systems (the Newton step of most models) run a
+blocked elimination with back substitution in blocks of SPD_BLOCK, their column steps a loop
+on the CPU and unrolled elsewhere; larger ones on the CPU in a few large blocks whose column
+steps loop, and off the CPU (GPUs) by Cholesky, which XLA batches into cuSOLVER / cuBLAS
+calls (`_cholesky_solve`).
 
 The implicit integrator's matrix M - h D is not symmetric; `lu_solve` eliminates it without
 pivoting (it is close to SPD M), again as one loop of plain jnp ops.
@@ -25,10 +26,12 @@ import jax.numpy as jnp
 
 from jaxmj.constants import MINVAL
 
-# Up to this size the CPU's elimination runs in blocks of SPD_BLOCK, above it in blocks of up
-# to SPD_LOOP_BLOCK_MAX. (On an H200, MJX's humanoid, nv 27, batch 8192, Gauss-Jordan column
-# by column unrolled ran the step 1.49x faster than as a fori_loop, 2.44M vs 1.63M steps/s:
-# there each loop trip syncs with the host. GPUs now factor by Cholesky: `_cholesky_solve`.)
+# Up to this size the elimination's column steps are unrolled off the CPU: measured on an H200
+# (MJX's humanoid, nv 27, batch 8192; Gauss-Jordan column by column, before the blocked form)
+# the step ran 1.49x faster unrolled than as a fori_loop (2.44M vs 1.63M steps/s: each loop
+# trip syncs with the host) and 1.19x faster than with cuSOLVER's Cholesky (2.05M), in one run.
+# Above it GPUs factor by Cholesky (`_cholesky_solve`; not measured on a GPU: its launches
+# against two loops of 24 trips for box_pile's nv 48, scripts/gpu_hlo.py).
 SPD_UNROLL_MAX = 32
 
 
@@ -37,28 +40,31 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
 
   full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test). With
   `unroll`, a blocked elimination with every column step unrolled (`_eliminate_blocked`).
-  Else on the CPU the blocked elimination with looped column steps, in blocks of SPD_BLOCK
-  for n <= SPD_UNROLL_MAX, of up to SPD_LOOP_BLOCK_MAX above; elsewhere Cholesky
-  (`_cholesky_solve`).
+  Else for n <= SPD_UNROLL_MAX blocks of SPD_BLOCK whose column steps loop on the CPU and are
+  unrolled elsewhere; above, on the CPU blocks of up to SPD_LOOP_BLOCK_MAX whose steps loop,
+  elsewhere Cholesky (`_cholesky_solve`).
   """
   n = a.shape[0]
   vec = b.ndim == 1
   b = b[:, None] if vec else b
+  eliminate = lambda a, b, unroll: _eliminate_blocked(  # noqa: E731
+    jnp.concatenate([a, b], axis=1), n, mindiag, unroll, loop=not unroll and n > SPD_UNROLL_MAX)
   if unroll:
-    x, ok = _eliminate_blocked(jnp.concatenate([a, b], axis=1), n, mindiag, unroll=True)
+    x, ok = eliminate(a, b, True)
   else:
     x, ok = jax.lax.platform_dependent(
-      a, b, cpu=lambda a, b: _eliminate_blocked(jnp.concatenate([a, b], axis=1), n, mindiag,
-                                                unroll=False, loop=n > SPD_UNROLL_MAX),
-      default=functools.partial(_cholesky_solve, mindiag=mindiag))
+      a, b, cpu=functools.partial(eliminate, unroll=False),
+      default=(functools.partial(_cholesky_solve, mindiag=mindiag) if n > SPD_UNROLL_MAX
+               else functools.partial(eliminate, unroll=True)))
   return (x[:, 0] if vec else x), ok
 
 
-# Off the CPU the SPD solve is a Cholesky factor and two triangular solves: under vmap XLA
-# batches them into cuSOLVER's potrf and cuBLAS's trsm. H200 target (scripts/gpu_hlo.py,
-# batch 8192, float32), the solve of one system of 27 alone: 6 kernels, against 46 for the
-# unrolled blocked elimination (53 in one block of 27, 49 in blocks of 14); for nv 48
-# (box_pile) it replaces two loops of 24 trips (each a host sync on a GPU). Unlike
+# Off the CPU systems larger than SPD_UNROLL_MAX take a Cholesky factor and two triangular
+# solves: under vmap XLA batches them into cuSOLVER's potrf and cuBLAS's trsm. H200 target
+# (scripts/gpu_hlo.py, batch 8192, float32): for nv 48 (box_pile) 8 kernels and no loops,
+# against two loops of 24 trips (each a host sync on a GPU); for nv 27 it would be 6 kernels
+# against the unrolled elimination's 46, but the one H200 run that compared them had the
+# unrolled solve faster (SPD_UNROLL_MAX), so small systems keep it until a GPU says. Unlike
 # mju_cholFactor (and the elimination), a pivot below mindiag is not raised to mindiag: a
 # matrix that is not numerically SPD gives NaN (and full_rank False) instead of a solution
 # of huge entries.
