@@ -13,6 +13,39 @@ from jax import lax
 
 from jaxmj.constants import MINVAL
 
+# XLA:CPU fuses a concatenate with the ops around it only up to this many operands
+# (kMaxConcatenateArguments, cpu_instruction_fusion.cc); a wider one runs on its own and
+# makes a kernel of every operand's producer (17 for a stack of a body tree's rows).
+_FUSED_CONCAT_MAX = 8
+
+
+def stack(xs, axis: int = 0) -> jnp.ndarray:
+  """jnp.stack(xs, axis), built of stacks of at most 8 operands, which XLA:CPU fuses with
+  the ops that make them (one loop kernel). The groups are stacked on a new axis and
+  reshaped, which XLA's simplifier does not merge back into one wide concatenate."""
+  xs = list(xs)
+  if len(xs) <= _FUSED_CONCAT_MAX:
+    return jnp.stack(xs, axis)
+  n, width = len(xs), _FUSED_CONCAT_MAX
+  xs += [jnp.zeros_like(xs[0])] * (-n % width)
+  groups = stack([jnp.stack(xs[i:i + width]) for i in range(0, len(xs), width)])
+  return jnp.moveaxis(groups.reshape((-1,) + groups.shape[2:])[:n], 0, axis)
+
+
+def concatenate(xs, axis: int = 0) -> jnp.ndarray:
+  """jnp.concatenate(xs, axis) of float arrays as one elementwise expression that XLA:CPU
+  fuses with the ops making the parts, however many: each part padded with -0.0 to its
+  place and the pads summed (x + -0.0 is x, bit for bit, -0.0 included). For parts that are
+  concatenates themselves, which XLA would merge with the outer one into one wide one."""
+  n, at, out = sum(x.shape[axis] for x in xs), 0, None
+  for x in xs:
+    w = x.shape[axis]
+    cfg = [(0, 0, 0)] * x.ndim
+    cfg[axis % x.ndim] = (at, n - at - w, 0)
+    x = lax.pad(x, jnp.asarray(-0.0, x.dtype), cfg)
+    out, at = x if out is None else out + x, at + w
+  return out
+
 
 def safe_norm(x: jnp.ndarray, axis: int = -1, keepdims: bool = False) -> jnp.ndarray:
   """Euclidean norm whose gradient at 0 is 0 instead of NaN."""
@@ -220,7 +253,12 @@ def quat_to_mat(q: jnp.ndarray, z: jnp.ndarray | None = None) -> jnp.ndarray:
   """Rotation matrix (..., 3, 3) of a unit quaternion, in mju_quat2Mat's order of operations:
   diagonal (ww - yy) + (xx - zz), (ww + yy) - (xx + zz), (ww - yy) - (xx - zz); off-diagonal
   twice (xy - wz) and so on."""
-  return jnp.stack(quat_to_mat_entries(q, z), axis=-1).reshape(q.shape[:-1] + (3, 3))
+  # fast arithmetic stacks the entries flat: XLA:CPU then computes each entry's products in
+  # that entry's own kernel, fused into its sums as they have always rounded (camlight's
+  # frames); `stack` fuses the entries into one kernel with the products apart
+  entries = quat_to_mat_entries(q, z)
+  mat = jnp.stack(entries, axis=-1) if z is None else stack(entries, axis=-1)
+  return mat.reshape(q.shape[:-1] + (3, 3))
 
 
 @quat_to_mat.defjvp

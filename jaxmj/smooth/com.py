@@ -59,7 +59,7 @@ def subtree_sum(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
       for i in range(m.nbody - 1, 0, -1):
         if world or parent[i]:
           rows[parent[i]] = rows[parent[i]] + rows[i]
-      return jnp.stack(rows) if rows else x
+      return math.stack(rows) if rows else x
     for src in _accumulation_rounds(m):
       src = src if world else np.concatenate([[m.nbody], src[1:]])
       x = x + jnp.concatenate([x, jnp.zeros_like(x[:1])])[src]

@@ -151,25 +151,11 @@ def _joints(count, kinds, jtype, jpos, jaxis, qloc, dq, pos, quat, z):
   return pos, quat, cat(anchors), cat(axes), cat(quats, 4)
 
 
-def _join_rows(parts):
-  """jnp.concatenate(parts, axis=1) of (rows, k_i) parts, as one elementwise expression: each
-  part padded with -0.0 (x + -0.0 is x, bit for bit, -0.0 included) and the pads summed.
-  XLA:CPU fuses no concatenate: one of computed parts costs a kernel per part, each
-  recomputing the ops behind it (here the normalization, in each of the matrix's entries)."""
-  n = sum(p.shape[-1] for p in parts)
-  out, at = None, 0
-  for p in parts:
-    w = p.shape[-1]
-    x = jax.lax.pad(p, jnp.asarray(-0.0, p.dtype), [(0, 0, 0), (at, n - at - w, 0)])
-    out = x if out is None else out + x
-    at += w
-  return out
-
-
 def _frame_rows(pos, quat, z):
   """Frame rows [pos (3), quat (4), mat (9)], the quaternion normalized (mj_kinematics)."""
   quat = math.normalize_quat(quat, z)
-  return _join_rows([pos, quat] + [x[:, None] for x in math.quat_to_mat_entries(quat, z)])
+  mat = [x[:, None] for x in math.quat_to_mat_entries(quat, z)]
+  return math.concatenate([pos, quat] + mat, 1)
 
 
 def _bodies(m: Model, qpos, mocap_pos, mocap_quat, z):
@@ -206,9 +192,9 @@ def _bodies(m: Model, qpos, mocap_pos, mocap_quat, z):
     out.append(o)
   src = plan["joint_src"]
   free_axis = m.jnt_axis[m.body_jntadr[plan["free"]]]
-  xanchor = jnp.concatenate([o[0].reshape(-1, 3) for o in out] + [free_pos])[src]
-  xaxis = jnp.concatenate([o[1].reshape(-1, 3) for o in out] + [free_axis])[src]
-  jquat = jnp.concatenate([o[2].reshape(-1, 4) for o in out] + [frame[1:1 + len(a), 3:7]])[src]
+  xanchor = math.concatenate([o[0].reshape(-1, 3) for o in out] + [free_pos])[src]
+  xaxis = math.concatenate([o[1].reshape(-1, 3) for o in out] + [free_axis])[src]
+  jquat = math.concatenate([o[2].reshape(-1, 4) for o in out] + [frame[1:1 + len(a), 3:7]])[src]
   frame = frame[plan["row"]]
   return frame[:, :3], frame[:, 3:7], frame[:, 7:].reshape(-1, 3, 3), xanchor, xaxis, jquat
 
