@@ -61,7 +61,7 @@ from jaxmj.constants import MINVAL
 from jaxmj.constraint.driver import jac_products, mul_jac, mul_jac_t
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.constraint.rows import contact_factors
-from jaxmj.linalg import SPD_UNROLL_MAX, spd_solve
+from jaxmj.linalg import spd_solve
 from jaxmj.loops import bounded_loop, kept
 from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order, smoothing
@@ -83,7 +83,7 @@ from jaxmj.solver.problem import (
   safe_sqrt,
   seg,
 )
-from jaxmj.types import Cone, ConstraintType, Data, DisableBit, JointType, Model, Solver
+from jaxmj.types import Cone, Data, DisableBit, Model, Solver
 
 
 class SolverResult(NamedTuple):
@@ -416,7 +416,6 @@ def solve_arrays(
   efc_soft_weight: jax.Array | None = None,
   mul_m: tuple[Callable, tuple] | None = None,
   mul_j: tuple[Callable, Callable, tuple] | None = None,
-  efc_unit_dof: np.ndarray | None = None,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -453,8 +452,7 @@ def solve_arrays(
   `mul_j` (mul, mul_t, factors): efc_J x = mul(factors, x), efc_J' y = mul_t(factors, y)
   (constraint/driver.py's jac_products), whose derivatives in the factors the implicit
   derivative takes for dJ qacc and dJ' force instead of efc_J's tangent (not read); None:
-  efc_J's. Neither applies to the soft rows' share (efc_soft_weight). `efc_unit_dof` (nefc,)
-  static: the dof of each row whose Jacobian is a single entry there, else -1 (problem.hessian).
+  efc_J's. Neither applies to the soft rows' share (efc_soft_weight).
   """
   dt = qM.dtype
   nv, nefc = qM.shape[0], efc_J.shape[0]
@@ -475,8 +473,7 @@ def solve_arrays(
   sg = jax.lax.stop_gradient
   p = make_problem(qM if mul_m is None else sg(qM), qacc_smooth, qfrc_smooth,
                    efc_J if mul_j is None else sg(efc_J), efc_D, efc_R, efc_aref,
-                   efc_frictionloss, efc_type, efc_active, cones, cone_friction, cone_mu,
-                   efc_unit_dof)
+                   efc_frictionloss, efc_type, efc_active, cones, cone_friction, cone_mu)
   if not islands:  # one island holding every dof, or none without active rows (nefc = 0)
     dof_island = jnp.where(jnp.any(p.active), jnp.zeros(nv, jnp.int32), -1)
     efc_island = jnp.zeros(nefc, jnp.int32)
@@ -635,26 +632,6 @@ def _optimum(static: dict) -> Callable:
 GRADS = ("implicit", "unrolled")
 
 
-def _unit_dof(m: Model, lay) -> np.ndarray:
-  """(nefc,) static: the dof of each row whose Jacobian is one entry there (a hinge or slide
-  joint's limit, a dof's friction loss), else -1.
-
-  `solve` hands these to the Hessian (problem.hessian) of large systems only (nv above
-  SPD_UNROLL_MAX), where the product's arithmetic outweighs the copy of the other rows and
-  the scatter onto the diagonal: 2-core CPU, 2026-11-30, A/B in one process (load 8-11), the
-  solver stage of MJX's 04_humanoids (nv 108, 84 of 148 rows) at batch 128 0.81x of the
-  full product's CPU time, but MJX's humanoid (nv 27, 21 of 53) at 256 1.09x and
-  humanoid_floor (nv 32, 20 of 164) 1.44x."""
-  etype, eid = np.asarray(lay.efc_type), np.asarray(lay.efc_id)
-  out = np.full(len(etype), -1)
-  fd = etype == ConstraintType.FRICTION_DOF
-  out[fd] = eid[fd]
-  lj = np.flatnonzero(etype == ConstraintType.LIMIT_JOINT)
-  lj = lj[np.isin(np.asarray(m.jnt_type)[eid[lj]], [JointType.HINGE, JointType.SLIDE])]
-  out[lj] = np.asarray(m.jnt_dofadr)[eid[lj]]
-  return out
-
-
 def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
           find_islands: bool = True) -> Data:
   """mj_fwdConstraint: the constraint forces for the efc rows in `d` (one world).
@@ -722,7 +699,6 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     mul_j=mul_j,
     efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t) if t else None,
-    efc_unit_dof=_unit_dof(m, lay) if lay.nefc == nefc and m.nv > SPD_UNROLL_MAX else None,
   )
   return d.replace(qacc=res.qacc, efc_force=res.efc_force,
                    efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,

@@ -128,14 +128,10 @@ class Problem(NamedTuple):
   cfric: jax.Array  # (ncone, 6): 0, friction[0..dim-2], 0-padded (PGS's dual cone)
   cmu: jax.Array  # (ncone,)
   cactive: jax.Array  # (ncone,) bool
-  # (nefc,) static: the dof of a row whose Jacobian is one entry there (hinge and slide joint
-  # limits, dof friction), else -1; None: no such rows known (see `hessian`)
-  unit_dof: np.ndarray | None = None
 
 
 def make_problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
-                 efc_type, efc_active, cones, cone_friction, cone_mu,
-                 unit_dof: np.ndarray | None = None) -> Problem:
+                 efc_type, efc_active, cones, cone_friction, cone_mu) -> Problem:
   nefc = efc_J.shape[0]
   active = jnp.asarray(efc_active, bool)
   in_cone = np.zeros(nefc, bool)
@@ -169,33 +165,16 @@ def make_problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, ef
                   J_all=jnp.asarray(efc_J), D=D,
                   R=jnp.asarray(efc_R, dt), aref=aref, floss=floss, active=active, is_eq=is_eq,
                   is_fric=is_fric, is_ineq=is_ineq, cidx=cidx, cmask=cmask, cscale=cscale,
-                  cfric=cfric, cmu=mu, cactive=cactive, unit_dof=unit_dof)
+                  cfric=cfric, cmu=mu, cactive=cactive)
 
 
-def hessian(p: Problem, Dq: jax.Array, Hc: jax.Array | None = None) -> jax.Array:
-  """The primal cost's Hessian (nv, nv): M + J' diag(Dq) J + the cones' J_c' Hc J_c.
-
-  Dq: (nefc,) the rows' quadratic weights (0 off the quadratic state); Hc: (ncone, 6, 6).
-  A row whose Jacobian is one entry at a static dof (p.unit_dof) adds J_rd Dq_r J_rd onto
-  that dof's diagonal instead of entering the product: MJX's 04_humanoids has 84 such rows
-  (joint limits) of 148, whose share of the (nefc, nv) x (nefc, nv) product was most of its
-  Newton step's Hessian. Round-off differs from the full product's (not MuJoCo's either way:
-  its Newton Hessian is sparse).
-  """
-  J = p.J_all
-  unit = np.flatnonzero(p.unit_dof >= 0) if p.unit_dof is not None else np.zeros(0, int)
-  if unit.size:
-    rest = np.flatnonzero(p.unit_dof < 0)
-    contiguous = rest.size and rest[-1] - rest[0] + 1 == rest.size
-    jr = J[rest[0]:rest[-1] + 1] if contiguous else J[rest]
-    dof = p.unit_dof[unit]
-    ju = J[unit, dof]
-    diag = jnp.zeros(J.shape[1], J.dtype).at[dof].add(ju * (Dq[unit] * ju))
-    h = p.M + jr.T @ (Dq[rest][:, None] * jr) + jnp.diag(diag)
-  else:
-    h = p.M + J.T @ (Dq[:, None] * J)
+def hessian(p: Problem, Dq: jax.Array, Hc: jax.Array) -> jax.Array:
+  """The primal cost's Hessian (nv, nv): M + J' diag(Dq) J + the cones' J_c' Hc J_c, for the
+  Newton step and the implicit derivative. Dq: (nefc,) the rows' quadratic weights (0 off
+  the quadratic state); Hc: (ncone, 6, 6) the cones' Hessians."""
+  h = p.M + p.J_all.T @ (Dq[:, None] * p.J_all)
   if p.cidx.shape[0]:
-    jc = ext(J)[p.cidx]  # (ncone, 6, nv)
+    jc = ext(p.J_all)[p.cidx]  # (ncone, 6, nv)
     h = h + jnp.einsum("cin,cij,cjm->nm", jc, Hc, jc)
   return h
 
