@@ -47,8 +47,11 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
   n = a.shape[0]
   vec = b.ndim == 1
   b = b[:, None] if vec else b
+  # blocks of SPD_BLOCK, or for large systems the fewest equal ones of <= SPD_LOOP_BLOCK_MAX
+  size = (SPD_BLOCK if unroll or n <= SPD_UNROLL_MAX else
+          -(-n // -(-n // SPD_LOOP_BLOCK_MAX)))
   eliminate = lambda a, b, unroll: _eliminate_blocked(  # noqa: E731
-    jnp.concatenate([a, b], axis=1), n, mindiag, unroll, loop=not unroll and n > SPD_UNROLL_MAX)
+    jnp.concatenate([a, b], axis=1), n, mindiag, unroll, size)
   if unroll:
     x, ok = eliminate(a, b, True)
   else:
@@ -82,28 +85,26 @@ def _cholesky_solve(a: jax.Array, b: jax.Array, mindiag: float):
 # SPD solve alone: 1.3 ms of CPU per batch at 9 (5: 1.5, 14: 1.6), as LAPACK's batched
 # Cholesky (1.3); column by column (LDL') 2.5 ms, Gauss-Jordan on the whole matrix 4.2 ms.
 SPD_BLOCK = 9
-# Systems larger than SPD_UNROLL_MAX: the fewest equal blocks of at most this many columns,
-# each block's column steps a loop on every platform. 256 SPD systems of 108 (04_humanoids'
+# Systems larger than SPD_UNROLL_MAX on the CPU: the fewest equal blocks of at most this many
+# columns, each block's column steps a loop. 256 SPD systems of 108 (04_humanoids'
 # nv), float32, 2-core CPU, the solve alone: 26 ms of CPU in blocks of 36, 40-68 ms in blocks
 # of 9-32, 128 ms as one loop of Gauss-Jordan steps over the whole matrix (before);
 # 64: 17 ms in two blocks of 32, 25 ms in blocks of 16; 160: 113 ms in blocks of 40.
 SPD_LOOP_BLOCK_MAX = 40
 
 
-def _eliminate_blocked(aug: jax.Array, n: int, mindiag: float, unroll: bool,
-                       loop: bool = False):
+def _eliminate_blocked(aug: jax.Array, n: int, mindiag: float, unroll: bool, size: int):
   """Blocked Gaussian elimination of aug = [a | b] (n, n + k) without pivoting, then block
   back substitution; the blocks unrolled, their column steps too with `unroll`, else a loop
   (`_reduce_block_looped`).
 
-  Each block of SPD_BLOCK rows (with `loop`: of up to SPD_LOOP_BLOCK_MAX) is reduced by
+  Each block of `size` rows (the last may be smaller) is reduced by
   Gauss-Jordan on its own columns to [I | T], T = A11^-1 [A12 | b1], and the trailing rows
   take its Schur complement [A22 | b2] - A21 T in one matrix product; the block's pivots are
   those of Cholesky (Schur complements), the rank test's. Back substitution: x1 = T_b - T_A
   x2, block by block from the last.
   """
   rest, ok, tops = aug, jnp.array(True), []
-  size = -(-n // -(-n // SPD_LOOP_BLOCK_MAX)) if loop else SPD_BLOCK
   m = n
   while m > 0:
     k = min(size, m)

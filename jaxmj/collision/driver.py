@@ -117,15 +117,13 @@ def collision(m: Model, d: Data) -> Data:
   reach = params["margin"] + params["gap"]
   cap = plan["capped"]
   chosen = _nearest_pairs(m, d, plan) if cap is not None else None
-  dist, pos, frame = _collide(m, d, plan, every, reach, chosen)
+  pair = _collided(plan, chosen)
+  dist, pos, frame = _collide(m, d, plan, every, reach, chosen, pair)
   # each pair's parameters repeated over its slots
   slot_pair = np.repeat(np.arange(len(every["g1"])), [
     g["slots"] for g in plan["groups"] for _ in range(len(g["g1"]))])
   geom = None if cap is None else jnp.asarray(np.stack([every["g1"], every["g2"]], 1))
-  if chosen is not None and any(c is not None for c in chosen):
-    pair = jnp.concatenate([jnp.asarray(g["start_pair"] + (np.arange(len(g["g1"])) if c is None
-                                                           else c))
-                            for g, c in zip(plan["groups"], chosen)])
+  if pair is not None:
     params = {k: v[pair] for k, v in params.items()}
     geom, slot_pair = geom[pair], cap["slot_pair"]
   rep = {k: params[k][slot_pair] for k in ("friction", "solref", "solreffriction", "solimp")}
@@ -182,16 +180,23 @@ def _least(select: list, value: jnp.ndarray) -> jnp.ndarray:
   return jnp.concatenate(out)
 
 
-def _far(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list) -> jnp.ndarray:
-  """broadphase.out_of_reach of the pairs the groups collide, concatenated: every pair of a
-  group, or the pairs `chosen` of a capped one (not the thousands of candidates its choice
-  ranked). One call for all groups: elementwise per pair, so the same numbers as per group,
-  in a handful of kernels instead of a set per group."""
-  if all(c is None for c in chosen):
-    return broadphase.out_of_reach(m, d, every["g1"], every["g2"], reach)
-  pair = jnp.concatenate([jnp.asarray(g["start_pair"] + (np.arange(len(g["g1"])) if c is None
+def _collided(plan: dict, chosen: list | None) -> jnp.ndarray | None:
+  """(npair,) the pairs the groups collide, as indices into the plan's pairs: every pair of a
+  group, the pairs `chosen` of a capped one; None where no group is capped (every pair)."""
+  if chosen is None or all(c is None for c in chosen):
+    return None
+  return jnp.concatenate([jnp.asarray(g["start_pair"] + (np.arange(len(g["g1"])) if c is None
                                                          else c))
                           for g, c in zip(plan["groups"], chosen)])
+
+
+def _far(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list, pair) -> jnp.ndarray:
+  """broadphase.out_of_reach of the pairs the groups collide (`pair`, see _collided), not of
+  the thousands of candidates a capped group's choice ranked. One call for all groups:
+  elementwise per pair, so the same numbers as per group, in a handful of kernels instead of
+  a set per group."""
+  if pair is None:
+    return broadphase.out_of_reach(m, d, every["g1"], every["g2"], reach)
   # a capped group is primitive: one pair of types (convex and hfield groups mix types)
   types = [np.concatenate([np.asarray(m.geom_type)[g[f"g{k + 1}"]] if c is None
                            else np.full(c.shape[0], g["types"][k])
@@ -200,15 +205,16 @@ def _far(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list) -> jnp
                                  jnp.asarray(every["g2"])[pair], reach[pair], types)
 
 
-def _collide(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list | None = None):
+def _collide(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list | None = None,
+             pair: jnp.ndarray | None = None):
   """(dist (nslot,), pos (nslot, 3), frame (nslot, 3, 3)) of every candidate slot,
   colliders looking as far as `reach` (per pair); NO_CONTACT in slots without a contact.
   chosen: per group None or the pairs max_geom_pairs keeps (_nearest_pairs), the only ones
-  that group then collides."""
+  that group then collides; pair: _collided(plan, chosen)."""
   table = colliders()
   iterations = m.opt.ccd_iterations
   chosen = chosen or [None] * len(plan["groups"])
-  far = _far(m, d, plan, every, reach, chosen)
+  far = _far(m, d, plan, every, reach, chosen, pair)
   dists, poss, frames, at = [], [], [], 0
   for group, c in zip(plan["groups"], chosen):
     g1, g2 = group["g1"], group["g2"]
