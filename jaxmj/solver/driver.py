@@ -67,7 +67,7 @@ from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order, smoothing
 from jaxmj.solver.linesearch import differentiable_alpha, prepare
 from jaxmj.solver.problem import (
-  QUADRATIC,
+  SATISFIED,
   Cones,
   Islands,
   Problem,
@@ -621,7 +621,7 @@ def _optimum(static: dict) -> Callable:
       dq = -hinv_of() @ dg
       return (q, force), (dq, jax.jvp(force_at, (arrays, q), (darrays, dq))[1])
     hinv, dg_soft, df_soft = smoothing.soft_tangent(arrays["soft"], darrays["soft"], q,
-                                                    u.state == QUADRATIC, hinv_of)
+                                                    u.state == SATISFIED, hinv_of)
     dq = -hinv @ (dg + dg_soft)
     df = jax.jvp(force_at, (arrays, q), (darrays, dq))[1] + df_soft(dq)
     return (q, force), (dq, df)
@@ -668,11 +668,13 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
                      solver_niter=jnp.zeros_like(d.solver_niter),
                      solver_improvement=jnp.zeros_like(d.solver_improvement),
                      solver_gradient=jnp.zeros_like(d.solver_gradient))
-  cones, fric, mu = None, None, None
+  cones, fric, mu, elliptic_normal = None, None, None, None
   con = d.contact
   if m.opt.cone == Cone.ELLIPTIC and len(con.dim):
     sel = np.asarray(con.dim) > 1
     cones = cone_layout(np.asarray(con.efc_address)[sel], np.asarray(con.dim)[sel])
+    elliptic_normal = np.zeros(nefc, bool)
+    elliptic_normal[np.asarray(con.efc_address)[sel]] = True
     fric = con.friction[jnp.asarray(np.flatnonzero(sel))]
     # mjContact.mu: friction[0] * sqrt(R[1] / R[0]) with R[1] = R[0] / impratio
     mu = fric[:, 0] * jnp.sqrt(1.0 / jnp.maximum(MINVAL, m.opt.impratio))
@@ -698,7 +700,8 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     mul_m=(mass.mul_m_tree, (m, d.cinert, d.cdof, d.ten_J)),  # m's leaves differentiate
     mul_j=mul_j,
     efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
-    efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t) if t else None,
+    efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t,
+                                          elliptic_normal) if t else None,
   )
   return d.replace(qacc=res.qacc, efc_force=res.efc_force,
                    efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,

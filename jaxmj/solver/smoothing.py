@@ -6,9 +6,10 @@ that is apart (or touching but not pushing) contributes nothing, so the gradient
 downstream w.r.t. what would bring two bodies together is zero until they touch, and the
 first-order optimizer never makes them touch. With smoothing the values stay the solver's
 (to the last bits: a different XLA program); only the tangents change: every scalar
-inequality row (joint and tendon limits, frictionless and pyramidal contact rows) that is not
-in the QUADRATIC state at the solution enters the implicit derivative as if it were, with its
-constraint stiffness D = 1/R scaled by
+inequality row (joint and tendon limits, frictionless and pyramidal contact rows, and the
+normal row of an elliptic contact) that is SATISFIED at the solution (apart, or touching
+without pushing) enters the implicit derivative as if it were QUADRATIC, with its constraint
+stiffness D = 1/R scaled by
 
     w = sigmoid(-(efc_pos - efc_margin) / T),
 
@@ -16,7 +17,10 @@ so a contact at distance `dist` beyond its margin acts, in the backward pass, as
 spring-damper (MuJoCo's aref: K, B from solref) of relative strength w. The collision driver
 runs its colliders a second time, SMOOTHING_REACH * T beyond each pair's margin + gap, so
 that the rows of pairs apart carry real distances; contacts and rows stay MuJoCo's (at the
-cost of that second pass). Elliptic cones keep the exact derivative.
+cost of that second pass). An elliptic contact apart is smoothed as if frictionless: its
+friction rows take no weight (while apart there is no telling whether it would stick or
+slide, which decides the cone's Hessian), so the smoothed gradient of an approaching
+elliptic contact says "push closer" but nothing of the friction the contact would bring.
 
 The bias: tangents are those of a contact set in which near contacts are partly engaged,
 so gradients differ from the exact ones wherever a row is SATISFIED (a touching contact not
@@ -45,24 +49,29 @@ def temperature(m: Model) -> float:
   return float(t)
 
 
-def row_weights(efc_type, efc_pos, efc_margin, t: float) -> jax.Array:
+def row_weights(efc_type, efc_pos, efc_margin, t: float,
+                elliptic_normal: np.ndarray | None = None) -> jax.Array:
   """(nefc,) smoothing weight of every row: sigmoid(-(pos - margin) / t) for the scalar
-  inequality rows, 0 for the others. No derivative flows through the weight."""
+  inequality rows and the rows marked in `elliptic_normal` (static (nefc,) bool: the first
+  row of each elliptic contact), 0 for the others. No derivative flows through the weight."""
   smoothed = jnp.isin(jnp.asarray(efc_type), jnp.asarray(_SMOOTHED))
+  if elliptic_normal is not None:
+    smoothed = smoothed | jnp.asarray(elliptic_normal)
   gap = jax.lax.stop_gradient(efc_pos - efc_margin)
   return jnp.where(smoothed, jax.nn.sigmoid(-gap / t), 0.0)
 
 
-def soft_tangent(soft: dict, dsoft: dict, q, quadratic, hinv_of):
+def soft_tangent(soft: dict, dsoft: dict, q, satisfied, hinv_of):
   """The smoothed rows' share of the implicit derivative.
 
   `soft`: unmasked efc J (nefc, nv), aref (nefc,), D = 1/R (nefc,) and weight w (nefc,);
-  `dsoft` their tangents; `q` the solution; `quadratic` (nefc,) the rows already in the
-  exact derivative. `hinv_of(extra_h)` -> H^-1 with `extra_h` added to the exact Hessian.
+  `dsoft` their tangents; `q` the solution; `satisfied` (nefc,) the rows in state SATISFIED
+  (the others are in the exact derivative already: QUADRATIC rows, an elliptic contact's
+  CONE rows). `hinv_of(extra_h)` -> H^-1 with `extra_h` added to the exact Hessian.
   Returns (H^-1 of the smoothed Hessian, the extra gradient tangent dg (nv,), and a function
   dq -> extra force tangent (nefc,)).
   """
-  ws = jax.lax.stop_gradient(jnp.where(quadratic, 0.0, soft["w"] * soft["D"]))
+  ws = jax.lax.stop_gradient(jnp.where(satisfied, soft["w"] * soft["D"], 0.0))
   J = soft["J"]
   hinv = hinv_of(J.T @ (ws[:, None] * J))
   # d(J q - aref) at fixed q: the rows' reference acceleration moving with the inputs

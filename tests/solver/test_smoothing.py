@@ -68,9 +68,12 @@ def test_forward_is_unchanged(fast_jit):
 
 
 @pytest.mark.slow  # 34 s on 2 cores: two gradient compiles of a 3-body contact rollout
-def test_smoothed_gradient_pushes_where_the_exact_one_is_zero(fast_jit):
-  exact = fast_jit(jax.grad(_box_x(_model())))(0.0)
-  smooth = fast_jit(jax.grad(_box_x(_model(0.05))))(0.0)
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_smoothed_gradient_pushes_where_the_exact_one_is_zero(fast_jit, cone):
+  """An elliptic contact apart is smoothed through its normal row (as if frictionless)."""
+  xml = XML.replace('timestep="0.01"', f'timestep="0.01" cone="{cone}"')
+  exact = fast_jit(jax.grad(_box_x(_model(xml=xml))))(0.0)
+  smooth = fast_jit(jax.grad(_box_x(_model(0.05, xml=xml))))(0.0)
   assert float(exact) == 0.0
   assert float(smooth) > 1e-3  # more push, box further: the direction that makes contact
 
