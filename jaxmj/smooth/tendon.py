@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -134,10 +135,25 @@ def pulley_divisor(wrap_prm, div: np.ndarray, xp):
   return xp.where(div >= 0, wrap_prm[np.maximum(div, 0)], 1.0)
 
 
+@jax.custom_jvp
+def _piece_length(v):
+  """|v| of (..., 3) pieces, differentiable at 0 (a tendon whose path points meet)."""
+  return wrap.norm(v, jnp)
+
+
+@_piece_length.defjvp
+def _piece_length_jvp(primals, tangents):
+  # along mju_normalize's direction, as ten_J: the first basis vector below MINVAL, so that
+  # d ten_length = ten_J dqpos holds there too (sqrt's derivative at 0 is NaN)
+  (v,), (dv,) = primals, tangents
+  return _piece_length(v), jnp.sum(wrap.unit(v, jnp) * dv, axis=-1)
+
+
 def lengths(p: TendonPlan, ntendon: int, qpos, wrap_prm, site_xpos, geo, xp):
   """(ntendon,) tendon lengths from qpos, site positions and `geometry`'s wraps."""
   wlen, t0, t1, wrapped = geo
-  dist = lambda a, b: xp.sqrt(xp.sum((b - a) ** 2, axis=-1))
+  norm = _piece_length if xp is jnp else lambda v: wrap.norm(v, xp)
+  dist = lambda a, b: norm(b - a)  # noqa: E731
   terms = [wrap_prm[p.fix_wrap] * qpos[p.fix_qadr]]
   x0, x1 = site_xpos[p.ss_site[:, 0]], site_xpos[p.ss_site[:, 1]]
   terms.append(dist(x0, x1) / pulley_divisor(wrap_prm, p.ss_div, xp))

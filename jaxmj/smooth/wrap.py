@@ -38,14 +38,15 @@ def _sqrt(x, xp):
   return xp.where(pos, xp.sqrt(xp.where(pos, x, 1.0)), 0.0)
 
 
-def _norm(v, xp):
+def norm(v, xp):
+  """|v| over the last axis, with a zero (not NaN) gradient at 0."""
   sq = xp.sum(v * v, axis=-1)
   return xp.where(sq > 0, xp.sqrt(xp.where(sq > 0, sq, 1.0)), 0.0)
 
 
 def unit(v, xp):
   """mju_normalize: v / |v|, or the first basis vector when |v| < MINVAL; (..., n)."""
-  n = _norm(v, xp)[..., None]
+  n = norm(v, xp)[..., None]
   e0 = np.eye(v.shape[-1])[0]
   return xp.where(n < MINVAL, e0, v / xp.where(n < MINVAL, 1.0, n))
 
@@ -140,11 +141,11 @@ def inside(d, rad, xp):
   that point twice). Newton's method on asin(A z) + asin(B z) - 2 asin(z) + G = 0 with
   MuJoCo's fixed iteration budget; on any numerical trouble the point between the ends."""
   a0, a1 = d[:, :2], d[:, 2:]
-  len0, len1 = _norm(a0, xp), _norm(a1, xp)
+  len0, len1 = norm(a0, xp), norm(a1, xp)
   dif = a1 - a0
   dd = _dot2(dif, dif)
   a = -_dot2(dif, a0) / _safe(dd, xp)
-  cut = (dd > MINVAL) & (a > 0) & (a < 1) & (_norm(a0 + a[:, None] * dif, xp) <= rad)
+  cut = (dd > MINVAL) & (a > 0) & (a < 1) & (norm(a0 + a[:, None] * dif, xp) <= rad)
   no_wrap = ((len0 <= rad) | (len1 <= rad) | (rad < MINVAL) | (len0 < MINVAL)
              | (len1 < MINVAL) | cut)
   avg = unit(0.5 * (a0 + a1), xp) * rad[:, None]
@@ -196,7 +197,7 @@ def _sphere_axes(p0, p1, xp):
   """The wrapping plane of a sphere: axis0 along p0, axis1 in the plane of p0 and p1."""
   ax0 = unit(p0, xp)
   normal = xp.cross(p0, p1)
-  parallel = _norm(normal, xp) < MINVAL
+  parallel = norm(normal, xp) < MINVAL
   # p0, p1 parallel: any normal to p0, from the basis vectors other than p0's largest
   mag = xp.abs(ax0)
   big1 = (mag[:, 1] > mag[:, 0]) & (mag[:, 1] > mag[:, 2])
@@ -216,7 +217,7 @@ def wrap(x0, x1, xpos, xmat, rad, sphere, side, has_side, xp):
   """
   p0 = xp.einsum("nji,nj->ni", xmat, x0 - xpos)
   p1 = xp.einsum("nji,nj->ni", xmat, x1 - xpos)
-  at_centre = (_norm(p0, xp) < MINVAL) | (_norm(p1, xp) < MINVAL)
+  at_centre = (norm(p0, xp) < MINVAL) | (norm(p1, xp) < MINVAL)
   sx0, sx1 = _sphere_axes(p0, p1, xp)
   ex, ey = np.eye(3)[0], np.eye(3)[1]
   ax0 = xp.where(sphere[:, None], sx0, ex)
@@ -231,22 +232,22 @@ def wrap(x0, x1, xpos, xmat, rad, sphere, side, has_side, xp):
   if not (isinstance(has_side, np.ndarray) and not has_side.any()):
     # the side site inside the obstacle (3D distance, also for cylinders): pass through it
     wlen_i, pnt_i = inside(d, rad, xp)
-    through = has_side & (_norm(s, xp) < rad)
+    through = has_side & (norm(s, xp) < rad)
     wlen = xp.where(through, wlen_i, wlen)
     pnt = xp.where(through[:, None], pnt_i, pnt)
   wlen = xp.where(at_centre, -1.0, wlen)
   r0 = ax0 * pnt[:, 0:1] + ax1 * pnt[:, 1:2]
   r1 = ax0 * pnt[:, 2:3] + ax1 * pnt[:, 3:4]
   # cylinder: heights interpolated along the unrolled path, length over the helix
-  flat0 = _norm(p0[:, :2] - r0[:, :2], xp)
-  flat1 = _norm(p1[:, :2] - r1[:, :2], xp)
+  flat0 = norm(p0[:, :2] - r0[:, :2], xp)
+  flat1 = norm(p1[:, :2] - r1[:, :2], xp)
   total = _safe(flat0 + wlen + flat1, xp)
   z0 = p0[:, 2] + (p1[:, 2] - p0[:, 2]) * flat0 / total
   z1 = p0[:, 2] + (p1[:, 2] - p0[:, 2]) * (flat0 + wlen) / total
   cyl = ~sphere
   r0 = xp.where(cyl[:, None], xp.stack([r0[:, 0], r0[:, 1], z0], axis=-1), r0)
   r1 = xp.where(cyl[:, None], xp.stack([r1[:, 0], r1[:, 1], z1], axis=-1), r1)
-  helix = _norm(xp.stack([wlen, z1 - z0], axis=-1), xp)
+  helix = norm(xp.stack([wlen, z1 - z0], axis=-1), xp)
   wlen = xp.where(cyl & (wlen >= 0), helix, wlen)
   t0 = xp.einsum("nij,nj->ni", xmat, r0) + xpos
   t1 = xp.einsum("nij,nj->ni", xmat, r1) + xpos

@@ -173,6 +173,36 @@ def test_length_gradient_is_ten_J():
     np.testing.assert_allclose(jac(d.qpos, d), lengths(d.qpos, d)[1], atol=1e-12, rtol=0)
 
 
+ZERO_LENGTH = """<mujoco><worldbody><site name="s0" pos=".1 .2 .3"/>
+  <body><joint type="slide" axis="1 1 0"/><joint type="hinge" axis="0 0 1"/><geom size=".1"/>
+    <site name="s1" pos=".1 .2 .3"/></body></worldbody>
+  <tendon><spatial limited="true" range="0 .5" stiffness="10"><site site="s0"/><site site="s1"/>
+  </spatial></tendon></mujoco>"""
+
+
+def test_length_gradient_at_zero_length_is_ten_J():
+  """A spatial tendon whose two sites meet (length 0, where |x1 - x0| has no derivative):
+  length, ten_J as MuJoCo's (mju_normalize's first basis vector as the direction), and
+  d ten_length / d qpos finite and equal to that ten_J (was NaN)."""
+  m = jaxmj.Model.from_xml_string(ZERO_LENGTH)
+  mj = mujoco.MjModel.from_xml_string(ZERO_LENGTH)
+  dm = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, dm)
+
+  def lengths(q, d):
+    d = tendon.tendon(m, com.com_pos(m, kinematics.kinematics(m, d.replace(qpos=q))))
+    return d.ten_length, d.ten_J
+
+  d = jaxmj.make_data(m)
+  length, ten_J = jit_fast(lengths)(d.qpos, d)
+  np.testing.assert_array_equal(length, dm.ten_length)
+  np.testing.assert_allclose(ten_J, dense_ten_J(mj, dm), atol=1e-15, rtol=0)
+  jac = jit_fast(jax.jacrev(lambda q, d: lengths(q, d)[0]))(d.qpos, d)
+  np.testing.assert_allclose(jac, dense_ten_J(mj, dm), atol=1e-15, rtol=0)
+  fwd = jit_fast(jax.jacfwd(lambda q, d: lengths(q, d)[0]))(d.qpos, d)
+  np.testing.assert_allclose(fwd, jac, atol=1e-15, rtol=0)
+
+
 @pytest.mark.slow
 def test_tendon_arm_trajectory_matches_mj_step():
   """500 Euler steps (tendon springs, dampers, friction loss, limits) within 1e-7."""
