@@ -4,7 +4,8 @@ fixed tendon at its limit, a joint equality, a muscle with activation, a hinge w
 friction, and a free box sliding on a plane -- per friction cone and contact condim, with
 the contact set and every row's solver state unchanged by the probes (the default suite runs
 pyramidal condim 3; --runslow adds condim 1 and 4 and the elliptic cone, condim 3, 4, 6).
-Also: gradients are finite at a tricky state (a sphere exactly touching the plane).
+Also: gradients are finite at tricky states (a sphere exactly touching the plane, a resting
+stack, singular configurations).
 """
 
 import jax
@@ -113,3 +114,67 @@ def test_gradient_finite_when_exactly_touching():
 
   g = jax.jit(jax.grad(loss))(d.qpos)
   assert np.all(np.isfinite(g))
+
+
+TRICKY = {
+  # a spatial tendon whose sites meet (length 0: |x1 - x0| has no derivative there)
+  "tendon_zero_length": ("""<mujoco><worldbody><site name="s0" pos=".1 .2 .3"/>
+    <body><joint type="slide" axis="1 1 0"/><joint type="hinge" axis="0 0 1"/><geom size=".1"/>
+      <site name="s1" pos=".1 .2 .3"/></body></worldbody>
+    <tendon><spatial name="t" limited="true" range="0 .5" stiffness="10"><site site="s0"/>
+      <site site="s1"/></spatial></tendon><actuator><motor tendon="t"/></actuator>
+    <sensor><tendonpos tendon="t"/><tendonvel tendon="t"/></sensor></mujoco>""", None),
+  # ball joints: one turned by exactly 180 degrees, one limited at its identity (angle 0)
+  "ball_joints": ("""<mujoco><worldbody>
+    <body pos="0 0 1"><joint name="b0" type="ball" range="0 170" damping=".1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -.5" size=".05"/></body>
+    <body pos="1 0 1"><joint name="b1" type="ball" range="0 60"/>
+      <geom type="capsule" fromto="0 0 0 .5 0 0" size=".05"/></body></worldbody>
+    <sensor><ballquat joint="b0"/><ballquat joint="b1"/><ballangvel joint="b1"/></sensor>
+    </mujoco>""", np.array([0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])),
+  # an arm stretched straight (a kinematic singularity) against both joints' limits
+  "stretched_arm": ("""<mujoco><worldbody><body>
+    <joint type="hinge" axis="0 1 0" range="-1 0"/>
+    <geom type="capsule" fromto="0 0 0 .5 0 0" size=".05"/><body pos=".5 0 0">
+      <joint type="hinge" axis="0 1 0" range="0 1"/>
+      <geom type="capsule" fromto="0 0 0 .5 0 0" size=".05"/><site name="tip" pos=".5 0 0"/>
+    </body></body></worldbody><sensor><framepos objtype="site" objname="tip"/>
+    <framequat objtype="site" objname="tip"/><framelinvel objtype="site" objname="tip"/>
+    </sensor></mujoco>""", None),
+  # three boxes stacked at rest, each slightly in penetration; a free body's quaternion -1
+  "resting_stack": ("""<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
+    <body pos="0 0 .0999"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    <body pos="0 0 .2998"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    <body pos="0 0 .4997" quat="-1 0 0 0"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+    </worldbody></mujoco>""", None),
+}
+
+
+@pytest.mark.parametrize("name", [
+  "tendon_zero_length",
+  pytest.param("ball_joints", marks=pytest.mark.slow),
+  pytest.param("stretched_arm", marks=pytest.mark.slow),
+  pytest.param("resting_stack", marks=pytest.mark.slow),
+])
+def test_gradients_finite_at_singular_and_resting_states(name, fast_jit):
+  """jax.grad and jax.jvp of a short rollout (positions, velocities, sensors) w.r.t. qpos and
+  qvel, and the transition Jacobians, all finite, from a state at rest (qvel 0)."""
+  xml, qpos = TRICKY[name]
+  m = jaxmj.Model.from_xml_string(xml)
+  d = jaxmj.make_data(m)
+  if qpos is not None:
+    d = d.replace(qpos=jnp.asarray(qpos))
+
+  def loss(qpos, qvel):
+    final, traj = jaxmj.rollout(m, d.replace(qpos=qpos, qvel=qvel), nstep=3,
+                                fields=("sensordata",))
+    return (jnp.sum(final.qpos ** 2) + jnp.sum(final.qvel ** 2)
+            + jnp.sum(traj["sensordata"] ** 2))
+
+  args = (d.qpos, d.qvel)
+  grads = fast_jit(jax.grad(loss, argnums=(0, 1)))(*args)
+  tangents = tuple(jnp.ones_like(a) for a in args)
+  _, jvp = fast_jit(lambda a, t: jax.jvp(loss, a, t))(args, tangents)
+  jacobians = fast_jit(jaxmj.transition_jacobians)(m, d)
+  for x in (*grads, jvp, *jacobians):
+    assert np.all(np.isfinite(np.asarray(x)))
