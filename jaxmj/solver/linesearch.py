@@ -191,11 +191,13 @@ def _ls_brackets(st, qa):
   cands = (p1n, p2n, qa[1])
 
   def update(pt):
-    flag = jnp.array(False)
+    # the slope d1 = pt[2] followed on its own: the tests read scalars only, the selects of
+    # points none of the tests (XLA then fuses the chain into its consumers)
+    flag, d1 = jnp.array(False), pt[2]
     for c in cands:
-      neg = (pt[2] < 0) & (c[2] < 0) & (pt[2] < c[2])
-      pos = ~neg & (pt[2] > 0) & (c[2] > 0) & (pt[2] > c[2])
-      pt = jnp.where(neg | pos, c, pt)
+      neg = (d1 < 0) & (c[2] < 0) & (d1 < c[2])
+      pos = ~neg & (d1 > 0) & (c[2] > 0) & (d1 > c[2])
+      pt, d1 = jnp.where(neg | pos, c, pt), jnp.where(neg | pos, c[2], d1)
       flag = flag | neg | pos
     return pt, flag
 
