@@ -165,13 +165,18 @@ def _newton_pt(pt):
   return pt[..., 0] - pt[..., 2] / pt[..., 3]
 
 
-def _ls_norm(st):  # fixed dtypes for the loop carry
-  phase, p1, p2, p1n, p2n, it, res = st
-  return (jnp.asarray(phase, jnp.int32), p1, p2, p1n, p2n, jnp.asarray(it, jnp.int32), res)
+# An island's search state, packed in one row (ni, 22) so that a select of states is one
+# select: phase, p1, p2 (points [alpha, cost, d1, d2]), p1n and p2n (the evaluated Newton
+# points of p1 and p2), evaluations spent, result. Phase and count are small integers, exact
+# in the float dtype.
+def _pack(phase, p1, p2, p1n, p2n, it, res):
+  dt = p1.dtype
+  return jnp.concatenate([jnp.asarray(phase, dt)[None], p1, p2, p1n, p2n,
+                          jnp.asarray(it, dt)[None], res])
 
 
-def _ls_select(c, a, b):
-  return jax.tree.map(lambda x, y: jnp.where(c, x, y), _ls_norm(a), _ls_norm(b))
+def _unpack(st):
+  return st[0], st[1:5], st[5:9], st[9:13], st[13:17], st[17], st[18:22]
 
 
 def _ls_final_choice(p1, p2):  # costs are relative to alpha = 0
@@ -182,15 +187,17 @@ def _ls_final_choice(p1, p2):  # costs are relative to alpha = 0
 
 def _ls_brackets(st, qa):
   """One island's bracket updates from the candidates (p1n, p2n, midpoint)."""
-  _, p1, p2, p1n, p2n, _, _ = st
+  _, p1, p2, p1n, p2n, _, _ = _unpack(st)
   cands = (p1n, p2n, qa[1])
 
   def update(pt):
-    flag = jnp.array(False)
+    # the slope d1 = pt[2] followed on its own: the tests read scalars only, the selects of
+    # points none of the tests (XLA then fuses the chain into its consumers)
+    flag, d1 = jnp.array(False), pt[2]
     for c in cands:
-      neg = (pt[2] < 0) & (c[2] < 0) & (pt[2] < c[2])
-      pos = ~neg & (pt[2] > 0) & (c[2] > 0) & (pt[2] > c[2])
-      pt = jnp.where(neg | pos, c, pt)
+      neg = (d1 < 0) & (c[2] < 0) & (d1 < c[2])
+      pos = ~neg & (d1 > 0) & (c[2] > 0) & (d1 > c[2])
+      pt, d1 = jnp.where(neg | pos, c, pt), jnp.where(neg | pos, c[2], d1)
       flag = flag | neg | pos
     return pt, flag
 
@@ -208,7 +215,7 @@ def _tolerance(pt, tl):
 def _ls_one(st, qa, tl, dirn, lsmax: int):
   """One island's step of the one-sided phase, given qa: evaluations at (the Newton point of
   p1, the midpoint of p1 and p2). Islands in another phase keep their state."""
-  phase, p1, p2, p1n, p2n, it, res = st
+  phase, p1, p2, p1n, p2n, it, res = _unpack(st)
   q = qa[0]
   # step to the Newton point of p1 while the slope keeps its sign; a Newton point that equals
   # p1 (a step below half an ulp of alpha) would repeat p1 until the budget runs out, which
@@ -216,33 +223,37 @@ def _ls_one(st, qa, tl, dirn, lsmax: int):
   desc = p1[2] * dirn <= -_tolerance(p1, tl)
   qconv = jnp.abs(q[2]) < _tolerance(q, tl)
   fail = (it >= lsmax) | (desc & ~qconv & (q[0] == p1[0]))  # could not bracket: return p1
-  body = (jnp.where(qconv, _DONE, _ONE), q, p1, p1n, p2n, it + 1, jnp.where(qconv, q, res))
+  body = _pack(jnp.where(qconv, _DONE, _ONE), q, p1, p1n, p2n, it + 1, jnp.where(qconv, q, res))
   # bracketed from here: p1's Newton point is q (just evaluated), p2's is p1
-  leave = (jnp.where(fail, _DONE, _BRACKET), p1, p2, jnp.where(fail, p1n, q),
-           jnp.where(fail, p2n, p1), it + jnp.where(fail, 0, 1), jnp.where(fail, p1, res))
-  return _ls_select(phase == _ONE, _ls_select(desc & ~fail, body, leave), st)
+  leave = _pack(jnp.where(fail, _DONE, _BRACKET), p1, p2, jnp.where(fail, p1n, q),
+                jnp.where(fail, p2n, p1), it + jnp.where(fail, 0, 1), jnp.where(fail, p1, res))
+  return jnp.where(phase == _ONE, jnp.where(desc & ~fail, body, leave), st)
 
 
 def _ls_bracket(st, qa, qb, brk, tl, lsmax: int):
   """One island's step of the bracketed phase, given its evaluations: qa[1] at the bracket
   midpoint, qb at the Newton points of the updated brackets (`brk`). Islands in another
   phase keep their state."""
-  phase, p1, p2, p1n, p2n, it, res = st
+  phase, p1, p2, p1n, p2n, it, res = _unpack(st)
   pmid = qa[1]
-  cands = (p1n, p2n, pmid)
-  ok = jnp.stack([jnp.abs(c[2]) < _tolerance(c, tl) for c in cands])
-  costs = jnp.where(ok, jnp.stack([c[1] for c in cands]), jnp.inf)
-  best = jnp.stack(cands)[jnp.argmin(costs)]
+  ok = [jnp.abs(c[2]) < _tolerance(c, tl) for c in (p1n, p2n, pmid)]
+  # the first of the converged candidates of least cost (argmin's choice, NaN first)
+  best, least = p1n, jnp.where(ok[0], p1n[1], jnp.inf)
+  for c, k in ((p2n, ok[1]), (pmid, ok[2])):
+    cost = jnp.where(k, c[1], jnp.inf)
+    take = (cost < least) | (jnp.isnan(cost) & ~jnp.isnan(least))
+    best, least = jnp.where(take, c, best), jnp.where(take, cost, least)
   q1, f1, q2, f2 = brk
   q1n = jnp.where(f1, qb[0], p1n)
   q2n = jnp.where(f2, qb[1], p2n)
   stuck = ~f1 & ~f2  # no update possible: numerical accuracy reached, use the midpoint
-  it2 = it + 1 + f1.astype(jnp.int32) + f2.astype(jnp.int32)
-  moved = (jnp.where(stuck, _DONE, _BRACKET), q1, q2, q1n, q2n, it2, jnp.where(stuck, pmid, res))
-  found = (_DONE, p1, p2, p1n, p2n, it + 1, best)
-  over = (_DONE, p1, p2, p1n, p2n, it, _ls_final_choice(p1, p2))
-  brkt = _ls_select(it < lsmax, _ls_select(jnp.any(ok), found, moved), over)
-  return _ls_select(phase == _BRACKET, brkt, st)
+  it2 = it + 1 + f1.astype(it.dtype) + f2.astype(it.dtype)
+  moved = _pack(jnp.where(stuck, _DONE, _BRACKET), q1, q2, q1n, q2n, it2,
+                jnp.where(stuck, pmid, res))
+  found = _pack(_DONE, p1, p2, p1n, p2n, it + 1, best)
+  over = _pack(_DONE, p1, p2, p1n, p2n, it, _ls_final_choice(p1, p2))
+  brkt = jnp.where(it < lsmax, jnp.where(ok[0] | ok[1] | ok[2], found, moved), over)
+  return jnp.where(phase == _BRACKET, brkt, st)
 
 
 def _linesearch(p: Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations: int):
@@ -282,10 +293,11 @@ def _linesearch(p: Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations:
 
   def step(_, carry):
     st, trips = carry
-    trips = trips + (st[0] != _DONE).astype(jnp.int32)
+    phase, p1, p2 = st[:, 0], st[:, 1:5], st[:, 5:9]
+    trips = trips + (phase != _DONE).astype(jnp.int32)
     # an island that leaves the one-sided phase keeps p1 and p2, so the midpoint evaluated
     # here is already its first bracketed midpoint: both phases' steps run in one trip
-    qa = ev(jnp.stack([_newton_pt(st[1]), 0.5 * (st[1][:, 0] + st[2][:, 0])]))
+    qa = ev(jnp.stack([_newton_pt(p1), 0.5 * (p1[:, 0] + p2[:, 0])]))
     st = vm(lambda s, a, g, d: _ls_one(s, a, g, d, lsmax))(st, qa, tl, dirn)
     brk = vm(_ls_brackets)(st, qa)
     qb = ev(jnp.stack([_newton_pt(brk[0]), _newton_pt(brk[2])]))
@@ -294,12 +306,12 @@ def _linesearch(p: Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations:
 
   zero = jnp.zeros_like(p0)
   two = jnp.full(small.shape, 2, jnp.int32)
-  st0 = _ls_norm((jnp.where(small | conv, _DONE, _ONE), p1, p0, p1, p1, two,
-                  jnp.where(small[:, None], zero, p1)))
+  st0 = vm(_pack)(jnp.where(small | conv, _DONE, _ONE), p1, p0, p1, p1, two,
+                  jnp.where(small[:, None], zero, p1))
   # the search's values are never differentiated (see differentiable_alpha): stop early
   st, trips = bounded_loop(lsmax, step, (st0, jnp.zeros(small.shape, jnp.int32)),
-                           lambda c: jnp.all(c[0][0] == _DONE), True)
-  phase, p1, p2, _, _, _, res = st
+                           lambda c: jnp.all(c[0][:, 0] == _DONE), True)
+  phase, p1, p2, _, _, _, res = vm(_unpack)(st)
   final = vm(_ls_final_choice)(p1, p2)
   return jnp.where((phase == _ONE)[:, None], p1,
                    jnp.where((phase == _BRACKET)[:, None], final, res)), trips
