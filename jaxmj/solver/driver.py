@@ -551,6 +551,9 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
     arrays = dict(arrays, jac=mul_j[2])
     static = dict(static, mul_j=mul_j[:2])
   qacc, force = _optimum(static)(arrays, sg(res.qacc), sg(res.efc_force))
+  # kept: the tangents below read the forces, which reverse mode would otherwise recompute
+  # from the rows' states in every kernel of efc_J's cotangent ((nefc, nv) each)
+  force = kept(force)
   # unmasked rows (an inactive row's force is 0): the same product as _primal's last, once;
   # smoothed rows that are inactive carry force tangents, so theirs must not be masked
   if soft is not None:
@@ -588,17 +591,17 @@ def _optimum(static: dict) -> Callable:
     return Problem(**{k: v for k, v in arrays.items() if k not in ("soft", "mass", "jac")},
                    **static)
 
-  def force_at(arrays, q):
+  def jar_at(arrays, q):
     pa = problem(arrays)
     jq = pa.J_all @ q if mul_j is None else mul_jac(mul_j[0], pa.J_all, arrays["jac"], q)
-    return constraint_update(pa, jq - pa.aref).force
+    return jq - pa.aref
 
-  def gradient(arrays, q):
+  def smooth_terms(arrays, q, force):
+    """M q - qfrc_smooth - J' force: the primal gradient with the forces held."""
     pa = problem(arrays)
     mq = pa.M @ q if mul_m is None else mul_m(*arrays["mass"], q)
-    f = force_at(arrays, q)
-    jtf = _mul_jt(pa.J_all, f) if mul_j is None else mul_jac_t(mul_j[1], pa.J_all,
-                                                              arrays["jac"], f)
+    jtf = _mul_jt(pa.J_all, force) if mul_j is None else mul_jac_t(mul_j[1], pa.J_all,
+                                                                  arrays["jac"], force)
     return mq - pa.qfrc_smooth - jtf
 
   @jax.custom_jvp
@@ -610,21 +613,40 @@ def _optimum(static: dict) -> Callable:
     arrays, q, force = primals
     darrays = tangents[0]
     pa = problem(arrays)
-    u = constraint_update(pa, pa.J_all @ q - pa.aref)
+    jar = jar_at(arrays, q)
+    u = constraint_update(pa, jar)
     h = hessian(pa, u.Dq, u.Hc)
     # H^-1 from the primal alone, so that the tangent is a linear map (transposable); kept,
     # or rematerializing reverse mode (rollout's) would eliminate again in the backward pass
     hinv_of = lambda extra=None: kept(spd_solve(  # noqa: E731
       h if extra is None else h + extra, jnp.eye(h.shape[0], dtype=h.dtype))[0])
-    dg = jax.jvp(lambda a: gradient(a, q), (arrays,), (darrays,))[1]
+    # The forces' tangent split as df = df_rows + dforce/djar (djar + J dq): the rows'
+    # weights (D, R, friction loss, cone friction) at fixed jar, then jar's tangent through
+    # the Hessian's weights (force = -dcost/djar, so dforce/djar = -(Dq + the cones' Hc)).
+    # dJ q then enters once (one outer product per step in reverse mode, where jvps of the
+    # force at q, once for the gradient and once for the forces, made two, each a broadcast
+    # of the recomputed row states over (nefc, nv)); Dq is kept for the same reason.
+    dq_w = kept(u.Dq)
+    df_rows = jax.jvp(lambda a: constraint_update(problem(a), jar).force, (arrays,),
+                      (darrays,))[1]
+    djar = jax.jvp(lambda a: jar_at(a, q), (arrays,), (darrays,))[1]
+
+    def dforce(x):  # dforce/djar x, x (nefc,)
+      out = -dq_w * x
+      if pa.cidx.shape[0]:
+        xc = ext(x)[pa.cidx]  # (ncone, 6)
+        out = ext(out).at[pa.cidx].add(-jnp.einsum("cij,cj->ci", u.Hc, xc))[:-1]
+      return out
+
+    dg = (jax.jvp(lambda a: smooth_terms(a, q, kept(u.force)), (arrays,), (darrays,))[1]
+          - pa.J_all.T @ (df_rows + dforce(djar)))
     if "soft" not in arrays:
       dq = -hinv_of() @ dg
-      return (q, force), (dq, jax.jvp(force_at, (arrays, q), (darrays, dq))[1])
+      return (q, force), (dq, df_rows + dforce(djar + pa.J_all @ dq))
     hinv, dg_soft, df_soft = smoothing.soft_tangent(arrays["soft"], darrays["soft"], q,
                                                     u.state == SATISFIED, hinv_of)
     dq = -hinv @ (dg + dg_soft)
-    df = jax.jvp(force_at, (arrays, q), (darrays, dq))[1] + df_soft(dq)
-    return (q, force), (dq, df)
+    return (q, force), (dq, df_rows + dforce(djar + pa.J_all @ dq) + df_soft(dq))
 
   return optimum
 
