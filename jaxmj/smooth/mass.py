@@ -198,7 +198,7 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   product with the deeper rows. Rows are kept in path coordinates (their ancestors' entries
   only, root first), so the ancestors of any deeper row k share row i's first entries.
   Each term is mj_factorI's product; the sums run in the product's order, not MuJoCo's
-  (round-off). One product and one in-place row write per level; M's entries are read, and
+  (round-off). One product and one select of the new rows per level; M's entries are read, and
   ld's placed, by one static gather each: a gather of batched data costs XLA:CPU a pass over
   the whole batch, a kernel per row (slices and concatenates) more compile time (on MJX's
   humanoid 1.8 s instead of 0.9 s of XLA's compile CPU time, and a slower run).
@@ -220,7 +220,10 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
       u = u - jnp.where(plan["below"][lv], l_k[None, :], 0.0) @ state[:s0, :depth + 1]
     new = jnp.concatenate([u, jnp.zeros((s1 - s0, w - 1 - depth), u.dtype),
                            1.0 / u[:, depth:]], axis=1)
-    state = jax.lax.dynamic_update_slice(state, new, (s0, 0))
+    # a select, not a dynamic_update_slice: XLA:CPU fuses a one-row update into the next
+    # level's slice too, so that its state copy, division and row ran as kernels of their own
+    rows = (np.arange(nv) >= s0) & (np.arange(nv) < s1)
+    state = jnp.where(rows[:, None], jnp.pad(new, ((s0, nv - s1), (0, 0))), state)
   # L = U / D left of each row's diagonal, D on it
   ld = jnp.where(plan["strict"], state[:, :w] * state[:, w:], state[:, :w])
   return jnp.append(ld.reshape(-1), 0.0)[plan["put_ld"]], state[plan["row"], w]
