@@ -198,7 +198,7 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   product with the deeper rows. Rows are kept in path coordinates (their ancestors' entries
   only, root first), so the ancestors of any deeper row k share row i's first entries.
   Each term is mj_factorI's product; the sums run in the product's order, not MuJoCo's
-  (round-off). One product and one in-place row write per level; M's entries are read, and
+  (round-off). One product and one select of the new rows per level; M's entries are read, and
   ld's placed, by one static gather each: a gather of batched data costs XLA:CPU a pass over
   the whole batch, a kernel per row (slices and concatenates) more compile time (on MJX's
   humanoid 1.8 s instead of 0.9 s of XLA's compile CPU time, and a slower run).
@@ -220,10 +220,22 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
       u = u - jnp.where(plan["below"][lv], l_k[None, :], 0.0) @ state[:s0, :depth + 1]
     new = jnp.concatenate([u, jnp.zeros((s1 - s0, w - 1 - depth), u.dtype),
                            1.0 / u[:, depth:]], axis=1)
-    state = jax.lax.dynamic_update_slice(state, new, (s0, 0))
+    state = _put_rows(state, new, s0)
   # L = U / D left of each row's diagonal, D on it
   ld = jnp.where(plan["strict"], state[:, :w] * state[:, w:], state[:, :w])
   return jnp.append(ld.reshape(-1), 0.0)[plan["put_ld"]], state[plan["row"], w]
+
+
+def _put_rows(state: jnp.ndarray, new: jnp.ndarray, s0: int) -> jnp.ndarray:
+  """state with rows [s0, s0 + len(new)) replaced by new. On the CPU a select: XLA:CPU fuses
+  a one-row dynamic_update_slice into the next level's slice of the state too, so that the
+  state was copied and the row's division and concatenate ran as kernels of their own (MJX's
+  humanoid: `factor` 75 -> 57 kernels); on a GPU the update costs one launch fewer."""
+  rows = (np.arange(len(state)) >= s0) & (np.arange(len(state)) < s0 + len(new))
+  padded = lambda new: jnp.pad(new, ((s0, len(state) - s0 - len(new)), (0, 0)))  # noqa: E731
+  return jax.lax.platform_dependent(
+    state, new, cpu=lambda state, new: jnp.where(rows[:, None], padded(new), state),
+    default=lambda state, new: jax.lax.dynamic_update_slice(state, new, (s0, 0)))
 
 
 def _factor_scan(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
