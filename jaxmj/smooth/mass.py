@@ -198,10 +198,11 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   product with the deeper rows. Rows are kept in path coordinates (their ancestors' entries
   only, root first), so the ancestors of any deeper row k share row i's first entries.
   Each term is mj_factorI's product; the sums run in the product's order, not MuJoCo's
-  (round-off). One product and one select of the new rows per level; M's entries are read, and
-  ld's placed, by one static gather each: a gather of batched data costs XLA:CPU a pass over
-  the whole batch, a kernel per row (slices and concatenates) more compile time (on MJX's
-  humanoid 1.8 s instead of 0.9 s of XLA's compile CPU time, and a slower run).
+  (round-off). One product and one write of the new rows per level (`_put_rows`); M's
+  entries are read, and ld's placed, by one static gather each: a gather of batched data
+  costs XLA:CPU a pass over the whole batch, a kernel per row (slices and concatenates)
+  more compile time (on MJX's humanoid 1.8 s instead of 0.9 s of XLA's compile CPU time,
+  and a slower run).
   """
   nv = m.nv
   if not nv:

@@ -175,8 +175,9 @@ def _pack(phase, p1, p2, p1n, p2n, it, res):
                           jnp.asarray(it, dt)[None], res])
 
 
-def _unpack(st):
-  return st[0], st[1:5], st[5:9], st[9:13], st[13:17], st[17], st[18:22]
+def _unpack(st):  # (..., 22) -> the fields, for one island's row or all islands'
+  return (st[..., 0], st[..., 1:5], st[..., 5:9], st[..., 9:13], st[..., 13:17], st[..., 17],
+          st[..., 18:22])
 
 
 def _ls_final_choice(p1, p2):  # costs are relative to alpha = 0
@@ -293,7 +294,7 @@ def _linesearch(p: Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations:
 
   def step(_, carry):
     st, trips = carry
-    phase, p1, p2 = st[:, 0], st[:, 1:5], st[:, 5:9]
+    phase, p1, p2 = _unpack(st)[:3]
     trips = trips + (phase != _DONE).astype(jnp.int32)
     # an island that leaves the one-sided phase keeps p1 and p2, so the midpoint evaluated
     # here is already its first bracketed midpoint: both phases' steps run in one trip
@@ -310,8 +311,8 @@ def _linesearch(p: Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations:
                   jnp.where(small[:, None], zero, p1))
   # the search's values are never differentiated (see differentiable_alpha): stop early
   st, trips = bounded_loop(lsmax, step, (st0, jnp.zeros(small.shape, jnp.int32)),
-                           lambda c: jnp.all(c[0][:, 0] == _DONE), True)
-  phase, p1, p2, _, _, _, res = vm(_unpack)(st)
+                           lambda c: jnp.all(_unpack(c[0])[0] == _DONE), True)
+  phase, p1, p2, _, _, _, res = _unpack(st)
   final = vm(_ls_final_choice)(p1, p2)
   return jnp.where((phase == _ONE)[:, None], p1,
                    jnp.where((phase == _BRACKET)[:, None], final, res)), trips
