@@ -7,7 +7,10 @@ variant, mjd_transitionFD's (median over B states, one thread), their ratio (wal
 CPU), and the largest difference of A relative to |A|max; then jaxmj's batched `step`
 alone per state (its qpos out), for scale. Variants (--variants):
 
-  exact     transition_jacobians(m, d): the default (two linearizations, all columns at once)
+  exact     transition_jacobians(m, d) of one state, vmapped over the batch (two
+            linearizations, all columns at once)
+  batched   transition_jacobians(m, d) of the whole batch: 32 states at a time, at most 8
+            columns at a time (its defaults); block<k>: k states at a time
   chunk<k>  transition_jacobians(chunk=k): the tangent maps applied k columns at a time
   jacfwd    jax.jacfwd of one step in all 2 nv + na + nu directions at once: one
             linearization for every column (what transition_jacobians did before the
@@ -85,6 +88,9 @@ def variant_fn(m, variant: str, lib=jaxmj):
   if variant == "jacfwd":
     return m, jacfwd_step
   kw = {}
+  if variant == "batched" or variant.startswith("block"):
+    kw = dict(block=int(variant[5:])) if variant.startswith("block") else {}
+    return m, BatchedCall(lambda m, d: lib.transition_jacobians(m, d, **kw))
   if variant.startswith("chunk"):
     kw = dict(chunk=int(variant[5:]))
   elif variant == "fast":
@@ -94,6 +100,20 @@ def variant_fn(m, variant: str, lib=jaxmj):
   elif variant != "exact":
     raise ValueError(f"unknown variant {variant!r}")
   return m, lambda m, d: lib.transition_jacobians(m, d, **kw)
+
+
+class BatchedCall:
+  """A function of (m, batched d) to be jitted as is (not vmapped over the states)."""
+
+  def __init__(self, fn):
+    self.fn = fn
+
+
+def jitted(per_state):
+  """jit of a variant's function over a batch of states."""
+  if isinstance(per_state, BatchedCall):
+    return jax.jit(per_state.fn)
+  return jax.jit(jax.vmap(per_state, in_axes=(None, 0)))
 
 
 def bench(name: str, batches, with_mujoco: bool, variants, base=None) -> None:
@@ -133,7 +153,7 @@ def bench(name: str, batches, with_mujoco: bool, variants, base=None) -> None:
           f"(CPU {step_cpu * 1e3:.4f}, batched)", flush=True)
     for variant in variants:
       mv, per_state = variant_fn(m, variant)
-      fn = jax.jit(jax.vmap(per_state, in_axes=(None, 0)))
+      fn = jitted(per_state)
       t = time.perf_counter()
       compiled = fn.lower(mv, d).compile()
       compile_s = time.perf_counter() - t
@@ -160,7 +180,7 @@ def ab(name: str, batch: int, variant: str, base, tree) -> None:
   db = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), lib.make_data(mb))
   fields = ("time", "qpos", "qvel", "act", "ctrl", "qacc_warmstart")
   db = db.replace(**{f: getattr(d, f) for f in fields})
-  fb = jax.jit(jax.vmap(per_state, in_axes=(None, 0))).lower(mb, db).compile()
+  fb = jitted(per_state).lower(mb, db).compile()
   runs = {"tree": tree, ref: (fb, mb, db)}
   cpu = {k: np.inf for k in runs}
   for _ in range(5):
@@ -188,7 +208,7 @@ def main() -> None:
   p.add_argument("--batch", type=int, nargs="+", default=[64])
   p.add_argument("--models", nargs="+", default=["cartpole", "double_pendulum", "box_stack"])
   p.add_argument("--variants", nargs="+", default=["exact"],
-                 help="exact, chunk<k>, jacfwd, fast, fd (see the docstring)")
+                 help="exact, batched, block<k>, chunk<k>, jacfwd, fast, fd (see the docstring)")
   p.add_argument("--no-mujoco", action="store_true", help="time jaxmj alone")
   p.add_argument("--float32", action="store_true", help="jaxmj in float32 (default float64)")
   p.add_argument("--base", metavar="REF", help="A/B: also jaxmj at git REF (see the docstring)")

@@ -42,7 +42,7 @@ CONTACT_XML = """<mujoco><option timestep="0.004"/>
   </sensor>
 </mujoco>"""
 
-_jacobians = jax.jit(jaxmj.transition_jacobians, static_argnames=("eps", "chunk"))
+_jacobians = jax.jit(jaxmj.transition_jacobians, static_argnames=("eps", "chunk", "block"))
 
 
 def _mujoco_state(mm: mujoco.MjModel, nstep: int, seed: int) -> mujoco.MjData:
@@ -97,8 +97,9 @@ def test_transition_jacobians_match_mjd_transitionFD(source):
 
 
 def test_transition_jacobians_batch_chunk_and_finite_difference_options():
-  """vmap over states equals one state at a time, so do tangents in chunks (lax.map over
-  groups of basis columns, the last one padded); eps gives centred differences."""
+  """vmap over states equals one state at a time, so do a batch passed as one Data (blocks
+  of states, the last padded) and tangents in chunks (lax.map over groups of basis columns,
+  the last one padded); eps gives centred differences."""
   m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
   rng = np.random.default_rng(0)
   ds = [jaxmj.make_data(m).replace(qpos=jnp.asarray(rng.normal(size=m.nq)),
@@ -106,10 +107,14 @@ def test_transition_jacobians_batch_chunk_and_finite_difference_options():
         for _ in range(3)]
   batch = jax.tree.map(lambda *x: jnp.stack(x), *ds)
   many = jax.jit(jax.vmap(jaxmj.transition_jacobians, in_axes=(None, 0)))(m, batch)
+  blocked = _jacobians(m, batch, block=2)  # the batch itself: 2 states, then 1 padded
   for i, d in enumerate(ds):
     one = _jacobians(m, d)
-    for x, y in zip(many, one):
+    for x, y, z in zip(many, one, blocked):
       np.testing.assert_allclose(x[i], y, rtol=1e-12, atol=1e-12)
+      np.testing.assert_allclose(z[i], y, rtol=1e-12, atol=1e-12)
+  with pytest.raises(ValueError, match=r"every field batched; d.*time"):
+    _jacobians(m, batch.replace(time=batch.time[0]))
   for x, y in zip(_jacobians(m, ds[0], chunk=2), _jacobians(m, ds[0])):
     np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
   fd = _jacobians(m, ds[0], eps=1e-6)

@@ -36,8 +36,15 @@ def _transition(m: Model, d: Data, ref=None):
   return f
 
 
+# Columns a batched call takes at a time: with every column at once, (states x columns)
+# tangent arrays outgrow the CPU's caches (scripts/bench_transition.py, README "Transition
+# Jacobians": the humanoid's and box_stack's CPU time per state rose from B 16-32 to 256).
+_AUTO_CHUNK = 8
+_AUTO_BLOCK = 32
+
+
 def transition_jacobians(m: Model, d: Data, eps: float | None = None,
-                         chunk: int | None = None):
+                         chunk: int | str | None = "auto", block: int = _AUTO_BLOCK):
   """mjd_transitionFD's matrices for one step from `d`, in its layout.
 
   Returns (A, B, C, D) with  d x_next = A dx + B du,  d sensordata = C dx + D du:
@@ -51,15 +58,26 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
   qpos (its nv columns), one in (qvel, act, ctrl) with qpos held, so that the tangents of
   the latter skip everything that depends on positions alone (kinematics, inertia and its
   factorization, collision, constraint Jacobians): they cost a fraction of a position
-  tangent. Each linearization's tangent map is vmapped over its basis columns, `chunk` at a
-  time (static; None: all at once. A chunk is applied by lax.map and bounds memory to chunk
-  tangents. On the CPU, 256 states vmapped, scripts/bench_transition.py: 8 at a time made
-  the humanoid's 1.35x faster than all at once and box_stack's 1.08x slower, so no chunk
-  suits every model). eps > 0: centred finite differences of the same function with that step
-  (mjd_transitionFD with flg_centered), for comparison or where a derivative is not wanted
-  through a non-smooth event. One world; `jax.vmap` over a batch of Data (with
-  `in_axes=(None, 0)`) batches it, and everything jits.
+  tangent. Each linearization's tangent map is vmapped over its basis columns, at most
+  `chunk` at a time in equal groups (static; None: all at once; a group is applied by
+  lax.map, so memory is bounded by a group's tangents). eps > 0: centred finite differences
+  of the same function with that step (mjd_transitionFD with flg_centered), for comparison
+  or where a derivative is not wanted through a non-smooth event.
+
+  `d` is one world, or a batch: a Data whose every field has one leading axis of B states
+  (as `jax.vmap(make_data)` or a vmapped rollout gives); then A, B, C, D have that leading
+  axis too, and the states go `block` at a time (static; vmapped within a block, lax.map
+  over blocks, the last padded by repeating the last state), their tangent maps `chunk`
+  columns at a time ("auto": at most 8 for a batch, all at once for one world), so that
+  the tangent arrays stay in the CPU's caches: CPU time per state, one pinned core, 256
+  states (README, "Transition Jacobians"), went from 1.41 ms vmapped all at once to ~0.7
+  on the humanoid, and from 2.9 to ~1.8 on box_stack. `jax.vmap` of the one-world call
+  works too (then pass a chunk), and everything jits.
   """
+  if d.qpos.ndim == 2:
+    return _batched(m, d, eps, _AUTO_CHUNK if chunk == "auto" else chunk, block)
+  if chunk == "auto":
+    chunk = None
   if eps is None:  # the contact rows' tangents as products, without forming dJ (types.py)
     m = m.replace(opt=m.opt.replace(jac_products=True))
   f = _transition(m, d) if eps is None else _transition(m, d, step(m, d).qpos)
@@ -77,6 +95,32 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
   return jy[:, :nx], jy[:, nx:], js[:, :nx], js[:, nx:]
 
 
+def _batched(m: Model, d: Data, eps, chunk, block: int):
+  """transition_jacobians of a batch of B states (every Data field with a leading axis B),
+  `block` states at a time: each output with a leading axis B."""
+  n = d.qpos.shape[0]
+  leaves, treedef = jax.tree_util.tree_flatten_with_path(d)
+  for path, x in leaves:
+    if x.ndim == 0 or x.shape[0] != n:
+      raise ValueError(f"transition_jacobians: a batch of Data needs every field batched; "
+                       f"d{jax.tree_util.keystr(path)} has shape {x.shape}, qpos {d.qpos.shape}")
+
+  def one(di):
+    return transition_jacobians(m, di, eps, chunk)
+
+  if n <= block:
+    return jax.vmap(one)(d)
+  groups = -(-n // block)
+  pad = groups * block - n
+
+  def blocked(x):
+    x = jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]) if pad else x
+    return x.reshape((groups, block) + x.shape[1:])
+
+  out = jax.lax.map(jax.vmap(one), jax.tree.map(blocked, d))
+  return jax.tree.map(lambda y: y.reshape((groups * block,) + y.shape[2:])[:n], out)
+
+
 def _split(x, sizes):
   """x (..., sum(sizes)) cut into consecutive pieces of those sizes on its last axis."""
   return tuple(jnp.split(x, np.cumsum(sizes)[:-1], axis=-1))
@@ -92,6 +136,7 @@ def _tangents(g, zeros, chunk: int | None):
   if chunk is None or chunk >= n:
     return apply(jnp.eye(n, dtype=zeros[0].dtype))
   groups = -(-n // chunk)
+  chunk = -(-n // groups)  # equal groups: the least padding for that many
   basis = jnp.eye(groups * chunk, n, dtype=zeros[0].dtype).reshape(groups, chunk, n)
   return jax.tree.map(lambda t: t.reshape((groups * chunk,) + t.shape[2:])[:n],
                       jax.lax.map(apply, basis))
