@@ -12,6 +12,13 @@ the median of its events times their count, so that an event stretched by anothe
 taking the core does not count (the machine is shared); the total is then close to the
 process CPU time of one call, which the script prints beside it.
 
+`--batch 0` traces one world without vmap, as `jax.jit(step)` runs it. There the kernels'
+own time is a fraction of a call and the rest is XLA:CPU's handling of each kernel run,
+which costs most at the top level (the entry computation's dataflow executor, its ready
+kernels handed between threads) and little in a loop body of at most 8 kernels (run in
+order on one thread): the runs per scope, and how many of them are top-level, say where
+batch-1 latency goes (README, Batch-1 latency).
+
 Usage:
   python scripts/profile_scopes.py MODEL [--batch 256] [--engine jaxmj|mjx]
       [--stage step|solver|forward] [--calls 30] [--top 25]
@@ -40,27 +47,36 @@ PHASES = ("warmstart", "constraint_update", "hessian_solve", "hessian", "linesea
           "implicit_derivative")
 
 
-def op_scopes(hlo_text: str) -> dict[str, str]:
-  """Instruction name -> 'stage/phase' from its metadata's op_name ('' when unscoped).
+def op_scopes(hlo_text: str) -> tuple[dict[str, str], set[str]]:
+  """Instruction name -> 'stage/phase' from its metadata's op_name ('' when unscoped or
+  without metadata, as XLA leaves its dots), and the names in the entry computation.
   Loops are left out: their events span their bodies' ops, which are traced themselves."""
-  out = {}
+  out, entry, in_entry = {}, set(), False
   for line in hlo_text.splitlines():
-    m = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = .*?op_name=\"([^\"]*)\"", line)
+    if not line.startswith(" "):
+      in_entry = line.startswith("ENTRY")
+    m = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = ", line)
     if m and not re.search(r" (while|conditional)\(", line):
-      stages = re.findall(r"mj_\w+", m.group(2))
-      phases = [p for p in re.findall(r"[a-z_]+", m.group(2)) if p in PHASES]
+      op_name = re.search(r'op_name="([^"]*)"', line)
+      op_name = op_name.group(1) if op_name else ""
+      stages = re.findall(r"mj_\w+", op_name)
+      phases = [p for p in re.findall(r"[a-z_]+", op_name) if p in PHASES]
       out[m.group(1)] = "/".join(stages[-1:] + phases[-1:])
-  return out
+      if in_entry:
+        entry.add(m.group(1))
+  return out, entry
 
 
-def thunk_ms(trace_dir: str, calls: int) -> dict[str, float]:
-  """ms per call of each traced event name (median event time x events per call)."""
+def thunk_ms(trace_dir: str, calls: int) -> tuple[dict[str, float], dict[str, float]]:
+  """ms per call of each traced event name (median event time x events per call), and its
+  events (kernel runs) per call."""
   path = glob.glob(os.path.join(trace_dir, "**", "*.trace.json.gz"), recursive=True)[0]
   durations = collections.defaultdict(list)
   for e in json.load(gzip.open(path))["traceEvents"]:
     if e.get("ph") == "X" and "dur" in e:
       durations[e["name"]].append(e["dur"])
-  return {k: float(np.median(v)) * len(v) / calls / 1e3 for k, v in durations.items()}
+  return ({k: float(np.median(v)) * len(v) / calls / 1e3 for k, v in durations.items()},
+          {k: len(v) / calls for k, v in durations.items()})
 
 
 def main():
@@ -74,14 +90,17 @@ def main():
                  "stages they differentiate)")
   p.add_argument("--calls", type=int, default=30)
   p.add_argument("--top", type=int, default=25)
+  p.add_argument("--list", metavar="SCOPE", help="also list every op charged to SCOPE")
   p.add_argument("--x64", action="store_true", help="float64 (default float32)")
   args = p.parse_args()
   jax.config.update("jax_enable_x64", args.x64)
 
   _, md = profile_step.settled_state(args.model, args.settle)
   m, d1, forward, stages = profile_step.ENGINES[args.engine](args.model, md)
-  d = jax.jit(jax.vmap(forward, in_axes=(None, 0)))(m, profile_step.batched(d1, args.batch))
-  exe = jax.jit(jax.vmap(stages[args.stage], in_axes=(None, 0))).lower(m, d).compile()
+  batch = ((lambda f: f) if args.batch == 0 else
+           (lambda f: jax.vmap(f, in_axes=(None, 0))))
+  d = jax.jit(batch(forward))(m, profile_step.batched(d1, args.batch) if args.batch else d1)
+  exe = jax.jit(batch(stages[args.stage])).lower(m, d).compile()
   text = exe.as_text()
   counts = profile_step.hlo_counts(text)
   for _ in range(3):
@@ -95,24 +114,33 @@ def main():
     with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
       for _ in range(args.calls):
         jax.block_until_ready(exe(m, d))
-    ms = thunk_ms(trace_dir, args.calls)
+    ms, runs = thunk_ms(trace_dir, args.calls)
 
-  scopes = op_scopes(text)
+  scopes, entry = op_scopes(text)
   ops = {k: v for k, v in ms.items() if k in scopes}
-  by_scope = collections.Counter()
+  by_scope, runs_by_scope, top_by_scope = (collections.Counter() for _ in range(3))
   for k, v in ops.items():
     by_scope[scopes[k] or "(unscoped)"] += v
+    runs_by_scope[scopes[k] or "(unscoped)"] += runs[k]
+    top_by_scope[scopes[k] or "(unscoped)"] += runs[k] * (k in entry)
   print(f"{args.model}: {args.engine} {args.stage}, batch {args.batch}: "
         f"{sum(counts.values())} HLO instructions, while {counts['while']}; CPU "
         f"{1e3 * np.median(cpu):.2f} ms per call (median), XLA ops in the trace "
-        f"{sum(ops.values()):.2f} ms; load {os.getloadavg()[0]:.1f}")
+        f"{sum(ops.values()):.2f} ms in {sum(runs[k] for k in ops):.0f} kernel runs "
+        f"({sum(runs[k] for k in ops if k in entry):.0f} top-level); load "
+        f"{os.getloadavg()[0]:.1f}")
   if args.engine == "jaxmj":
-    print("ms per call by stage/phase:")
+    print("ms, kernel runs and top-level kernel runs per call by stage/phase:")
     for k, v in by_scope.most_common():
-      print(f"  {v:7.3f}  {k}")
-  print(f"costliest {args.top} ops (ms per call, scope):")
+      print(f"  {v:7.3f} {runs_by_scope[k]:6.0f} {top_by_scope[k]:6.0f}  {k}")
+  if args.list is not None:
+    print(f"ops of {args.list or '(unscoped)'} (ms and runs per call):")
+    for k, v in sorted(ops.items()):
+      if scopes[k] == args.list:
+        print(f"  {v:7.3f} {runs[k]:6.0f}  {k}")
+  print(f"costliest {args.top} ops (ms and runs per call, scope):")
   for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:args.top]:
-    print(f"  {v:7.3f}  {k:<40} {scopes[k]}")
+    print(f"  {v:7.3f} {runs[k]:6.0f}  {k:<40} {scopes[k]}")
 
 
 if __name__ == "__main__":

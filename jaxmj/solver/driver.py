@@ -416,6 +416,7 @@ def solve_arrays(
   efc_soft_weight: jax.Array | None = None,
   mul_m: tuple[Callable, tuple] | None = None,
   mul_j: tuple[Callable, Callable, tuple] | None = None,
+  slip_pairs: smoothing.SlipPairs | None = None,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -452,7 +453,8 @@ def solve_arrays(
   `mul_j` (mul, mul_t, factors): efc_J x = mul(factors, x), efc_J' y = mul_t(factors, y)
   (constraint/driver.py's jac_products), whose derivatives in the factors the implicit
   derivative takes for dJ qacc and dJ' force instead of efc_J's tangent (not read); None:
-  efc_J's. Neither applies to the soft rows' share (efc_soft_weight).
+  efc_J's. Neither applies to the soft rows' share (efc_soft_weight). `slip_pairs`:
+  static-friction smoothing of the implicit derivative (smoothing.slip), None: exact.
   """
   dt = qM.dtype
   nv, nefc = qM.shape[0], efc_J.shape[0]
@@ -521,13 +523,15 @@ def solve_arrays(
   soft = None
   if efc_soft_weight is not None:
     soft = dict(J=efc_J, aref=efc_aref, D=1.0 / efc_R, w=efc_soft_weight)
-  return _implicit(p, res, soft, mul_m, mul_j)
+  slip = None if slip_pairs is None else (slip_pairs, isl)
+  return _implicit(p, res, soft, mul_m, mul_j, slip)
 
 
 @jax.named_scope("implicit_derivative")
 def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
               mul_m: tuple[Callable, tuple] | None = None,
-              mul_j: tuple[Callable, Callable, tuple] | None = None) -> SolverResult:
+              mul_j: tuple[Callable, Callable, tuple] | None = None,
+              slip: tuple[smoothing.SlipPairs, Islands] | None = None) -> SolverResult:
   """res with the implicit-function derivative of the optimum (values unchanged).
 
   At the optimum the primal gradient g(qacc; inputs) = M qacc - qfrc_smooth - J' force(J qacc -
@@ -535,7 +539,8 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
   the primal constraint update at qacc. A custom JVP attaches that derivative, so a forward
   pass that is not differentiated computes nothing for it. `soft`: the smoothed rows
   (smoothing.soft_tangent), whose share is added to that derivative. `mul_m`, `mul_j`: see
-  solve_arrays (then p.M, p.J_all carry no tangent). The rows are read unmasked (p.J_all:
+  solve_arrays (then p.M, p.J_all carry no tangent). `slip`: the pyramid pairs and the
+  islands, for static-friction smoothing (smoothing.slip). The rows are read unmasked (p.J_all:
   an inactive row's force, force tangent and Hessian weight are 0), so no tangent of the
   masked rows is made.
   """
@@ -550,6 +555,9 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
   if mul_j is not None:
     arrays = dict(arrays, jac=mul_j[2])
     static = dict(static, mul_j=mul_j[:2])
+  if slip is not None:
+    arrays = dict(arrays, isl=(slip[1].dof, slip[1].efc))
+    static = dict(static, slip=slip[0])
   qacc, force = _optimum(static)(arrays, sg(res.qacc), sg(res.efc_force))
   # kept: the tangents below read the forces, which reverse mode would otherwise recompute
   # from the rows' states in every kernel of efc_J's cotangent ((nefc, nv) each)
@@ -586,10 +594,11 @@ def _optimum(static: dict) -> Callable:
   static = dict(static)
   mul_m = static.pop("mul_m", None)
   mul_j = static.pop("mul_j", None)
+  pairs = static.pop("slip", None)
 
   def problem(arrays):
-    return Problem(**{k: v for k, v in arrays.items() if k not in ("soft", "mass", "jac")},
-                   **static)
+    return Problem(**{k: v for k, v in arrays.items()
+                      if k not in ("soft", "mass", "jac", "isl")}, **static)
 
   def jar_at(arrays, q):
     pa = problem(arrays)
@@ -618,8 +627,8 @@ def _optimum(static: dict) -> Callable:
     h = hessian(pa, u.Dq, u.Hc)
     # H^-1 from the primal alone, so that the tangent is a linear map (transposable); kept,
     # or rematerializing reverse mode (rollout's) would eliminate again in the backward pass
-    hinv_of = lambda extra=None: kept(spd_solve(  # noqa: E731
-      h if extra is None else h + extra, jnp.eye(h.shape[0], dtype=h.dtype))[0])
+    hinv_of = lambda extra=None, base=h: kept(spd_solve(  # noqa: E731
+      base if extra is None else base + extra, jnp.eye(h.shape[0], dtype=h.dtype))[0])
     # The forces' tangent split as df = df_rows + dforce/djar (djar + J dq): the rows'
     # weights (D, R, friction loss, cone friction) at fixed jar, then jar's tangent through
     # the Hessian's weights (force = -dcost/djar, so dforce/djar = -(Dq + the cones' Hc)).
@@ -638,15 +647,31 @@ def _optimum(static: dict) -> Callable:
         out = ext(out).at[pa.cidx].add(-jnp.einsum("cij,cj->ci", u.Hc, xc))[:-1]
       return out
 
-    dg = (jax.jvp(lambda a: smooth_terms(a, q, kept(u.force)), (arrays,), (darrays,))[1]
-          - pa.J_all.T @ (df_rows + dforce(djar)))
-    if "soft" not in arrays:
+    dsmooth = jax.jvp(lambda a: smooth_terms(a, q, kept(u.force)), (arrays,), (darrays,))[1]
+    dg = dsmooth - pa.J_all.T @ (df_rows + dforce(djar))
+    if "soft" not in arrays and pairs is None:
       dq = -hinv_of() @ dg
       return (q, force), (dq, df_rows + dforce(djar + pa.J_all @ dq))
-    hinv, dg_soft, df_soft = smoothing.soft_tangent(arrays["soft"], darrays["soft"], q,
-                                                    u.state == SATISFIED, hinv_of)
-    dq = -hinv @ (dg + dg_soft)
-    return (q, force), (dq, df_rows + dforce(djar + pa.J_all @ dq) + df_soft(dq))
+    soft_h, dg_soft, df_soft = None, 0.0, lambda dq: 0.0  # noqa: E731
+    if "soft" in arrays:
+      soft_h, dg_soft, df_soft = smoothing.soft_tangent(arrays["soft"], darrays["soft"], q,
+                                                        u.state == SATISFIED)
+    dq = -hinv_of(soft_h) @ (dg + dg_soft)
+    df = df_rows + dforce(djar + pa.J_all @ dq) + df_soft(dq)
+    if pairs is None:
+      return (q, force), (dq, df)
+    # static friction (smoothing.slip): the derivative of the slip mode, in which each
+    # pushing contact pushes along its resultant only (rows A J, forces A' f), blended in
+    # per island
+    sl = smoothing.slip(pairs, u.force, arrays["isl"][1])
+    rows = lambda x: sl.rows(pairs, x)  # noqa: E731
+    slip_force = lambda x: sl.pool(pairs, df_rows + dforce(rows(x)))  # noqa: E731
+    h_slip = hessian(pa._replace(J_all=rows(pa.J_all)), u.Dq, u.Hc)
+    dq_slip = -hinv_of(soft_h, h_slip) @ (dsmooth - pa.J_all.T @ slip_force(djar) + dg_soft)
+    df_slip = slip_force(djar + pa.J_all @ dq_slip) + df_soft(dq_slip)
+    dof, efc = arrays["isl"]
+    return (q, force), (dq + (dof @ sl.share) * (dq_slip - dq),
+                        df + (efc @ sl.share) * (df_slip - df))
 
   return optimum
 
@@ -676,10 +701,13 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     if m.opt.grad not in GRADS:
       raise ValueError(f"opt.grad must be one of {GRADS}, got {m.opt.grad!r}")
     implicit_grad = m.opt.grad == "implicit"
-  t = smoothing.temperature(m)
-  if t and not implicit_grad:
-    raise ValueError("opt.grad_smoothing smooths the implicit derivative: it needs "
-                     "opt.grad='implicit'")
+  t, tf = smoothing.temperature(m), smoothing.friction_temperature(m)
+  for name, on in (("grad_smoothing", t), ("grad_smoothing_friction", tf)):
+    if on and not implicit_grad:
+      raise ValueError(f"opt.{name} smooths the implicit derivative: it needs "
+                       "opt.grad='implicit'")
+  if tf and m.opt.cone == Cone.ELLIPTIC:
+    raise ValueError("opt.grad_smoothing_friction smooths pyramidal cones only")
   nefc = d.efc_J.shape[0]
   if find_islands:
     d = island.island(m, d)
@@ -709,6 +737,8 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
   # makes every evaluation compute each kind and select
   lay = efc_layout(m, con.dim)
   efc_type = lay.efc_type if lay.nefc == nefc else d.efc_type
+  if tf and lay.nefc != nefc:
+    raise ValueError("opt.grad_smoothing_friction needs the efc rows of make_constraint")
   mul_j = None
   if m.opt.jac_products and lay.nefc == nefc and lay.nc and not t:  # see solve_arrays
     mul_j = jac_products(m, lay, d.efc_J[:nefc - lay.nc], contact_factors(m, d, lay), d.cdof)
@@ -724,6 +754,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t,
                                           elliptic_normal) if t else None,
+    slip_pairs=smoothing.slip_pairs(lay, tf) if tf else None,
   )
   return d.replace(qacc=res.qacc, efc_force=res.efc_force,
                    efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,

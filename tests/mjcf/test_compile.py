@@ -441,7 +441,8 @@ OPTIONS = {
 def test_options(head):
   m, mj = check(wrap('<body><joint/><geom size=".1"/></body>', head))
   for name in type(m.opt)._static_names + type(m.opt)._leaf_names:
-    if name in ("grad", "grad_smoothing", "arithmetic", "jac_products"):  # jaxmj's own (types.py)
+    if name in ("grad", "grad_smoothing", "grad_smoothing_friction", "arithmetic",
+                "jac_products"):  # jaxmj's own (types.py)
       continue
     ours, ref = getattr(m.opt, name), getattr(mj.opt, name)
     np.testing.assert_allclose(np.asarray(ours, float), np.asarray(ref, float), rtol=0,

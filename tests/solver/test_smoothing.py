@@ -97,3 +97,85 @@ def test_bad_settings_are_refused():
     jax.eval_shape(jaxmj.forward, _model(0.05, grad="unrolled"), d)
   with pytest.raises(ValueError, match="opt.grad_smoothing"):
     jax.eval_shape(jaxmj.forward, _model(-1.0), d)
+  m = _model(grad_smoothing_friction=1.0)
+  with pytest.raises(ValueError, match="grad='implicit'"):
+    jax.eval_shape(jaxmj.forward, m.replace(opt=m.opt.replace(grad="unrolled")), d)
+  with pytest.raises(ValueError, match="opt.grad_smoothing_friction"):
+    jax.eval_shape(jaxmj.forward, _model(grad_smoothing_friction=-1.0), d)
+  m = _model(grad_smoothing_friction=1.0, cone=jaxmj.types.Cone.ELLIPTIC)
+  with pytest.raises(ValueError, match="pyramidal"):
+    jax.eval_shape(jaxmj.forward, m, jaxmj.make_data(m))
+
+
+# ------------------------------------------------------------------ static friction
+# opt.grad_smoothing_friction: a box resting on a plane (mu = 0.5: it slides above 4.9 N),
+# pushed along x by a motor at its bottom; the exact derivative of its position after 30 steps
+# w.r.t. the push is that of the soft contact's creep while it sticks (~3e-4 m/N).
+BOX = """<mujoco><option timestep="0.01"/><worldbody>
+  <geom type="plane" size="2 2 .1" friction="0.5"/>
+  <body name="box" pos="0 0 0.05"><freejoint/>
+    <geom type="box" size="0.05 0.05 0.05" mass="1" friction="0.5"/>
+    <site name="push" pos="0 0 -0.045"/></body></worldbody>
+  <actuator><motor site="push" gear="1 0 0 0 0 0" ctrlrange="-20 20"/></actuator></mujoco>"""
+BOX_NSTEP = 30
+TAU = 2.0
+
+
+def _box_model(tau: float = 0.0, xml: str = BOX, **opt) -> jaxmj.Model:
+  m = jaxmj.Model.from_xml_string(xml)
+  return m.replace(opt=m.opt.replace(grad_smoothing_friction=tau, **opt))
+
+
+def _box_qpos(m):
+  """push (N, constant) -> the box's qpos after each step (BOX_NSTEP, 7)."""
+  d = jaxmj.make_data(m)
+  return lambda push: jaxmj.rollout(m, d, jnp.full((BOX_NSTEP, 1), push), nstep=BOX_NSTEP,
+                                    fields=("qpos",))[1]["qpos"]
+
+
+def test_friction_smoothing_keeps_values_and_slopes_at_rest(fast_jit):
+  """At no push the smoothed slope is positive and several times the creep's (MuJoCo's, by
+  central differences); values stay the simulation's (MuJoCo's, to round-off)."""
+  qpos, slope = fast_jit(lambda p: jax.jvp(_box_qpos(_box_model(TAU)), (p,), (1.0,)))(0.0)
+  mjm = mujoco.MjModel.from_xml_string(BOX)
+
+  def mujoco_qpos(push):
+    mjd = mujoco.MjData(mjm)
+    mjd.ctrl[0] = push
+    out = []
+    for _ in range(BOX_NSTEP):
+      mujoco.mj_step(mjm, mjd)
+      out.append(mjd.qpos.copy())
+    return np.array(out)
+
+  np.testing.assert_allclose(np.asarray(qpos), mujoco_qpos(0.0), rtol=0, atol=1e-10)
+  fd = (mujoco_qpos(1e-4)[-1, 0] - mujoco_qpos(-1e-4)[-1, 0]) / 2e-4
+  assert 0 < fd < 1e-3  # stuck: creep only
+  assert np.isfinite(float(slope[-1, 0])) and float(slope[-1, 0]) > 5 * fd
+
+
+@pytest.mark.slow  # two gradient compiles of a 30-step contact rollout
+def test_friction_smoothing_gradient_descent_moves_a_resting_box(fast_jit):
+  """Plain gradient descent on the push, from 0, towards a box position that needs sliding
+  (0.05 m: ~6 N): exact gradients stay in the creep (< 1 N after 30 iterations); smoothed
+  ones reach it. Sliding (8 N), the smoothed slope is biased against central differences
+  (the slip mode drops the unloaded edge pairs' normal share), the exact one is not."""
+  target, lr = 0.05, 500.0
+
+  def descend(tau):
+    x = lambda p: _box_qpos(_box_model(tau))(p)[-1, 0]  # noqa: E731
+    vg = fast_jit(jax.value_and_grad(lambda p: (x(p) - target) ** 2))
+    push = 0.0
+    for _ in range(30):
+      push -= lr * float(vg(push)[1])
+    return push, float(vg(push)[0]), vg
+
+  push_exact, loss_exact, vg_exact = descend(0.0)
+  push_smooth, loss_smooth, vg_smooth = descend(TAU)
+  assert push_exact < 1.0 and loss_exact > 0.9 * target**2
+  assert loss_smooth < (0.2 * target) ** 2  # within 1 cm (lr 500 oscillates about it)
+  value = fast_jit(lambda p: _box_qpos(_box_model())(p)[-1, 0])
+  fd = (float(value(8.0 + 1e-5)) - float(value(8.0 - 1e-5))) / 2e-5
+  slope = lambda vg: float(vg(8.0)[1]) / (2 * (float(value(8.0)) - target))  # noqa: E731
+  np.testing.assert_allclose(slope(vg_exact), fd, rtol=1e-5)
+  np.testing.assert_allclose(slope(vg_smooth), fd, rtol=0.15)
