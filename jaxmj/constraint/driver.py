@@ -57,22 +57,24 @@ def jac_products(m: Model, lay: EfcLayout, J_other: jnp.ndarray, f: ContactFacto
                  cdof: jnp.ndarray) -> tuple[Callable, Callable, tuple]:
   """(mul, mul_t, factors) with efc_J x = mul(factors, x) (nv,) -> (nefc,) and efc_J' y =
   mul_t(factors, y) (nefc,) -> (nv,), from what the rows are built from: factors = (J_other,
-  u, w, off1, off2, cdof), the rows before the contacts ((nefc - nc, nv), formed) and the
-  contact rows' ContactFactors. Their derivatives in the factors are those of the products
+  u, w, soff1, soff2, cdof), the rows before the contacts ((nefc - nc, nv), formed) and the
+  contact rows' ContactFactors (the offsets per contact slot). Their derivatives in the factors are those of the products
   with efc_J, without its tangent: O(nc + nbody nv) per tangent for the contact rows (a
   point velocity or wrench each, rows.contact_mul_jac) where efc_J's is (nc, nv) entries.
   """
   n = J_other.shape[0]
 
   # the bodies are factors too where they are traced (max_contact_points)
-  bodies = () if isinstance(f.b1, np.ndarray) else (f.b1, f.b2)
+  bodies = () if isinstance(f.sb1, np.ndarray) else (f.sb1, f.sb2)
 
   def unpack(factors):
     # every traced factor from the argument, none from this closure (the products are
-    # custom_jvp functions' static arguments): c_i and mu are not read by the products
-    J_other, u, w, off1, off2, cdof, *b = factors
-    fc = f._replace(u=u, w=w, off1=off1, off2=off2, c1=None, c2=None, mu=None)
-    return J_other, fc._replace(b1=b[0], b2=b[1]) if b else fc, cdof
+    # custom_jvp functions' static arguments): the rows' offsets and bodies, c_i and mu
+    # are not read by the products
+    J_other, u, w, soff1, soff2, cdof, *b = factors
+    fc = f._replace(u=u, w=w, soff1=soff1, soff2=soff2, off1=None, off2=None, c1=None,
+                    c2=None, mu=None, b1=None, b2=None)
+    return J_other, fc._replace(sb1=b[0], sb2=b[1]) if b else fc, cdof
 
   def mul(factors, x):
     J_other, fc, cdof = unpack(factors)
@@ -82,7 +84,7 @@ def jac_products(m: Model, lay: EfcLayout, J_other: jnp.ndarray, f: ContactFacto
     J_other, fc, cdof = unpack(factors)
     return y[:n] @ J_other + contact_mul_jac_t(m, lay, fc, cdof, y[n:])
 
-  return mul, mul_t, (J_other, f.u, f.w, f.off1, f.off2, cdof, *bodies)
+  return mul, mul_t, (J_other, f.u, f.w, f.soff1, f.soff2, cdof, *bodies)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0,))

@@ -145,6 +145,15 @@ class ContactFactors(NamedTuple):
   mu: jnp.ndarray
   b1: np.ndarray | jnp.ndarray
   b2: np.ndarray | jnp.ndarray
+  # The same per contact slot, for the products (contact_mul_jac, _t), whose derivatives
+  # then move each contact point once, not once per row (a pyramid has 2 (condim - 1)):
+  # sb_i, soff_i (ns, 3) of the ns slots with rows; row_slot (nc,) static, a row's slot
+  # among them.
+  soff1: jnp.ndarray | None = None
+  soff2: jnp.ndarray | None = None
+  sb1: np.ndarray | jnp.ndarray | None = None
+  sb2: np.ndarray | jnp.ndarray | None = None
+  row_slot: np.ndarray | None = None
 
 
 def _take(table: np.ndarray, idx):
@@ -166,15 +175,18 @@ def contact_factors(m: Model, d: Data, lay: EfcLayout) -> ContactFactors:
   # Placeholder slots may hold zero friction; keep divisions by friction finite there.
   friction = jnp.where(con.active[:, None], con.friction, 1.0)
   u, w, mu = _row_directions(d, lay, friction)
-  b1, b2 = (b[slot] for b in con.bodies(m.geom_bodyid))
+  slots, row_slot = np.unique(slot, return_inverse=True)
+  sb1, sb2 = (b[slots] for b in con.bodies(m.geom_bodyid))
+  b1, b2 = sb1[row_slot], sb2[row_slot]
   body_dof = body_plan(m)["body_dof"]
-  off = lambda b: con.pos[slot] - d.subtree_com[_take(m.body_rootid, b)]  # noqa: E731
+  off = lambda b, s: con.pos[s] - d.subtree_com[_take(m.body_rootid, b)]  # noqa: E731
   # traced bodies (max_contact_points): either side may move
   moves = lambda b: not isinstance(b, np.ndarray) or body_dof[b].any()  # noqa: E731
-  off1 = off(b1) if moves(b1) else None
-  off2 = off(b2) if moves(b2) else None
+  off1, soff1 = (off(b1, slot), off(sb1, slots)) if moves(sb1) else (None, None)
+  off2, soff2 = (off(b2, slot), off(sb2, slots)) if moves(sb2) else (None, None)
   c1, c2 = (None if o is None else math.cross(o, u) for o in (off1, off2))
-  return ContactFactors(u=u, w=w, off1=off1, off2=off2, c1=c1, c2=c2, mu=mu, b1=b1, b2=b2)
+  return ContactFactors(u=u, w=w, off1=off1, off2=off2, c1=c1, c2=c2, mu=mu, b1=b1, b2=b2,
+                        soff1=soff1, soff2=soff2, sb1=sb1, sb2=sb2, row_slot=row_slot)
 
 
 def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, f: ContactFactors) -> jnp.ndarray:
@@ -208,44 +220,47 @@ def contact_mul_jac(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.ndarr
                     x: jnp.ndarray) -> jnp.ndarray:
   """The contact rows times x (nv,) -> (nc,), without forming them (mj_mulJacVec): each
   body's velocity under x (cdof (nv, 6) of its dofs and its ancestors' times x), then per
-  row u . (v2 + omega2 x off2 - v1 - omega1 x off1) + w . (omega2 - omega1): the contact
-  point's relative velocity. O(nbody nv + nc) per vector, and its derivative in the
-  factors (u, w, off_i, cdof) as cheap, where the product's derivative through the formed
-  rows costs (nc, nv) per tangent. Round-off differs from J @ x. The cross products are
-  jnp.cross: math.cross's rule applies a 3x3 matrix per tangent, which XLA:CPU broadcast
-  over every tangent (forward mode)."""
+  contact slot the contact point's relative velocity v2 + omega2 x off2 - v1 - omega1 x
+  off1 (f.soff_i, f.sb_i), and per row u . that + w . (omega2 - omega1). O(nbody nv + nc)
+  per vector, and its derivative in the factors (u, w, soff_i, cdof) as cheap, where the
+  product's derivative through the formed rows costs (nc, nv) per tangent. Round-off
+  differs from J @ x. The cross products are jnp.cross: math.cross's rule applies a 3x3
+  matrix per tangent, which XLA:CPU broadcast over every tangent (forward mode)."""
   dt = x.dtype
   vel = jnp.asarray(body_plan(m)["body_dof"], dt) @ (cdof * x[:, None])  # (nbody, 6)
-  # each row's body velocities by static one-hot products: a gather's transpose (reverse
-  # mode) is a scatter-add
-  v1, v2 = (_onehot(b, m.nbody, dt) @ vel for b in (f.b1, f.b2))
+  # each slot's body velocities by one-hot products: a gather's transpose (reverse mode)
+  # is a scatter-add
+  v1, v2 = (_onehot(b, m.nbody, dt) @ vel for b in (f.sb1, f.sb2))
   rel = 0.0
-  for sign, v, off in ((-1.0, v1, f.off1), (1.0, v2, f.off2)):
+  for sign, v, off in ((-1.0, v1, f.soff1), (1.0, v2, f.soff2)):
     if off is not None:
       rel = rel + sign * (v[:, 3:] + jnp.cross(v[:, :3], off))
-  out = jnp.sum(f.u * rel, axis=1)
+  out = jnp.sum(f.u * rel[f.row_slot], axis=1)
   if (lay.con_k >= 3).any():
-    out = out + jnp.sum(f.w * (v2[:, :3] - v1[:, :3]), axis=1)
+    out = out + jnp.sum(f.w * (v2[:, :3] - v1[:, :3])[f.row_slot], axis=1)
   return out
 
 
 def contact_mul_jac_t(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.ndarray,
                       force: jnp.ndarray) -> jnp.ndarray:
   """The contact rows' transpose times force (nc,) -> (nv,), without forming them
-  (mj_mulJacTVec): per row the wrench (force w + off_i x force u, force u) on side i's body
-  (the sign of the side), summed per body, then over each dof's descendants and projected
-  on its cdof. O(nc + nbody nv) per vector."""
+  (mj_mulJacTVec): the rows' forces along u and w summed per contact slot (fu, fw), the
+  slot's wrench (fw + off_i x fu, fu) on side i's body (the sign of the side), summed per
+  body, then over each dof's descendants and projected on its cdof. O(nc + nbody nv) per
+  vector."""
   plan = body_plan(m)
   dt = force.dtype
   nb = m.nbody
-  fu = force[:, None] * f.u
-  fw = force[:, None] * f.w if (lay.con_k >= 3).any() else jnp.zeros_like(fu)
+  per_slot = jnp.asarray(np.eye(len(f.sb1))[f.row_slot].T, dt)  # (ns, nc): rows to slots
+  fu = per_slot @ (force[:, None] * f.u)
+  fw = (per_slot @ (force[:, None] * f.w) if (lay.con_k >= 3).any()
+        else jnp.zeros_like(fu))
   wrench = jnp.zeros((nb, 6), dt)
-  for sign, b, off in ((1.0, f.b2, f.off2), (-1.0, f.b1, f.off1)):
+  for sign, b, off in ((1.0, f.sb2, f.soff2), (-1.0, f.sb1, f.soff1)):
     if off is None:
       continue
     onehot = (jnp.asarray(np.eye(nb)[b].T * sign, dt) if isinstance(b, np.ndarray)
-              else _onehot(b, nb, dt).T * sign)  # (nbody, nc)
+              else _onehot(b, nb, dt).T * sign)  # (nbody, ns)
     wrench = wrench + onehot @ jnp.concatenate([fw + jnp.cross(off, fu), fu], axis=1)
   return jnp.sum(cdof * (jnp.asarray(plan["body_dof"].T, dt) @ wrench), axis=1)
 
