@@ -23,6 +23,7 @@ from jaxmj.solver.problem import (
   safe_div,
   safe_sqrt,
   seg,
+  spread,
 )
 
 # ------------------------------------------------------------------ primal: line search
@@ -93,7 +94,7 @@ def _evaluate(p: Problem, isl: Islands, pr: _Prep, alpha: jax.Array) -> jax.Arra
   same at 0 and alpha contribute alpha*q1 + alpha^2*q2, friction rows and cones in the same
   zone their exact difference, rows changing zone the difference of their absolute costs.
   """
-  a = alpha @ isl.efc.T  # (k, nefc): each row's island's step
+  a = spread(isl.efc_id, alpha)  # (k, nefc): each row's island's step
   x = pr.jar + a * pr.jv
   floss, rf, dd = p.floss, p.R * p.floss, p.D
   act0 = p.is_ineq & (pr.jar < 0)
@@ -117,7 +118,7 @@ def _evaluate(p: Problem, isl: Islands, pr: _Prep, alpha: jax.Array) -> jax.Arra
   cost, d1, d2, q1, q2 = jnp.moveaxis(seg(isl.efc, terms), -2, 0)
   q1, q2 = q1 + pr.gauss[:, 0], q2 + pr.gauss[:, 1]
   if p.cidx.shape[0]:
-    cone = seg(isl.cone, jnp.stack(_cone_eval(p, pr, alpha @ isl.cone.T), axis=-2))
+    cone = seg(isl.cone, jnp.stack(_cone_eval(p, pr, spread(isl.cone_id, alpha)), axis=-2))
     cost, d1, d2 = cost + cone[..., 0, :], d1 + cone[..., 1, :], d2 + cone[..., 2, :]
   cost = cost + alpha * alpha * q2 + alpha * q1
   d1 = d1 + 2 * alpha * q2 + q1
