@@ -82,7 +82,6 @@ from jaxmj.solver.problem import (
   safe_div,
   safe_sqrt,
   seg,
-  spread,
 )
 from jaxmj.types import Cone, Data, DisableBit, Model, Solver
 
@@ -205,7 +204,7 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
       start = 0.5 * scale * seg(isl.dof, grad * mgrad)
       done = done | ((k == 0) & (start < tolerance))
       beta = _cg_beta(isl, grad, mgrad, c["grad"], c["mgrad"], c["search"])
-      search = jnp.where(k == 0, -mgrad, -mgrad + spread(isl.dof_id, beta) * c["search"])
+      search = jnp.where(k == 0, -mgrad, -mgrad + (isl.dof @ beta) * c["search"])
     snorm = safe_sqrt(seg(isl.dof, search * search))
     gtol = tol_ls * snorm / scale
     with jax.named_scope("linesearch"):
@@ -218,7 +217,7 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
                                           ls_iterations)
     move = ~done & (alpha != 0)
     step = jnp.where(move, alpha, 0.0)
-    sv, se = spread(isl.dof_id, step), spread(isl.efc_id, step)
+    sv, se = isl.dof @ step, isl.efc @ step
     return dict(qacc=c["qacc"] + sv * search, ma=c["ma"] + sv * mv, jar=c["jar"] + se * jv,
                 search=search, lsimp=scale * lsimp, grad=grad, mgrad=mgrad,
                 done=done | (alpha == 0), moved=move, niter=niter, **stats)
@@ -356,8 +355,8 @@ def _pgs(p: Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, sc
     f, done, niter, last, prev, k, perm, hi, lo = c
     beta = (k - 1).astype(f.dtype) / (k + 2).astype(f.dtype)
     ex = (niter > 0) & (beta > 0) & ~done
-    row_ex = spread(isl.efc_id, ex)
-    start = spread(isl.efc_id, jnp.where(ex, beta, 0.0)) * (f - prev) + f
+    row_ex = isl.efc @ ex.astype(f.dtype) > 0
+    start = isl.efc @ jnp.where(ex, beta, 0.0) * (f - prev) + f
     start = jnp.where(row_ex, _project(p, start), f)
     perm, hi, lo = pgs_order.shuffle(perm, hi, lo, count, ~done & (count >= 2))
     order = pgs_order.sweep_order(perm, rank, bisl)
@@ -366,7 +365,7 @@ def _pgs(p: Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, sc
                                          block_isl[order]))
     restart = (niter > 0) & (seg(isl.efc, (fn - start) * (start - f)) < 0)
     k = jnp.where(done, k, jnp.where(restart, 0, k + 1))
-    fn = jnp.where(spread(isl.efc_id, done), f, fn)
+    fn = jnp.where(isl.efc @ done.astype(f.dtype) > 0, f, fn)
     niter = niter + jnp.where(done, 0, 1).astype(niter.dtype)
     last = jnp.where(done, last, improvement * scale)
     done = done | (improvement * scale < tolerance)
