@@ -113,6 +113,9 @@ def test_transition_jacobians_batch_chunk_and_finite_difference_options():
     for x, y, z in zip(many, one, blocked):
       np.testing.assert_allclose(x[i], y, rtol=1e-12, atol=1e-12)
       np.testing.assert_allclose(z[i], y, rtol=1e-12, atol=1e-12)
+  grid = jax.tree.map(lambda x: jnp.stack([x, x]), batch)  # leading axes (2, 3)
+  for x, y in zip(_jacobians(m, grid, block=2), blocked):
+    np.testing.assert_allclose(x[1], y, rtol=1e-12, atol=1e-12)
   with pytest.raises(ValueError, match=r"every field batched; d.*time"):
     _jacobians(m, batch.replace(time=batch.time[0]))
   for x, y in zip(_jacobians(m, ds[0], chunk=2), _jacobians(m, ds[0])):

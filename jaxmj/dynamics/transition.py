@@ -64,17 +64,17 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
   of the same function with that step (mjd_transitionFD with flg_centered), for comparison
   or where a derivative is not wanted through a non-smooth event.
 
-  `d` is one world, or a batch: a Data whose every field has one leading axis of B states
-  (as `jax.vmap(make_data)` or a vmapped rollout gives); then A, B, C, D have that leading
-  axis too, and the states go `block` at a time (static; vmapped within a block, lax.map
-  over blocks, the last padded by repeating the last state), their tangent maps `chunk`
-  columns at a time ("auto": at most 8 for a batch, all at once for one world), so that
-  the tangent arrays stay in the CPU's caches: CPU time per state, one pinned core, 256
-  states (README, "Transition Jacobians"), went from 1.41 ms vmapped all at once to ~0.7
-  on the humanoid, and from 2.9 to ~1.8 on box_stack. `jax.vmap` of the one-world call
-  works too (then pass a chunk), and everything jits.
+  `d` is one world, or a batch: a Data whose every field has the leading axes of qpos's
+  batch (as `jax.vmap(make_data)` or a vmapped rollout gives); then A, B, C, D have those
+  leading axes too, and the states go `block` at a time (static; vmapped within a block,
+  lax.map over blocks, the last padded by repeating the last state), their tangent maps
+  `chunk` columns at a time ("auto": at most 8 for a batch, all at once for one world), so
+  that the tangent arrays stay in the CPU's caches: CPU time per state, one pinned core,
+  256 states (README, "Transition Jacobians"), went from 1.36 ms vmapped all at once to
+  0.6-0.7 on the humanoid, and from 2.7 to 1.3-1.7 on box_stack. `jax.vmap` of the
+  one-world call works too (then pass a chunk), and everything jits.
   """
-  if d.qpos.ndim == 2:
+  if d.qpos.ndim > 1:
     return _batched(m, d, eps, _AUTO_CHUNK if chunk == "auto" else chunk, block)
   if chunk == "auto":
     chunk = None
@@ -96,14 +96,18 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
 
 
 def _batched(m: Model, d: Data, eps, chunk, block: int):
-  """transition_jacobians of a batch of B states (every Data field with a leading axis B),
-  `block` states at a time: each output with a leading axis B."""
-  n = d.qpos.shape[0]
-  leaves, treedef = jax.tree_util.tree_flatten_with_path(d)
-  for path, x in leaves:
-    if x.ndim == 0 or x.shape[0] != n:
+  """transition_jacobians of a batch of states (every Data field with the same leading
+  batch axes as qpos), `block` states at a time: each output with those leading axes."""
+  batch = d.qpos.shape[:-1]
+  for path, x in jax.tree_util.tree_flatten_with_path(d)[0]:
+    if x.shape[:len(batch)] != batch:
       raise ValueError(f"transition_jacobians: a batch of Data needs every field batched; "
                        f"d{jax.tree_util.keystr(path)} has shape {x.shape}, qpos {d.qpos.shape}")
+  if len(batch) > 1:
+    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[len(batch):]), d)
+    out = _batched(m, flat, eps, chunk, block)
+    return jax.tree.map(lambda y: y.reshape(batch + y.shape[1:]), out)
+  n = batch[0]
 
   def one(di):
     return transition_jacobians(m, di, eps, chunk)
