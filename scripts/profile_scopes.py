@@ -26,6 +26,7 @@ Usage:
 
 import argparse
 import collections
+import functools
 import glob
 import gzip
 import json
@@ -92,6 +93,8 @@ def main():
   p.add_argument("--top", type=int, default=25)
   p.add_argument("--list", metavar="SCOPE", help="also list every op charged to SCOPE")
   p.add_argument("--x64", action="store_true", help="float64 (default float32)")
+  p.add_argument("--chunk", type=int, help="--stage transition: columns at a time (each "
+                 "vmapped state; transition_jacobians' chunk)")
   args = p.parse_args()
   jax.config.update("jax_enable_x64", args.x64)
 
@@ -100,7 +103,12 @@ def main():
   batch = ((lambda f: f) if args.batch == 0 else
            (lambda f: jax.vmap(f, in_axes=(None, 0))))
   d = jax.jit(batch(forward))(m, profile_step.batched(d1, args.batch) if args.batch else d1)
-  exe = jax.jit(batch(stages[args.stage])).lower(m, d).compile()
+  fn = stages[args.stage]
+  if args.chunk is not None:
+    if args.stage != "transition":
+      p.error("--chunk applies to --stage transition")
+    fn = functools.partial(fn, chunk=args.chunk)
+  exe = jax.jit(batch(fn)).lower(m, d).compile()
   text = exe.as_text()
   counts = profile_step.hlo_counts(text)
   for _ in range(3):
