@@ -106,8 +106,9 @@ class Option:
   # pushing now were active with weight sigmoid(-(dist - margin) / T) (solver/smoothing.py).
   grad_smoothing: float = static(default=0.0)
   # jaxmj: static-friction smoothing of the implicit derivative, a temperature on each
-  # pyramidal contact's friction load (0: exact). Values are unchanged; a stuck contact's tangent is blended
-  # with that of the contact sliding at its current force ratio (solver/smoothing.py).
+  # pyramidal contact's friction load (0: exact). Values are unchanged; a stuck contact's
+  # tangent is blended with that of the contact sliding at its current force ratio
+  # (solver/smoothing.py).
   grad_smoothing_friction: float = static(default=0.0)
   # jaxmj: forward-mode derivatives of the contact rows as products (dJ x, dJ' f from the
   # contact points and directions, constraint/driver.py's jac_products) instead of forming

@@ -58,9 +58,10 @@ def jac_products(m: Model, lay: EfcLayout, J_other: jnp.ndarray, f: ContactFacto
   """(mul, mul_t, factors) with efc_J x = mul(factors, x) (nv,) -> (nefc,) and efc_J' y =
   mul_t(factors, y) (nefc,) -> (nv,), from what the rows are built from: factors = (J_other,
   u, w, soff1, soff2, cdof), the rows before the contacts ((nefc - nc, nv), formed) and the
-  contact rows' ContactFactors (the offsets per contact slot). Their derivatives in the factors are those of the products
-  with efc_J, without its tangent: O(nc + nbody nv) per tangent for the contact rows (a
-  point velocity or wrench each, rows.contact_mul_jac) where efc_J's is (nc, nv) entries.
+  contact rows' ContactFactors (the offsets per contact slot). Their derivatives in the
+  factors are those of the products with efc_J, without its tangent: O(nc + nbody nv) per
+  tangent for the contact rows (a point velocity or wrench each, rows.contact_mul_jac)
+  where efc_J's is (nc, nv) entries.
   """
   n = J_other.shape[0]
 
