@@ -179,11 +179,13 @@ def contact_factors(m: Model, d: Data, lay: EfcLayout) -> ContactFactors:
   sb1, sb2 = (b[slots] for b in con.bodies(m.geom_bodyid))
   b1, b2 = sb1[row_slot], sb2[row_slot]
   body_dof = body_plan(m)["body_dof"]
-  off = lambda b, s: con.pos[s] - d.subtree_com[_take(m.body_rootid, b)]  # noqa: E731
+  off = lambda b: con.pos[slots] - d.subtree_com[_take(m.body_rootid, b)]  # noqa: E731
   # traced bodies (max_contact_points): either side may move
   moves = lambda b: not isinstance(b, np.ndarray) or body_dof[b].any()  # noqa: E731
-  off1, soff1 = (off(b1, slot), off(sb1, slots)) if moves(sb1) else (None, None)
-  off2, soff2 = (off(b2, slot), off(sb2, slots)) if moves(sb2) else (None, None)
+  soff1 = off(sb1) if moves(sb1) else None
+  soff2 = off(sb2) if moves(sb2) else None
+  # the rows' offsets: their slot's, the same numbers (a gather after the difference)
+  off1, off2 = (None if o is None else o[row_slot] for o in (soff1, soff2))
   c1, c2 = (None if o is None else math.cross(o, u) for o in (off1, off2))
   return ContactFactors(u=u, w=w, off1=off1, off2=off2, c1=c1, c2=c2, mu=mu, b1=b1, b2=b2,
                         soff1=soff1, soff2=soff2, sb1=sb1, sb2=sb2, row_slot=row_slot)
