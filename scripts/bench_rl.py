@@ -6,8 +6,8 @@
     python scripts/bench_rl.py --task HalfCheetah --engines jaxmj --target 0   # locomotion
 
 Each engine trains in its own process with Brax's PPO (or SAC) and the settings of
-`jaxmj train --algo ALGO --preset PRESET` (--preset cpu by default; the same for both; both balance tasks are dm_control's: same
-model, start distribution and reward, returns up to 1000). The script prints, per engine,
+`jaxmj train --algo ALGO --preset PRESET` (--preset cpu by default; the same for both; both
+balance tasks are dm_control's: same model, start distribution and reward, returns up to 1000). The script prints, per engine,
 the evaluation curve (env steps, seconds since training started, return), the wall time
 and env steps to the first evaluation at or above --target, and the ratio of the two
 times (below 1: jaxmj reaches it sooner). Times include compilation, as a user waits
@@ -121,7 +121,8 @@ def main() -> int:
                             args.seed, args.preset, args.algo)))
     return 0
   settings, network = _settings(args.algo, args.preset)
-  print(f"{args.algo.upper()} ({args.preset} preset) on {args.task}: {args.num_timesteps:,} env steps, {args.num_evals} evals, "
+  print(f"{args.algo.upper()} ({args.preset} preset) on {args.task}: "
+        f"{args.num_timesteps:,} env steps, {args.num_evals} evals, "
         f"settings {settings}, networks {network}")
   results = {}
 

@@ -78,7 +78,8 @@ def qpos_per_step(step, m, d, steps: int) -> np.ndarray:
 
 
 def main() -> None:
-  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  p = argparse.ArgumentParser(description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("models", nargs="*")
   p.add_argument("--steps", type=int, default=100)
   p.add_argument("--report", type=int, nargs="+", default=[1, 10, 100])
@@ -114,13 +115,16 @@ def main() -> None:
           if engine == "mjx":
             got = mjx_run(mm, qvel, args.steps, dev)
           else:
-            got = jaxmj_run(path, qvel, args.steps, "fast" if engine.endswith("fast") else "exact", dev)
+            mode = "fast" if engine.endswith("fast") else "exact"
+            got = jaxmj_run(path, qvel, args.steps, mode, dev)
         except Exception as e:  # noqa: BLE001  (report and go on: one engine may refuse a model)
-          print(f"  {name:16s} {engine:10s} {dev_name:7s} failed: {type(e).__name__}: {str(e)[:120]}")
+          print(f"  {name:16s} {engine:10s} {dev_name:7s} failed: "
+                f"{type(e).__name__}: {str(e)[:120]}")
           continue
         err = np.abs(got - ref).max(axis=1)
         cells = "  ".join(f"{err[t - 1]:.2e}" for t in report)
-        print(f"  {name:16s} {engine:10s} {dev_name:7s} {cells}   ({time.time() - t0:.0f} s)", flush=True)
+        print(f"  {name:16s} {engine:10s} {dev_name:7s} {cells}   ({time.time() - t0:.0f} s)",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -89,7 +89,8 @@ def run(spec: str, nstep: int, step, with_mujoco: bool) -> str:
   digest = hashlib.sha256()
   for x in (d.qpos, d.qvel, d.act):
     digest.update(np.ascontiguousarray(np.asarray(x)).tobytes())
-  return f"{digest.hexdigest()[:20]} {err:.3e}" if md is not None else f"{digest.hexdigest()[:20]} -"
+  tail = f"{err:.3e}" if md is not None else "-"
+  return f"{digest.hexdigest()[:20]} {tail}"
 
 
 def main(argv=None) -> int:

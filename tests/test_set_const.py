@@ -62,7 +62,8 @@ def test_set_const_batches_over_models_and_differentiates():
     m.replace(body_mass=b, body_inertia=i))))(masses, inertias)
   for k, (mass, inertia) in enumerate(draws):
     ref = _mujoco_constants(mm, mass, inertia)
-    _assert_fields(jax.tree.map(lambda x: x[k] if isinstance(x, jax.Array) else x, batched), ref)
+    _assert_fields(jax.tree.map(lambda x, k=k: x[k] if isinstance(x, jax.Array) else x, batched),
+                   ref)
 
   def score(mass):
     c = jaxmj.set_const(m.replace(body_mass=mass))

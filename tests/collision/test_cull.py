@@ -35,7 +35,7 @@ def test_near_only_runs_every_near_pair_of_every_world():
 
 # six mesh cubes over a mesh slab: in world 0 four rest on it (four near pairs of 4 contacts
 # each) and two hang far above; world 1 lifts all but one. 21 convex pairs, most far apart.
-_CUBE = " ".join("%g %g %g" % (x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1))
+_CUBE = " ".join(f"{x:g} {y:g} {z:g}" for x in (-1, 1) for y in (-1, 1) for z in (-1, 1))
 _XML = f"""<mujoco><asset><mesh name="cube" vertex="{_CUBE}" scale=".05 .05 .05"/>
   <mesh name="slab" vertex="{_CUBE}" scale="1 1 .05"/></asset><worldbody>
   <geom type="mesh" mesh="slab" pos="0 0 -.05"/>

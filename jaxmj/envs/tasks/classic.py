@@ -1,10 +1,11 @@
 """Cart-pole and pendulum tasks (assets/cartpole.xml, assets/pendulum.xml).
 
-| task | obs | reward per step (in [0, 1]) | ends |
-|---|---|---|---|
-| CartpoleBalance | x, cos, sin, x', theta' (5) | upright * centered * small_control * small_velocity | never (limit only) |
-| CartpoleSwingup | same | same, from hanging down | never |
-| PendulumSwingup | cos, sin, theta' (3) | upright^2 * small_velocity | never |
+Tasks (observation; reward per step, in [0, 1]; episode end):
+
+- CartpoleBalance: x, cos, sin, x', theta' (5); upright * centered * small_control *
+  small_velocity; never (the time limit only).
+- CartpoleSwingup: the same, from hanging down; never.
+- PendulumSwingup: cos, sin, theta' (3); upright^2 * small_velocity; never.
 """
 
 from __future__ import annotations
