@@ -46,8 +46,12 @@ def euler(m: Model, d: Data) -> Data:
     # the factor's own derivative is not needed: solve_m_tree differentiates through
     # (cinert, cdof, damping), and a tangent of qM + diag(damping) would be nv^2 entries
     ld, diag_inv = mass.factor(m, jax.lax.stop_gradient(d.qM + jnp.diag(damping)))
-    damped = mass.solve_m_tree(m, d, d.qfrc_smooth + d.qfrc_constraint, ld, diag_inv, damping)
-    qacc = jnp.where(jnp.any(lin > 0) | jnp.any(poly != 0), damped, qacc)
+    damped = jnp.any(lin > 0) | jnp.any(poly != 0)
+    qfrc = d.qfrc_smooth + d.qfrc_constraint
+    if d.efc_J.shape[0]:
+      qacc = jnp.where(damped, mass.solve_m_tree(m, d, qfrc, ld, diag_inv, damping), qacc)
+    else:  # qacc is qacc_smooth: a tangent takes only the update's own solve (solve_m_tree_select)
+      qacc = mass.solve_m_tree_select(m, d, damped, qfrc, ld, diag_inv, damping, qacc)
   return advance(m, d, qacc)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.constants import MINVAL
-from jaxmj.smooth import rne
+from jaxmj.smooth import kinematics_tangent, rne
 from jaxmj.types import Data, DisableBit, GeomType, Model
 
 
@@ -162,7 +162,32 @@ def _ellipsoid(m: Model, d: Data) -> jnp.ndarray:
 
 def fluid(m: Model, d: Data) -> jnp.ndarray:
   """qfrc_fluid (nv,), mj_fluid: zero when opt.density and opt.viscosity are 0 (every term
-  carries one of them), so it is computed for every model with dofs."""
+  carries one of them), so it is computed for every model with dofs (they are the model's
+  values, unknown when tracing). Its derivative, unless in the medium itself, is taken
+  under a lax.cond on them, as MuJoCo skips mj_fluid: without a medium a tangent then costs
+  nothing where it took the body forces' derivatives and their dof projection, all zero."""
   if m.nv == 0:
     return jnp.zeros(m.nv, d.qvel.dtype)
-  return _inertia_box(m, d) + _ellipsoid(m, d)
+
+  def forces(m, d):
+    return _inertia_box(m, d) + _ellipsoid(m, d)
+
+  @jax.custom_jvp
+  def fluid_forces(m, d):
+    return forces(m, d)
+
+  def fluid_forces_jvp(primals, tangents):
+    out = forces(*primals)
+    dm = tangents[0]
+    full = jax.tree.map(kinematics_tangent.instantiate, tangents,
+                        is_leaf=kinematics_tangent.symbolic_zero)
+    tangent = lambda: jax.jvp(forces, primals, full)[1]  # noqa: E731
+    if not (kinematics_tangent.symbolic_zero(dm.opt.density)
+            and kinematics_tangent.symbolic_zero(dm.opt.viscosity)):
+      return out, tangent()  # at density 0 too, where the medium's derivative is not 0
+    opt = primals[0].opt
+    return out, jax.lax.cond((opt.density > 0) | (opt.viscosity > 0), tangent,
+                             lambda: jnp.zeros_like(out))
+
+  fluid_forces.defjvp(fluid_forces_jvp, symbolic_zeros=True)
+  return fluid_forces(m, d)

@@ -140,13 +140,14 @@ def _qpos_tangent(m: Model, axes, rates, out, dq):
   return tuple(tans)
 
 
-def _zero(t):
+def symbolic_zero(t) -> bool:
+  """Whether a custom_jvp(symbolic_zeros=True) rule's tangent is a symbolic zero."""
   return isinstance(t, SymbolicZero)
 
 
-def _instantiate(t):
+def instantiate(t):
   """A symbolic zero as an array (integer leaves' tangents are float0)."""
-  if not _zero(t):
+  if not symbolic_zero(t):
     return t
   return np.zeros(t.shape, t.dtype) if t.dtype == jax.dtypes.float0 else jnp.zeros(t.shape,
                                                                                    t.dtype)
@@ -168,15 +169,15 @@ def frames(fn, m: Model, qpos, mocap_pos, mocap_quat, time):
     # level by level from the composition's products (loops.kept)
     out, jquat = kept(fn(*primals))
     dm, dq, *rest = tangents
-    if _zero(dq):
+    if symbolic_zero(dq):
       tan = tuple(jnp.zeros_like(x) for x in out)
     else:
       mp = primals[0]
       axes = _dof_axes(mp, out[5], out[6], jquat)
       tan = _qpos_tangent(mp, axes, _quat_rates(mp, primals[1]), out, dq)
-    leaves = jax.tree.leaves((dm, rest), is_leaf=_zero)
-    if not all(map(_zero, leaves)):
-      inst = jax.tree.map(_instantiate, (dm, rest), is_leaf=_zero)
+    leaves = jax.tree.leaves((dm, rest), is_leaf=symbolic_zero)
+    if not all(map(symbolic_zero, leaves)):
+      inst = jax.tree.map(instantiate, (dm, rest), is_leaf=symbolic_zero)
       _, extra = jax.jvp(lambda m, *a: fn(m, primals[1], *a)[0], (primals[0],) + primals[2:],
                          (inst[0],) + tuple(inst[1]))
       tan = tuple(a + b for a, b in zip(tan, extra))

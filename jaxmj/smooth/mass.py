@@ -448,8 +448,53 @@ def solve_m_tree(m: Model, d: Data, x: jnp.ndarray, qld: jnp.ndarray | None = No
     m, qld, diag_inv, cinert, cdof, ten_J, diag, b = primals
     dm, _, _, dcinert, dcdof, dten_J, ddiag, db = tangents
     x = kept(_solve_sweeps(m, qld, diag_inv, b))  # see solve_factored
-    dm_x = jax.jvp(lambda *a: mul_m_tree(*a, x), (m, cinert, cdof, ten_J),
-                   (dm, dcinert, dcdof, dten_J))[1]
-    return x, _solve_sweeps(m, qld, diag_inv, db - dm_x - ddiag * x)
+    return x, _solve_tree_tangent(m, qld, diag_inv, (cinert, cdof, ten_J), x,
+                                  (dm, dcinert, dcdof, dten_J), ddiag, db)
 
   return solve(m, qld, diag_inv, d.cinert, d.cdof, d.ten_J, diag, x)
+
+
+def _solve_tree_tangent(m, qld, diag_inv, tree, x, dtree, ddiag, db):
+  """The tangent of x = (qM + diag(diag))^-1 b, (qld, diag_inv) its factor: mat^-1 (db -
+  dM x - ddiag x) (ddiag None: no diagonal), dM x the derivative of `mul_m_tree` along
+  dtree = (dm, dcinert, dcdof, dten_J) at tree = (cinert, cdof, ten_J)."""
+  dm_x = jax.jvp(lambda *a: mul_m_tree(*a, x), (m,) + tuple(tree), tuple(dtree))[1]
+  rhs = db - dm_x if ddiag is None else db - dm_x - ddiag * x
+  return _solve_sweeps(m, qld, diag_inv, rhs)
+
+
+def solve_m_tree_select(m: Model, d: Data, pred: jnp.ndarray, x: jnp.ndarray, qld: jnp.ndarray,
+                        diag_inv: jnp.ndarray, diag: jnp.ndarray,
+                        x_plain: jnp.ndarray) -> jnp.ndarray:
+  """where(pred, (qM + diag(diag))^-1 x, x_plain), x_plain = qM^-1 x: mj_Euler's choice
+  of velocity update without constraint rows (x qfrc_smooth, x_plain qacc_smooth, pred
+  whether some dof has damping). Values as `solve_m_tree` and the select give them; the
+  tangent is `solve_m_tree`'s of the branch pred picks, under a lax.cond, so that a
+  tangent costs one solve's derivative where the select's took both (pred is the model's,
+  unbatched unless the model is: then both, as a select). x_plain's own tangent is not
+  read, qM^-1 x's is taken instead: x_plain must be that solve with d's factor (qLD,
+  qLDiagInv), as fwd_acceleration leaves qacc_smooth. (qld, diag_inv): factor(qM +
+  diag(diag)). x, diag, x_plain: (nv,); pred: a boolean scalar.
+  """
+  if not m.nv:
+    return x_plain
+
+  @jax.custom_jvp
+  def select(m, qld, diag_inv, qld_plain, diag_inv_plain, cinert, cdof, ten_J, diag, pred, b,
+             x_plain):
+    return jnp.where(pred, _solve_sweeps(m, qld, diag_inv, b), x_plain)
+
+  @select.defjvp
+  def select_jvp(primals, tangents):
+    m, qld, diag_inv, qld_plain, diag_inv_plain, cinert, cdof, ten_J, diag, pred, b, x_plain = (
+      primals)
+    dm, _, _, _, _, dcinert, dcdof, dten_J, ddiag, _, db, _ = tangents
+    x = kept(_solve_sweeps(m, qld, diag_inv, b))  # see solve_factored
+    tree, dtree = (cinert, cdof, ten_J), (dm, dcinert, dcdof, dten_J)
+    dx = jax.lax.cond(
+      pred, lambda: _solve_tree_tangent(m, qld, diag_inv, tree, x, dtree, ddiag, db),
+      lambda: _solve_tree_tangent(m, qld_plain, diag_inv_plain, tree, x_plain, dtree, None, db))
+    return jnp.where(pred, x, x_plain), dx
+
+  return select(m, qld, diag_inv, d.qLD, d.qLDiagInv, d.cinert, d.cdof, d.ten_J, diag, pred,
+                x, x_plain)
