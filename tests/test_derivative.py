@@ -1,6 +1,8 @@
 """transition_jacobians against mujoco.mjd_transitionFD (centred, eps 1e-6, float64).
 
-Cases: the cart-pole (no contact, a motor), and a small contact scene (a box sliding on a
+Cases: the cart-pole (no contact, a motor), a two-link arm without constraint rows, with
+and without joint damping (mj_Euler's damped update, whose tangent takes only the branch
+the damping picks), and a small contact scene (a box sliding on a
 plane beside a position-actuated arm with an activation (filter) state, sensors on both)
 where the contact set does not change within eps. Agreement to 1e-5 relative to each
 matrix's largest entry.
@@ -40,6 +42,17 @@ CONTACT_XML = """<mujoco><option timestep="0.004"/>
     <framepos objtype="site" objname="box"/><framequat objtype="site" objname="box"/>
     <velocimeter site="box"/><gyro site="box"/><actuatorfrc actuator="pos"/>
   </sensor>
+</mujoco>"""
+
+ARM_XML = """<mujoco><option timestep="0.004"/>
+  <worldbody>
+    <body pos="0 0 1"><joint name="a" type="hinge" axis="0 1 0" damping="{damping}"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+      <body pos=".3 0 0"><joint type="hinge" axis="1 0 0" damping="{damping}"/>
+        <geom type="capsule" fromto="0 0 0 .2 0 .1" size=".03"/></body></body>
+  </worldbody>
+  <actuator><motor joint="a" gear="2"/></actuator>
+  <sensor><jointvel joint="a"/></sensor>
 </mujoco>"""
 
 _jacobians = jax.jit(jaxmj.transition_jacobians, static_argnames=("eps", "chunk", "block"))
@@ -83,10 +96,14 @@ def _assert_close(ours, ref):
       np.testing.assert_allclose(x, y, rtol=0, atol=RTOL * scale, err_msg=name)
 
 
-@pytest.mark.parametrize("source", ["cartpole", "contact"])
+@pytest.mark.parametrize("source", ["cartpole", "contact", "arm_damped", "arm_undamped"])
 def test_transition_jacobians_match_mjd_transitionFD(source):
   if source == "contact":
     mm, m = mujoco.MjModel.from_xml_string(CONTACT_XML), jaxmj.Model.from_xml_string(CONTACT_XML)
+  elif source.startswith("arm"):
+    xml = ARM_XML.format(damping=".2" if source == "arm_damped" else "0")
+    mm, m = mujoco.MjModel.from_xml_string(xml), jaxmj.Model.from_xml_string(xml)
+    assert jaxmj.make_data(m).efc_J.shape[0] == 0  # no rows: mj_Euler's row-free path
   else:
     path = os.path.join(MODELS, f"{source}.xml")
     mm, m = mujoco.MjModel.from_xml_path(path), jaxmj.Model.from_xml_path(path)
