@@ -233,17 +233,43 @@ def contact_mul_jac(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.ndarr
   matrix per tangent, which XLA:CPU broadcast over every tangent (forward mode)."""
   dt = x.dtype
   vel = jnp.asarray(body_plan(m)["body_dof"], dt) @ (cdof * x[:, None])  # (nbody, 6)
-  # each slot's body velocities by one-hot products: a gather's transpose (reverse mode)
-  # is a scatter-add
-  v1, v2 = (_onehot(b, m.nbody, dt) @ vel for b in (f.sb1, f.sb2))
+  # each slot's body velocities: static bodies by a static gather (a one-hot product put
+  # the slot axis first and XLA:CPU transposed it back per tangent: box_stack's position
+  # tangents), traced ones (max_contact_points) by one-hot products
+  v1, v2 = (vel[b] if isinstance(b, np.ndarray) else _onehot(b, m.nbody, dt) @ vel
+            for b in (f.sb1, f.sb2))
   rel = 0.0
   for sign, v, off in ((-1.0, v1, f.soff1), (1.0, v2, f.soff2)):
     if off is not None:
       rel = rel + sign * (v[:, 3:] + jnp.cross(v[:, :3], off))
-  out = jnp.sum(f.u * rel[f.row_slot], axis=1)
+  out = _dot3(f.u, _to_rows(rel, f.row_slot))
   if (lay.con_k >= 3).any():
-    out = out + jnp.sum(f.w * (v2[:, :3] - v1[:, :3])[f.row_slot], axis=1)
+    out = out + _dot3(f.w, _to_rows(v2[:, :3] - v1[:, :3], f.row_slot))
   return out
+
+
+def _slot_block(row_slot: np.ndarray, ns: int) -> int | None:
+  """k where every one of the ns slots has its rows as k consecutive rows in slot order
+  (row_slot (nc,) static: one condim, pyramidal or elliptic), else None."""
+  k = len(row_slot) // ns
+  return k if k * ns == len(row_slot) and np.array_equal(
+    row_slot, np.repeat(np.arange(ns), k)) else None
+
+
+def _to_rows(x: jnp.ndarray, row_slot: np.ndarray) -> jnp.ndarray:
+  """x (ns, c) per slot -> (nc, c) per row: each slot's value repeated over its block of
+  rows where _slot_block finds one (a broadcast, fused into its reader), else gathered."""
+  k = _slot_block(row_slot, x.shape[0])
+  if k is None:
+    return x[row_slot]
+  return jnp.broadcast_to(x[:, None], (x.shape[0], k, x.shape[1])).reshape(-1, x.shape[1])
+
+
+def _dot3(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+  """Row-wise dot products of (n, 3) arrays, (n,), as three products and two sums: a sum
+  over the axis of 3 went to an XNNPACK reduction of its own (after a transposing copy of
+  the gathered rows), the costliest ops of box_stack's position tangents."""
+  return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
 
 
 def contact_mul_jac_t(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.ndarray,
@@ -256,18 +282,47 @@ def contact_mul_jac_t(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.nda
   plan = body_plan(m)
   dt = force.dtype
   nb = m.nbody
-  per_slot = jnp.asarray(np.eye(len(f.sb1))[f.row_slot].T, dt)  # (ns, nc): rows to slots
-  fu = per_slot @ (force[:, None] * f.u)
-  fw = (per_slot @ (force[:, None] * f.w) if (lay.con_k >= 3).any()
+  ns = len(f.sb1)
+  fu = _per_slot(force[:, None] * f.u, f.row_slot, ns)
+  fw = (_per_slot(force[:, None] * f.w, f.row_slot, ns) if (lay.con_k >= 3).any()
         else jnp.zeros_like(fu))
   wrench = jnp.zeros((nb, 6), dt)
   for sign, b, off in ((1.0, f.sb2, f.soff2), (-1.0, f.sb1, f.soff1)):
     if off is None:
       continue
-    onehot = (jnp.asarray(np.eye(nb)[b].T * sign, dt) if isinstance(b, np.ndarray)
-              else _onehot(b, nb, dt).T * sign)  # (nbody, ns)
-    wrench = wrench + onehot @ jnp.concatenate([fw + jnp.cross(off, fu), fu], axis=1)
+    slot_wrench = jnp.concatenate([fw + jnp.cross(off, fu), fu], axis=1)  # (ns, 6)
+    if isinstance(b, np.ndarray):  # per body a sum of its slots' slices (see contact_mul_jac)
+      moves = plan["body_dof"].any(axis=1)  # a body without dofs takes no wrench
+      wrench = wrench + sign * jnp.stack([_sum_rows(slot_wrench, np.flatnonzero(
+        (b == i) & moves[i])) for i in range(nb)])
+    else:
+      wrench = wrench + (_onehot(b, nb, dt).T * sign) @ slot_wrench
   return jnp.sum(cdof * (jnp.asarray(plan["body_dof"].T, dt) @ wrench), axis=1)
+
+
+def _sum_rows(x: jnp.ndarray, rows: np.ndarray) -> jnp.ndarray:
+  """x[rows].sum(0) for static rows, as sums of slices (zeros for none)."""
+  if not len(rows):
+    return jnp.zeros(x.shape[1:], x.dtype)
+  out = x[rows[0]]
+  for r in rows[1:]:
+    out = out + x[r]
+  return out
+
+
+def _per_slot(x: jnp.ndarray, row_slot: np.ndarray, ns: int) -> jnp.ndarray:
+  """x (nc, c) summed over each slot's rows (row_slot (nc,) static) -> (ns, c). Where every
+  slot has its rows in a block (_slot_block), as sums of those slices of x: the
+  (ns, nc) one-hot product put the rows' axis first, a transposing copy of x per tangent
+  on XLA:CPU."""
+  per = _slot_block(row_slot, ns)
+  if per is not None:
+    x = x.reshape(ns, per, x.shape[1])
+    out = x[:, 0]
+    for j in range(1, per):
+      out = out + x[:, j]
+    return out
+  return jnp.asarray(np.eye(ns)[row_slot].T, x.dtype) @ x
 
 
 def contact_rows(m: Model, d: Data, lay: EfcLayout, f: ContactFactors | None) -> dict:

@@ -12,17 +12,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.dynamics.forward import step
+from jaxmj.enums import DisableBit, Integrator, Solver
 from jaxmj.smooth.qpos import differentiate_pos, integrate_pos
 from jaxmj.types import Data, Model
 
 
-def _transition(m: Model, d: Data, ref=None):
+def _transition(m: Model, d: Data, ref=None, aux: bool = False):
   """(dq, dv, da, du) -> (next-state tangent difference, sensordata) of one step from `d`.
 
   dq: (nv,) qpos as a velocity in qpos's tangent space, dv: (nv,) qvel, da: (na,) act,
   du: (nu,) ctrl. The next qpos is compared with `ref`, the nominal next qpos (None: the
   output's own value, held constant, which is the nominal one for derivatives at zero), by
-  mj_differentiatePos, as mjd_transitionFD does.
+  mj_differentiatePos, as mjd_transitionFD does. aux: also the step's qacc (nv,), as
+  jax.linearize's has_aux takes it.
   """
 
   def f(dq, dv, da, du):
@@ -31,9 +33,24 @@ def _transition(m: Model, d: Data, ref=None):
     new = step(m, d1)
     q_ref = jax.lax.stop_gradient(new.qpos) if ref is None else ref
     dq_next = differentiate_pos(m, 1.0, q_ref, new.qpos)
-    return jnp.concatenate([dq_next, new.qvel, new.act]), new.sensordata
+    out = jnp.concatenate([dq_next, new.qvel, new.act]), new.sensordata
+    return (out, new.qacc) if aux else out
 
   return f
+
+
+def _at_solution(m: Model, d: Data, qacc):
+  """(m, d) for a second linearization at the same state whose step's solver starts at its
+  solution `qacc` and runs no iteration: Newton and CG return their warm start then, so its
+  implicit derivative is taken at the same qacc and forces as the first's, without the
+  iterations (box_stack: a solve is most of a step's primal). Unchanged where that does
+  not hold: PGS (dual), unrolled derivatives (the iterations are the derivative), RK4 (its
+  later stages solve again), noslip (qacc is the solver's plus noslip's), no warm start."""
+  o = m.opt
+  if (o.solver == Solver.PGS or o.grad != "implicit" or o.integrator == Integrator.RK4
+      or o.noslip_iterations or o.disabled(DisableBit.WARMSTART)):
+    return m, d
+  return m.replace(opt=o.replace(iterations=0)), d.replace(qacc_warmstart=qacc)
 
 
 # Columns a batched call takes at a time: with every column at once, (states x columns)
@@ -80,13 +97,14 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
     chunk = None
   if eps is None:  # the contact rows' tangents as products, without forming dJ (types.py)
     m = m.replace(opt=m.opt.replace(jac_products=True))
-  f = _transition(m, d) if eps is None else _transition(m, d, step(m, d).qpos)
+  f = _transition(m, d, aux=True) if eps is None else _transition(m, d, step(m, d).qpos)
   dt = d.qvel.dtype
   sizes = (m.nv, m.nv, m.na, m.nu)
   zq, zv, za, zu = (jnp.zeros(k, dt) for k in sizes)
   if eps is None:
-    y_q, s_q = _tangents(lambda dq: f(dq, zv, za, zu), (zq,), chunk)
-    y_r, s_r = _tangents(lambda dv, da, du: f(zq, dv, da, du), (zv, za, zu), chunk)
+    (y_q, s_q), qacc = _tangents(lambda dq: f(dq, zv, za, zu), (zq,), chunk, aux=True)
+    f_r = _transition(*_at_solution(m, d, qacc))
+    y_r, s_r = _tangents(lambda dv, da, du: f_r(zq, dv, da, du), (zv, za, zu), chunk)
     jy, js = jnp.concatenate([y_q, y_r]).T, jnp.concatenate([s_q, s_r]).T
   else:
     jy, js = _central(lambda dx: f(*_split(dx, sizes)), sum(sizes), dt, eps)
@@ -130,20 +148,24 @@ def _split(x, sizes):
   return tuple(jnp.split(x, np.cumsum(sizes)[:-1], axis=-1))
 
 
-def _tangents(g, zeros, chunk: int | None):
+def _tangents(g, zeros, chunk: int | None, aux: bool = False):
   """g's tangent map at `zeros` applied to each basis direction of its concatenated
-  arguments: (outputs' tangents, one row per direction), g linearized once."""
-  _, tangent = jax.linearize(g, *zeros)
+  arguments: (outputs' tangents, one row per direction), g linearized once. aux: g returns
+  (outputs, aux) and so does this, with aux's value."""
+  out = jax.linearize(g, *zeros, has_aux=aux)
+  tangent = out[1]
   sizes = [z.shape[0] for z in zeros]
   n = sum(sizes)
   apply = jax.vmap(lambda e: tangent(*_split(e, sizes)))
   if chunk is None or chunk >= n:
-    return apply(jnp.eye(n, dtype=zeros[0].dtype))
-  groups = -(-n // chunk)
-  chunk = -(-n // groups)  # equal groups: the least padding for that many
-  basis = jnp.eye(groups * chunk, n, dtype=zeros[0].dtype).reshape(groups, chunk, n)
-  return jax.tree.map(lambda t: t.reshape((groups * chunk,) + t.shape[2:])[:n],
-                      jax.lax.map(apply, basis))
+    res = apply(jnp.eye(n, dtype=zeros[0].dtype))
+  else:
+    groups = -(-n // chunk)
+    chunk = -(-n // groups)  # equal groups: the least padding for that many
+    basis = jnp.eye(groups * chunk, n, dtype=zeros[0].dtype).reshape(groups, chunk, n)
+    res = jax.tree.map(lambda t: t.reshape((groups * chunk,) + t.shape[2:])[:n],
+                       jax.lax.map(apply, basis))
+  return (res, out[2]) if aux else res
 
 
 def _central(f, n: int, dt, eps):
