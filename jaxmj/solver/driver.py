@@ -558,7 +558,8 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
   if slip is not None:
     arrays = dict(arrays, isl=(slip[1].dof, slip[1].efc))
     static = dict(static, slip=slip[0])
-  qacc, force = _optimum(static)(arrays, sg(res.qacc), sg(res.efc_force))
+  optimum, stationary = _optimum(static)
+  qacc, force = optimum(arrays, sg(res.qacc), sg(res.efc_force))
   # kept: the tangents below read the forces, which reverse mode would otherwise recompute
   # from the rows' states in every kernel of efc_J's cotangent ((nefc, nv) each)
   force = kept(force)
@@ -566,6 +567,8 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
   # smoothed rows that are inactive carry force tangents, so theirs must not be masked
   if soft is not None:
     qfrc = _mul_jt(soft["J"], force)
+  elif slip is None:
+    qfrc = stationary(arrays, qacc, force)
   elif mul_j is None:
     qfrc = _mul_jt(p.J_all, force)
   else:
@@ -587,10 +590,17 @@ def _mul_jt_jvp(primals, tangents):
   return J.T @ f, jnp.sum(f[:, None] * dJ, axis=0) + J.T @ df
 
 
-def _optimum(static: dict) -> Callable:
-  """(arrays, qacc, force) -> (qacc, force) as given, with the implicit derivative of the
-  optimum w.r.t. the problem's arrays (`static`: its numpy fields) as its JVP. With
-  arrays["mass"] and static["mul_m"] (see solve_arrays), M q's derivative is mul_m's."""
+def _optimum(static: dict) -> tuple[Callable, Callable]:
+  """(optimum, stationary). optimum: (arrays, qacc, force) -> (qacc, force) as given, with
+  the implicit derivative of the optimum w.r.t. the problem's arrays (`static`: its numpy
+  fields) as its JVP. With arrays["mass"] and static["mul_m"] (see solve_arrays), M q's
+  derivative is mul_m's. stationary: (arrays, qacc, force) -> J' force (nv,) at optimum's
+  output (the same product as before), with the tangent of M qacc - qfrc_smooth, which it
+  equals at the optimum (the primal gradient vanishes, and the implicit derivative keeps it
+  so: its Hessian is M + d(-J' force)/d qacc): dM qacc + M dqacc - dqfrc_smooth, O(nv^2)
+  per tangent where dJ' force + J' dforce took two (nefc, nv) products and the forces'
+  tangent. Not for smoothed rows or static-friction smoothing (their forces' tangents have
+  shares outside the Hessian that gives dqacc)."""
   static = dict(static)
   mul_m = static.pop("mul_m", None)
   mul_j = static.pop("mul_j", None)
@@ -673,7 +683,23 @@ def _optimum(static: dict) -> Callable:
     return (q, force), (dq + (dof @ sl.share) * (dq_slip - dq),
                         df + (efc @ sl.share) * (df_slip - df))
 
-  return optimum
+  def mul_m_at(arrays, q):
+    return problem(arrays).M @ q if mul_m is None else mul_m(*arrays["mass"], q)
+
+  @jax.custom_jvp
+  def stationary(arrays, q, force):
+    pa = problem(arrays)
+    if mul_j is None:
+      return _mul_jt(pa.J_all, force)
+    return mul_jac_t(mul_j[1], pa.J_all, arrays["jac"], force)
+
+  @stationary.defjvp
+  def stationary_jvp(primals, tangents):
+    (arrays, q, force), (darrays, dq, _) = primals, tangents
+    dmq = jax.jvp(lambda a: mul_m_at(a, q) - problem(a).qfrc_smooth, (arrays,), (darrays,))[1]
+    return stationary(arrays, q, force), dmq + mul_m_at(arrays, dq)
+
+  return optimum, stationary
 
 
 GRADS = ("implicit", "unrolled")
