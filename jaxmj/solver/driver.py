@@ -569,11 +569,15 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
     qfrc = _mul_jt(soft["J"], force)
   elif slip is None:
     qfrc = stationary(arrays, qacc, force)
-  elif mul_j is None:
-    qfrc = _mul_jt(p.J_all, force)
   else:
-    qfrc = mul_jac_t(mul_j[1], p.J_all, mul_j[2], force)
+    qfrc = _jt_force(p.J_all, None if mul_j is None else mul_j[1], arrays.get("jac"), force)
   return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=qfrc)
+
+
+def _jt_force(J_all: jax.Array, mul_jt, jac, force: jax.Array) -> jax.Array:
+  """efc_J' force (nv,): by the formed rows J_all (nefc, nv), or with jac_products by
+  `mul_jt` on the factors `jac` (mul_jt None: formed)."""
+  return _mul_jt(J_all, force) if mul_jt is None else mul_jac_t(mul_jt, J_all, jac, force)
 
 
 @jax.custom_jvp
@@ -688,10 +692,8 @@ def _optimum(static: dict) -> tuple[Callable, Callable]:
 
   @jax.custom_jvp
   def stationary(arrays, q, force):
-    pa = problem(arrays)
-    if mul_j is None:
-      return _mul_jt(pa.J_all, force)
-    return mul_jac_t(mul_j[1], pa.J_all, arrays["jac"], force)
+    mul_jt = None if mul_j is None else mul_j[1]
+    return _jt_force(problem(arrays).J_all, mul_jt, arrays.get("jac"), force)
 
   @stationary.defjvp
   def stationary_jvp(primals, tangents):
