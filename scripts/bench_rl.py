@@ -7,7 +7,8 @@
 
 Each engine trains in its own process with Brax's PPO (or SAC) and the settings of
 `jaxmj train --algo ALGO --preset PRESET` (--preset cpu by default; the same for both; both
-balance tasks are dm_control's: same model, start distribution and reward, returns up to 1000). The script prints, per engine,
+balance tasks are dm_control's: same model, start distribution and reward, returns up to
+1000). The script prints, per engine,
 the evaluation curve (env steps, seconds since training started, return), the wall time
 and env steps to the first evaluation at or above --target, and the ratio of the two
 times (below 1: jaxmj reaches it sooner). Times include compilation, as a user waits

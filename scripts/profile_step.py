@@ -95,8 +95,8 @@ def jaxmj_engine(path, md, package="jaxmj"):
   imp = lambda name: module_at(package, name)  # noqa: E731
   jaxmj = importlib.import_module(package)
   com, constraint, mass, passive, rne, solver, kin, driver = (imp(n) for n in (
-    "smooth.com", "constraint.driver", "smooth.mass", "smooth.passive", "smooth.rne", "solver.driver",
-    "smooth.kinematics", "collision.driver"))
+    "smooth.com", "constraint.driver", "smooth.mass", "smooth.passive", "smooth.rne",
+    "solver.driver", "smooth.kinematics", "collision.driver"))
 
   m = jaxmj.Model.from_xml_path(path)
   dt = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32

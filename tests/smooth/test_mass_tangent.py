@@ -86,11 +86,11 @@ def test_solves_jvp_match_central_differences_and_grad(model):
   fd = central(lambda t: jax.jit(primal)(t[0], t[1]), (mat, b), (dmat, db))
   x = jax.jit(primal)(mat, b)
   for fn in (through_factor, factored):
-    y, dy = jax.jit(lambda a, v, da, dv: jax.jvp(fn, (a, v), (da, dv)))(mat, b, dmat, db)
+    y, dy = jax.jit(lambda a, v, da, dv, fn=fn: jax.jvp(fn, (a, v), (da, dv)))(mat, b, dmat, db)
     np.testing.assert_array_equal(y, x)  # primal unchanged
     assert_close(dy, fd, 1e-8)
     # reverse mode is the transpose of the same linear map: <w, J t> = <J' w, t>
-    ga, gb = jax.jit(jax.grad(lambda a, v: jnp.dot(w, fn(a, v)), argnums=(0, 1)))(mat, b)
+    ga, gb = jax.jit(jax.grad(lambda a, v, fn=fn: jnp.dot(w, fn(a, v)), argnums=(0, 1)))(mat, b)
     lhs = float(jnp.dot(w, dy))
     rhs = float(jnp.sum(ga * dmat) + jnp.dot(gb, db))
     np.testing.assert_allclose(lhs, rhs, rtol=1e-10)
