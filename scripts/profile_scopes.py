@@ -17,7 +17,7 @@ own time is a fraction of a call and the rest is XLA:CPU's handling of each kern
 which costs most at the top level (the entry computation's dataflow executor, its ready
 kernels handed between threads) and little in a loop body of at most 8 kernels (run in
 order on one thread): the runs per scope, and how many of them are top-level, say where
-batch-1 latency goes (README, Batch-1 latency).
+batch-1 latency goes (docs/speed.md, Batch-1 latency).
 
 Usage:
   python scripts/profile_scopes.py MODEL [--batch 256] [--engine jaxmj|mjx]
