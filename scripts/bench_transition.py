@@ -5,7 +5,9 @@ Reports, per model and batch B: jaxmj's compile time, its time per state (median
 calls after a warm-up; wall, and process CPU time summed over XLA's threads) for each
 variant, mjd_transitionFD's (median over B states, one thread), their ratio (wall and
 CPU), and the largest difference of A relative to |A|max; then jaxmj's batched `step`
-alone per state (its qpos out), for scale. Variants (--variants):
+alone per state (its qpos out), for scale. The states: 5 steps after a random velocity kick
+of the initial state, or with --settle N of the state N steps from it (in contact). Variants
+(--variants):
 
   exact     transition_jacobians(m, d) of one state, vmapped over the batch (two
             linearizations, all columns at once)
@@ -39,15 +41,21 @@ import jaxmj
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def states(mm, n: int, seed: int = 0):
-  """n MuJoCo states a few steps after random velocity perturbations."""
+def states(mm, n: int, seed: int = 0, settle: int = 0):
+  """n MuJoCo states a few steps after random velocity perturbations of the state `settle`
+  steps from the initial one (humanoid_floor: no contact at 0, lying on the floor at 1500)."""
+  import copy
+
   import mujoco
 
   rng = np.random.default_rng(seed)
+  md0 = mujoco.MjData(mm)
+  for _ in range(settle):
+    mujoco.mj_step(mm, md0)
   out = []
   for _ in range(n):
-    md = mujoco.MjData(mm)
-    md.qvel[:] = 0.1 * rng.normal(size=mm.nv)
+    md = copy.deepcopy(md0)
+    md.qvel[:] += 0.1 * rng.normal(size=mm.nv)
     md.ctrl[:] = 0.1 * rng.normal(size=mm.nu)
     for _ in range(5):
       mujoco.mj_step(mm, md)
@@ -116,14 +124,14 @@ def jitted(per_state):
   return jax.jit(jax.vmap(per_state, in_axes=(None, 0)))
 
 
-def bench(name: str, batches, with_mujoco: bool, variants, base=None) -> None:
+def bench(name: str, batches, with_mujoco: bool, variants, base=None, settle: int = 0) -> None:
   path = os.path.join(ROOT, "models", f"{name}.xml")
   m = jaxmj.Model.from_xml_path(path)
   if with_mujoco:
     import mujoco
 
     mm = mujoco.MjModel.from_xml_path(path)
-    all_mds = states(mm, max(batches))
+    all_mds = states(mm, max(batches), settle=settle)
     fd_wall, fd_cpu = [], []
     for md in all_mds:
       t, c = time.perf_counter(), time.process_time()
@@ -131,13 +139,18 @@ def bench(name: str, batches, with_mujoco: bool, variants, base=None) -> None:
       fd_wall.append(time.perf_counter() - t)
       fd_cpu.append(time.process_time() - c)
     theirs, theirs_cpu = np.median(fd_wall), np.median(fd_cpu)
-    steppers = states(mm, 8, 1)
+    steppers = states(mm, 8, 1, settle)
     mj_step_s = median_time(lambda: [mujoco.mj_step(mm, md) for md in steppers])[0] / 8
     refs = [mujoco_fd(mm, md)[0] for md in all_mds[:8]]
+    nefc = [md.nefc for md in all_mds]
+    print(f"{name:16s} settle {settle}: MuJoCo nefc {min(nefc)}-{max(nefc)} over the states")
     print(f"{name:16s} nv={m.nv:3d} mjd_transitionFD {theirs * 1e3:.3f} ms/state "
           f"(CPU {theirs_cpu * 1e3:.3f}), mj_step {mj_step_s * 1e3:.4f} ms", flush=True)
   for batch in batches:
-    d = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), jaxmj.make_data(m))
+    d0 = jaxmj.make_data(m)
+    if settle and not with_mujoco:
+      d0 = jaxmj.rollout(m, d0, nstep=settle)[0]
+    d = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), d0)
     if with_mujoco:
       fields = ("time", "qpos", "qvel", "act", "ctrl", "qacc_warmstart")
       d = d.replace(**{f: jnp.stack([jnp.asarray(getattr(md, f)) for md in all_mds[:batch]])
@@ -210,6 +223,9 @@ def main() -> None:
   p.add_argument("--variants", nargs="+", default=["exact"],
                  help="exact, batched, block<k>, chunk<k>, jacfwd, fast, fd (see the docstring)")
   p.add_argument("--no-mujoco", action="store_true", help="time jaxmj alone")
+  p.add_argument("--settle", type=int, default=0, metavar="N",
+                 help="perturb the state N steps from the initial one (default 0; humanoid_floor "
+                      "lies on the floor in contact at 1500)")
   p.add_argument("--float32", action="store_true", help="jaxmj in float32 (default float64)")
   p.add_argument("--base", metavar="REF", help="A/B: also jaxmj at git REF (see the docstring)")
   args = p.parse_args()
@@ -226,7 +242,7 @@ def main() -> None:
   jax.config.update("jax_enable_x64", not args.float32)
   print(f"backend {jax.default_backend()}, {os.cpu_count()} cpus")
   for name in args.models:
-    bench(name, args.batch, not args.no_mujoco, args.variants, base)
+    bench(name, args.batch, not args.no_mujoco, args.variants, base, args.settle)
 
 
 if __name__ == "__main__":

@@ -121,8 +121,9 @@ def _batched(m: Model, d: Data, eps, chunk, block: int):
     if x.shape[:len(batch)] != batch:
       raise ValueError(f"transition_jacobians: a batch of Data needs every field batched; "
                        f"d{jax.tree_util.keystr(path)} has shape {x.shape}, qpos {d.qpos.shape}")
-  if len(batch) > 1:
-    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[len(batch):]), d)
+  if len(batch) > 1:  # the size, not -1: a field may have no entries (na = 0)
+    size = int(np.prod(batch))
+    flat = jax.tree.map(lambda x: x.reshape((size,) + x.shape[len(batch):]), d)
     out = _batched(m, flat, eps, chunk, block)
     return jax.tree.map(lambda y: y.reshape(batch + y.shape[1:]), out)
   n = batch[0]

@@ -558,8 +558,7 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
   if slip is not None:
     arrays = dict(arrays, isl=(slip[1].dof, slip[1].efc))
     static = dict(static, slip=slip[0])
-  optimum, stationary = _optimum(static)
-  qacc, force = optimum(arrays, sg(res.qacc), sg(res.efc_force))
+  qacc, force, qfrc = _optimum(static)(arrays, sg(res.qacc), sg(res.efc_force))
   # kept: the tangents below read the forces, which reverse mode would otherwise recompute
   # from the rows' states in every kernel of efc_J's cotangent ((nefc, nv) each)
   force = kept(force)
@@ -567,9 +566,7 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
   # smoothed rows that are inactive carry force tangents, so theirs must not be masked
   if soft is not None:
     qfrc = _mul_jt(soft["J"], force)
-  elif slip is None:
-    qfrc = stationary(arrays, qacc, force)
-  else:
+  elif slip is not None:
     qfrc = _jt_force(p.J_all, None if mul_j is None else mul_j[1], arrays.get("jac"), force)
   return res._replace(qacc=qacc, efc_force=force, qfrc_constraint=qfrc)
 
@@ -594,17 +591,19 @@ def _mul_jt_jvp(primals, tangents):
   return J.T @ f, jnp.sum(f[:, None] * dJ, axis=0) + J.T @ df
 
 
-def _optimum(static: dict) -> tuple[Callable, Callable]:
-  """(optimum, stationary). optimum: (arrays, qacc, force) -> (qacc, force) as given, with
+def _optimum(static: dict) -> Callable:
+  """optimum: (arrays, qacc, force) -> (qacc, force, qfrc): qacc and force as given, with
   the implicit derivative of the optimum w.r.t. the problem's arrays (`static`: its numpy
-  fields) as its JVP. With arrays["mass"] and static["mul_m"] (see solve_arrays), M q's
-  derivative is mul_m's. stationary: (arrays, qacc, force) -> J' force (nv,) at optimum's
-  output (the same product as before), with the tangent of M qacc - qfrc_smooth, which it
-  equals at the optimum (the primal gradient vanishes, and the implicit derivative keeps it
-  so: its Hessian is M + d(-J' force)/d qacc): dM qacc + M dqacc - dqfrc_smooth, O(nv^2)
-  per tangent where dJ' force + J' dforce took two (nefc, nv) products and the forces'
-  tangent. Not for smoothed rows or static-friction smoothing (their forces' tangents have
-  shares outside the Hessian that gives dqacc)."""
+  fields) as their JVP, and qfrc = J' force (nv,) (the same product as before) with the
+  tangent of M qacc - qfrc_smooth, which it equals at the optimum (the primal gradient
+  vanishes, and the implicit derivative keeps it so: its Hessian is M + d(-J' force)/d
+  qacc): dM qacc + M dqacc - dqfrc_smooth, O(nv^2) per tangent where dJ' force + J' dforce
+  took two (nefc, nv) products and the forces' tangent; its dM qacc - dqfrc_smooth is the
+  one dg reads (as a custom_jvp of its own, qfrc took that derivative of M qacc again per
+  tangent: XLA did not merge the two). qfrc None with smoothed rows or static-friction
+  smoothing (their forces' tangents have shares outside the Hessian that gives dqacc).
+  With arrays["mass"] and static["mul_m"] (see solve_arrays), M q's derivative is
+  mul_m's."""
   static = dict(static)
   mul_m = static.pop("mul_m", None)
   mul_j = static.pop("mul_j", None)
@@ -619,17 +618,19 @@ def _optimum(static: dict) -> tuple[Callable, Callable]:
     jq = pa.J_all @ q if mul_j is None else mul_jac(mul_j[0], pa.J_all, arrays["jac"], q)
     return jq - pa.aref
 
-  def smooth_terms(arrays, q, force):
-    """M q - qfrc_smooth - J' force: the primal gradient with the forces held."""
-    pa = problem(arrays)
-    mq = pa.M @ q if mul_m is None else mul_m(*arrays["mass"], q)
-    jtf = _mul_jt(pa.J_all, force) if mul_j is None else mul_jac_t(mul_j[1], pa.J_all,
-                                                                  arrays["jac"], force)
-    return mq - pa.qfrc_smooth - jtf
+  def mul_m_at(arrays, q):
+    return problem(arrays).M @ q if mul_m is None else mul_m(*arrays["mass"], q)
+
+  def jt_force(arrays, force):
+    mul_jt = None if mul_j is None else mul_j[1]
+    return _jt_force(problem(arrays).J_all, mul_jt, arrays.get("jac"), force)
+
+  def stationary(arrays):  # whether qfrc's tangent may come from stationarity
+    return "soft" not in arrays and pairs is None
 
   @jax.custom_jvp
   def optimum(arrays, qacc, force):
-    return qacc, force
+    return qacc, force, jt_force(arrays, force) if stationary(arrays) else None
 
   @optimum.defjvp
   def optimum_jvp(primals, tangents):
@@ -661,11 +662,15 @@ def _optimum(static: dict) -> tuple[Callable, Callable]:
         out = ext(out).at[pa.cidx].add(-jnp.einsum("cij,cj->ci", u.Hc, xc))[:-1]
       return out
 
-    dsmooth = jax.jvp(lambda a: smooth_terms(a, q, kept(u.force)), (arrays,), (darrays,))[1]
+    # dsmooth: the tangent of the primal gradient M q - qfrc_smooth - J' force with the
+    # forces held, its first two terms' shared with qfrc's
+    dmq = jax.jvp(lambda a: mul_m_at(a, q) - problem(a).qfrc_smooth, (arrays,), (darrays,))[1]
+    dsmooth = dmq - jax.jvp(lambda a: jt_force(a, kept(u.force)), (arrays,), (darrays,))[1]
     dg = dsmooth - pa.J_all.T @ (df_rows + dforce(djar))
-    if "soft" not in arrays and pairs is None:
+    if stationary(arrays):
       dq = -hinv_of() @ dg
-      return (q, force), (dq, df_rows + dforce(djar + pa.J_all @ dq))
+      return ((q, force, jt_force(arrays, force)),
+              (dq, df_rows + dforce(djar + pa.J_all @ dq), dmq + mul_m_at(arrays, dq)))
     soft_h, dg_soft, df_soft = None, 0.0, lambda dq: 0.0  # noqa: E731
     if "soft" in arrays:
       soft_h, dg_soft, df_soft = smoothing.soft_tangent(arrays["soft"], darrays["soft"], q,
@@ -673,7 +678,7 @@ def _optimum(static: dict) -> tuple[Callable, Callable]:
     dq = -hinv_of(soft_h) @ (dg + dg_soft)
     df = df_rows + dforce(djar + pa.J_all @ dq) + df_soft(dq)
     if pairs is None:
-      return (q, force), (dq, df)
+      return (q, force, None), (dq, df, None)
     # static friction (smoothing.slip): the derivative of the slip mode, in which each
     # pushing contact pushes along its resultant only (rows A J, forces A' f), blended in
     # per island
@@ -684,24 +689,10 @@ def _optimum(static: dict) -> tuple[Callable, Callable]:
     dq_slip = -hinv_of(soft_h, h_slip) @ (dsmooth - pa.J_all.T @ slip_force(djar) + dg_soft)
     df_slip = slip_force(djar + pa.J_all @ dq_slip) + df_soft(dq_slip)
     dof, efc = arrays["isl"]
-    return (q, force), (dq + (dof @ sl.share) * (dq_slip - dq),
-                        df + (efc @ sl.share) * (df_slip - df))
+    return (q, force, None), (dq + (dof @ sl.share) * (dq_slip - dq),
+                              df + (efc @ sl.share) * (df_slip - df), None)
 
-  def mul_m_at(arrays, q):
-    return problem(arrays).M @ q if mul_m is None else mul_m(*arrays["mass"], q)
-
-  @jax.custom_jvp
-  def stationary(arrays, q, force):
-    mul_jt = None if mul_j is None else mul_j[1]
-    return _jt_force(problem(arrays).J_all, mul_jt, arrays.get("jac"), force)
-
-  @stationary.defjvp
-  def stationary_jvp(primals, tangents):
-    (arrays, q, force), (darrays, dq, _) = primals, tangents
-    dmq = jax.jvp(lambda a: mul_m_at(a, q) - problem(a).qfrc_smooth, (arrays,), (darrays,))[1]
-    return stationary(arrays, q, force), dmq + mul_m_at(arrays, dq)
-
-  return optimum, stationary
+  return optimum
 
 
 GRADS = ("implicit", "unrolled")
