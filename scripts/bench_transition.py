@@ -150,7 +150,7 @@ def bench(name: str, batches, with_mujoco: bool, variants, base=None, settle: in
     d0 = jaxmj.make_data(m)
     if settle and not with_mujoco:
       d0 = jaxmj.rollout(m, d0, nstep=settle)[0]
-    d = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), d0)
+    d = jax.tree.map(lambda x, batch=batch: jnp.broadcast_to(x, (batch,) + x.shape), d0)
     if with_mujoco:
       fields = ("time", "qpos", "qvel", "act", "ctrl", "qacc_warmstart")
       d = d.replace(**{f: jnp.stack([jnp.asarray(getattr(md, f)) for md in all_mds[:batch]])
