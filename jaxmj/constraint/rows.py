@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -114,16 +115,62 @@ def _row_directions(d: Data, lay: EfcLayout, friction: jnp.ndarray):
   coefficient 1, plus the normal for a pyramid edge, whose coefficient is +-mu_k.
   """
   slot, k = lay.con_slot, lay.con_k
-  frame = d.contact.frame.reshape(-1, 3)
-  axis = frame[slot * 3 + k % 3]
+  slots, row_slot = np.unique(slot, return_inverse=True)
+  frame = take_static(d.contact.frame, slots)  # (ns, 3, 3)
+  axis = _per_row(frame, row_slot, k % 3)
   pyr = lay.con_pyramid[:, None]
-  mu = friction[slot, np.maximum(lay.con_edge, 0)]
+  mu = _per_row(take_static(friction, slots), row_slot, np.maximum(lay.con_edge, 0))
   coef = jnp.where(lay.con_pyramid, lay.con_sign * mu, 1.0)[:, None] * axis
   lin = (k < 3)[:, None]
   u = jnp.where(lin, coef, 0.0)
   if pyr.any():
-    u = u + jnp.where(pyr, frame[slot * 3], 0.0)
+    u = u + jnp.where(pyr, _per_row(frame, row_slot, np.zeros_like(k)), 0.0)
   return u, jnp.where(lin, 0.0, coef), mu
+
+
+def take_static(x: jnp.ndarray, idx: np.ndarray, most: int = 8) -> jnp.ndarray:
+  """x[idx] on axis 0 for static indices idx (n,), without a gather where they have a
+  pattern: blocks of one index each (each block's index taken so, then broadcast over the
+  block), else at most `most` runs of indices in a constant step (0: one index repeated),
+  as those runs' slices concatenated. Under vmap a gather puts the indexed axis ahead of
+  the batch axes, and its readers transpose it back element by element: box_stack's
+  transition Jacobians read the contact frames' and body velocities' tangents so, rows
+  apart by the whole batch, in the implicit derivative's largest fusion."""
+  idx = np.asarray(idx)
+  n = len(idx)
+  if n == len(x) and np.array_equal(idx, np.arange(n)):
+    return x
+  starts = np.flatnonzero(np.diff(idx, prepend=-1) != 0)
+  per = n // len(starts) if len(starts) else 0
+  if 1 < per and per * len(starts) == n and np.array_equal(idx, np.repeat(idx[starts], per)):
+    y = take_static(x, idx[starts], most)
+    return jnp.broadcast_to(y[:, None], (len(starts), per) + x.shape[1:]).reshape(
+      (n,) + x.shape[1:])
+  runs, i = [], 0
+  while i < n:
+    step = int(idx[i + 1] - idx[i]) if i + 1 < n and idx[i + 1] >= idx[i] else 0
+    j = i + 1
+    while j < n and idx[j] == idx[j - 1] + step:
+      j += 1
+    runs.append((int(idx[i]), j - i, step))
+    i = j
+  if len(runs) > most:
+    return x[idx]
+  parts = [jax.lax.slice_in_dim(x, a, a + (k - 1) * step + 1, step) if step else
+           jnp.broadcast_to(jax.lax.slice_in_dim(x, a, a + 1), (k,) + x.shape[1:])
+           for a, k, step in runs]
+  return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
+
+
+def _per_row(x: jnp.ndarray, row_slot: np.ndarray, j: np.ndarray) -> jnp.ndarray:
+  """x[row_slot, j] (nc, ...) for x (ns, m, ...) per slot and static row_slot, j (nc,):
+  where every slot has its rows as one block with the same j's (_slot_block), those
+  columns of x stacked per slot (slices and a broadcast, as take_static says why), else a
+  gather."""
+  per = _slot_block(row_slot, x.shape[0])
+  if per is None or not (j.reshape(-1, per) == j[:per]).all():
+    return x[row_slot, j]
+  return jnp.stack([x[:, c] for c in j[:per]], axis=1).reshape((-1,) + x.shape[2:])
 
 
 class ContactFactors(NamedTuple):
@@ -161,6 +208,11 @@ def _take(table: np.ndarray, idx):
   return table[idx] if isinstance(idx, np.ndarray) else jnp.asarray(table)[idx]
 
 
+def _body_rows(x: jnp.ndarray, b) -> jnp.ndarray:
+  """x[b] for bodies b: take_static's for static b, a gather for traced ones."""
+  return take_static(x, b) if isinstance(b, np.ndarray) else x[b]
+
+
 def _onehot(b, n: int, dt) -> jnp.ndarray:
   """(len(b), n) one-hot rows of bodies b: static for static b, else by comparison."""
   if isinstance(b, np.ndarray):
@@ -179,7 +231,8 @@ def contact_factors(m: Model, d: Data, lay: EfcLayout) -> ContactFactors:
   sb1, sb2 = (b[slots] for b in con.bodies(m.geom_bodyid))
   b1, b2 = sb1[row_slot], sb2[row_slot]
   body_dof = body_plan(m)["body_dof"]
-  off = lambda b: con.pos[slots] - d.subtree_com[_take(m.body_rootid, b)]  # noqa: E731
+  pos = take_static(con.pos, slots)
+  off = lambda b: pos - _body_rows(d.subtree_com, _take(m.body_rootid, b))  # noqa: E731
   # traced bodies (max_contact_points): either side may move
   moves = lambda b: not isinstance(b, np.ndarray) or body_dof[b].any()  # noqa: E731
   soff1 = off(sb1) if moves(sb1) else None
@@ -233,10 +286,10 @@ def contact_mul_jac(m: Model, lay: EfcLayout, f: ContactFactors, cdof: jnp.ndarr
   matrix per tangent, which XLA:CPU broadcast over every tangent (forward mode)."""
   dt = x.dtype
   vel = jnp.asarray(body_plan(m)["body_dof"], dt) @ (cdof * x[:, None])  # (nbody, 6)
-  # each slot's body velocities: static bodies by a static gather (a one-hot product put
-  # the slot axis first and XLA:CPU transposed it back per tangent: box_stack's position
-  # tangents), traced ones (max_contact_points) by one-hot products
-  v1, v2 = (vel[b] if isinstance(b, np.ndarray) else _onehot(b, m.nbody, dt) @ vel
+  # each slot's body velocities: static bodies by take_static (a one-hot product put the
+  # slot axis first and XLA:CPU transposed it back per tangent: box_stack's position
+  # tangents; so did a gather), traced ones (max_contact_points) by one-hot products
+  v1, v2 = (_body_rows(vel, b) if isinstance(b, np.ndarray) else _onehot(b, m.nbody, dt) @ vel
             for b in (f.sb1, f.sb2))
   rel = 0.0
   for sign, v, off in ((-1.0, v1, f.soff1), (1.0, v2, f.soff2)):

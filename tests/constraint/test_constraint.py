@@ -17,7 +17,11 @@ mujoco = pytest.importorskip("mujoco")
 import jaxmj  # noqa: E402
 from jaxmj.constraint.driver import jac_products, make_constraint  # noqa: E402
 from jaxmj.constraint.layout import efc_layout  # noqa: E402
-from jaxmj.constraint.rows import ball_angle_axis, contact_factors  # noqa: E402
+from jaxmj.constraint.rows import (  # noqa: E402
+  ball_angle_axis,
+  contact_factors,
+  take_static,
+)
 from jaxmj.smooth import com, kinematics, mass  # noqa: E402
 
 
@@ -277,6 +281,18 @@ def test_jacobian_products_match_the_formed_rows(cone):
   for (jx, mx, jty, mty) in (out, dout):
     np.testing.assert_allclose(mx, jx, rtol=0, atol=1e-12 * np.abs(jx).max())
     np.testing.assert_allclose(mty, jty, rtol=0, atol=1e-12 * np.abs(jty).max())
+
+
+@pytest.mark.parametrize("idx", [[1, 1, 1, 2, 2, 0, 0, 0], list(range(10)), [3, 4, 5, 5, 9],
+                                 [0, 2, 4, 6, 8, 1, 3, 5, 7, 9, 0], [5, 3, 1, 0], [2, 2, 2],
+                                 np.repeat(np.arange(12), 4), np.repeat(np.arange(12) * 4, 4),
+                                 np.arange(48)])
+def test_take_static_equals_indexing(idx):
+  """take_static (slices and broadcasts for static indices, a gather for the rest) equals
+  numpy indexing."""
+  x = np.arange(48 * 3, dtype=np.float32).reshape(48, 3)
+  idx = np.asarray(idx)
+  np.testing.assert_array_equal(take_static(jnp.asarray(x), idx), x[idx])
 
 
 def test_edited_contact_parameters_match_mj_makeconstraint():
