@@ -14,7 +14,7 @@ For models/humanoid_floor.xml (contacts, default solver settings; float32 unless
            not count, and the least call is one no other process interrupted). Reported: the
            median time per program, the median of the per-round ratios with their range
            [least-most], and the ratio of the least times over all rounds. On the shared
-           2-core machine per-round ratios spread by +-15-30% at load 6-13 (README, Long
+           2-core machine per-round ratios spread by +-15-30% at load 6-13 (docs/gradients.md, Long
            horizons), so compare revisions with --base, whose tree-over-REF ratios per
            round (both timed in the same round) are the figures to read, over several runs;
            --cpu N pins the process to one core.

@@ -87,7 +87,7 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
   lax.map over blocks, the last padded by repeating the last state), their tangent maps
   `chunk` columns at a time ("auto": at most 8 for a batch, all at once for one world), so
   that the tangent arrays stay in the CPU's caches: CPU time per state, one pinned core,
-  256 states (README, "Transition Jacobians"), went from 1.36 ms vmapped all at once to
+  256 states (docs/gradients.md, "Transition Jacobians"), went from 1.36 ms vmapped all at once to
   0.6-0.7 on the humanoid, and from 2.7 to 1.3-1.7 on box_stack. `jax.vmap` of the
   one-world call works too (then pass a chunk), and everything jits.
   """
