@@ -49,12 +49,13 @@ def make_data(m: Model) -> Data:
     qfrc_inverse=z(nv), energy=z(2), warning=jnp.zeros(NWARNING, jnp.int32),
     sensordata=z(m.nsensordata), history=history.init(m, dt), cacc=z(nb, 6),
     cfrc_int=z(nb, 6), cfrc_ext=z(nb, 6),
-    **_constraint_fields(m, dt),
+    **constraint_fields(m, dt),
   )
 
 
-def _constraint_fields(m: Model, dt) -> dict:
-  """Contact slots and efc rows at the model's fixed sizes (collision plan, efc layout)."""
+def constraint_fields(m: Model, dt) -> dict:
+  """Contact slots and efc rows at the model's fixed sizes (collision plan, efc layout), as
+  make_data gives them: the Data fields whose shapes depend on `m`'s contacts and flags."""
   plan = contact_slots(m)
   layout = efc_layout(m, plan["dim"])
   ncon, nefc = plan["ncon"], layout.nefc

@@ -193,15 +193,19 @@ def ab(name: str, batch: int, variant: str, base, tree) -> None:
   db = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), lib.make_data(mb))
   fields = ("time", "qpos", "qvel", "act", "ctrl", "qacc_warmstart")
   db = db.replace(**{f: getattr(d, f) for f in fields})
+  t = time.perf_counter()
   fb = jitted(per_state).lower(mb, db).compile()
+  compile_s = time.perf_counter() - t
   runs = {"tree": tree, ref: (fb, mb, db)}
+  same = all(np.array_equal(x, y) for x, y in zip(tree[0](m, d), fb(mb, db)))
   cpu = {k: np.inf for k in runs}
   for _ in range(5):
     for k, (fn, mk, dk) in runs.items():
       cpu[k] = min(cpu[k], median_time(fn, mk, dk, n=1)[1] / batch)
   print(f"{name:16s} B={batch:4d} {variant:7s} A/B CPU ms/state: tree {cpu['tree'] * 1e3:8.4f}"
-        f", {ref} {cpu[ref] * 1e3:8.4f}, {ref}/tree {cpu[ref] / cpu['tree']:5.2f} | load "
-        f"{os.getloadavg()[0]:.1f}", flush=True)
+        f", {ref} {cpu[ref] * 1e3:8.4f}, {ref}/tree {cpu[ref] / cpu['tree']:5.2f} | {ref} "
+        f"compile {compile_s:6.1f} s | bit-identical {same} | load {os.getloadavg()[0]:.1f}",
+        flush=True)
 
 
 def median_time(fn, *args, n: int = 3) -> tuple[float, float]:

@@ -141,3 +141,34 @@ def test_transition_jacobians_batch_chunk_and_finite_difference_options():
   for x, y in zip(fd, _jacobians(m, ds[0])):
     if y.size:
       np.testing.assert_allclose(x, y, rtol=0, atol=1e-6 * max(1.0, np.max(np.abs(y))))
+
+
+BALL_XML = """<mujoco><option timestep="0.004"/>
+  <worldbody>
+    <geom type="plane" size="3 3 .1"/>
+    <body pos="0 0 .1"><freejoint/><geom type="sphere" size=".1"/><site name="c"/></body>
+  </worldbody>
+  <sensor><framepos objtype="site" objname="c"/><velocimeter site="c"/></sensor>
+</mujoco>"""
+
+
+def test_transition_jacobians_batch_without_active_contacts():
+  """A batch passed as one Data takes a block's Jacobians without its contact rows when none
+  is active in any of its states: two balls in flight (block 1) and one rolling on the floor
+  (block 2, padded) all match mjd_transitionFD, and the rolling one equals its one-world call."""
+  mm, m = mujoco.MjModel.from_xml_string(BALL_XML), jaxmj.Model.from_xml_string(BALL_XML)
+  mds = []
+  for seed, height in ((1, 1.0), (2, 0.7), (3, 0.0)):
+    md = _mujoco_state(mm, 0, seed)
+    md.qpos[2] += height
+    md.qvel[2] = 0.0 if height == 0.0 else md.qvel[2]
+    for _ in range(20):
+      mujoco.mj_step(mm, md)
+    assert (md.ncon == 1) == (height == 0.0)
+    mds.append(md)
+  batch = jax.tree.map(lambda *x: jnp.stack(x), *[_jaxmj_data(m, md) for md in mds])
+  ours = _jacobians(m, batch, block=2)
+  for i, md in enumerate(mds):
+    _assert_close([x[i] for x in ours], _mujoco_jacobians(mm, md))
+  for x, y in zip(ours, _jacobians(m, _jaxmj_data(m, mds[2]))):
+    np.testing.assert_allclose(x[2], y, rtol=1e-12, atol=1e-12)

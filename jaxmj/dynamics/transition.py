@@ -11,8 +11,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.dynamics.forward import step
-from jaxmj.enums import DisableBit, Integrator, Solver
+from jaxmj.collision.plan import collision_plan, contact_slots
+from jaxmj.constraint.layout import efc_layout
+from jaxmj.dynamics.forward import forward, step
+from jaxmj.enums import (
+  ConstraintState,
+  DisableBit,
+  EnableBit,
+  Integrator,
+  SensorType,
+  Solver,
+  TrnType,
+)
+from jaxmj.io import constraint_fields
 from jaxmj.smooth.qpos import differentiate_pos, integrate_pos
 from jaxmj.types import Data, Model
 
@@ -88,8 +99,12 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
   `chunk` columns at a time ("auto": at most 8 for a batch, all at once for one world), so
   that the tangent arrays stay in the CPU's caches: CPU time per state, one pinned core,
   256 states (docs/gradients.md, "Transition Jacobians"), went from 1.36 ms vmapped all at once to
-  0.6-0.7 on the humanoid, and from 2.7 to 1.3-1.7 on box_stack. `jax.vmap` of the
-  one-world call works too (then pass a chunk), and everything jits.
+  0.6-0.7 on the humanoid, and from 2.7 to 1.3-1.7 on box_stack. A block in which no state
+  has an active contact row at the step's solution takes its Jacobians through the model with
+  contacts disabled (the same solution and derivative without their collision, rows and
+  tangents; _contact_free lists the models that always keep them). `jax.vmap` of the
+  one-world call works too (then pass a chunk; it keeps every contact row), and everything
+  jits.
   """
   if d.qpos.ndim > 1:
     return _batched(m, d, eps, _AUTO_CHUNK if chunk == "auto" else chunk, block)
@@ -127,12 +142,22 @@ def _batched(m: Model, d: Data, eps, chunk, block: int):
     out = _batched(m, flat, eps, chunk, block)
     return jax.tree.map(lambda y: y.reshape(batch + y.shape[1:]), out)
   n = batch[0]
+  free = _contact_free(m) if eps is None else None
 
-  def one(di):
-    return transition_jacobians(m, di, eps, chunk)
+  def full(db):
+    return jax.vmap(lambda di: transition_jacobians(m, di, eps, chunk))(db)
+
+  def states(db):
+    """A block of states' Jacobians: without the contact rows where no state of the block
+    has one active (a real branch: the predicate is the block's, outside the vmap)."""
+    if free is None:
+      return full(db)
+    quiet = jnp.all(jax.vmap(lambda di: _contacts_inactive(m, di))(db))
+    return jax.lax.cond(quiet, jax.vmap(lambda di: transition_jacobians(
+      free, di.replace(**constraint_fields(free, di.qvel.dtype)), eps, chunk)), full, db)
 
   if n <= block:
-    return jax.vmap(one)(d)
+    return states(d)
   groups = -(-n // block)
   pad = groups * block - n
 
@@ -140,8 +165,48 @@ def _batched(m: Model, d: Data, eps, chunk, block: int):
     x = jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]) if pad else x
     return x.reshape((groups, block) + x.shape[1:])
 
-  out = jax.lax.map(jax.vmap(one), jax.tree.map(blocked, d))
+  out = jax.lax.map(states, jax.tree.map(blocked, d))
   return jax.tree.map(lambda y: y.reshape((groups * block,) + y.shape[2:])[:n], out)
+
+
+# Sensors that read contacts, constraint forces or collision distances: a model with one keeps
+# its contact rows in every block (their values or tangents could differ without them).
+_CONTACT_SENSORS = frozenset({
+  SensorType.TOUCH, SensorType.FORCE, SensorType.TORQUE, SensorType.JOINTLIMITFRC,
+  SensorType.TENDONLIMITFRC, SensorType.GEOMDIST, SensorType.GEOMNORMAL,
+  SensorType.GEOMFROMTO, SensorType.CONTACT, SensorType.TACTILE, SensorType.PLUGIN,
+  SensorType.USER})
+
+
+def _contact_free(m: Model) -> Model | None:
+  """`m` with its contacts disabled, for a block of states in which no contact row is active
+  at the solution, or None where that could change the Jacobians.
+
+  Rows SATISFIED at the optimum carry no force and are not in the solver's Hessian, so
+  without them the step has the same solution (to the solver's tolerance) and the same
+  implicit derivative; the variant skips their collision, rows and tangents. Kept (None):
+  no contact slots, capped contacts, sensors in _CONTACT_SENSORS, PGS, unrolled
+  derivatives, noslip, grad smoothing (SATISFIED rows carry tangents), RK4 (later stages
+  solve at other states), adhesion (geoms, pairs or actuators: forces outside the rows),
+  sleep and fwdinv."""
+  o = m.opt
+  plan = collision_plan(m)
+  if (plan["ncon"] == 0 or plan["capped"] is not None
+      or any(int(t) in _CONTACT_SENSORS for t in np.asarray(m.sensor_type))
+      or o.solver == Solver.PGS or o.grad != "implicit" or o.noslip_iterations
+      or o.grad_smoothing or o.grad_smoothing_friction or o.integrator == Integrator.RK4
+      or m.flg_adhesion or np.any(np.asarray(m.actuator_trntype) == TrnType.BODY)
+      or o.enabled(EnableBit.SLEEP) or o.enabled(EnableBit.FWDINV)):
+    return None
+  return m.replace(opt=o.replace(disableflags=o.disableflags | DisableBit.CONTACT))
+
+
+def _contacts_inactive(m: Model, d: Data) -> jax.Array:
+  """() bool: no contact row of `m` at `d` is active (every one SATISFIED) at the solution
+  of the step from `d`."""
+  lay = efc_layout(m, contact_slots(m)["dim"])
+  state = forward(m, d).efc_state[lay.contact0:lay.contact0 + lay.nc]
+  return jnp.all(state == ConstraintState.SATISFIED)
 
 
 def _split(x, sizes):
