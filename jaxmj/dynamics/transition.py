@@ -100,10 +100,11 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
   `chunk` columns at a time ("auto": at most 8 for a batch, all at once for one world), so
   that the tangent arrays stay in the CPU's caches: CPU time per state, one pinned core,
   256 states (docs/gradients.md, "Transition Jacobians"), went from 1.36 ms vmapped all at once to
-  0.6-0.7 on the humanoid, and from 2.7 to 1.3-1.7 on box_stack. A block in which no state
-  has an active contact row at the step's solution takes its Jacobians through the model with
-  contacts disabled (the same solution and derivative without their collision, rows and
-  tangents; _contact_free lists the models that always keep them). `jax.vmap` of the
+  0.6-0.7 on the humanoid, and from 2.7 to 1.3-1.7 on box_stack. A block in which no geom
+  pair of any state is within reach (broad phase: no contact rows) takes its Jacobians
+  through the model with contacts disabled (the same solution and derivative without
+  their collision, rows and tangents; _contact_free lists the models that always keep
+  them). `jax.vmap` of the
   one-world call works too (then pass a chunk; it keeps every contact row), and everything
   jits.
   """
@@ -150,7 +151,7 @@ def _batched(m: Model, d: Data, eps, chunk, block: int):
 
   def states(db):
     """A block of states' Jacobians: without the contact rows where no state of the block
-    has one active (a real branch: the predicate is the block's, outside the vmap)."""
+    has any (a real branch: the predicate is the block's, outside the vmap)."""
     if free is None:
       return full(db)
     quiet = jnp.all(jax.vmap(lambda di: _contacts_inactive(m, di))(db))
@@ -180,12 +181,12 @@ _CONTACT_SENSORS = frozenset({
 
 
 def _contact_free(m: Model) -> Model | None:
-  """`m` with its contacts disabled, for a block of states in which no contact row is active
-  at the solution, or None where that could change the Jacobians.
+  """`m` with its contacts disabled, for a block of states with no contact rows (every geom
+  pair out of reach), or None where that could change the Jacobians.
 
-  Rows SATISFIED at the optimum carry no force and are not in the solver's Hessian, so
-  without them the step has the same solution (to the solver's tolerance) and the same
-  implicit derivative; the variant skips their collision, rows and tangents. Kept (None):
+  Rows absent at a state carry no force and no tangent, so without their slots the step has
+  the same solution (to the solver's tolerance) and the same implicit derivative; the
+  variant skips their collision, rows and tangents. Kept (None):
   no contact slots, capped contacts, sensors in _CONTACT_SENSORS, PGS, unrolled
   derivatives, noslip, grad smoothing (SATISFIED rows carry tangents), RK4 (later stages
   solve at other states), adhesion (geoms, pairs or actuators: forces outside the rows),
