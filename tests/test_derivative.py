@@ -19,6 +19,7 @@ from conftest import MODELS
 from mujoco_compare import jit_fast
 
 import jaxmj
+from jaxmj.dynamics.transition import _contacts_inactive
 
 RTOL = 1e-5
 FD_EPS = 1e-6
@@ -168,6 +169,9 @@ def test_transition_jacobians_batch_without_active_contacts():
     assert (md.ncon == 1) == (height == 0.0)
     mds.append(md)
   batch = jax.tree.map(lambda *x: jnp.stack(x), *[_jaxmj_data(m, md) for md in mds])
+  # the shortcut's test: the balls in flight are out of every pair's reach, the rolling one not
+  inactive = jax.jit(jax.vmap(lambda d: _contacts_inactive(m, d)))(batch)
+  assert np.asarray(inactive).tolist() == [True, True, False]
   ours = jit_fast(jaxmj.transition_jacobians, static_argnames=("block",))(m, batch, block=2)
   for i, md in enumerate(mds):
     _assert_close([x[i] for x in ours], _mujoco_jacobians(mm, md))
