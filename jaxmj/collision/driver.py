@@ -112,9 +112,7 @@ def collision(m: Model, d: Data) -> Data:
   plan = collision_plan(m)
   if not plan["groups"]:
     return d
-  every = {k: np.concatenate([g[k] for g in plan["groups"]]) for k in ("g1", "g2", "pair")}
-  params = contact_params(m, every["g1"], every["g2"], every["pair"])
-  reach = params["margin"] + params["gap"]
+  every, params, reach = _candidates(m, plan)
   cap = plan["capped"]
   chosen = _nearest_pairs(m, d, plan) if cap is not None else None
   pair = _collided(plan, chosen)
@@ -145,6 +143,25 @@ def collision(m: Model, d: Data) -> Data:
     fields = {k: v[slot] for k, v in fields.items()}
     fields["geom"] = geom[slot_pair][slot]
   return d.replace(contact=d.contact.replace(**fields))
+
+
+def _candidates(m: Model, plan: dict) -> tuple[dict, dict, np.ndarray]:
+  """The plan's candidate pairs over all groups (every: g1, g2, pair (npair,)), their
+  contact_params, and how far their colliders look (npair,): margin + gap."""
+  every = {k: np.concatenate([g[k] for g in plan["groups"]]) for k in ("g1", "g2", "pair")}
+  params = contact_params(m, every["g1"], every["g2"], every["pair"])
+  return every, params, params["margin"] + params["gap"]
+
+
+def all_out_of_reach(m: Model, d: Data) -> jnp.ndarray:
+  """() bool: every candidate pair is out of its colliders' reach by bounding spheres
+  (broadphase.out_of_reach, mj_filterSphere with margin + gap) at d's geom frames, so that
+  collision finds no contact and the step no contact row. Uncapped plans only."""
+  plan = collision_plan(m)
+  if not plan["groups"]:
+    return jnp.asarray(True)
+  every, _, reach = _candidates(m, plan)
+  return jnp.all(_far(m, d, plan, every, reach, None, None))
 
 
 def _nearest_pairs(m: Model, d: Data, plan: dict) -> list:
