@@ -633,7 +633,11 @@ def main():
           continue
         env.update(result.pop("env", {}))
         rows.append({"model": model, "path": path, "engine": engine, **result})
-        print(f"  {engine} on {model} done after {time.perf_counter() - start:.0f} s", flush=True)
+        # each row as it ends: a run stopped partway (a lease running out) still reports it
+        cells = zip(columns(args.batches)[2:], row_values(rows[-1], args.batches), strict=True)
+        summary = ", ".join(f"{name} {value:.4g}" for name, value in cells if value is not None)
+        print(f"  {engine} on {model} done after {time.perf_counter() - start:.0f} s: {summary}",
+              flush=True)
     return rows
 
   import concurrent.futures
