@@ -1,22 +1,30 @@
 #!/bin/bash
-# The GPU benchmark as run on a lent GPU machine (see README, "Speed"): the suite (jaxmj beside
-# MJX), and jaxmj at revision BASE (a checkout whose root is $1, default: none) on MJX's humanoid
-# beside it, sharing one device lock so that timed calls never overlap; then float32
-# trajectories on the GPU held to MuJoCo C (scripts/gpu_fidelity.py). Results go to $OUT.
-# Usage: scripts/gpu_suite.sh [BASE_ROOT]
-OUT=${OUT:-.}
+# Everything one lent GPU machine is for, inside one call of at most BUDGET seconds (default 570;
+# a lease is 15 minutes of device time in all): the GPU suite (jaxmj beside MJX, scripts/bench.py
+# --suite gpu), float32 trajectories on the GPU held to MuJoCo C (scripts/gpu_fidelity.py), then a
+# per-stage profile of MJX's humanoid with what time is left (scripts/profile_step.py). Each part
+# gets a deadline so a slow part cannot take the rest's results; bench.py prints every row as it
+# ends. Results go to $OUT (the device tool's folder that comes back).
+# BATCH and STEPS shrink it for a rehearsal on the CPU: BATCH=4 STEPS=2 OUT=/tmp/g bash scripts/gpu_suite.sh
+# On the lent machine (Python 3.12, JAX with CUDA, no network), mujoco-core, mujoco-mjx and trimesh
+# travel as wheels (README, "On a GPU").
+OUT=${OUT:-.}; mkdir -p "$OUT"
+B=${BATCH:-8192}; T=${STEPS:-100}
 export PYTHONUNBUFFERED=1 BENCH_DEVICE_LOCK=/tmp/bench_device.lock XLA_PYTHON_CLIENT_PREALLOCATE=false
-nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-python3 -c "import jax; print(jax.__version__, jax.devices())"
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ -n "$1" ]; then
-  h=$(python3 -c "import bench; print(bench._mjx_test_model('humanoid/humanoid.xml'))" 2>/dev/null \
-      || python3 -c "import sys; sys.path.insert(0, '$here/scripts'); import bench; print(bench._mjx_test_model('humanoid/humanoid.xml'))")
-  (cd "$1" && PYTHONPATH="$1:$PYTHONPATH" python3 "$here/scripts/bench.py" "$h" --engines jaxmj \
-     --batches 8192 --steps 100 --json "$OUT/bench_base.json" > "$OUT/bench_base.log" 2>&1) &
-fi
-python3 "$here/scripts/bench.py" --suite gpu --stall-timeout 240 --json "$OUT/bench_gpu.json" \
-  2>&1 | grep -v -i warn | tee "$OUT/bench_gpu.log"
-wait
-grep -v -i warn "$OUT/bench_base.log" 2>/dev/null | tail -8
-python3 "$here/scripts/gpu_fidelity.py" 2>&1 | grep -v -i warn | tee "$OUT/gpu_fidelity.log"
+t0=$(date +%s); end=$(( t0 + ${BUDGET:-570} ))
+el() { echo "[t+$(( $(date +%s) - t0 ))s] $*"; }
+left() { echo $(( end - $(date +%s) - $1 )); }  # seconds to the deadline, less a reserve
+quiet() { grep --line-buffered -v -i warn; }     # line-buffered: a killed part keeps its lines
+nvidia-smi -L 2>/dev/null; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>/dev/null
+python3 -c "import jax, mujoco, jaxmj; print('jax', jax.__version__, jax.devices(), 'mujoco', mujoco.__version__)" || exit 1
+H=$(python3 -c "import sys; sys.path.insert(0, '$here/scripts'); import bench; print(bench._mjx_test_model('humanoid/humanoid.xml'))")
+el suite
+timeout "$(left 170)" python3 "$here/scripts/bench.py" --suite gpu --batches "$B" --steps "$T" \
+  --stall-timeout 200 --json "$OUT/bench_gpu.json" --markdown "$OUT/bench_gpu.md" 2>&1 | quiet | tee "$OUT/bench_gpu.log"
+el fidelity
+timeout "$(( $(left 0) / 2 ))" python3 "$here/scripts/gpu_fidelity.py" 2>&1 | quiet | tee "$OUT/gpu_fidelity.log"
+el profile
+timeout "$(left 3)" python3 "$here/scripts/profile_step.py" "$H" --batch "$B" --repeats 3 --calls 3 \
+  --engines jaxmj mjx --stages collision constraint solver step 2>&1 | quiet | tee "$OUT/profile_humanoid.log"
+el done
