@@ -176,21 +176,11 @@ def skew(u):
   return _rows([[zero, -u2, u1], [u2, zero, -u0], [-u1, u0, zero]])
 
 
-def cross3(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
-  """a x b over the last axis (..., 3), jnp.cross's arithmetic term for term, stacked on
-  the last axis: jnp.cross stacks on a leading axis and moves it last, a transpose that a
-  GPU runs as a kernel of its own per use under vmap (MJX's humanoid, H200 target: the
-  spatial cross products of mj_comVel and mj_rne, N kernels fewer)."""
-  a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-  b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-  return jnp.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-
-
 @jax.custom_jvp
 def cross(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
   """a x b over the last axis (..., 3): jnp.cross's values, with a derivative that keeps
   tangents whole (jnp.cross's own slices each transpose to a pad in reverse mode)."""
-  return cross3(a, b)
+  return jnp.cross(a, b)
 
 
 @cross.defjvp
@@ -345,14 +335,14 @@ def motion_cross(v: jnp.ndarray, m: jnp.ndarray) -> jnp.ndarray:
   """Spatial motion cross product v x m (mju_crossMotion)."""
   vw, vl = v[..., :3], v[..., 3:]
   mw, ml = m[..., :3], m[..., 3:]
-  return jnp.concatenate([cross3(vw, mw), cross3(vw, ml) + cross3(vl, mw)], axis=-1)
+  return jnp.concatenate([jnp.cross(vw, mw), jnp.cross(vw, ml) + jnp.cross(vl, mw)], axis=-1)
 
 
 def force_cross(v: jnp.ndarray, f: jnp.ndarray) -> jnp.ndarray:
   """Spatial force cross product v x* f (mju_crossForce)."""
   vw, vl = v[..., :3], v[..., 3:]
   fw, fl = f[..., :3], f[..., 3:]
-  return jnp.concatenate([cross3(vw, fw) + cross3(vl, fl), cross3(vw, fl)], axis=-1)
+  return jnp.concatenate([jnp.cross(vw, fw) + jnp.cross(vl, fl), jnp.cross(vw, fl)], axis=-1)
 
 
 def inert_mul(i: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
@@ -369,7 +359,7 @@ def inert_mul(i: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
     ],
     axis=-1,
   )
-  return jnp.concatenate([rot + cross3(h, lin), mass * lin - cross3(h, w)], axis=-1)
+  return jnp.concatenate([rot + jnp.cross(h, lin), mass * lin - jnp.cross(h, w)], axis=-1)
 
 
 @jax.custom_jvp
