@@ -58,7 +58,9 @@ class PlaneMeshTables(NamedTuple):
   mesh_hullvert). Built on the host (`plane_mesh_tables`) from MuJoCo's hull graph and
   polygons; one pair's rows are gathered by mesh id."""
 
-  hill: jax.Array  # () bool: MuJoCo searches the support by hill climbing (graph, >= 10 verts)
+  # () bool: MuJoCo searches the support by hill climbing (graph, >= 10 verts); None where no
+  # mesh of the group does (no climbing loop to compile)
+  hill: jax.Array | None
   extrema: jax.Array  # (27,) int: hill climbing's start per octant of the direction
   nbr: jax.Array  # (H, D) int: hull neighbours in graph order, padded with the vertex itself
   pmap: jax.Array  # (H, K) int: polygons through each vertex (mesh_polymap), -1 padded
@@ -190,6 +192,8 @@ def _hull4(verts, face, n, a, z):
     return (jnp.where(grow, cb, b), jnp.where(grow, cc, c), jnp.where(grow, cd, d),
             jnp.where(grow, new, best), jnp.where(grow, jnp.maximum(phase, 1), stop))
 
+  if face.shape[0] <= 4:  # no polygon of more than four corners: nothing to prune (no loop)
+    return jnp.stack([a, b, c, d]), jnp.minimum(n, 4)
   phase = jnp.where(n > 4, 0, 3)
   b, c, d, _, _ = kept(lax.while_loop(lambda s: s[4] != 3, step, (b, c, d, area(b, c, d), phase)))
   return jnp.stack([a, b, c, d]), jnp.minimum(n, 4)
@@ -218,8 +222,9 @@ def plane_mesh(plane: GeomFrame, mesh: GeomFrame, margin, verts: jax.Array, nver
   ln = _dot3(smat.T, sn, z)  # mat' n: the plane normal in the mesh frame
   dots = jnp.where(jnp.arange(verts.shape[0]) < nvert, _dot3(sv, -ln, z), -jnp.inf)
   octant = 13 + jnp.sum(jnp.array([9, 3, 1]) * ((-ln > 0.4).astype(int) - (-ln < -0.4)))
-  vi = jnp.where(tables.hill, _hill_climb(tables, dots, tables.extrema[octant]),
-                 jnp.argmax(dots))
+  vi = jnp.argmax(dots)
+  if tables.hill is not None:
+    vi = jnp.where(tables.hill, _hill_climb(tables, dots, tables.extrema[octant]), vi)
   ids = tables.pmap[vi]
   nd = jnp.where(ids >= 0, _dot3(tables.pnormal[jnp.maximum(ids, 0)], ln, z), jnp.inf)
   k = jnp.argmin(nd)
@@ -259,6 +264,8 @@ def pair_arguments(m, types, g1: np.ndarray, g2: np.ndarray) -> tuple:
   if types == (GeomType.PLANE, GeomType.MESH):
     mid = m.geom_dataid[g2]
     tables = PlaneMeshTables(*(jnp.asarray(x[mid]) for x in plane_mesh_tables(m)))
+    if not np.any(plane_mesh_tables(m).hill[mid]):
+      tables = tables._replace(hill=None)
     return m.mesh_hullvert[mid], jnp.asarray(m.mesh_hullnum[mid]), tables
   if types != "convex" or not (np.any(is_mesh(g1)) or np.any(is_mesh(g2))):
     return ()

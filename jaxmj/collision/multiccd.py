@@ -213,6 +213,12 @@ class _Simplex(NamedTuple):
   dirs: jax.Array  # (2, 3) their support directions
 
 
+def _static(code, kinds) -> bool:
+  """Whether `code` is a Python int among `kinds`: its branch alone is traced (a group of
+  one pair type), the same values as the traced code's selection."""
+  return isinstance(code, int) and code in kinds
+
+
 def _simplex(code, g: GeomFrame, dirs, n, poly) -> _Simplex:
   """dirs (3, 3): the geom's own support directions (geom 2's are minus the pair's); n: how
   many vertices there are (1-3): rows past it repeat row 0, as mjc_multicontact reads them.
@@ -221,11 +227,15 @@ def _simplex(code, g: GeomFrame, dirs, n, poly) -> _Simplex:
   rows = jnp.stack([0, jnp.where(n >= 2, 1, 0), jnp.where(n > 2, 2, 0)])
   d = dirs[rows]
   ld = d @ g.mat
-  box = jnp.sum(jnp.where(ld >= 0, jnp.array([1, 2, 4]), 0), axis=1)
-  cyl = (ld[:, 2] < 0).astype(jnp.int32)  # mjc_cylinderSupport: z < 0 is the bottom cap
-  i = jnp.where(code == _BOX, box, jnp.where(code == _CYL, cyl, 0)).astype(jnp.int32)
-  if poly is not None:
-    i = jnp.where(code == _MESH, jnp.argmax(ld @ poly.hull.T, axis=1), i).astype(jnp.int32)
+  box = lambda: jnp.sum(jnp.where(ld >= 0, jnp.array([1, 2, 4]), 0), axis=1)  # noqa: E731
+  cyl = lambda: (ld[:, 2] < 0).astype(jnp.int32)  # mjc_cylinderSupport: z < 0 is the bottom cap
+  vertex = lambda: jnp.argmax(ld @ poly.hull.T, axis=1)  # noqa: E731
+  if _static(code, (_BOX, _CYL) + ((_MESH,) if poly is not None else ())):
+    i = {_BOX: box, _CYL: cyl, _MESH: vertex}[code]().astype(jnp.int32)
+  else:
+    i = jnp.where(code == _BOX, box(), jnp.where(code == _CYL, cyl(), 0)).astype(jnp.int32)
+    if poly is not None:
+      i = jnp.where(code == _MESH, vertex(), i).astype(jnp.int32)
   same = i[0] == i[1]
   swap = same & (i[0] != i[2])
   dim = jnp.where(same, jnp.where(swap, 2, 1), jnp.where((i[2] == i[0]) | (i[2] == i[1]), 2, 3))
@@ -263,8 +273,14 @@ def _normals(code, g: GeomFrame, s: _Simplex, poly, z):
   cylinder offers its cap only when all its vertices lie on it; a mesh the polygons through
   its vertices (mesh.mesh_normals)."""
   n = _rows(poly)
+  if poly is not None and _static(code, (_MESH,)):
+    mn, mc, mt = mesh.mesh_normals(g.mat, s.idx, s.first, s.dim, poly.pmap, poly.normal, n, z)
+    return mn, mc.astype(jnp.int32), mt.astype(jnp.int32)
   zero = jnp.zeros((n, 3), g.mat.dtype)
   bn, bc, bt = _box_normals(g, s)
+  if _static(code, (_BOX,)):
+    return zero.at[:3].set(bn), bc.astype(jnp.int32), jnp.zeros(n, jnp.int32).at[:3].set(
+      bt.astype(jnp.int32))
   cap = jnp.where(s.first[0] == 0, 1.0, -1.0) * g.mat[:, 2]
   normals = jnp.where(code == _BOX, zero.at[:3].set(bn), zero.at[0].set(cap))
   count = jnp.where(code == _BOX, bc, jnp.where((code == _CYL) & (s.dim == 1), 1, 0))
@@ -281,7 +297,17 @@ def _normals(code, g: GeomFrame, s: _Simplex, poly, z):
 
 def _face(code, g: GeomFrame, tag, normal, poly, p: int, z) -> _Face:
   """The polygon of a face chosen by _normals (tag, unit normal)."""
+  def of_mesh():
+    mv = _pad(_world_exact(g, poly.verts[tag], z)[::-1], p)  # MuJoCo lists them reversed
+    n = poly.count[tag]
+    return jnp.roll(mv, n - mv.shape[0], axis=0), n  # the reversal put padding first
+
   box = _world_exact(g, jnp.asarray(_BOX_FACES)[tag] * g.size, z)
+  if poly is not None and _static(code, (_MESH,)):
+    verts, count = of_mesh()
+    return _Face(verts, count.astype(jnp.int32), normal)
+  if _static(code, (_BOX,)):
+    return _Face(_pad(box, p), jnp.asarray(4, jnp.int32), normal)
   top = tag == 0
   r, h = g.size[0], g.size[1]
   local = jnp.stack([r * _CAP_COS, jnp.where(top, -r, r) * _CAP_SIN,
@@ -290,9 +316,7 @@ def _face(code, g: GeomFrame, tag, normal, poly, p: int, z) -> _Face:
   verts = jnp.where(code == _BOX, _pad(box, p), _pad(cyl, p))
   count = jnp.where(code == _BOX, 4, min(NCAP, p))  # p < NCAP: no cylinder in the group
   if poly is not None:
-    mv = _pad(_world_exact(g, poly.verts[tag], z)[::-1], p)  # MuJoCo lists them reversed
-    n = poly.count[tag]
-    mv = jnp.roll(mv, n - mv.shape[0], axis=0)  # the reversal put padding first
+    mv, n = of_mesh()
     verts = jnp.where(code == _MESH, mv, verts)
     count = jnp.where(code == _MESH, n, count)
   return _Face(verts, count.astype(jnp.int32), normal)
@@ -320,6 +344,12 @@ def _edges(code, g: GeomFrame, s: _Simplex, u, poly, grow, witness, z):
   grow, half the pair's margin; _multicontact moves it back once the face is known); without
   a witness (None) a stand-in for it: the grown surface point along u's part across the axis.
   A mesh's edges: mesh.mesh_edges."""
+  n = _rows(poly)
+  mesh_edges = lambda: mesh.mesh_edges(g, poly.hull, s.first, s.dim, poly.pmap,  # noqa: E731
+                                       poly.ids, poly.count, n, z)
+  if poly is not None and _static(code, (_MESH,)):
+    ends, count = mesh_edges()
+    return ends, _unit(ends[:, 1] - ends[:, 0]), count.astype(jnp.int32)
   a, h = g.mat[:, 2], g.size[1]
   if witness is None:
     witness = g.pos + (g.size[0] + grow) * (u - (a @ u) * a)
@@ -336,15 +366,13 @@ def _edges(code, g: GeomFrame, s: _Simplex, u, poly, grow, witness, z):
   ends = jnp.where(s.dim == 2, corner(s.first[1])[None],
                    corner(s.first[0] ^ jnp.array([1, 2, 4])))
   box = jnp.stack([jnp.broadcast_to(c0, (3, 3)), ends], axis=1)
-  n = _rows(poly)
   one = lambda e: jnp.broadcast_to(e, (n, 2, 3))
   box = jnp.concatenate([box, jnp.broadcast_to(box[:1], (n - 3, 2, 3))])
   ends = jnp.where(code == _CAP, one(cap), jnp.where(code == _CYL, one(cyl), box))
   count = jnp.where(code == _BOX, jnp.where(s.dim == 2, 1, 3),
                     jnp.where((code == _CAP) | (code == _CYL), 1, 0))
   if poly is not None:
-    mends, mcount = mesh.mesh_edges(g, poly.hull, s.first, s.dim, poly.pmap, poly.ids,
-                                    poly.count, n, z)
+    mends, mcount = mesh_edges()
     is_mesh = code == _MESH
     ends = jnp.where(is_mesh, mends, ends)
     count = jnp.where(is_mesh, mcount, count)
@@ -569,7 +597,7 @@ def polygon_contacts(type1, type2, g1: GeomFrame, g2: GeomFrame, normal, dirs, m
   dtype = jnp.result_type(g1.pos, g2.pos, float)
   frames = [GeomFrame(*(jnp.asarray(x, dtype) for x in g)) for g in (g1, g2)]
   g1, g2 = (g._replace(mat=jnp.reshape(g.mat, (3, 3))) for g in frames)
-  code1, code2 = jnp.asarray(type1, jnp.int32), jnp.asarray(type2, jnp.int32)
+  code1, code2 = convex._type_codes(type1, type2)
   dirs = jnp.asarray(dirs, dtype)
   if dirs.ndim == 1:
     dirs, ndirs = jnp.broadcast_to(dirs, (3, 3)), 1
@@ -686,14 +714,20 @@ def group_collider(m, g1: np.ndarray, g2: np.ndarray, slots: int):
   (slots, 3, 3)); extra: per-pair polygon arrays to append to the mesh vertex arguments
   (empty without meshes). The driver runs the search on near pairs only (cull.py)."""
   tol, iters = m.opt.ccd_tolerance, m.opt.ccd_iterations
+  # a group of one pair type (every pair of mesh_drop's: mesh-mesh) compiles for that type
+  # alone: the types passed in are then ignored
+  kinds = {(int(a), int(b)) for a, b in zip(m.geom_type[g1], m.geom_type[g2])}
+  fixed = kinds.pop() if len(kinds) == 1 else None
+  static = lambda t1, t2: (t1, t2) if fixed is None else fixed  # noqa: E731
 
   def search(a, b, margin, t1, t2, verts1=None, verts2=None):
-    return convex.convex_plan(t1, t2, a, b, margin, tol, iterations=iters, verts1=verts1,
-                              verts2=verts2)
+    return convex.convex_plan(*static(t1, t2), a, b, margin, tol, iterations=iters,
+                              verts1=verts1, verts2=verts2)
 
   if slots == 1:
     def single(plan, a, b, margin, t1, t2, verts1=None, verts2=None):
-      one = convex.contact_from_plan(plan, t1, t2, a, b, margin, verts1=verts1, verts2=verts2)
+      one = convex.contact_from_plan(plan, *static(t1, t2), a, b, margin, verts1=verts1,
+                                     verts2=verts2)
       return tuple(x[None] for x in one)
     return search, single, ()
   types = np.concatenate([m.geom_type[g1], m.geom_type[g2]])
@@ -706,6 +740,6 @@ def group_collider(m, g1: np.ndarray, g2: np.ndarray, slots: int):
   def multi(plan, a, b, margin, t1, t2, verts1=None, verts2=None, *polys):
     poly1 = MeshPolygons(*polys[:5], verts1) if polys else None
     poly2 = MeshPolygons(*polys[5:], verts2) if polys else None
-    return collide_from_plan(plan, t1, t2, a, b, margin, verts1=verts1, verts2=verts2,
-                             poly1=poly1, poly2=poly2, npoly=p)
+    return collide_from_plan(plan, *static(t1, t2), a, b, margin, verts1=verts1,
+                             verts2=verts2, poly1=poly1, poly2=poly2, npoly=p)
   return search, multi, extra

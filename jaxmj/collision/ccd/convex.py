@@ -212,13 +212,21 @@ class _Plan(NamedTuple):
   face_dirs: jax.Array  # (3, 3) support directions of the vertices of EPA's face
 
 
+def _core(code):
+  """The code of a geom's core (sphere -> point, capsule -> segment, others themselves);
+  static for a static code."""
+  if isinstance(code, int):
+    return {SPHERE: POINT, CAPSULE: LINE}.get(code, code)
+  return jnp.where(code == SPHERE, POINT, jnp.where(code == CAPSULE, LINE, code))
+
+
 def _codes(code1, code2, g1, g2, margin):
-  """Traced per-pair quantities: core codes, inflations, full margins, discreteness."""
+  """Per-pair quantities: core codes, inflations, full margins, discreteness (Python values
+  where the codes are static)."""
   half = 0.5 * margin  # margins are >= 0; no max() so that d/d margin is one-sided-consistent
   cap1 = (code1 == SPHERE) | (code1 == CAPSULE)
   cap2 = (code2 == SPHERE) | (code2 == CAPSULE)
-  core1 = jnp.where(code1 == SPHERE, POINT, jnp.where(code1 == CAPSULE, LINE, code1))
-  core2 = jnp.where(code2 == SPHERE, POINT, jnp.where(code2 == CAPSULE, LINE, code2))
+  core1, core2 = _core(code1), _core(code2)
   fm1 = jnp.where(cap1, g1.size[0], 0.0) + half
   fm2 = jnp.where(cap2, g2.size[0], 0.0) + half
   poly = (BOX, MESH, PRISM)
@@ -246,8 +254,11 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
     get_dist=jnp.array([True, False]),
     cutoff=jnp.stack([fm1 + fm2, zero]),
   )
+  # static codes the same in both passes (no sphere or capsule) stay static in the search
+  same = _fixed(core1, code1), _fixed(core2, code2)
   dist_k, x1_k, x2_k, n_k, simplex_k, lam_k, none_k = jax.vmap(
-    lambda pp: gjk(pp, g1, g2, verts1, verts2, iterations, tolerance, guard, noise))(passes)
+    lambda pp: gjk(pp._replace(code1=_or(same[0], pp.code1), code2=_or(same[1], pp.code2)), g1,
+                   g2, verts1, verts2, iterations, tolerance, guard, noise))(passes)
 
   use_core = has_core | (margin > 0)
   cdist, cx1, cx2, cnone = dist_k[0], x1_k[0], x2_k[0], none_k[0]
@@ -290,6 +301,15 @@ def _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, toleranc
   return _Plan(shallow, deep, dist, x1, x2, simplex_k.dir[0], n_k[0], lam_k[0], tri.dir)
 
 
+def _fixed(core, code):
+  """The code where it is static and the core's too (a geom with no core), else None."""
+  return code if isinstance(code, int) and core == code else None
+
+
+def _or(static, traced):
+  return traced if static is None else static
+
+
 def _surrogate(plan: _Plan, code1, code2, g1, g2, verts1, verts2, margin):
   """mjc_ccd's (dist, x1, x2) recomputed smoothly from the plan: the functions whose gradients
   `contact_from_plan` reports (its values are the plan's).
@@ -313,8 +333,9 @@ def _surrogate(plan: _Plan, code1, code2, g1, g2, verts1, verts2, margin):
   c1 = jnp.where(full_row, code1, core1)
   c2 = jnp.where(full_row, code2, core2)
   hh = jnp.where(full_row, half, 0.0)
-  allv = jax.vmap(lambda d, a, b, h: pair_support(a, g1, verts1, h, b, g2, verts2, h, None)(d))(
-    dirs, c1, c2, hh)
+  same = _fixed(core1, code1), _fixed(core2, code2)
+  allv = jax.vmap(lambda d, a, b, h: pair_support(_or(same[0], a), g1, verts1, h, _or(same[1], b),
+                                                  g2, verts2, h, None)(d))(dirs, c1, c2, hh)
   cv = tree_get(allv, jnp.arange(4))
   tv = tree_get(allv, jnp.arange(4, 7))
   gap = -dot(u, allv.vert[7], None)
@@ -360,13 +381,21 @@ def _ccd_recompute(plan: _Plan, code1, code2, g1, g2, verts1, verts2, margin):
   return st(dist, fwd_dist), st(x1, plan.x1), st(x2, plan.x2)
 
 
+def _type_codes(type1, type2):
+  """The pair's codes: Python ints where both types are (the search and the contact then
+  compile for that pair type alone), else int32 arrays (one program for every type)."""
+  if isinstance(type1, int) and isinstance(type2, int):
+    return int(type1), int(type2)
+  return jnp.asarray(type1, jnp.int32), jnp.asarray(type2, jnp.int32)
+
+
 def _prepare(type1, type2, g1, g2, margin, tolerance, verts1, verts2):
   dtype = jnp.result_type(g1.pos, g2.pos, float)
   g1 = GeomFrame(*(jnp.asarray(x, dtype) for x in g1))
   g2 = GeomFrame(*(jnp.asarray(x, dtype) for x in g2))
   g1 = g1._replace(mat=g1.mat.reshape(3, 3))
   g2 = g2._replace(mat=g2.mat.reshape(3, 3))
-  return (jnp.asarray(type1, jnp.int32), jnp.asarray(type2, jnp.int32), g1, g2,
+  return (*_type_codes(type1, type2), g1, g2,
           jnp.asarray(margin, dtype), jnp.asarray(tolerance, dtype),
           None if verts1 is None else jnp.asarray(verts1, dtype),
           None if verts2 is None else jnp.asarray(verts2, dtype))
@@ -382,15 +411,21 @@ def convex_plan(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e
   args = _prepare(type1, type2, g1, g2, margin, tolerance, verts1, verts2)
   # stop the gradient before entering the jitted search: its tangents are then symbolic zeros
   # and a top-level jax.grad reuses the compiled search instead of recompiling it
-  return _plan_jit(*jax.tree.map(lax.stop_gradient, args), iterations=iterations)
+  codes, rest = args[:2], jax.tree.map(lax.stop_gradient, args[2:])
+  if isinstance(codes[0], int):
+    return _plan_static(*codes, *rest, iterations=iterations)
+  return _plan_jit(*codes, *rest, iterations=iterations)
 
 
-@functools.partial(jax.jit, static_argnames=("iterations",))
-def _plan_jit(code1, code2, g1, g2, margin, tolerance, verts1, verts2, *, iterations):
+def _plan(code1, code2, g1, g2, margin, tolerance, verts1, verts2, *, iterations):
   d = g1.pos - g2.pos
   # a zero the compiler cannot fold (a sum of squares of traced data is never negative)
   guard = math.opaque_zero(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
   return _ccd_plan(code1, code2, g1, g2, verts1, verts2, margin, iterations, tolerance, guard)
+
+
+_plan_jit = jax.jit(_plan, static_argnames=("iterations",))
+_plan_static = jax.jit(_plan, static_argnames=("code1", "code2", "iterations"))
 
 
 def contact_from_plan(plan, type1, type2, g1: GeomFrame, g2: GeomFrame, margin, *, verts1=None,

@@ -143,40 +143,97 @@ PRISM = 102
 def support(code, g: GeomFrame, verts, d, guard):
   """Support point of one geom in unit direction d (global); returns (point, vertex index).
 
-  code: GeomType value (sphere .. mesh) or POINT / LINE for the sphere / capsule cores.
+  code: GeomType value (sphere .. mesh) or POINT / LINE for the sphere / capsule cores, a
+  traced int (every kind computed, the code's selected) or a Python int (its kind alone: a
+  group of one pair type compiles one support function instead of eight, same values).
   verts: (V, 3) vertex array in the geom frame for meshes, else None.
   """
+  if isinstance(code, int):
+    return _support_static(code, g, verts, d, guard)
   ld = mat_t_vec(g.mat, d, guard)
   zero = jnp.zeros_like(ld[0])
   h = jnp.where(ld[2] >= 0, g.size[1], -g.size[1])
   t_line = jnp.stack([zero, zero, h])
   t_cap = mul(ld, g.size[0], guard) + t_line
-  te = ld * g.size
-  n2 = dot(te, te, guard)
-  small = n2 < MINVAL2
-  inv = 1.0 / jnp.sqrt(ones_where(n2, small))
-  t_ell = jnp.where(small, jnp.stack([g.size[0], zero, zero]), te * (inv * g.size))
-  n2c = mul(ld[0], ld[0], guard) + mul(ld[1], ld[1], guard)
-  ok = n2c >= MINVAL2
-  scl = jnp.where(ok, g.size[0] / jnp.sqrt(ones_where(n2c, ~ok)), 0.0)
-  t_cyl = jnp.stack([scl * ld[0], scl * ld[1], h])
-  t_box = jnp.where(ld >= 0, g.size, -g.size)
-  i_box = (jnp.where(t_box[0] > 0, 1, 0) + jnp.where(t_box[1] > 0, 2, 0)
-           + jnp.where(t_box[2] > 0, 4, 0)).astype(jnp.int32)
+  t_ell = _ellipsoid(g, ld, guard)
+  t_cyl = _cylinder(g, ld, h, guard)
+  t_box, i_box = _box(g, ld)
   t = jnp.where(code == LINE, t_line, jnp.where(code == CAPSULE, t_cap, jnp.where(
     code == ELLIPSOID, t_ell, jnp.where(code == CYLINDER, t_cyl, t_box))))
   idx = jnp.where(code == BOX, i_box, -1).astype(jnp.int32)
   if verts is not None:
-    dots = (mul(verts[:, 0], ld[0], guard) + mul(verts[:, 1], ld[1], guard)
-            + mul(verts[:, 2], ld[2], guard))
-    i_mesh = jnp.argmax(dots).astype(jnp.int32)
-    t = jnp.where((code == MESH) | (code == PRISM), verts[i_mesh], t)
+    t_mesh, i_mesh = _vertex(verts, ld, guard)
+    t = jnp.where((code == MESH) | (code == PRISM), t_mesh, t)
     idx = jnp.where(code == MESH, i_mesh, idx)
   p = mat_vec(g.mat, t, guard) + g.pos
   p = jnp.where(code == SPHERE, mul(g.size[0], d, guard) + g.pos,
                 jnp.where(code == POINT, g.pos, p))
   p = jnp.where(code == PRISM, t, p)  # prism vertices are given in the common frame
   return p, idx
+
+
+def _support_static(code: int, g: GeomFrame, verts, d, guard):
+  """`support` for a static code: the same operations as its traced form, for one kind."""
+  none = jnp.asarray(-1, jnp.int32)
+  if code == SPHERE:
+    return mul(g.size[0], d, guard) + g.pos, none
+  if code == POINT:
+    return g.pos, none
+  ld = mat_t_vec(g.mat, d, guard)
+  idx = none
+  if code in (MESH, PRISM):
+    t, i_mesh = _vertex(verts, ld, guard)
+    if code == PRISM:
+      return t, none
+    idx = i_mesh
+  elif code == BOX:
+    t, idx = _box(g, ld)
+  elif code == ELLIPSOID:
+    t = _ellipsoid(g, ld, guard)
+  else:
+    h = jnp.where(ld[2] >= 0, g.size[1], -g.size[1])
+    if code == CYLINDER:
+      t = _cylinder(g, ld, h, guard)
+    else:
+      zero = jnp.zeros_like(ld[0])
+      t = jnp.stack([zero, zero, h])
+      if code == CAPSULE:
+        t = mul(ld, g.size[0], guard) + t
+      elif code != LINE:
+        raise ValueError(f"no support function for code {code}")
+  return mat_vec(g.mat, t, guard) + g.pos, idx
+
+
+def _ellipsoid(g: GeomFrame, ld, guard):
+  te = ld * g.size
+  n2 = dot(te, te, guard)
+  small = n2 < MINVAL2
+  inv = 1.0 / jnp.sqrt(ones_where(n2, small))
+  zero = jnp.zeros_like(ld[0])
+  return jnp.where(small, jnp.stack([g.size[0], zero, zero]), te * (inv * g.size))
+
+
+def _cylinder(g: GeomFrame, ld, h, guard):
+  n2c = mul(ld[0], ld[0], guard) + mul(ld[1], ld[1], guard)
+  ok = n2c >= MINVAL2
+  scl = jnp.where(ok, g.size[0] / jnp.sqrt(ones_where(n2c, ~ok)), 0.0)
+  return jnp.stack([scl * ld[0], scl * ld[1], h])
+
+
+def _box(g: GeomFrame, ld):
+  """A box's corner along ld and its index (corner bits x 1, y 2, z 4)."""
+  t = jnp.where(ld >= 0, g.size, -g.size)
+  i = (jnp.where(t[0] > 0, 1, 0) + jnp.where(t[1] > 0, 2, 0)
+       + jnp.where(t[2] > 0, 4, 0)).astype(jnp.int32)
+  return t, i
+
+
+def _vertex(verts, ld, guard):
+  """The first vertex of the largest dot product with ld, and its index."""
+  dots = (mul(verts[:, 0], ld[0], guard) + mul(verts[:, 1], ld[1], guard)
+          + mul(verts[:, 2], ld[2], guard))
+  i = jnp.argmax(dots).astype(jnp.int32)
+  return verts[i], i
 
 
 class Vertex(NamedTuple):
