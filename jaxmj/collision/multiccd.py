@@ -597,7 +597,7 @@ def polygon_contacts(type1, type2, g1: GeomFrame, g2: GeomFrame, normal, dirs, m
   dtype = jnp.result_type(g1.pos, g2.pos, float)
   frames = [GeomFrame(*(jnp.asarray(x, dtype) for x in g)) for g in (g1, g2)]
   g1, g2 = (g._replace(mat=jnp.reshape(g.mat, (3, 3))) for g in frames)
-  code1, code2 = convex._type_codes(type1, type2)
+  code1, code2 = convex.type_codes(type1, type2)
   dirs = jnp.asarray(dirs, dtype)
   if dirs.ndim == 1:
     dirs, ndirs = jnp.broadcast_to(dirs, (3, 3)), 1

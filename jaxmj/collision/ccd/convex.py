@@ -381,7 +381,7 @@ def _ccd_recompute(plan: _Plan, code1, code2, g1, g2, verts1, verts2, margin):
   return st(dist, fwd_dist), st(x1, plan.x1), st(x2, plan.x2)
 
 
-def _type_codes(type1, type2):
+def type_codes(type1, type2):
   """The pair's codes: Python ints where both types are (the search and the contact then
   compile for that pair type alone), else int32 arrays (one program for every type)."""
   if isinstance(type1, int) and isinstance(type2, int):
@@ -395,7 +395,7 @@ def _prepare(type1, type2, g1, g2, margin, tolerance, verts1, verts2):
   g2 = GeomFrame(*(jnp.asarray(x, dtype) for x in g2))
   g1 = g1._replace(mat=g1.mat.reshape(3, 3))
   g2 = g2._replace(mat=g2.mat.reshape(3, 3))
-  return (*_type_codes(type1, type2), g1, g2,
+  return (*type_codes(type1, type2), g1, g2,
           jnp.asarray(margin, dtype), jnp.asarray(tolerance, dtype),
           None if verts1 is None else jnp.asarray(verts1, dtype),
           None if verts2 is None else jnp.asarray(verts2, dtype))
