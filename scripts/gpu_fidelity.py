@@ -11,7 +11,7 @@ It prints the largest |qpos - MuJoCo's qpos| over the model's coordinates after 
 --report steps, so that device and CPU rows of the same engine can be compared: a device row
 far above its CPU row is the device's arithmetic, not the engine's.
 
-  python scripts/gpu_fidelity.py [MODEL ...] [--steps 100] [--report 1 10 100]
+  python scripts/gpu_fidelity.py [MODEL ...] [--steps 100] [--report 1 10 100] [--engines ...]
   (default models: MJX's humanoid and box_pile; scripts/gpu_suite.sh runs it)
 """
 
@@ -51,11 +51,14 @@ def reference(mm, md, steps: int) -> np.ndarray:
   return out
 
 
-def jaxmj_run(path, qvel, steps, arithmetic, device) -> np.ndarray:
+def jaxmj_run(path, qvel, steps, arithmetic, device, precision=None) -> np.ndarray:
+  """precision: None for JAX's default matrix-product precision (TF32 on recent NVIDIA cards),
+  or a `jax.default_matmul_precision` name ("highest": full float32 products)."""
   m = jaxmj.Model.from_xml_path(path)
   m = m.replace(opt=m.opt.replace(arithmetic=arithmetic))
   d = jaxmj.make_data(m).replace(qvel=jnp.asarray(qvel, jnp.float32))
-  return qpos_per_step(jaxmj.step, *jax.device_put((m, d), device), steps)
+  with jax.default_matmul_precision(precision):
+    return qpos_per_step(jaxmj.step, *jax.device_put((m, d), device), steps)
 
 
 def mjx_run(mm, qvel, steps, device) -> np.ndarray:
@@ -85,7 +88,8 @@ def main() -> None:
   p.add_argument("--report", type=int, nargs="+", default=[1, 10, 100])
   p.add_argument("--qvel-noise", type=float, default=0.01)
   p.add_argument("--engines", nargs="+", default=["jaxmj", "jaxmj-fast", "mjx"],
-                 choices=["jaxmj", "jaxmj-fast", "mjx"])
+                 choices=["jaxmj", "jaxmj-fast", "jaxmj-fast-hi", "mjx"],
+                 help="jaxmj-fast-hi: fast arithmetic under jax.default_matmul_precision('highest')")
   p.add_argument("--cpu-engines", nargs="*", default=["jaxmj"],
                  help="engines also run on the CPU when the default device is not (compile time)")
   args = p.parse_args()
@@ -115,15 +119,16 @@ def main() -> None:
           if engine == "mjx":
             got = mjx_run(mm, qvel, args.steps, dev)
           else:
-            mode = "fast" if engine.endswith("fast") else "exact"
-            got = jaxmj_run(path, qvel, args.steps, mode, dev)
+            mode = "fast" if "fast" in engine else "exact"
+            got = jaxmj_run(path, qvel, args.steps, mode, dev,
+                            "highest" if engine.endswith("-hi") else None)
         except Exception as e:  # noqa: BLE001  (report and go on: one engine may refuse a model)
-          print(f"  {name:16s} {engine:10s} {dev_name:7s} failed: "
+          print(f"  {name:16s} {engine:13s} {dev_name:7s} failed: "
                 f"{type(e).__name__}: {str(e)[:120]}")
           continue
         err = np.abs(got - ref).max(axis=1)
         cells = "  ".join(f"{err[t - 1]:.2e}" for t in report)
-        print(f"  {name:16s} {engine:10s} {dev_name:7s} {cells}   ({time.time() - t0:.0f} s)",
+        print(f"  {name:16s} {engine:13s} {dev_name:7s} {cells}   ({time.time() - t0:.0f} s)",
               flush=True)
 
 

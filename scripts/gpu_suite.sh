@@ -1,10 +1,15 @@
 #!/bin/bash
 # Everything one lent GPU machine is for, inside one call of at most BUDGET seconds (default 570;
-# a lease is 15 minutes of device time in all): the GPU suite (jaxmj beside MJX, scripts/bench.py
-# --suite gpu), float32 trajectories on the GPU held to MuJoCo C (scripts/gpu_fidelity.py), then a
-# per-stage profile of MJX's humanoid with what time is left (scripts/profile_step.py). Each part
-# gets a deadline so a slow part cannot take the rest's results; bench.py prints every row as it
-# ends. Results go to $OUT (the device tool's folder that comes back).
+# a lease is 15 minutes of device time in all). PARTS (default "suite fidelity profile") picks, in
+# order: suite (jaxmj beside MJX, scripts/bench.py --suite gpu), fidelity (float32 trajectories on
+# the GPU held to MuJoCo C, scripts/gpu_fidelity.py, with fast arithmetic at full float32 matrix
+# products beside JAX's default TF32), autotune (MJX's humanoid in both engines again with XLA's
+# GEMM autotuning off, --xla_gpu_autotune_level=0: is the batched rollout's compile, ~2x the step's
+# on 2026-11-30, autotuning?), profile (a per-stage profile of MJX's humanoid, scripts/profile_step.py,
+# with what time is left). Each part gets a deadline so a slow part cannot take the rest's results;
+# bench.py prints every row as it ends. A second call on the still-warm machine can run the parts the
+# first left out: PARTS="autotune profile" BUDGET=240 bash scripts/gpu_suite.sh
+# Results go to $OUT (the device tool's folder that comes back).
 # BATCH and STEPS shrink it for a rehearsal on the CPU: BATCH=4 STEPS=2 OUT=/tmp/g bash scripts/gpu_suite.sh
 # On the lent machine (Python 3.12, JAX with CUDA, no network), mujoco-core, mujoco-mjx and trimesh
 # travel as wheels (README, "On a GPU").
@@ -19,12 +24,27 @@ quiet() { grep --line-buffered -v -i warn; }     # line-buffered: a killed part 
 nvidia-smi -L 2>/dev/null; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>/dev/null
 python3 -c "import jax, mujoco, jaxmj; print('jax', jax.__version__, jax.devices(), 'mujoco', mujoco.__version__)" || exit 1
 H=$(python3 -c "import sys; sys.path.insert(0, '$here/scripts'); import bench; print(bench._mjx_test_model('humanoid/humanoid.xml'))")
-el suite
-timeout "$(left 170)" python3 "$here/scripts/bench.py" --suite gpu --batches "$B" --steps "$T" \
-  --stall-timeout 200 --json "$OUT/bench_gpu.json" --markdown "$OUT/bench_gpu.md" 2>&1 | quiet | tee "$OUT/bench_gpu.log"
-el fidelity
-timeout "$(( $(left 0) / 2 ))" python3 "$here/scripts/gpu_fidelity.py" 2>&1 | quiet | tee "$OUT/gpu_fidelity.log"
-el profile
-timeout "$(left 3)" python3 "$here/scripts/profile_step.py" "$H" --batch "$B" --repeats 3 --calls 3 \
-  --engines jaxmj mjx --stages collision constraint solver step 2>&1 | quiet | tee "$OUT/profile_humanoid.log"
+PARTS=" ${PARTS:-suite fidelity profile} "
+has() { [[ "$PARTS" == *" $1 "* ]]; }
+if has suite; then
+  el suite
+  timeout "$(left 170)" python3 "$here/scripts/bench.py" --suite gpu --batches "$B" --steps "$T" \
+    --stall-timeout 200 --json "$OUT/bench_gpu.json" --markdown "$OUT/bench_gpu.md" 2>&1 | quiet | tee "$OUT/bench_gpu.log"
+fi
+if has fidelity; then
+  el fidelity
+  timeout "$(( $(left 0) / 2 ))" python3 "$here/scripts/gpu_fidelity.py" \
+    --engines jaxmj jaxmj-fast jaxmj-fast-hi mjx 2>&1 | quiet | tee "$OUT/gpu_fidelity.log"
+fi
+if has autotune; then
+  el autotune
+  XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_autotune_level=0" timeout "$(left 60)" \
+    python3 "$here/scripts/bench.py" "$H" --batches "$B" --steps "$T" --engines jaxmj mjx \
+    --stall-timeout 200 --json "$OUT/bench_autotune0.json" 2>&1 | quiet | tee "$OUT/bench_autotune0.log"
+fi
+if has profile; then
+  el profile
+  timeout "$(left 3)" python3 "$here/scripts/profile_step.py" "$H" --batch "$B" --repeats 3 --calls 3 \
+    --engines jaxmj mjx --stages collision constraint solver step 2>&1 | quiet | tee "$OUT/profile_humanoid.log"
+fi
 el done
