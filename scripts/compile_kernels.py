@@ -8,11 +8,13 @@ child process with XLA's timers logged (TF_CPP_MAX_VLOG_LEVEL=1), then charges e
 kernel's MLIR and LLVM compile time to the source line that made its root instruction (the
 HLO's stack frames; jaxmj's innermost frame, `--frames N` for callers too) and prints the
 lines by time, with the HLO passes' totals. Times are CPU seconds summed over XLA's
-threads, as noisy as the machine's load; kernel counts are exact.
+threads, as noisy as the machine's load; kernel counts are exact. `--scan T` compiles
+`lax.scan` of T steps instead (bench.py's rollout, vmapped with `--batch`), to see what a
+rollout adds to its step.
 
 Usage:
-  python scripts/compile_kernels.py MODEL [--batch 0] [--top 40] [--frames 1] [--passes 10]
-      [--x64]
+  python scripts/compile_kernels.py MODEL [--batch 0] [--scan 0] [--top 40] [--frames 1]
+      [--passes 10] [--x64]
 """
 
 import argparse
@@ -29,8 +31,9 @@ _KERNEL = re.compile(r"Compiled (LLVM|MLIR) module: (?:__compute_module_)?(\S+?)
 _PASS = re.compile(r"HLO pass: (\S+) time: [^(]*\((\d+) us\)")
 
 
-def child(model: str, batch: int, hlo_path: str):
-  """Compiles the step (the parent reads the timers from this process's stderr)."""
+def child(model: str, batch: int, scan: int, hlo_path: str):
+  """Compiles the step, or `scan` steps in a `lax.scan` (the parent reads the timers from
+  this process's stderr)."""
   import jax
 
   jax.config.update("jax_enable_compilation_cache", False)
@@ -39,7 +42,10 @@ def child(model: str, batch: int, hlo_path: str):
 
   _, md = settled_state(model, 200)
   m, d, _, stages = ENGINES["jaxmj"](model, md)
-  fn = stages["step"]
+  fn = step = stages["step"]
+  if scan:
+    def fn(m, d):
+      return jax.lax.scan(lambda d, _: (step(m, d), None), d, None, length=scan)[0]
   if batch:
     fn, d = jax.vmap(fn, in_axes=(None, 0)), batched(d, batch)
   lowered = jax.jit(fn).lower(m, d)
@@ -84,6 +90,7 @@ def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
   p.add_argument("model")
   p.add_argument("--batch", type=int, default=0, help="0: one world, jit(step) unbatched")
+  p.add_argument("--scan", type=int, default=0, help="T > 0: a lax.scan of T steps")
   p.add_argument("--top", type=int, default=40)
   p.add_argument("--frames", type=int, default=1, help="stack frames per source line")
   p.add_argument("--passes", type=int, default=10, help="slowest HLO passes to list")
@@ -94,13 +101,14 @@ def main():
     import jax
 
     jax.config.update("jax_enable_x64", args.x64)
-    return child(args.model, args.batch, args.child)
+    return child(args.model, args.batch, args.scan, args.child)
 
   with tempfile.TemporaryDirectory() as tmp:
     hlo, log = os.path.join(tmp, "step.hlo"), os.path.join(tmp, "stderr")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0", TF_CPP_MAX_VLOG_LEVEL="1",
                XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} {_XLA_FLAG}".strip())
-    cmd = [sys.executable, __file__, args.model, "--batch", str(args.batch), "--child", hlo]
+    cmd = [sys.executable, __file__, args.model, "--batch", str(args.batch), "--scan",
+           str(args.scan), "--child", hlo]
     with open(log, "w") as err:
       subprocess.run(cmd + (["--x64"] if args.x64 else []), env=env, stderr=err, check=True)
     with open(hlo) as f:
@@ -118,7 +126,8 @@ def main():
       total[m.group(1)] += int(m.group(3))
     elif m := _PASS.search(line):
       passes[m.group(1)] += int(m.group(2))
-  print(f"{args.model}: batch {args.batch}, x64={args.x64}, load {os.getloadavg()[0]:.1f}")
+  print(f"{args.model}: batch {args.batch}, scan {args.scan}, x64={args.x64}, "
+        f"load {os.getloadavg()[0]:.1f}")
   print(f"kernel compiles: MLIR {total['MLIR'] / 1e6:.2f} s, LLVM {total['LLVM'] / 1e6:.2f} s "
         f"over {sum(count_by.values())} kernels; HLO passes {sum(passes.values()) / 1e6:.2f} s")
   print("slowest HLO passes: " + ", ".join(f"{k} {v / 1e6:.2f} s"
