@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxmj.constants import MINVAL
@@ -45,6 +46,25 @@ def concatenate(xs, axis: int = 0) -> jnp.ndarray:
     x = lax.pad(x, jnp.asarray(-0.0, x.dtype), cfg)
     out, at = x if out is None else out + x, at + w
   return out
+
+
+def place(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
+  """(n, ...) zeros with the rows of vals (k, ...) at the distinct static indices idx (k,), as
+  one static gather: on a GPU it fuses with its consumer, where a scatter into zeros is a
+  kernel of its own (and a copy where the zeros are shared) and slices with a concatenate
+  take two."""
+  at = np.full(n, len(idx))
+  at[np.asarray(idx)] = np.arange(len(idx))
+  return jnp.concatenate([vals, jnp.zeros((1,) + vals.shape[1:], vals.dtype)])[at]
+
+
+def set_at(x: jnp.ndarray, idx, vals: jnp.ndarray) -> jnp.ndarray:
+  """x.at[idx].set(vals) for distinct static indices idx (k,) of x's first axis, as a static
+  gather and a select (see `place`); vals (k, ...) cast to x's dtype."""
+  mask = np.zeros(len(x), bool)
+  mask[np.asarray(idx)] = True
+  mask = mask.reshape((-1,) + (1,) * (x.ndim - 1))
+  return jnp.where(mask, place(vals.astype(x.dtype), idx, len(x)), x)
 
 
 def safe_norm(x: jnp.ndarray, axis: int = -1, keepdims: bool = False) -> jnp.ndarray:
