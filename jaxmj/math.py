@@ -49,22 +49,32 @@ def concatenate(xs, axis: int = 0) -> jnp.ndarray:
 
 
 def place(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
-  """(n, ...) zeros with the rows of vals (k, ...) at the distinct static indices idx (k,), as
-  one static gather: on a GPU it fuses with its consumer, where a scatter into zeros is a
-  kernel of its own (and a copy where the zeros are shared) and slices with a concatenate
-  take two."""
-  at = np.full(n, len(idx))
-  at[np.asarray(idx)] = np.arange(len(idx))
-  return jnp.concatenate([vals, jnp.zeros((1,) + vals.shape[1:], vals.dtype)])[at]
+  """(n, ...) zeros with the rows of vals (k, ...) at the distinct static indices idx (k,).
+  Off the CPU as one static gather, which a GPU fuses with its consumer, where a scatter into
+  zeros is a kernel of its own (and a copy where the zeros are shared); on the CPU the
+  scatter, which XLA:CPU runs faster than a gather of batched data (MJX's humanoid at batch
+  256: 1.11x the step's CPU time with gathers here and in `set_at`)."""
+  def gather(vals):
+    at = np.full(n, len(idx))
+    at[np.asarray(idx)] = np.arange(len(idx))
+    return jnp.concatenate([vals, jnp.zeros((1,) + vals.shape[1:], vals.dtype)])[at]
+
+  def scatter(vals):
+    return jnp.zeros((n,) + vals.shape[1:], vals.dtype).at[idx].set(vals, unique_indices=True)
+
+  return jax.lax.platform_dependent(vals, cpu=scatter, default=gather)
 
 
 def set_at(x: jnp.ndarray, idx, vals: jnp.ndarray) -> jnp.ndarray:
-  """x.at[idx].set(vals) for distinct static indices idx (k,) of x's first axis, as a static
-  gather and a select (see `place`); vals (k, ...) cast to x's dtype."""
+  """x.at[idx].set(vals) for distinct static indices idx (k,) of x's first axis; vals (k, ...)
+  cast to x's dtype. Off the CPU a static gather and a select (see `place`)."""
   mask = np.zeros(len(x), bool)
   mask[np.asarray(idx)] = True
   mask = mask.reshape((-1,) + (1,) * (x.ndim - 1))
-  return jnp.where(mask, place(vals.astype(x.dtype), idx, len(x)), x)
+  vals = vals.astype(x.dtype)
+  return jax.lax.platform_dependent(
+    x, vals, cpu=lambda x, vals: x.at[idx].set(vals, unique_indices=True),
+    default=lambda x, vals: jnp.where(mask, place(vals, idx, len(x)), x))
 
 
 def safe_norm(x: jnp.ndarray, axis: int = -1, keepdims: bool = False) -> jnp.ndarray:

@@ -137,11 +137,11 @@ def com_pos(m: Model, d: Data) -> Data:
         rows = jnp.where((g["local"] < 3)[:, None], trans, rows)
     dofs.append(g["dof"])
     cdofs.append(rows.astype(d.xipos.dtype))
-  # the joint types' rows in dof order by one static gather (every dof has a joint), where a
-  # scatter per joint type into zeros was a GPU kernel and a copy each
-  cdof = jnp.zeros((0, 6), d.xipos.dtype)
+  # the joint types' rows placed at once (a GPU fuses math.place's gather, where a scatter
+  # per joint type into zeros was a kernel and a copy each)
+  cdof = jnp.zeros((m.nv, 6), d.xipos.dtype)
   if dofs:
-    cdof = jnp.concatenate(cdofs)[np.argsort(np.concatenate(dofs))]
+    cdof = math.place(jnp.concatenate(cdofs), np.concatenate(dofs), m.nv)
   return d.replace(subtree_com=subtree_com, cinert=cinert, cdof=cdof)
 
 
