@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxmj.constants import MINVAL
@@ -45,6 +46,35 @@ def concatenate(xs, axis: int = 0) -> jnp.ndarray:
     x = lax.pad(x, jnp.asarray(-0.0, x.dtype), cfg)
     out, at = x if out is None else out + x, at + w
   return out
+
+
+def place(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
+  """(n, ...) zeros with the rows of vals (k, ...) at the distinct static indices idx (k,).
+  Off the CPU as one static gather, which a GPU fuses with its consumer, where a scatter into
+  zeros is a kernel of its own (and a copy where the zeros are shared); on the CPU the
+  scatter, which XLA:CPU runs faster than a gather of batched data (MJX's humanoid at batch
+  256: 1.11x the step's CPU time with gathers here and in `set_at`)."""
+  def gather(vals):
+    at = np.full(n, len(idx))
+    at[np.asarray(idx)] = np.arange(len(idx))
+    return jnp.concatenate([vals, jnp.zeros((1,) + vals.shape[1:], vals.dtype)])[at]
+
+  def scatter(vals):
+    return jnp.zeros((n,) + vals.shape[1:], vals.dtype).at[idx].set(vals, unique_indices=True)
+
+  return jax.lax.platform_dependent(vals, cpu=scatter, default=gather)
+
+
+def set_at(x: jnp.ndarray, idx, vals: jnp.ndarray) -> jnp.ndarray:
+  """x.at[idx].set(vals) for distinct static indices idx (k,) of x's first axis; vals (k, ...)
+  cast to x's dtype. Off the CPU a static gather and a select (see `place`)."""
+  mask = np.zeros(len(x), bool)
+  mask[np.asarray(idx)] = True
+  mask = mask.reshape((-1,) + (1,) * (x.ndim - 1))
+  vals = vals.astype(x.dtype)
+  return jax.lax.platform_dependent(
+    x, vals, cpu=lambda x, vals: x.at[idx].set(vals, unique_indices=True),
+    default=lambda x, vals: jnp.where(mask, place(vals, idx, len(x)), x))
 
 
 def safe_norm(x: jnp.ndarray, axis: int = -1, keepdims: bool = False) -> jnp.ndarray:

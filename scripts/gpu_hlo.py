@@ -32,14 +32,17 @@ For each engine and model it prints, from the optimized HLO of `jit(vmap(step))`
   trips      trips of known-count loops per step: each ends in the condition's device-to-host
              copy and a host sync
   HLO        instructions of the whole module (fused computations included)
+With `--rollout T`, the program is the batched rollout as scripts/bench.py times it, `jit(vmap(
+scan of the step, T))`, and the scan's body is counted apart: its launches per step (the
+carry's copies, the autoreset's selects and what else the scan adds to a step included).
 With `--scopes`, kernels per stage: jaxmj's innermost `mj_*` named scope (and solver phase),
 MJX's innermost function called from mujoco/mjx/_src/forward.py (MJX's own named scopes are
 forward.py's coarse `fwd_position`...), named as the MuJoCo function where one matches.
 
 Usage:
   python scripts/gpu_hlo.py MODEL... [--batch 8192 | 0] [--engines jaxmj jaxmj-fast mjx]
-      [--base REF] [--gpu h200|h100] [--venv /work/scratch/gpuvenv] [--scopes] [--save DIR]
-      [--x64]
+      [--rollout T] [--base REF] [--gpu h200|h100] [--venv /work/scratch/gpuvenv] [--scopes]
+      [--save DIR] [--x64]
 (engine `base`: jaxmj at git revision REF, as in profile_step.py)
 """
 
@@ -151,6 +154,10 @@ def child(args):
   _, md = settled_state(model, 200)
   m, d, _, stages = ENGINES[args.engines[0]](model, md)
   step = stages["step"]
+  if args.rollout:  # as scripts/bench.py times it: vmap over worlds of a scan of the step
+    one, length = step, args.rollout
+    step = lambda m, d: jax.lax.scan(  # noqa: E731
+      lambda d, _: (one(m, d), None), d, None, length=length)[0]
   if args.batch:
     d = jax.eval_shape(lambda d: batched(d, args.batch), d)
     step = jax.vmap(step, in_axes=(None, 0))
@@ -215,8 +222,9 @@ def scope_of(line: str, frames: dict, name: str) -> str:
   return "(unscoped)"
 
 
-def analyse(text: str) -> dict:
-  """Kernel, launch, loop and scope counts of a GPU-optimized HLO module (see the docstring)."""
+def analyse(text: str, rollout: int = 0) -> dict:
+  """Kernel, launch, loop and scope counts of a GPU-optimized HLO module (see the docstring);
+  with `rollout` T, also those of the entry's T-trip loop (the rollout's scan) per trip."""
   from compile_kernels import frame_lines
 
   comps, entry = parse(text)
@@ -262,6 +270,13 @@ def analyse(text: str) -> dict:
     return launches, trips
 
   out["fixed"], out["trips"] = walk(entry)
+  scans = [line for _, op, line in comps[entry] if op == "while" and trip_count(line) == rollout]
+  if rollout and len(scans) == 1:
+    body, cond = (re.search(rf"\b{k}=%?([\w.\-]+)", scans[0]).group(1)
+                  for k in ("body", "condition"))
+    (launches, trips), (cond_launches, cond_trips) = walk(body), walk(cond)
+    out["scan"] = launches + cond_launches, trips + cond_trips
+    out["scan_ops"] = collections.Counter(op for _, op, _ in comps[body] if op not in _FREE)
   return out
 
 
@@ -272,6 +287,8 @@ def main():
   p.add_argument("--engines", nargs="+", default=["jaxmj", "jaxmj-fast", "mjx"],
                  choices=["jaxmj", "jaxmj-fast", "mjx", "base"])
   p.add_argument("--base", metavar="REF", help="engine `base`: jaxmj at git revision REF")
+  p.add_argument("--rollout", type=int, default=0, metavar="T",
+                 help="compile the rollout instead: vmap of a T-step scan of the step")
   p.add_argument("--gpu", choices=sorted(_GPUS), default="h200")
   p.add_argument("--venv", default=os.environ.get("JAXMJ_GPU_VENV", "/work/scratch/gpuvenv"),
                  help="scratch venv with jax[cuda12] (env JAXMJ_GPU_VENV)")
@@ -298,8 +315,8 @@ def main():
         if args.save:
           os.makedirs(args.save, exist_ok=True)
         cmd = [python, os.path.abspath(__file__), model, "--engines", engine, "--batch",
-               str(args.batch), "--gpu", args.gpu, "--child", hlo, "--site",
-               *site.getsitepackages()] + (["--x64"] if args.x64 else []) + (
+               str(args.batch), "--rollout", str(args.rollout), "--gpu", args.gpu, "--child",
+               hlo, "--site", *site.getsitepackages()] + (["--x64"] if args.x64 else []) + (
                ["--base", args.base] if args.base else [])
         run = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if run.returncode:
@@ -309,12 +326,13 @@ def main():
           print(f"gpu_hlo: {engine} on {model} failed: {last}", file=sys.stderr)
           continue
         with open(hlo) as f:
-          counts = analyse(f.read())
+          counts = analyse(f.read(), args.rollout)
         counts.update(model=os.path.basename(model), engine=engine,
                       compile=run.stderr.strip().splitlines()[-1])
         rows.append(counts)
 
   print(f"{args.gpu} target, {f'batch {args.batch}' if args.batch else 'one world (no vmap)'}, "
+        f"{f'rollout of {args.rollout} steps, ' if args.rollout else ''}"
         f"{'float64' if args.x64 else 'float32'}; "
         f"load {os.getloadavg()[0]:.1f}")
   print(f"{'model':<18} {'engine':<11} {'kernels':>7} {'launches per step':<28} "
@@ -330,6 +348,10 @@ def main():
             "inner known-count trips per trip")
     kinds = ", ".join(f"{k} {v}" for k, v in r["ops"].most_common())
     print(f"{'':<31}kernels by op: {kinds}")
+    if "scan" in r:
+      kinds = ", ".join(f"{k} {v}" for k, v in r["scan_ops"].most_common())
+      print(f"{'':<31}the scan's body: {r['scan'][0]:.0f} launches and {r['scan'][1]:.0f} "
+            f"inner trips per step; its own kernels by op: {kinds}")
   if args.scopes:
     for r in rows:
       print(f"{r['model']} {r['engine']}: kernels by stage")

@@ -34,3 +34,12 @@ def test_quaternion_rules_broadcast_like_the_functions():
   _check(lambda v, q: math.rot_vec_quat(v, q), (V[:, None], Q[:, None, None]), order=1)
   out = jax.jvp(lambda a: math.quat_mul(a, P), (Q[0],), (Q[1],))[1]
   assert out.shape == (5, 4)
+
+
+def test_place_and_set_at_are_scatters_into_zeros_and_x():
+  rng = np.random.default_rng(0)
+  idx = np.array([4, 0, 2])
+  vals = jnp.asarray(rng.normal(size=(3, 2)))
+  x = jnp.asarray(rng.normal(size=(6, 2)))
+  np.testing.assert_array_equal(math.place(vals, idx, 6), jnp.zeros((6, 2)).at[idx].set(vals))
+  np.testing.assert_array_equal(math.set_at(x, idx, vals), x.at[idx].set(vals))

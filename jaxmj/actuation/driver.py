@@ -105,7 +105,9 @@ def _trn_plan(m) -> dict:
 def _scalar(m: Model, d: Data, grp) -> tuple:
   i, qadr, dadr, _ = grp
   gear = _gear(m, i)[:, 0]
-  moment = jnp.zeros((len(i), m.nv)).at[jnp.arange(len(i)), dadr].set(gear)
+  at = np.zeros((len(i), m.nv), bool)  # a select: a scatter was a GPU kernel of its own
+  at[np.arange(len(i)), dadr] = True
+  moment = jnp.where(at, gear[:, None], 0.0).astype(jnp.zeros(0).dtype)
   return d.qpos[qadr] * gear, moment
 
 
@@ -232,7 +234,7 @@ def transmission(m: Model, d: Data) -> Data:
     ln, mo = TRANSMISSIONS[kind](m, d, grp)
     out = (orientation.rows(m, grp[0], m.actuator_outadr) if kind == "so3"
            else m.actuator_outadr[grp[0]])
-    length, moment = length.at[out].set(ln), moment.at[out].set(mo)
+    length, moment = math.set_at(length, out, ln), math.set_at(moment, out, mo)
   return d.replace(actuator_length=length, actuator_moment=moment)
 
 
@@ -474,7 +476,7 @@ def clamped_ctrl(m: Model, d: Data, plan: dict) -> tuple[jnp.ndarray, jnp.ndarra
   if len(plan["ctrllimited"]) and not m.opt.disabled(DisableBit.CLAMPCTRL):
     idx = plan["ctrllimited"]
     rng = m.actuator_ctrlrange[idx]
-    ctrl = ctrl.at[idx].set(jnp.clip(ctrl[idx], rng[:, 0], rng[:, 1]))
+    ctrl = math.set_at(ctrl, idx, jnp.clip(ctrl[idx], rng[:, 0], rng[:, 1]))
   bad = jnp.any(~jnp.isfinite(ctrl) | (jnp.abs(ctrl) > MAXVAL))
   return jnp.where(bad, 0.0, ctrl), bad
 
@@ -483,7 +485,7 @@ def _by_type(table: dict, groups: dict, n: int, *args) -> jnp.ndarray:
   """One value per item, each type's group computed by its table entry."""
   out = jnp.zeros(n)
   for t, idx in groups.items():
-    out = out.at[idx].set(table[t](*(a[idx] for a in args)))
+    out = math.set_at(out, idx, table[t](*(a[idx] for a in args)))
   return out
 
 
@@ -571,10 +573,10 @@ def fwd_actuation(m: Model, d: Data) -> Data:
     f = force[idx]
     # a force at the limit itself counts as clamped (no derivative), as in mjd_actuator_vel
     f = jnp.where(f <= rng[:, 0], rng[:, 0], jnp.where(f >= rng[:, 1], rng[:, 1], f))
-    force = force.at[idx].set(f)
+    force = math.set_at(force, idx, f)
   force = motor.mechanical(m, da, act_dot, force,
                            ~np.isin(np.arange(m.nactuator), plan["disabled"]))
-  force = jnp.zeros(m.nout, force.dtype).at[out].set(force)
+  force = math.set_at(jnp.zeros(m.nout, force.dtype), out, force)
   so3 = orientation.so3_ids(m)
   if len(so3):
     on = ~np.isin(so3, plan["disabled"])
@@ -588,5 +590,6 @@ def fwd_actuation(m: Model, d: Data) -> Data:
   if len(plan["jnt_limited"]):
     dof, rng = plan["jnt_limited_dof"], m.jnt_actfrcrange[plan["jnt_limited"]]
     qfrc = qfrc.at[dof].set(jnp.clip(qfrc[dof], rng[:, 0], rng[:, 1]))
-  warning = d.warning.at[Warning.BADCTRL].add(bad.astype(d.warning.dtype))
+  warning = d.warning + jnp.where(np.arange(len(d.warning)) == Warning.BADCTRL, bad,
+                                  False).astype(d.warning.dtype)
   return d.replace(act_dot=act_dot, actuator_force=force, qfrc_actuator=qfrc, warning=warning)

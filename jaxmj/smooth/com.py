@@ -119,7 +119,7 @@ def com_pos(m: Model, d: Data) -> Data:
   cinert = math.inert_com(m.body_inertia, d.ximat, d.xipos - root_com, m.body_mass, z)
   cinert = cinert.at[0].set(0.0)  # MuJoCo leaves the world's zero (a URDF world has mass)
 
-  cdof = jnp.zeros((m.nv, 6), d.xipos.dtype)
+  dofs, cdofs = [], []  # each joint type's dofs and rows, placed at once
   for jtype, g in _dof_plan(m)["groups"].items():
     offset = root_com[g["body"]] - d.xanchor[g["jnt"]]
     if jtype == JointType.SLIDE:
@@ -135,10 +135,13 @@ def com_pos(m: Model, d: Data) -> Data:
       if jtype == JointType.FREE:
         trans = np.eye(6)[3 + g["local"] % 3]
         rows = jnp.where((g["local"] < 3)[:, None], trans, rows)
-    # distinct static indices, declared so: JAX then differentiates the scatter as a plain
-    # one, where otherwise its JVP scatters ids to pick a winner among duplicate indices (more
-    # ops, and one more array kept per step by reverse mode through a rollout)
-    cdof = cdof.at[g["dof"]].set(rows, unique_indices=True)
+    dofs.append(g["dof"])
+    cdofs.append(rows.astype(d.xipos.dtype))
+  # the joint types' rows placed at once (a GPU fuses math.place's gather, where a scatter
+  # per joint type into zeros was a kernel and a copy each)
+  cdof = jnp.zeros((m.nv, 6), d.xipos.dtype)
+  if dofs:
+    cdof = math.place(jnp.concatenate(cdofs), np.concatenate(dofs), m.nv)
   return d.replace(subtree_com=subtree_com, cinert=cinert, cdof=cdof)
 
 
@@ -152,6 +155,8 @@ def com_vel(m: Model, d: Data) -> Data:
   cvel = jnp.asarray(body_plan(m)["body_dof"], dof_vel.dtype) @ dof_vel
   seen = jnp.asarray(plan["before"], dof_vel.dtype) @ dof_vel
   cdof_dot = math.motion_cross(seen, d.cdof)
-  if len(plan["zero_dot"]):
-    cdof_dot = cdof_dot.at[plan["zero_dot"]].set(0.0, unique_indices=True)
+  if len(plan["zero_dot"]):  # a select, where a scatter was a GPU kernel of its own
+    zero = np.zeros(m.nv, bool)
+    zero[plan["zero_dot"]] = True
+    cdof_dot = jnp.where(zero[:, None], 0.0, cdof_dot)
   return d.replace(cvel=cvel, cdof_dot=cdof_dot)

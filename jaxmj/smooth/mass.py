@@ -62,9 +62,8 @@ def _ld_plan(m) -> dict:
 
 
 def _place(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
-  """(n,) zeros with vals at the static indices idx, as one static gather: on a GPU it
-  fuses with its consumer, where slices and a concatenate of the pieces took two kernels
-  (H200 target, batch 8192: mj_fwdAcceleration 42 -> 27 kernels on MJX's humanoid)."""
+  """(n,) zeros with vals at the static indices idx, as one static gather (on a GPU it fused
+  with its consumer, where slices and a concatenate of the pieces took two kernels)."""
   at = np.full(n, len(idx))
   at[np.asarray(idx)] = np.arange(len(idx))
   return jnp.append(vals, jnp.zeros(1, vals.dtype))[at]
@@ -191,7 +190,7 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   entries are read, and ld's placed, by one static gather each: a gather of batched data
   costs XLA:CPU a pass over the whole batch, a kernel per row (slices and concatenates)
   more compile time (on MJX's humanoid 1.8 s instead of 0.9 s of XLA's compile CPU time,
-  and a slower run).
+  and a slower run). Off the CPU the levels run as `_levels_reduce`.
   """
   nv = m.nv
   if not nv:
@@ -199,9 +198,22 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   plan = _ld_plan(m)
   if plan["scan"] is not None:
     return _factor_scan(m, mat)
-  w, starts, paths = plan["width"], plan["starts"], plan["paths"]
   m_rows = jnp.append(mat.reshape(-1), 0.0)[plan["take_m"]]
-  state = jnp.zeros((nv, w + 1), mat.dtype)  # U in path coordinates | 1 / D
+  state = jax.lax.platform_dependent(m_rows, cpu=lambda m_rows: _levels_cpu(m, m_rows),
+                                     default=lambda m_rows: _levels_reduce(m, m_rows))
+  # L = U / D left of each row's diagonal, D on it
+  w = plan["width"]
+  ld = jnp.where(plan["strict"], state[:, :w] * state[:, w:], state[:, :w])
+  return jnp.append(ld.reshape(-1), 0.0)[plan["put_ld"]], state[plan["row"], w]
+
+
+def _levels_cpu(m: Model, m_rows: jnp.ndarray) -> jnp.ndarray:
+  """_eliminate's levels on the CPU: (nv, w + 1) state rows [U in path coordinates | 1 / D]
+  from M's rows m_rows (nv, w), each level's rows one matrix product with the deeper rows,
+  written into one state (`_put_rows`)."""
+  plan = _ld_plan(m)
+  w, starts, paths = plan["width"], plan["starts"], plan["paths"]
+  state = jnp.zeros((m.nv, w + 1), m_rows.dtype)  # U in path coordinates | 1 / D
   for lv, ks in enumerate(plan["levels"]):
     depth, s0, s1 = len(paths[ks[0]]) - 1, starts[lv], starts[lv + 1]
     u = m_rows[s0:s1, :depth + 1]
@@ -211,21 +223,40 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
     new = jnp.concatenate([u, jnp.zeros((s1 - s0, w - 1 - depth), u.dtype),
                            1.0 / u[:, depth:]], axis=1)
     state = _put_rows(state, new, s0)
-  # L = U / D left of each row's diagonal, D on it
-  ld = jnp.where(plan["strict"], state[:, :w] * state[:, w:], state[:, :w])
-  return jnp.append(ld.reshape(-1), 0.0)[plan["put_ld"]], state[plan["row"], w]
+  return state
+
+
+def _levels_reduce(m: Model, m_rows: jnp.ndarray) -> jnp.ndarray:
+  """_levels_cpu off the CPU: each level's sum over the deeper rows as, per deeper level, a
+  broadcast product and a reduction (no GEMM, no concatenate), with no state written in
+  place, so that a GPU runs a level as one kernel where the masked product and the row
+  update took three (H200 target, batch 8192, MJX's humanoid: mj_factorM 35 -> 16
+  kernels). The sums run in the reduction's order, not the product's (round-off)."""
+  plan = _ld_plan(m)
+  w, starts, paths = plan["width"], plan["starts"], plan["paths"]
+  us, inv = [], []  # each level's U rows (rows, depth + 1) and 1 / D (rows,)
+  for lv, ks in enumerate(plan["levels"]):
+    depth, s0, s1 = len(paths[ks[0]]) - 1, starts[lv], starts[lv + 1]
+    u = m_rows[s0:s1, :depth + 1]
+    for lk, (x, r) in enumerate(zip(us, inv)):
+      below = plan["below"][lv][:, starts[lk]:starts[lk + 1]]  # (rows, rows of level lk)
+      if below.any():
+        l_k = x[:, depth] * r  # L[k, i] of level lk's rows k, i at this depth
+        u = u - jnp.sum(jnp.where(below[:, :, None], (l_k[:, None] * x[:, :depth + 1])[None],
+                                  0.0), axis=1)
+    us.append(u)
+    inv.append(1.0 / u[:, depth])
+  return jnp.concatenate([jnp.concatenate([u, jnp.zeros((len(u), w - u.shape[1]), u.dtype),
+                                           r[:, None]], axis=1) for u, r in zip(us, inv)])
 
 
 def _put_rows(state: jnp.ndarray, new: jnp.ndarray, s0: int) -> jnp.ndarray:
-  """state with rows [s0, s0 + len(new)) replaced by new. On the CPU a select: XLA:CPU fuses
-  a one-row dynamic_update_slice into the next level's slice of the state too, so that the
+  """state with rows [s0, s0 + len(new)) replaced by new, as a select: XLA:CPU fuses a
+  one-row dynamic_update_slice into the next level's slice of the state too, so that the
   state was copied and the row's division and concatenate ran as kernels of their own (MJX's
-  humanoid: `factor` 75 -> 57 kernels); on a GPU the update costs one launch fewer."""
+  humanoid: `factor` 75 -> 57 kernels)."""
   rows = (np.arange(len(state)) >= s0) & (np.arange(len(state)) < s0 + len(new))
-  padded = lambda new: jnp.pad(new, ((s0, len(state) - s0 - len(new)), (0, 0)))  # noqa: E731
-  return jax.lax.platform_dependent(
-    state, new, cpu=lambda state, new: jnp.where(rows[:, None], padded(new), state),
-    default=lambda state, new: jax.lax.dynamic_update_slice(state, new, (s0, 0)))
+  return jnp.where(rows[:, None], jnp.pad(new, ((s0, len(state) - s0 - len(new)), (0, 0))), state)
 
 
 def _factor_scan(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -372,8 +403,28 @@ def _solve_sweeps(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
   for ks in deep_first:  # L' y = x
     x = x - jnp.stack([x[k] for k in ks]) @ rows[id(ks)]
   x = x * diag_inv
-  for ks in deep_first[::-1]:  # L z = y
-    x = x - _place(rows[id(ks)] @ x, ks, nv)
+  return jax.lax.platform_dependent(
+    x, cpu=lambda x: _down_cpu(m, rows, deep_first, x),
+    default=lambda x: _down_push(m, lower, x))
+
+
+def _down_cpu(m: Model, rows: dict, deep_first: list, x: jnp.ndarray) -> jnp.ndarray:
+  """L z = y of `_solve_sweeps` on the CPU, root levels first: each level's products with
+  its rows of L (`rows`, by level id), placed by one static gather."""
+  for ks in deep_first[::-1]:
+    x = x - _place(rows[id(ks)] @ x, ks, m.nv)
+  return x
+
+
+def _down_push(m: Model, lower: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+  """L z = y off the CPU, column by column: once a level's entries are final (root levels
+  first), L's columns of the level times them are subtracted from every dof below, each level
+  one product over the level's few dofs (as the up sweep), which XLA fuses across levels as
+  elementwise arithmetic, where the CPU's row products and their placing gathers took a GPU
+  two kernels a level (H200 target, batch 8192, MJX's humanoid: mj_fwdAcceleration 26 -> 16
+  kernels). The products are those of the rows; their sums run level by level (round-off)."""
+  for ks in _ld_plan(m)["levels"][:0:-1]:  # root first; the deepest level has no dof below
+    x = x - lower[:, ks] @ x[ks]
   return x
 
 

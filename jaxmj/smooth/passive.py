@@ -37,27 +37,30 @@ def _spring(m: Model, d: Data) -> jnp.ndarray:
   A hinge or slide with displacement x feels -(k x + k2 x^2 + k3 x^3): x^2, not x |x|, as in
   MuJoCo, so the quadratic term pushes the same way on both sides. Ball and free rotations
   and free translations apply the polynomial to the displacement's norm (_vector_spring)."""
-  qfrc = jnp.zeros(m.nv, d.qpos.dtype)
   spring_ref = plastic.qpos_spring(m, d)
-  # unique_indices: distinct static indices (com.py's com_pos says why)
+  dofs, frcs = [], []  # each joint type's dof addresses and forces, placed at once
   for jtype, g in _spring_plan(m).items():
     qa, da = g["qadr"][:, None], g["dadr"][:, None]
     if jtype in (JointType.HINGE, JointType.SLIDE):
       x = d.qpos[g["qadr"]] - spring_ref[g["qadr"]]
       k, poly = m.jnt_stiffness[g["jnt"]], m.jnt_stiffnesspoly[g["jnt"]]
-      frc = -(k * x + poly[:, 0] * x * x + poly[:, 1] * x * x * x)
-      qfrc = qfrc.at[g["dadr"]].set(frc, unique_indices=True)
+      dofs.append(g["dadr"])
+      frcs.append(-(k * x + poly[:, 0] * x * x + poly[:, 1] * x * x * x))
       continue
     if jtype == JointType.FREE:
       trans = qa + np.arange(3)
-      frc = _vector_spring(m, g["jnt"], d.qpos[trans] - spring_ref[trans])
-      qfrc = qfrc.at[da + np.arange(3)].set(frc, unique_indices=True)
+      dofs.append(da + np.arange(3))
+      frcs.append(_vector_spring(m, g["jnt"], d.qpos[trans] - spring_ref[trans]))
       qa, da = qa + 3, da + 3
     quat = math.normalize_quat(d.qpos[qa + np.arange(4)])
     dif = math.quat_sub(quat, spring_ref[qa + np.arange(4)])
-    qfrc = qfrc.at[da + np.arange(3)].set(_vector_spring(m, g["jnt"], dif),
-                                          unique_indices=True)
-  return qfrc
+    dofs.append(da + np.arange(3))
+    frcs.append(_vector_spring(m, g["jnt"], dif))
+  if not dofs:
+    return jnp.zeros(m.nv, d.qpos.dtype)
+  # one static gather, where a scatter per joint type into zeros was a GPU kernel each
+  return math.place(jnp.concatenate([f.reshape(-1) for f in frcs]).astype(d.qpos.dtype),
+                    np.concatenate([a.reshape(-1) for a in dofs]), m.nv)
 
 
 def tendon_spring_polynomial(m: Model, d: Data) -> jnp.ndarray:

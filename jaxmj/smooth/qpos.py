@@ -39,13 +39,22 @@ def qpos_plan(m) -> dict:
 def integrate_pos(m: Model, qpos: jnp.ndarray, qvel: jnp.ndarray, dt) -> jnp.ndarray:
   """mj_integratePos: qpos advanced by qvel over dt; quaternions rotate in the local frame."""
   plan = qpos_plan(m)
+  # static gathers and selects, where a scatter each was a GPU kernel (and a copy) of its own
+  out = qpos
   if len(plan["lin_q"]):
-    qpos = qpos.at[plan["lin_q"]].add(dt * qvel[plan["lin_v"]])
+    lin = np.zeros(len(qpos), bool)
+    lin[plan["lin_q"]] = True
+    # the product rounded on its own, as the scatter-add kept it (no fused multiply-add)
+    z = math.opaque_zero(qvel[0] * qvel[0]) if m.opt.exact else None
+    step = math.nofma(dt * qvel[plan["lin_v"]], z)
+    out = jnp.where(lin, qpos + math.place(step, plan["lin_q"], len(qpos)), out)
   if len(plan["quat_q"]):
     quat = math.quat_integrate(qpos[plan["quat_q"]], qvel[plan["quat_v"]], dt)
-    # distinct static indices (com.py's com_pos says why)
-    qpos = qpos.at[plan["quat_q"]].set(quat, unique_indices=True)
-  return qpos
+    rot = np.zeros(len(qpos), bool)
+    rot[plan["quat_q"].reshape(-1)] = True
+    out = jnp.where(rot, math.place(quat.reshape(-1), plan["quat_q"].reshape(-1), len(qpos)),
+                    out)
+  return out
 
 
 def differentiate_pos(m: Model, dt, qpos1: jnp.ndarray, qpos2: jnp.ndarray) -> jnp.ndarray:
