@@ -54,14 +54,42 @@ def _dot3(a, b):
   return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
+@jax.custom_jvp
 def mat_vec3(mat, v):
   """mju_mulMatVec3: mat @ v."""
+  return _mat_vec3(mat, v)
+
+
+def _mat_vec3(mat, v):
   return mat[:, 0] * v[0] + mat[:, 1] * v[1] + mat[:, 2] * v[2]
 
 
+@jax.custom_jvp
 def mat_t_vec3(mat, v):
   """mju_mulMatTVec3: mat.T @ v."""
+  return _mat_t_vec3(mat, v)
+
+
+def _mat_t_vec3(mat, v):
   return mat[0] * v[0] + mat[1] * v[1] + mat[2] * v[2]
+
+
+# The primal is formed by the elementwise arithmetic itself (not a nested call), which
+# rollout's checkpoint policy recomputes rather than keeps (dynamics/checkpoint.py).
+@mat_vec3.defjvp
+def _mat_vec3_jvp(primals, tangents):
+  (mat, v), (dmat, dv) = primals, tangents
+  if mat.shape != (3, 3) or v.shape != (3,):
+    return _mat_vec3(mat, v), _mat_vec3(dmat, v) + _mat_vec3(mat, dv)
+  return _mat_vec3(mat, v), jnp.sum(dmat * v + mat * dv, axis=1)
+
+
+@mat_t_vec3.defjvp
+def _mat_t_vec3_jvp(primals, tangents):
+  (mat, v), (dmat, dv) = primals, tangents
+  if mat.shape != (3, 3) or v.shape != (3,):
+    return _mat_t_vec3(mat, v), _mat_t_vec3(dmat, v) + _mat_t_vec3(mat, dv)
+  return _mat_t_vec3(mat, v), jnp.sum(dmat * v[:, None] + mat * dv[:, None], axis=0)
 
 
 @jax.custom_jvp
@@ -101,6 +129,7 @@ def recip(b, fallback=BIG):
   return safe_div(1.0, b, fallback)
 
 
+@jax.custom_jvp
 def normalize3(v):
   """mju_normalize3: (v / |v|, |v|); (1, 0, 0) where |v| < mjMINVAL."""
   norm = safe_sqrt(dot3(v, v))
@@ -108,6 +137,22 @@ def normalize3(v):
   inv = 1.0 / jnp.where(small, 1.0, norm)
   unit = jnp.where(small, jnp.array([1.0, 0.0, 0.0], dtype=v.dtype), v * inv)
   return unit, norm
+
+
+@normalize3.defjvp
+def _normalize3_jvp(primals, tangents):
+  # d|v| = v . dv / |v|, du = (dv - u d|v|) / |v| (0 where |v| < mjMINVAL, as the constant
+  # (1, 0, 0) is; d|v| 0 at v = 0, safe_sqrt's). Reverse mode keeps (u, |v|), the nested
+  # call's outputs (rollout's checkpoint policy keeps a call's), and its backward pass is a
+  # few elementwise ops and one sum per tangent, where through sqrt, the division and the
+  # selects it recomputed them and transposed each (the vmapped colliders' backward: 144 ->
+  # 110 ops a step, humanoid_floor's rollout, for 11 more arrays kept)
+  (v,), (dv,) = primals, tangents
+  unit, norm = normalize3(v)
+  small, pos = norm < MINVAL, norm > 0
+  dnorm = jnp.where(pos, jnp.sum(v * dv, axis=0) / jnp.where(pos, norm, 1.0), 0.0)
+  dunit = jnp.where(small, 0.0, (dv - unit * dnorm) * (1.0 / jnp.where(small, 1.0, norm)))
+  return (unit, norm), (dunit, dnorm)
 
 
 def make_frame(normal, tangent=None):
