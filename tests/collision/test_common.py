@@ -1,5 +1,6 @@
-"""collision/common.py's dot3 and cross3 derivative rules (whole tangents where the operands
-have one shape, sliced otherwise) against central finite differences, forward and reverse."""
+"""collision/common.py's dot3, cross3, normalize3, mat_vec3 and mat_t_vec3 derivative
+rules (whole tangents where the operands have one shape, sliced otherwise) against central
+finite differences, forward and reverse."""
 
 import jax
 import jax.numpy as jnp
@@ -25,3 +26,21 @@ def test_dot3_and_cross3_rules_match_finite_differences():
 def test_dot3_and_cross3_rules_with_unequal_shapes():
   _check(common.dot3, (V[0], V.T), order=1)  # (3,) with (3, 4): one dot per column
   _check(common.cross3, (V[0], V.T[:, :2]), order=1)
+
+
+def test_normalize3_and_mat_vec3_rules_match_finite_differences():
+  mat = V[1:].T
+  _check(common.normalize3, (V[0],))
+  _check(jax.vmap(common.normalize3), (V,))
+  _check(common.mat_vec3, (mat, V[0]))
+  _check(common.mat_t_vec3, (mat, V[0]))
+  _check(jax.vmap(common.mat_vec3, (None, 0)), (mat, V))
+
+
+def test_normalize3_rule_at_zero_is_finite_and_primal_unchanged():
+  zero = jnp.zeros(3)
+  (unit, norm), (dunit, dnorm) = jax.jvp(common.normalize3, (zero,), (V[0],))
+  assert np.array_equal(unit, [1.0, 0.0, 0.0]) and norm == 0
+  assert np.all(dunit == 0) and dnorm == 0
+  assert np.all(np.isfinite(jax.grad(lambda v: jnp.sum(common.normalize3(v)[0]) +
+                                     common.normalize3(v)[1])(zero)))
