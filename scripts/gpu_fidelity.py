@@ -89,7 +89,7 @@ def main() -> None:
   p.add_argument("--qvel-noise", type=float, default=0.01)
   p.add_argument("--engines", nargs="+", default=["jaxmj", "jaxmj-fast", "mjx"],
                  choices=["jaxmj", "jaxmj-fast", "jaxmj-fast-hi", "mjx"],
-                 help="jaxmj-fast-hi: fast arithmetic under jax.default_matmul_precision('highest')")
+                 help="jaxmj-fast-hi: fast arithmetic under default_matmul_precision('highest')")
   p.add_argument("--cpu-engines", nargs="*", default=["jaxmj"],
                  help="engines also run on the CPU when the default device is not (compile time)")
   args = p.parse_args()
