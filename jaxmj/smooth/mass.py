@@ -61,14 +61,6 @@ def _ld_plan(m) -> dict:
           "scan": _scan_plan(m) if len(by_level) > LEVELS_UNROLL_MAX else None}
 
 
-def _place(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
-  """(n,) zeros with vals at the static indices idx, as one static gather (on a GPU it fused
-  with its consumer, where slices and a concatenate of the pieces took two kernels)."""
-  at = np.full(n, len(idx))
-  at[np.asarray(idx)] = np.arange(len(idx))
-  return jnp.append(vals, jnp.zeros(1, vals.dtype))[at]
-
-
 def _scan_plan(m) -> dict:
   """Deep trees (`_factor_scan`, `_solve_scan`): static index arrays per dof level
   (deepest first), padded to one width for lax.scan.
@@ -426,7 +418,7 @@ def _down_cpu(m: Model, rows: dict, deep_first: list, x: jnp.ndarray) -> jnp.nda
   """L z = y of `_solve_sweeps` on the CPU, root levels first: each level's products with
   its rows of L (`rows`, by level id), placed by one static gather."""
   for ks in deep_first[::-1]:
-    x = x - _place(rows[id(ks)] @ x, ks, m.nv)
+    x = x - math.place_gather(rows[id(ks)] @ x, ks, m.nv)
   return x
 
 
