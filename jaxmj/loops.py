@@ -1,13 +1,16 @@
 """Loops of bounded trip count whose finished iterations leave the carry unchanged: the solver's
 Newton/CG/PGS iterations and line search, collision's GJK and EPA searches; collision's short
-fixed-length searches (`short_scan`)."""
+fixed-length searches (`short_scan`); a branch's predicate that vmap keeps a branch
+(`batch_any`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
 from jax.ad_checkpoint import checkpoint_name
+from jax.custom_batching import custom_vmap
 
 # A loop bounded by at most this many trips runs them all (finished worlds keep their carry):
 # on a GPU each trip of a while loop whose count XLA cannot see reads its predicate back to the
@@ -41,6 +44,22 @@ def short_scan(f: Callable, init, xs):
   return jax.lax.platform_dependent(
     init, xs, cpu=lambda c, x: jax.lax.scan(f, c, x),
     default=lambda c, x: jax.lax.scan(f, c, x, unroll=True))
+
+
+@custom_vmap
+def batch_any(pred: jax.Array) -> jax.Array:
+  """`pred` (a bool scalar), reduced by `any` over every axis vmap maps it along, so that a
+  `lax.cond` on it stays a branch over the whole batch (vmap turns a cond on a batched
+  predicate into a select that runs both branches). For a branch whose two sides agree
+  where both may be taken (e.g. a shortcut for a special case that the general side also
+  covers): a world's result may then depend on its batch in round-off."""
+  return pred
+
+
+@batch_any.def_vmap
+def _batch_any_vmap(axis_size, in_batched, pred):
+  del axis_size
+  return (jnp.any(pred) if in_batched[0] else pred), False
 
 
 def kept(outputs):

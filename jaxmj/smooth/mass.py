@@ -345,7 +345,7 @@ def solve_ld(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray, x: jnp.ndarray) 
     lx, d = lower @ x, 1.0 / diag_inv
     dd = -ddiag_inv * d * d
     dm_x = d_lower.T @ (d * lx) + lower.T @ (dd * lx + d * (d_lower @ x))
-    return x, _solve_tangent(m, qld, diag_inv, db - dm_x)
+    return x, solve_tangent(m, qld, diag_inv, db - dm_x)
 
   return solve(qld, diag_inv, x) if m.nv else x * diag_inv
 
@@ -370,7 +370,7 @@ def solve_factored(m: Model, mat: jnp.ndarray, qld: jnp.ndarray, diag_inv: jnp.n
     # kept: the tangent reads x, which rematerializing reverse mode would rebuild from every
     # level's product of the sweeps (loops.kept)
     x = kept(_solve_sweeps(m, qld, diag_inv, b))
-    return x, _solve_tangent(m, qld, diag_inv, db - _symmetric(m, dmat) @ x)
+    return x, solve_tangent(m, qld, diag_inv, db - _symmetric(m, dmat) @ x)
 
   return solve(mat, qld, diag_inv, x) if m.nv else x * diag_inv
 
@@ -400,7 +400,7 @@ def _solve_sweeps(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
     default=lambda x: _down_push(m, lower, x))
 
 
-def _solve_tangent(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
+def solve_tangent(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
                    x: jnp.ndarray) -> jnp.ndarray:
   """M^-1 x in the derivative rules, x (nv,) a tangent: `_solve_sweeps`, declared a symmetric
   linear solve (`lax.custom_linear_solve`), so that reverse mode transposes it to the same
@@ -506,7 +506,7 @@ def _solve_tree_tangent(m, qld, diag_inv, tree, x, dtree, ddiag, db):
   dtree = (dm, dcinert, dcdof, dten_J) at tree = (cinert, cdof, ten_J)."""
   dm_x = jax.jvp(lambda *a: mul_m_tree(*a, x), (m,) + tuple(tree), tuple(dtree))[1]
   rhs = db - dm_x if ddiag is None else db - dm_x - ddiag * x
-  return _solve_tangent(m, qld, diag_inv, rhs)
+  return solve_tangent(m, qld, diag_inv, rhs)
 
 
 def solve_m_tree_select(m: Model, d: Data, pred: jnp.ndarray, x: jnp.ndarray, qld: jnp.ndarray,

@@ -62,7 +62,7 @@ from jaxmj.constraint.driver import jac_products, mul_jac, mul_jac_t
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.constraint.rows import contact_factors
 from jaxmj.linalg import spd_solve
-from jaxmj.loops import bounded_loop, kept
+from jaxmj.loops import batch_any, bounded_loop, kept
 from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order, smoothing
 from jaxmj.solver.linesearch import differentiable_alpha, prepare
@@ -417,6 +417,7 @@ def solve_arrays(
   mul_m: tuple[Callable, tuple] | None = None,
   mul_j: tuple[Callable, Callable, tuple] | None = None,
   slip_pairs: smoothing.SlipPairs | None = None,
+  inv_m: tuple[Callable, tuple] | None = None,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -455,6 +456,12 @@ def solve_arrays(
   derivative takes for dJ qacc and dJ' force instead of efc_J's tangent (not read); None:
   efc_J's. Neither applies to the soft rows' share (efc_soft_weight). `slip_pairs`:
   static-friction smoothing of the implicit derivative (smoothing.slip), None: exact.
+  `inv_m` (fn, args): qM^-1 x = fn(*args, x) for a tangent x, linear and transposable
+  (smooth/mass.py's solve_tangent on qM's factor). With it, on the CPU the implicit
+  derivative takes H = M, neither forming the rows' Hessian nor inverting it, when no row
+  has a Hessian weight (Dq, cones) in the world, or under vmap in the whole batch
+  (loops.batch_any); other platforms keep one program (a branch costs a GPU a host sync).
+  None: H^-1 always.
   """
   dt = qM.dtype
   nv, nefc = qM.shape[0], efc_J.shape[0]
@@ -471,7 +478,7 @@ def solve_arrays(
   if solve_m is None:
     solve_m = lambda x: spd_solve(qM, x)[0]  # noqa: E731
   if not implicit_grad:
-    mul_m = mul_j = None
+    mul_m = mul_j = inv_m = None
   sg = jax.lax.stop_gradient
   p = make_problem(qM if mul_m is None else sg(qM), qacc_smooth, qfrc_smooth,
                    efc_J if mul_j is None else sg(efc_J), efc_D, efc_R, efc_aref,
@@ -524,22 +531,23 @@ def solve_arrays(
   if efc_soft_weight is not None:
     soft = dict(J=efc_J, aref=efc_aref, D=1.0 / efc_R, w=efc_soft_weight)
   slip = None if slip_pairs is None else (slip_pairs, isl)
-  return _implicit(p, res, soft, mul_m, mul_j, slip)
+  return _implicit(p, res, soft, mul_m, mul_j, slip, inv_m)
 
 
 @jax.named_scope("implicit_derivative")
 def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
               mul_m: tuple[Callable, tuple] | None = None,
               mul_j: tuple[Callable, Callable, tuple] | None = None,
-              slip: tuple[smoothing.SlipPairs, Islands] | None = None) -> SolverResult:
+              slip: tuple[smoothing.SlipPairs, Islands] | None = None,
+              inv_m: tuple[Callable, tuple] | None = None) -> SolverResult:
   """res with the implicit-function derivative of the optimum (values unchanged).
 
   At the optimum the primal gradient g(qacc; inputs) = M qacc - qfrc_smooth - J' force(J qacc -
   aref) vanishes, so d qacc = -H^-1 dg with H its generalized Hessian; the forces follow from
   the primal constraint update at qacc. A custom JVP attaches that derivative, so a forward
   pass that is not differentiated computes nothing for it. `soft`: the smoothed rows
-  (smoothing.soft_tangent), whose share is added to that derivative. `mul_m`, `mul_j`: see
-  solve_arrays (then p.M, p.J_all carry no tangent). `slip`: the pyramid pairs and the
+  (smoothing.soft_tangent), whose share is added to that derivative. `mul_m`, `mul_j`,
+  `inv_m`: see solve_arrays (then p.M, p.J_all carry no tangent). `slip`: the pyramid pairs and the
   islands, for static-friction smoothing (smoothing.slip). The rows are read unmasked (p.J_all:
   an inactive row's force, force tangent and Hessian weight are 0), so no tangent of the
   masked rows is made.
@@ -555,6 +563,9 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
   if mul_j is not None:
     arrays = dict(arrays, jac=mul_j[2])
     static = dict(static, mul_j=mul_j[:2])
+  if inv_m is not None:
+    arrays = dict(arrays, minv=inv_m[1])
+    static = dict(static, inv_m=inv_m[0])
   if slip is not None:
     arrays = dict(arrays, isl=(slip[1].dof, slip[1].efc))
     static = dict(static, slip=slip[0])
@@ -608,10 +619,11 @@ def _optimum(static: dict) -> Callable:
   mul_m = static.pop("mul_m", None)
   mul_j = static.pop("mul_j", None)
   pairs = static.pop("slip", None)
+  inv_m = static.pop("inv_m", None)
 
   def problem(arrays):
     return Problem(**{k: v for k, v in arrays.items()
-                      if k not in ("soft", "mass", "jac", "isl")}, **static)
+                      if k not in ("soft", "mass", "jac", "isl", "minv")}, **static)
 
   def jar_at(arrays, q):
     pa = problem(arrays)
@@ -639,11 +651,15 @@ def _optimum(static: dict) -> Callable:
     pa = problem(arrays)
     jar = jar_at(arrays, q)
     u = constraint_update(pa, jar)
-    h = hessian(pa, u.Dq, u.Hc)
-    # H^-1 from the primal alone, so that the tangent is a linear map (transposable); kept,
-    # or rematerializing reverse mode (rollout's) would eliminate again in the backward pass
-    hinv_of = lambda extra=None, base=h: kept(spd_solve(  # noqa: E731
-      base if extra is None else base + extra, jnp.eye(h.shape[0], dtype=h.dtype))[0])
+
+    def hinv_of(extra=None, base=None):
+      # H^-1 from the primal alone, so that the tangent is a linear map (transposable); kept,
+      # or rematerializing reverse mode (rollout's) would eliminate again in the backward
+      # pass. H is formed here, inside solve_h's branch where it has one.
+      h = hessian(pa, u.Dq, u.Hc) if base is None else base
+      return kept(spd_solve(h if extra is None else h + extra,
+                            jnp.eye(h.shape[0], dtype=h.dtype))[0])
+
     # The forces' tangent split as df = df_rows + dforce/djar (djar + J dq): the rows'
     # weights (D, R, friction loss, cone friction) at fixed jar, then jar's tangent through
     # the Hessian's weights (force = -dcost/djar, so dforce/djar = -(Dq + the cones' Hc)).
@@ -668,7 +684,7 @@ def _optimum(static: dict) -> Callable:
     dsmooth = dmq - jax.jvp(lambda a: jt_force(a, kept(u.force)), (arrays,), (darrays,))[1]
     dg = dsmooth - pa.J_all.T @ (df_rows + dforce(djar))
     if stationary(arrays):
-      dq = -hinv_of() @ dg
+      dq = -solve_h(arrays, pa, u, hinv_of)(dg)
       return ((q, force, jt_force(arrays, force)),
               (dq, df_rows + dforce(djar + pa.J_all @ dq), dmq + mul_m_at(arrays, dq)))
     soft_h, dg_soft, df_soft = None, 0.0, lambda dq: 0.0  # noqa: E731
@@ -691,6 +707,23 @@ def _optimum(static: dict) -> Callable:
     dof, efc = arrays["isl"]
     return (q, force, None), (dq + (dof @ sl.share) * (dq_slip - dq),
                               df + (efc @ sl.share) * (df_slip - df), None)
+
+  def solve_h(arrays, pa, u, hinv_of):
+    """x -> H^-1 x for tangents x. With inv_m, on the CPU: M^-1 x by the mass matrix's
+    factor where no row has a Hessian weight (H = M exactly: J' 0 J adds zeros), so that a
+    contact-free step neither forms J' D J (the costliest product of a falling humanoid's
+    gradient) nor eliminates H. The primal branch and the tangent's read one predicate,
+    which reverse mode keeps."""
+    if inv_m is None:
+      return lambda x: hinv_of() @ x
+    weighted = jnp.any(u.Dq != 0)
+    if pa.cidx.shape[0]:
+      weighted = weighted | jnp.any(u.Hc != 0)
+    weighted = jax.lax.platform_dependent(
+      weighted, cpu=batch_any, default=lambda w: jnp.ones((), bool))
+    hinv = jax.lax.cond(weighted, hinv_of, lambda: jnp.zeros(pa.M.shape, pa.M.dtype))
+    return lambda x: jax.lax.cond(weighted, lambda x: hinv @ x,
+                                  lambda x: inv_m(*arrays["minv"], x), x)
 
   return optimum
 
@@ -769,6 +802,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     ls_tolerance=m.opt.ls_tolerance, warmstart=not m.opt.disabled(DisableBit.WARMSTART),
     solve_m=lambda x: mass.solve_m(m, d, x), implicit_grad=implicit_grad, **islands,
     mul_m=(mass.mul_m_tree, (m, d.cinert, d.cdof, d.ten_J)),  # m's leaves differentiate
+    inv_m=(mass.solve_tangent, (m, d.qLD, d.qLDiagInv)),
     mul_j=mul_j,
     efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t,

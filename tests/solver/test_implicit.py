@@ -1,0 +1,94 @@
+"""The implicit derivative's contact-free shortcut (solver/driver.py, `solve_h`).
+
+Where no constraint row has a Hessian weight the implicit derivative takes H = M and solves
+with the mass matrix's factor instead of forming and inverting J' D J + M. Held against
+central finite differences of a rollout in flight (rows present, none active), against the
+general path on the same problem, and under vmap with a batch mixing worlds in flight and on
+the ground, where each world's gradient must be its own (float64).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxmj
+from jaxmj.loops import batch_any
+from jaxmj.enums import ConstraintState
+
+# a ball and a limited two-link arm over a plane: contact and limit rows exist, and are
+# inactive while the ball flies and the arm swings inside its range
+XML = """<mujoco><option timestep="0.005"/><worldbody>
+  <geom type="plane" size="3 3 .1"/>
+  <body name="ball" pos="0 0 .6"><freejoint/><geom type="sphere" size=".1"/></body>
+  <body pos="1 0 1.2">
+    <joint type="hinge" axis="0 1 0" range="-60 60" damping=".1"/>
+    <geom type="capsule" fromto="0 0 0 .3 0 0" size=".04"/>
+    <body pos=".3 0 0"><joint type="hinge" axis="0 1 0" range="-45 45"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".04"/></body>
+  </body></worldbody></mujoco>"""
+
+NSTEP = 10
+FD_EPS = 1e-6
+
+
+@pytest.fixture(scope="module")
+def model():
+  with jax.enable_x64(True):
+    yield jaxmj.Model.from_xml_string(XML)
+
+
+def _loss(m, d):
+  def loss(qvel):
+    final, traj = jaxmj.rollout(m, d.replace(qvel=qvel), nstep=NSTEP, fields=("efc_state",))
+    return jnp.sum(final.qpos ** 2) + jnp.sum(final.qvel ** 2), traj["efc_state"]
+  return loss
+
+
+def test_contact_free_gradient_matches_finite_differences(model):
+  with jax.enable_x64(True):
+    d = jaxmj.make_data(model)
+    fn = jax.jit(jax.value_and_grad(_loss(model, d), has_aux=True))
+    qvel = jnp.asarray(np.linspace(-0.5, 0.5, model.nv))
+    (_, states), g = fn(qvel)
+    assert states.shape[1] > 0 and np.all(np.asarray(states) == ConstraintState.SATISFIED)
+    fd = np.zeros(model.nv)
+    for i in range(model.nv):
+      e = FD_EPS * np.eye(model.nv)[i]
+      fd[i] = (float(fn(qvel + e)[0][0]) - float(fn(qvel - e)[0][0])) / (2 * FD_EPS)
+    np.testing.assert_allclose(g, fd, rtol=1e-7, atol=1e-8)
+
+
+def test_batch_gradient_is_each_worlds_own(model):
+  """One world in flight (the shortcut alone), one with the ball on the plane (rows with
+  weights): vmapped together both take the general path, each world's gradient its own
+  (the flying world's up to round-off from the shortcut)."""
+  with jax.enable_x64(True):
+    d = jaxmj.make_data(model)
+    grounded = d.replace(qpos=d.qpos.at[2].set(0.099))
+    qvel = jnp.asarray(np.linspace(-0.5, 0.5, model.nv))
+    grads = []
+    for start in (d, grounded):
+      (_, states), g = jax.jit(jax.value_and_grad(_loss(model, start), has_aux=True))(qvel)
+      grads.append(g)
+    assert np.any(np.asarray(states) != ConstraintState.SATISFIED)  # the grounded world
+
+    def both(qpos):
+      return jax.grad(lambda v: _loss(model, d.replace(qpos=qpos))(v)[0])(qvel)
+
+    batched = jax.jit(jax.vmap(both))(jnp.stack([d.qpos, grounded.qpos]))
+    for b, g in zip(batched, grads):  # vmapped programs round differently anyway
+      np.testing.assert_allclose(b, g, rtol=1e-10, atol=1e-12)
+
+
+def test_batch_any_reduces_over_the_batch_only():
+  pred = jnp.array([False, True, False])
+  assert bool(batch_any(pred[0])) is False
+  np.testing.assert_array_equal(jax.vmap(batch_any)(pred), [True, True, True])
+  np.testing.assert_array_equal(jax.vmap(batch_any)(jnp.zeros(3, bool)), [False] * 3)
+  np.testing.assert_array_equal(jax.vmap(jax.vmap(batch_any))(jnp.eye(2, dtype=bool)),
+                                np.ones((2, 2), bool))
+  # a cond on it stays a branch under vmap (no select of both sides)
+  f = lambda p, x: jax.lax.cond(batch_any(p), jnp.sin, jnp.cos, x)  # noqa: E731
+  text = jax.jit(jax.vmap(f)).lower(pred, jnp.ones(3)).as_text()
+  assert "case" in text and "select" not in text
