@@ -68,12 +68,18 @@ def place_gather(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
   return jnp.concatenate([vals, jnp.zeros((1,) + vals.shape[1:], vals.dtype)])[at]
 
 
+def static_mask(n: int, idx) -> np.ndarray:
+  """(n,) numpy bool, True at the static indices `idx` (any shape): the mask of a select
+  that places values where a scatter would (see `place`)."""
+  mask = np.zeros(n, bool)
+  mask[np.asarray(idx).reshape(-1)] = True
+  return mask
+
+
 def set_at(x: jnp.ndarray, idx, vals: jnp.ndarray) -> jnp.ndarray:
   """x.at[idx].set(vals) for distinct static indices idx (k,) of x's first axis; vals (k, ...)
   cast to x's dtype. Off the CPU a static gather and a select (see `place`)."""
-  mask = np.zeros(len(x), bool)
-  mask[np.asarray(idx)] = True
-  mask = mask.reshape((-1,) + (1,) * (x.ndim - 1))
+  mask = static_mask(len(x), idx).reshape((-1,) + (1,) * (x.ndim - 1))
   vals = vals.astype(x.dtype)
   return jax.lax.platform_dependent(
     x, vals, cpu=lambda x, vals: x.at[idx].set(vals, unique_indices=True),

@@ -156,7 +156,5 @@ def com_vel(m: Model, d: Data) -> Data:
   seen = jnp.asarray(plan["before"], dof_vel.dtype) @ dof_vel
   cdof_dot = math.motion_cross(seen, d.cdof)
   if len(plan["zero_dot"]):  # a select, where a scatter was a GPU kernel of its own
-    zero = np.zeros(m.nv, bool)
-    zero[plan["zero_dot"]] = True
-    cdof_dot = jnp.where(zero[:, None], 0.0, cdof_dot)
+    cdof_dot = jnp.where(math.static_mask(m.nv, plan["zero_dot"])[:, None], 0.0, cdof_dot)
   return d.replace(cvel=cvel, cdof_dot=cdof_dot)

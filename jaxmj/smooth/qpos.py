@@ -42,16 +42,14 @@ def integrate_pos(m: Model, qpos: jnp.ndarray, qvel: jnp.ndarray, dt) -> jnp.nda
   # static gathers and selects, where a scatter each was a GPU kernel (and a copy) of its own
   out = qpos
   if len(plan["lin_q"]):
-    lin = np.zeros(len(qpos), bool)
-    lin[plan["lin_q"]] = True
+    lin = math.static_mask(len(qpos), plan["lin_q"])
     # the product rounded on its own, as the scatter-add kept it (no fused multiply-add)
     z = math.opaque_zero(qvel[0] * qvel[0]) if m.opt.exact else None
     step = math.nofma(dt * qvel[plan["lin_v"]], z)
     out = jnp.where(lin, qpos + math.place(step, plan["lin_q"], len(qpos)), out)
   if len(plan["quat_q"]):
     quat = math.quat_integrate(qpos[plan["quat_q"]], qvel[plan["quat_v"]], dt)
-    rot = np.zeros(len(qpos), bool)
-    rot[plan["quat_q"].reshape(-1)] = True
+    rot = math.static_mask(len(qpos), plan["quat_q"])
     out = jnp.where(rot, math.place(quat.reshape(-1), plan["quat_q"].reshape(-1), len(qpos)),
                     out)
   return out
