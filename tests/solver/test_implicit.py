@@ -2,10 +2,12 @@
 
 Where no constraint row has a Hessian weight the implicit derivative takes H = M and solves
 with the mass matrix's factor instead of forming and inverting J' D J + M. Held against
-central finite differences of a rollout in flight (rows present, none active), against the
-general path on the same problem, and under vmap with a batch mixing worlds in flight and on
-the ground, where each world's gradient must be its own (float64).
+central finite differences of a rollout in flight (rows present, none active), and under vmap
+with a batch mixing a world in flight and one on the ground, where both take the general path
+and each world's gradient must be its own (float64).
 """
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -13,8 +15,8 @@ import numpy as np
 import pytest
 
 import jaxmj
-from jaxmj.loops import batch_any
 from jaxmj.enums import ConstraintState
+from jaxmj.loops import batch_any
 
 # a ball and a limited two-link arm over a plane: contact and limit rows exist, and are
 # inactive while the ball flies and the arm swings inside its range
@@ -33,51 +35,47 @@ FD_EPS = 1e-6
 
 
 @pytest.fixture(scope="module")
-def model():
+def case():
+  """(model, initial Data, jitted value_and_grad of loss(qpos, qvel) w.r.t. qvel, the
+  initial velocity), float64."""
   with jax.enable_x64(True):
-    yield jaxmj.Model.from_xml_string(XML)
+    m = jaxmj.Model.from_xml_string(XML)
+    d = jaxmj.make_data(m)
+    vg = jax.jit(jax.value_and_grad(functools.partial(_loss, m, d), argnums=1, has_aux=True))
+    yield m, d, vg, jnp.asarray(np.linspace(-0.5, 0.5, m.nv))
 
 
-def _loss(m, d):
-  def loss(qvel):
-    final, traj = jaxmj.rollout(m, d.replace(qvel=qvel), nstep=NSTEP, fields=("efc_state",))
-    return jnp.sum(final.qpos ** 2) + jnp.sum(final.qvel ** 2), traj["efc_state"]
-  return loss
+def _loss(m, d, qpos, qvel):
+  """|qpos_T|^2 + |qvel_T|^2 after NSTEP steps, and every step's efc_state."""
+  final, traj = jaxmj.rollout(m, d.replace(qpos=qpos, qvel=qvel), nstep=NSTEP,
+                              fields=("efc_state",))
+  return jnp.sum(final.qpos ** 2) + jnp.sum(final.qvel ** 2), traj["efc_state"]
 
 
-def test_contact_free_gradient_matches_finite_differences(model):
+def test_contact_free_gradient_matches_finite_differences(case):
+  m, d, vg, qvel = case
   with jax.enable_x64(True):
-    d = jaxmj.make_data(model)
-    fn = jax.jit(jax.value_and_grad(_loss(model, d), has_aux=True))
-    qvel = jnp.asarray(np.linspace(-0.5, 0.5, model.nv))
-    (_, states), g = fn(qvel)
+    (_, states), g = vg(d.qpos, qvel)
     assert states.shape[1] > 0 and np.all(np.asarray(states) == ConstraintState.SATISFIED)
-    fd = np.zeros(model.nv)
-    for i in range(model.nv):
-      e = FD_EPS * np.eye(model.nv)[i]
-      fd[i] = (float(fn(qvel + e)[0][0]) - float(fn(qvel - e)[0][0])) / (2 * FD_EPS)
+    fd = np.zeros(m.nv)
+    for i in range(m.nv):
+      e = FD_EPS * np.eye(m.nv)[i]
+      fd[i] = (float(vg(d.qpos, qvel + e)[0][0]) - float(vg(d.qpos, qvel - e)[0][0])) / (
+        2 * FD_EPS)
     np.testing.assert_allclose(g, fd, rtol=1e-7, atol=1e-8)
 
 
-def test_batch_gradient_is_each_worlds_own(model):
+def test_batch_gradient_is_each_worlds_own(case):
   """One world in flight (the shortcut alone), one with the ball on the plane (rows with
   weights): vmapped together both take the general path, each world's gradient its own
   (the flying world's up to round-off from the shortcut)."""
+  m, d, vg, qvel = case
   with jax.enable_x64(True):
-    d = jaxmj.make_data(model)
-    grounded = d.replace(qpos=d.qpos.at[2].set(0.099))
-    qvel = jnp.asarray(np.linspace(-0.5, 0.5, model.nv))
-    grads = []
-    for start in (d, grounded):
-      (_, states), g = jax.jit(jax.value_and_grad(_loss(model, start), has_aux=True))(qvel)
-      grads.append(g)
-    assert np.any(np.asarray(states) != ConstraintState.SATISFIED)  # the grounded world
-
-    def both(qpos):
-      return jax.grad(lambda v: _loss(model, d.replace(qpos=qpos))(v)[0])(qvel)
-
-    batched = jax.jit(jax.vmap(both))(jnp.stack([d.qpos, grounded.qpos]))
-    for b, g in zip(batched, grads):  # vmapped programs round differently anyway
+    qpos = jnp.stack([d.qpos, d.qpos.at[2].set(0.099)])
+    alone = [vg(q, qvel) for q in qpos]
+    assert np.any(np.asarray(alone[1][0][1]) != ConstraintState.SATISFIED)
+    batched = jax.jit(jax.vmap(lambda q: vg(q, qvel)[1]))(qpos)
+    for b, (_, g) in zip(batched, alone):  # vmapped programs round differently anyway
       np.testing.assert_allclose(b, g, rtol=1e-10, atol=1e-12)
 
 
