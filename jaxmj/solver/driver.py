@@ -547,10 +547,10 @@ def _implicit(p: Problem, res: SolverResult, soft: dict | None = None,
   the primal constraint update at qacc. A custom JVP attaches that derivative, so a forward
   pass that is not differentiated computes nothing for it. `soft`: the smoothed rows
   (smoothing.soft_tangent), whose share is added to that derivative. `mul_m`, `mul_j`,
-  `inv_m`: see solve_arrays (then p.M, p.J_all carry no tangent). `slip`: the pyramid pairs and the
-  islands, for static-friction smoothing (smoothing.slip). The rows are read unmasked (p.J_all:
-  an inactive row's force, force tangent and Hessian weight are 0), so no tangent of the
-  masked rows is made.
+  `inv_m`: see solve_arrays (then p.M, p.J_all carry no tangent). `slip`: the pyramid pairs
+  and the islands, for static-friction smoothing (smoothing.slip). The rows are read unmasked
+  (p.J_all: an inactive row's force, force tangent and Hessian weight are 0), so no tangent
+  of the masked rows is made.
   """
   sg = jax.lax.stop_gradient
   arrays = {k: v for k, v in p._asdict().items() if isinstance(v, jax.Array)}
