@@ -189,6 +189,7 @@ def first_k(valid, k: int):
   return sel, jnp.any(sel, axis=1)
 
 
+@jax.custom_jvp
 def take_rows(sel, x):
   """Rows of x (N, ...) picked by a one-hot selection (k, N) from `first_k` (0 where a row
   selects nothing): a chain of N selects, exact and differentiable, which XLA fuses with
@@ -200,6 +201,18 @@ def take_rows(sel, x):
   for j, xj in enumerate(jnp.unstack(x)):
     out = jnp.where(sel[:, j].reshape((-1,) + (1,) * (x.ndim - 1)), xj, out)
   return out
+
+
+@take_rows.defjvp
+def _take_rows_jvp(primals, tangents):
+  """The tangent as one masked sum over the N rows (at most one term of each is not 0, so
+  its values are the chain's): reverse mode transposes it to one fused reduction over the k picks, where the
+  chain's select of each x[j], broadcast over the k rows, transposed to a reduction of its
+  own per row (box_stack's clipping backward: ~16 reduce kernels a stage)."""
+  sel, x = primals
+  dx = tangents[1]
+  mask = sel.reshape(sel.shape + (1,) * (x.ndim - 1))
+  return take_rows(sel, x), jnp.sum(jnp.where(mask, dx[None], 0), axis=1)
 
 
 def select_at(x, i):
