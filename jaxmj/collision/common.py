@@ -192,9 +192,13 @@ def first_k(valid, k: int):
 @jax.custom_jvp
 def take_rows(sel, x):
   """Rows of x (N, ...) picked by a one-hot selection (k, N) from `first_k` (0 where a row
-  selects nothing): a chain of N selects, exact and differentiable, which XLA fuses with
-  its neighbours, where the product with the one-hot rows and its sum was a reduction of
-  its own (XNNPACK's on the CPU: box_stack's clipping, 30 us a stage at batch 64)."""
+  selects nothing), k <= N: a chain of N selects, exact and differentiable, which XLA fuses
+  with its neighbours, where the product with the one-hot rows and its sum was a reduction
+  of its own (XNNPACK's on the CPU: box_stack's clipping, 30 us a stage at batch 64)."""
+  return _select_rows(sel, x)
+
+
+def _select_rows(sel, x):
   out = jnp.zeros((sel.shape[0],) + x.shape[1:], x.dtype)
   # x's rows by one unstack, whose transpose is one stack, where each x[j]'s is a pad of
   # its own (reverse mode: N pads and their sum, an op apiece)
@@ -203,16 +207,27 @@ def take_rows(sel, x):
   return out
 
 
+def _spread_rows(sel, y):
+  """take_rows' transpose: (k, ...) picks back onto the N rows, one masked sum over k."""
+  mask = sel.reshape(sel.shape + (1,) * (y.ndim - 1))
+  return jnp.sum(jnp.where(mask, y[:, None], 0), axis=0)
+
+
 @take_rows.defjvp
 def _take_rows_jvp(primals, tangents):
-  """The tangent as one masked sum over the N rows (at most one term of each is not 0, so
-  its values are the chain's): reverse mode transposes it to one fused reduction over the k picks, where the
-  chain's select of each x[j], broadcast over the k rows, transposed to a reduction of its
-  own per row (box_stack's clipping backward: ~16 reduce kernels a stage)."""
+  """The tangent is the same chain of selects (forward mode: no reduction), declared a
+  linear map whose transpose is `_spread_rows`: one fused reduction over the k picks, where
+  the chain's own transpose (each x[j] broadcast over the k rows) took a reduction per row
+  (box_stack's clipping backward: ~16 reduce kernels a stage). `custom_linear_solve` is how
+  JAX 0.10 takes a custom transpose that vmap can batch; it wants the map square, so the
+  picks ride in the first k of N rows."""
   sel, x = primals
-  dx = tangents[1]
-  mask = sel.reshape(sel.shape + (1,) * (x.ndim - 1))
-  return take_rows(sel, x), jnp.sum(jnp.where(mask, dx[None], 0), axis=1)
+  k, n = sel.shape
+  pad = lambda y: jnp.concatenate([y, jnp.zeros((n - k,) + y.shape[1:], y.dtype)])  # noqa: E731
+  dy = jax.lax.custom_linear_solve(
+    lambda v: _spread_rows(sel, v[:k]), tangents[1], lambda _, b: pad(_select_rows(sel, b)),
+    lambda _, c: _spread_rows(sel, c[:k]))
+  return _select_rows(sel, x), dy[:k]
 
 
 def select_at(x, i):
