@@ -200,8 +200,6 @@ def take_rows(sel, x):
 
 def _select_rows(sel, x):
   out = jnp.zeros((sel.shape[0],) + x.shape[1:], x.dtype)
-  # x's rows by one unstack, whose transpose is one stack, where each x[j]'s is a pad of
-  # its own (reverse mode: N pads and their sum, an op apiece)
   for j, xj in enumerate(jnp.unstack(x)):
     out = jnp.where(sel[:, j].reshape((-1,) + (1,) * (x.ndim - 1)), xj, out)
   return out

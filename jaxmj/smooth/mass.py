@@ -401,7 +401,7 @@ def _solve_sweeps(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
 
 
 def solve_tangent(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
-                   x: jnp.ndarray) -> jnp.ndarray:
+                  x: jnp.ndarray) -> jnp.ndarray:
   """M^-1 x in the derivative rules, x (nv,) a tangent: `_solve_sweeps`, declared a symmetric
   linear solve (`lax.custom_linear_solve`), so that reverse mode transposes it to the same
   sweeps (M^-1 is symmetric) where the sweeps' own transpose was a chain of scatters, pads
