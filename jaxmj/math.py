@@ -70,7 +70,8 @@ def place_gather(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
 
 def static_mask(n: int, idx) -> np.ndarray:
   """(n,) numpy bool, True at the static indices `idx` (any shape): the mask of a select
-  that places values where a scatter would (see `place`)."""
+  that places values where a scatter would (see `place`), or a static set of rows (the
+  solver's cone and noslip rows)."""
   mask = np.zeros(n, bool)
   mask[np.asarray(idx).reshape(-1)] = True
   return mask

@@ -63,6 +63,7 @@ from jaxmj.constraint.layout import efc_layout
 from jaxmj.constraint.rows import contact_factors
 from jaxmj.linalg import spd_solve
 from jaxmj.loops import batch_any, bounded_loop, kept
+from jaxmj.math import static_mask
 from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order, smoothing
 from jaxmj.solver.linesearch import differentiable_alpha, prepare
@@ -256,8 +257,7 @@ def _project(p: Problem, f):
 def _pgs_blocks(cidx: np.ndarray, nefc: int):
   """Static PGS blocks in row order: kind (0 row, 1 elliptic cone), row or cone id, first row."""
   cone_first = {int(r[0]): c for c, r in enumerate(cidx)}
-  in_cone = np.zeros(nefc + 1, bool)
-  in_cone[cidx.ravel()] = True
+  in_cone = static_mask(nefc + 1, cidx)
   blocks = [(1, cone_first[i]) if i in cone_first else (0, i)
             for i in range(nefc) if i in cone_first or not in_cone[i]]
   kinds = np.array([k for k, _ in blocks], np.int32)

@@ -35,6 +35,7 @@ import numpy as np
 
 from jaxmj.constants import MINVAL
 from jaxmj.constraint.layout import efc_layout
+from jaxmj.math import static_mask
 from jaxmj.smooth import mass
 from jaxmj.solver import pgs_order
 from jaxmj.solver.problem import (
@@ -254,8 +255,7 @@ def _fixed_point(blocks, nefc: int) -> Callable:
   sweep's residuals, not every sweep's.
   """
   kinds, rows, normal_rows, slots = blocks
-  free = np.zeros(nefc, bool)
-  free[rows[rows < nefc]] = True
+  free = static_mask(nefc, rows[rows < nefc])
   partner = np.arange(nefc)
   pairs = rows[kinds == _PAIR][:, :2]
   partner[pairs[:, 0]], partner[pairs[:, 1]] = pairs[:, 1], pairs[:, 0]

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.linalg import spd_solve
+from jaxmj.math import static_mask
 from jaxmj.types import ConstraintState, ConstraintType
 
 SATISFIED = int(ConstraintState.SATISFIED)
@@ -153,10 +154,8 @@ def make_problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, ef
                  efc_type, efc_active, cones, cone_friction, cone_mu) -> Problem:
   nefc = efc_J.shape[0]
   active = jnp.asarray(efc_active, bool)
-  in_cone = np.zeros(nefc, bool)
+  in_cone = static_mask(nefc, cones.rows[cones.rows >= 0])
   ncone = len(cones.dim)
-  if ncone:
-    in_cone[cones.rows[cones.rows >= 0]] = True
   scalar = active & ~jnp.asarray(in_cone)
   t = jnp.asarray(efc_type)
   is_eq = scalar & (t == ConstraintType.EQUALITY)
