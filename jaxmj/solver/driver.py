@@ -775,8 +775,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
   if m.opt.cone == Cone.ELLIPTIC and len(con.dim):
     sel = np.asarray(con.dim) > 1
     cones = cone_layout(np.asarray(con.efc_address)[sel], np.asarray(con.dim)[sel])
-    elliptic_normal = np.zeros(nefc, bool)
-    elliptic_normal[np.asarray(con.efc_address)[sel]] = True
+    elliptic_normal = static_mask(nefc, np.asarray(con.efc_address)[sel])
     fric = con.friction[jnp.asarray(np.flatnonzero(sel))]
     # mjContact.mu: friction[0] * sqrt(R[1] / R[0]) with R[1] = R[0] / impratio
     mu = fric[:, 0] * jnp.sqrt(1.0 / jnp.maximum(MINVAL, m.opt.impratio))
