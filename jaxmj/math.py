@@ -30,7 +30,8 @@ def stack(xs, axis: int = 0) -> jnp.ndarray:
   n, width = len(xs), _FUSED_CONCAT_MAX
   xs += [jnp.zeros_like(xs[0])] * (-n % width)
   groups = stack([jnp.stack(xs[i:i + width]) for i in range(0, len(xs), width)])
-  return jnp.moveaxis(groups.reshape((-1,) + groups.shape[2:])[:n], 0, axis)
+  flat = groups.reshape((groups.shape[0] * groups.shape[1],) + groups.shape[2:])
+  return jnp.moveaxis(flat[:n], 0, axis)
 
 
 def concatenate(xs, axis: int = 0) -> jnp.ndarray:
@@ -120,12 +121,32 @@ def nofma(p: jnp.ndarray, z: jnp.ndarray | None) -> jnp.ndarray:
 
 @jax.custom_jvp
 def _nofma(p, z):
-  return lax.bitcast_convert_type(lax.bitcast_convert_type(p, z.dtype) | z, p.dtype)
+  return _guard(p, z)
 
 
 @_nofma.defjvp
 def _nofma_jvp(primals, tangents):
   return _nofma(*primals), tangents[0]
+
+
+def _guard(p, z):
+  return lax.bitcast_convert_type(lax.bitcast_convert_type(p, z.dtype) | z, p.dtype)
+
+
+def nofma_all(ps, z: jnp.ndarray | None) -> list:
+  """`nofma` of each of the products ps in one derivative rule (the component forms' many
+  small products: a rule each would make tracing them the cost)."""
+  return list(ps) if z is None else list(_nofma_all(tuple(ps), z))
+
+
+@jax.custom_jvp
+def _nofma_all(ps, z):
+  return tuple(_guard(p, z) for p in ps)
+
+
+@_nofma_all.defjvp
+def _nofma_all_jvp(primals, tangents):
+  return _nofma_all(*primals), tangents[0]
 
 
 @jax.custom_jvp
@@ -170,11 +191,13 @@ def quat_mul(a: jnp.ndarray, b: jnp.ndarray, z: jnp.ndarray | None = None) -> jn
   r0 = (a0b0 - a1b1) - (a2b2 + a3b3), r1 = (a0b1 + a1b0) + (a2b3 - a3b2),
   r2 = (a0b2 - a1b3) + (a2b0 + a3b1), r3 = (a0b3 + a1b2) + (a3b0 - a2b1)."""
   a, b = jnp.broadcast_arrays(a, b)
-  p = _products(a, b, z)
-  return jnp.stack([(p(0, 0) - p(1, 1)) - (p(2, 2) + p(3, 3)),
-                    (p(0, 1) + p(1, 0)) + (p(2, 3) - p(3, 2)),
-                    (p(0, 2) - p(1, 3)) + (p(2, 0) + p(3, 1)),
-                    (p(0, 3) + p(1, 2)) + (p(3, 0) - p(2, 1))], axis=-1)
+  return jnp.stack(_quat_mul_sums(_products(a, b, z)), axis=-1)
+
+
+def _quat_mul_sums(p):
+  """mju_mulQuat's four sums of the products p(i, j) = a_i b_j."""
+  return [(p(0, 0) - p(1, 1)) - (p(2, 2) + p(3, 3)), (p(0, 1) + p(1, 0)) + (p(2, 3) - p(3, 2)),
+          (p(0, 2) - p(1, 3)) + (p(2, 0) + p(3, 1)), (p(0, 3) + p(1, 2)) + (p(3, 0) - p(2, 1))]
 
 
 @quat_mul.defjvp
@@ -255,12 +278,20 @@ def rot_vec_quat(v: jnp.ndarray, q: jnp.ndarray, z: jnp.ndarray | None = None) -
   mju_rotVecQuat's order of operations (t0 = (w v0 + u1 v2) - u2 v1, r0 = u1 t2 - u2 t1,
   then (r0 + r0) + v0, ...)."""
   v, q = jnp.broadcast_arrays(v, q[..., :1])[0], jnp.broadcast_arrays(q, v[..., :1])[0]
-  p = _products(q, v, z)
-  t = jnp.stack([(p(0, 0) + p(2, 2)) - p(3, 1), (p(0, 1) + p(3, 0)) - p(1, 2),
-                 (p(0, 2) + p(1, 1)) - p(2, 0)], axis=-1)
-  p = _products(q, t, z)
-  r = jnp.stack([p(2, 2) - p(3, 1), p(3, 0) - p(1, 2), p(1, 1) - p(2, 0)], axis=-1)
+  t = jnp.stack(_rot_t(_products(q, v, z)), axis=-1)
+  r = jnp.stack(_rot_r(_products(q, t, z)), axis=-1)
   return (r + r) + v
+
+
+def _rot_t(p):
+  """mju_rotVecQuat's t = w v + u x v from p(i, j) = q_i v_j."""
+  return [(p(0, 0) + p(2, 2)) - p(3, 1), (p(0, 1) + p(3, 0)) - p(1, 2),
+          (p(0, 2) + p(1, 1)) - p(2, 0)]
+
+
+def _rot_r(p):
+  """mju_rotVecQuat's u x t from p(i, j) = q_i t_j."""
+  return [p(2, 2) - p(3, 1), p(3, 0) - p(1, 2), p(1, 1) - p(2, 0)]
 
 
 @rot_vec_quat.defjvp
@@ -314,7 +345,11 @@ def _quat_to_mat_jvp(primals, tangents):
 
 def quat_to_mat_entries(q: jnp.ndarray, z: jnp.ndarray | None = None) -> list[jnp.ndarray]:
   """`quat_to_mat`'s nine entries, row-major, each of q's leading shape (unstacked)."""
-  p = _products(q, q, z)
+  return _quat_to_mat_sums(_products(q, q, z))
+
+
+def _quat_to_mat_sums(p):
+  """mju_quat2Mat's nine entries from the products p(i, j) = q_i q_j."""
   ww, xx, yy, zz = p(0, 0), p(1, 1), p(2, 2), p(3, 3)
   xy, wz, xz, wy, yz, wx = p(1, 2), p(0, 3), p(1, 3), p(0, 2), p(2, 3), p(0, 1)
   off = [xy - wz, xz + wy, xy + wz, yz - wx, xz - wy, yz + wx]
@@ -322,6 +357,67 @@ def quat_to_mat_entries(q: jnp.ndarray, z: jnp.ndarray | None = None) -> list[jn
   return [(ww - yy) + (xx - zz), off[0], off[1],
           off[2], (ww + yy) - (xx + zz), off[3],
           off[4], off[5], (ww - yy) - (xx - zz)]
+
+
+# Component forms: a vector is a sequence of arrays of one leading shape, one per component,
+# and each function is the stacked one's arithmetic, bit for bit. A GPU compiler fuses a
+# chain of them into one kernel; the stacked forms end every product in a concatenate (the
+# stack), which XLA's GPU fusion leaves as a kernel of its own when the next product reads
+# all of it (mj_kinematics on MJX's humanoid: 36 of its 62 kernels on an H200).
+
+
+def _pairs(a, b, z):
+  """p(i, j) = a_i b_j of component sequences, each product rounded on its own (`nofma`)."""
+  products = nofma_all([x * y for x in a for y in b], z)
+  return lambda i, j: products[i * len(b) + j]
+
+
+def quat_mul_c(a, b, z: jnp.ndarray | None = None) -> list:
+  """quat_mul of component sequences (4 arrays each)."""
+  return _quat_mul_sums(_pairs(a, b, z))
+
+
+def rot_vec_quat_c(v, q, z: jnp.ndarray | None = None) -> list:
+  """rot_vec_quat of component sequences (v: 3 arrays, q: 4)."""
+  r = _rot_r(_pairs(q, _rot_t(_pairs(q, v, z)), z))
+  return [(x + x) + y for x, y in zip(r, v)]
+
+
+def mat_vec3_c(mat, v, z: jnp.ndarray | None = None) -> list:
+  """mat_vec3 of component sequences (mat: 9 arrays row-major, v: 3)."""
+  p = nofma_all([mat[i] * v[i % 3] for i in range(9)], z)
+  return [(p[3 * i] + p[3 * i + 1]) + p[3 * i + 2] for i in range(3)]
+
+
+def quat_to_mat_c(q, z: jnp.ndarray | None = None) -> list:
+  """quat_to_mat's nine entries (row-major) of a component sequence (4 arrays)."""
+  return _quat_to_mat_sums(_pairs(q, q, z))
+
+
+@jax.custom_jvp
+def _normalize4_c(q, z):
+  p = nofma_all([x * x for x in q], z)
+  n = jnp.sqrt((p[0] + p[1]) + (p[2] + p[3]))
+  inv = 1.0 / n
+  scaled = [jnp.where(jnp.abs(n - 1.0) > MINVAL, x * inv, x) for x in q]
+  return tuple(jnp.where(n < MINVAL, float(i == 0), x) for i, x in enumerate(scaled))
+
+
+@_normalize4_c.defjvp
+def _normalize4_c_jvp(primals, tangents):
+  q, z = primals
+  t = tangents[0]
+  sq = sum(x * x for x in q)
+  ok = sq >= MINVAL * MINVAL
+  n = jnp.sqrt(jnp.where(ok, sq, 1.0))
+  u = [x / n for x in q]
+  ut = sum(a * b for a, b in zip(u, t))
+  return _normalize4_c(q, z), tuple(jnp.where(ok, (b - a * ut) / n, 0.0) for a, b in zip(u, t))
+
+
+def normalize_quat_c(q, z: jnp.ndarray | None = None) -> list:
+  """normalize_quat of a component sequence (4 arrays), with its derivative."""
+  return list(_normalize4_c(tuple(q), z))
 
 
 def axis_angle_to_quat(axis: jnp.ndarray, angle: jnp.ndarray) -> jnp.ndarray:

@@ -50,15 +50,19 @@ def _with_mujoco_numbers(m, mj):
                       for k in MODEL_FIELDS})
 
 
+@pytest.mark.parametrize("layout", ["stacked", "components"])
 @pytest.mark.parametrize("unrolled_levels", [None, 0], ids=["unrolled", "scan"])
-def test_frames_equal_mj_kinematics_bit_for_bit(unrolled_levels, monkeypatch):
-  """Shallow trees take the unrolled pass over levels, deep ones the scan: both exact."""
+def test_frames_equal_mj_kinematics_bit_for_bit(unrolled_levels, layout, monkeypatch):
+  """Shallow trees take the unrolled pass over levels, deep ones the scan, in either vector
+  layout (stacked: the CPU's, components: other platforms'): all exact."""
   if unrolled_levels is not None:
     monkeypatch.setattr(kinematics_module, "_UNROLLED_LEVELS", unrolled_levels)
+  monkeypatch.setattr(kinematics_module, "_bodies", getattr(kinematics_module, f"_bodies_{layout}"))
   m, mj = load_both(xml=XML)
   m = _with_mujoco_numbers(m, mj)
-  assert kinematics_module._level_plan(m, kinematics_module._UNROLLED_LEVELS)["unroll"] == (
-    unrolled_levels is None)
+  plan = kinematics_module._level_plan if layout == "stacked" else (
+    kinematics_module._component_plan)
+  assert plan(m, kinematics_module._UNROLLED_LEVELS)["unroll"] == (unrolled_levels is None)
   def state(m, mj, seed):
     d = random_state(m, mj, seed)
     if seed == 1:
@@ -114,3 +118,28 @@ def test_quaternion_normalization_derivative_is_projection():
 
   jvp = xquat_jvp(d.qpos, radial)
   np.testing.assert_allclose(jvp, 0.0, atol=1e-12)
+
+
+def test_component_layout_derivatives_equal_stacked():
+  """The components pass (other platforms') differentiates in the model's local poses and
+  joint axes as the CPU's stacked pass does (its products and normalization in components)."""
+  m, mj = load_both(xml=XML)
+  d = to_jaxmj(m, random_state(m, mj, 1))
+  names = ("body_pos", "body_quat", "jnt_pos", "jnt_axis")
+  rng = np.random.default_rng(1)
+  tangents = tuple(jnp.asarray(rng.normal(size=np.shape(getattr(m, k)))) for k in names)
+
+  def jvp(layout):
+    bodies = getattr(kinematics_module, f"_bodies_{layout}")
+
+    @functools.partial(jax.jit, compiler_options=FAST)
+    def run(*leaves):
+      def frames(*leaves):
+        return bodies(m.replace(**dict(zip(names, leaves))), d.qpos, d.mocap_pos,
+                      d.mocap_quat, None)
+      return jax.jvp(frames, leaves, tangents)
+    return run(*(getattr(m, k) for k in names))
+
+  (p_s, t_s), (p_c, t_c) = jvp("stacked"), jvp("components")
+  for a, b in zip(p_s + t_s, p_c + t_c):
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
