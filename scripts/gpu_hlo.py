@@ -48,6 +48,7 @@ Usage:
 
 import argparse
 import collections
+import importlib
 import os
 import re
 import site
@@ -147,6 +148,12 @@ def child(args):
 
   if args.engines[0] == "base":
     export_base(args.base)
+  # jaxmj picks some passes by the default backend at trace time (kinematics' vector layout):
+  # trace those a GPU would run, though this process's backend is the CPU
+  package = "jaxmj_base" if args.engines[0] == "base" else "jaxmj"
+  kinematics = importlib.import_module(package + ".smooth.kinematics")
+  if hasattr(kinematics, "STACKED_BACKENDS"):
+    kinematics.STACKED_BACKENDS = ()
 
   mesh = topologies.make_mesh(topo=topology, mesh_shape=(1,), axis_names=("x",))
   sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())

@@ -199,25 +199,31 @@ def _bodies_stacked(m: Model, qpos, mocap_pos, mocap_quat, z):
   return frame[:, :3], frame[:, 3:7], frame[:, 7:].reshape(-1, 3, 3), xanchor, xaxis, jquat
 
 
+# Platforms whose compiler prefers the stacked pass (see _bodies); scripts/gpu_hlo.py empties
+# it to trace the GPU's pass on a machine whose default backend is the CPU.
+STACKED_BACKENDS = ("cpu",)
+
+
 def _bodies(m: Model, qpos, mocap_pos, mocap_quat, z):
   """xpos, xquat, xmat, xanchor, xaxis and per joint the body's quaternion right after it
-  (mj_kinematics1), in the pass that suits the platform's compiler: rows of stacked vectors
-  on the CPU (_bodies_stacked), components elsewhere (_bodies_components); the same
-  arithmetic, bit for bit.
+  (mj_kinematics1), in the pass that suits the default backend's compiler: rows of stacked
+  vectors on the CPU (_bodies_stacked), components elsewhere (_bodies_components). Both are
+  the same arithmetic, bit for bit (tests/smooth/test_kinematics.py), so a trace made under
+  one backend computes the same values on another, only more slowly.
 
   Why two: XLA:CPU runs a quaternion product as one outer-product kernel and its sums in
   another, and every component's arithmetic apart as kernels of their own (the components
   pass on the CPU, MJX's humanoid: 231 kernels against 148 for one world, 1.1x the time at
-  batch 256). XLA's GPU fusion leaves every
-  stacked product's concatenate as a kernel of its own where the next product reads all of
-  it, and fuses a level of component arithmetic into one kernel (H200 target, batch 8192,
-  mj_kinematics of MJX's humanoid: 62 kernels stacked, 16 as components). Free bodies alone
-  need no pass over levels: the stacked frames then serve every platform."""
-  if not _level_plan(m, _UNROLLED_LEVELS)["levels"]:
+  batch 256). XLA's GPU fusion leaves every stacked product's concatenate as a kernel of its
+  own where the next product reads all of it, and fuses a level of component arithmetic
+  into one kernel (H200 target, batch 8192, mj_kinematics of MJX's humanoid: 62 kernels
+  stacked, 16 as components). Chosen at trace time, not by `lax.platform_dependent`, which
+  traces and lowers both: +0.55 s lowering humanoid_floor's step on the CPU and +18% on a
+  test run of tests/dynamics. Free bodies alone need no pass over levels: the stacked
+  frames then serve every platform."""
+  if not _level_plan(m, _UNROLLED_LEVELS)["levels"] or jax.default_backend() in STACKED_BACKENDS:
     return _bodies_stacked(m, qpos, mocap_pos, mocap_quat, z)
-  return jax.lax.platform_dependent(
-    qpos, mocap_pos, mocap_quat, z, cpu=functools.partial(_bodies_stacked, m),
-    default=functools.partial(_bodies_components, m))
+  return _bodies_components(m, qpos, mocap_pos, mocap_quat, z)
 
 
 _COMPONENT_ARRAYS = ("parent", "body", "jnt", "jtype")  # per level (stacked for a scan)
@@ -316,8 +322,8 @@ def _level_c(kinds, loc, z, prev, xs):
   """One level's frames (pos, quat, mat: component lists of (w,) arrays), each body composed
   from its parent's normalized frame in `prev`, then its joints; and its joints' outputs.
   The level ends in an optimization barrier: fused across levels, XLA would recompute each
-  level in every kernel that reads it (MJX's humanoid: 8,573 fused instructions against
-  ~6,000, and a step compiling 26% longer)."""
+  level in every kernel that reads it (MJX's humanoid: 8,573 fused instructions against the
+  stacked pass's 6,958, and a step compiling 26% longer)."""
   parent, body, jnt, jtype = xs
   up = [[c[parent] for c in v] for v in prev]
   pos = [a + b for a, b in zip(math.mat_vec3_c(up[2], _cols(loc["bpos"][body]), z), up[0])]
