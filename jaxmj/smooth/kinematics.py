@@ -33,6 +33,22 @@ _UNROLLED_LEVELS = 8
 _LEVEL_ARRAYS = ("start", "parent", "body", "jnt", "jtype")  # per level (stacked for a scan)
 
 
+def _free_bodies(m) -> np.ndarray:
+  """(nbody,) bool: the bodies whose one joint is free (their frames come from qpos)."""
+  free = np.zeros(m.nbody, bool)
+  has = m.body_jntnum == 1
+  free[has] = m.jnt_type[m.body_jntadr[has]] == JointType.FREE
+  return free
+
+
+def _roots(m, fb: np.ndarray) -> dict:
+  """What both passes' plans hold of the free bodies `fb` (ids: `free`, qpos addresses:
+  `free_adr`) and of the mocap bodies (`mocap`, their `mocapid`)."""
+  return {"free": fb, "free_adr": m.jnt_qposadr[m.body_jntadr[fb]],
+          "mocap": np.flatnonzero(m.body_mocapid >= 0),
+          "mocapid": m.body_mocapid[m.body_mocapid >= 0]}
+
+
 @cached_plan
 def _level_plan(m, unrolled_levels: int) -> dict:
   """Static plan of the pass over tree levels (depth 1, 2, ...; free bodies, always at depth
@@ -47,9 +63,7 @@ def _level_plan(m, unrolled_levels: int) -> dict:
   Up to `unrolled_levels` levels the pass is unrolled (`unroll`) and every level sized
   exactly; else the levels are stacked for a scan, padded to the widest level and to every
   slot."""
-  free = np.zeros(m.nbody, bool)
-  has = m.body_jntnum == 1
-  free[has] = m.jnt_type[m.body_jntadr[has]] == JointType.FREE
+  free = _free_bodies(m)
   lv = [b[~free[b]] for b in levels(m.body_depth, start=1)]
   lv = [b[np.argsort(-m.body_jntnum[b], kind="stable")] for b in lv if len(b)]
   unroll = len(lv) <= unrolled_levels
@@ -85,10 +99,8 @@ def _level_plan(m, unrolled_levels: int) -> dict:
       "count": plans[0]["count"],
       "kinds": [frozenset().union(*(p["kinds"][k] for p in plans)) for k in range(nslot)]}]
   src[m.body_jntadr[fb]] = nout + np.arange(len(fb))
-  return {"unroll": unroll, "levels": plans, "nrow": start, "row": row, "free": fb,
-          "free_adr": m.jnt_qposadr[m.body_jntadr[fb]], "joint_src": src,
-          "mocap": np.flatnonzero(m.body_mocapid >= 0),
-          "mocapid": m.body_mocapid[m.body_mocapid >= 0]}
+  return {"unroll": unroll, "levels": plans, "nrow": start, "row": row, "joint_src": src,
+          **_roots(m, fb)}
 
 
 def _local(m: Model, qpos, mocap_pos, mocap_quat, plan: dict, z):
@@ -243,9 +255,7 @@ def _component_plan(m, unrolled_levels: int) -> dict:
   bodies use; else the levels are padded to the widest and stacked for a scan. `row`
   (nbody,) and `joint_src` (njnt,) place each body and joint in the levels' outputs laid end
   to end after the world (joint outputs level by level, slot by slot, then free joints)."""
-  free = np.zeros(m.nbody, bool)
-  has = m.body_jntnum == 1
-  free[has] = m.jnt_type[m.body_jntadr[has]] == JointType.FREE
+  free = _free_bodies(m)
   lv = [b for b in levels(m.body_depth, start=1) if len(b)]
   unroll = len(lv) <= unrolled_levels
   width = max([len(b) for b in lv], default=0)
@@ -276,11 +286,8 @@ def _component_plan(m, unrolled_levels: int) -> dict:
       "kinds": [frozenset().union(*(p["kinds"][k] for p in plans)) for k in range(nslot)]}]
   fb = np.flatnonzero(free)
   src[m.body_jntadr[fb]] = jstart + np.arange(len(fb))
-  return {"unroll": unroll, "levels": plans, "row": row, "joint_src": src, "free": fb,
-          "free_adr": m.jnt_qposadr[m.body_jntadr[fb]],
-          "free_row": in_level[fb] if lv else np.zeros(0, int),
-          "mocap": np.flatnonzero(m.body_mocapid >= 0),
-          "mocapid": m.body_mocapid[m.body_mocapid >= 0]}
+  return {"unroll": unroll, "levels": plans, "row": row, "joint_src": src,
+          "free_row": in_level[fb] if lv else np.zeros(0, int), **_roots(m, fb)}
 
 
 def _cols(x) -> list:
