@@ -35,6 +35,10 @@ For each engine and model it prints, from the optimized HLO of `jit(vmap(step))`
 With `--rollout T`, the program is the batched rollout as scripts/bench.py times it, `jit(vmap(
 scan of the step, T))`, and the scan's body is counted apart: its launches per step (the
 carry's copies, the autoreset's selects and what else the scan adds to a step included).
+With `--list SCOPE`, every kernel of the stages whose name contains SCOPE ('' for all): the
+computation it runs in, its root op (what a fusion computes last: a concatenate, a transpose,
+a reduce...), its shape and the jaxmj source lines it comes from, to see why a stage takes the
+kernels it does.
 With `--scopes`, kernels per stage: jaxmj's innermost `mj_*` named scope (and solver phase),
 MJX's innermost function called from mujoco/mjx/_src/forward.py (MJX's own named scopes are
 forward.py's coarse `fwd_position`...), named as the MuJoCo function where one matches.
@@ -42,7 +46,7 @@ forward.py's coarse `fwd_position`...), named as the MuJoCo function where one m
 Usage:
   python scripts/gpu_hlo.py MODEL... [--batch 8192 | 0] [--engines jaxmj jaxmj-fast mjx]
       [--rollout T] [--base REF] [--gpu h200|h100] [--venv /work/scratch/gpuvenv] [--scopes]
-      [--save DIR] [--x64]
+      [--save DIR] [--x64] [--list SCOPE]
 (engine `base`: jaxmj at git revision REF, as in profile_step.py)
 """
 
@@ -238,7 +242,9 @@ def analyse(text: str, rollout: int = 0) -> dict:
   frames = frame_lines(text, 64)
   out = dict(kernels=0, per_trip=[], whiles=0, known=0, conditionals=0,
              hlo=sum(len(v) for v in comps.values()), scopes=collections.Counter(),
-             ops=collections.Counter())
+             ops=collections.Counter(), listing=[])
+  roots = {c: next((op for _, op, line in v if line.lstrip().startswith("ROOT")), "?")
+           for c, v in comps.items()}
 
   seen = set()
 
@@ -253,7 +259,12 @@ def analyse(text: str, rollout: int = 0) -> dict:
         if static:
           out["kernels"] += 1
           out["ops"][op] += 1
-          out["scopes"][scope_of(line, frames, name)] += 1
+          scope = scope_of(line, frames, name)
+          out["scopes"][scope] += 1
+          fused = re.search(r"\bcalls=%?([\w.\-]+)", line) if op == "fusion" else None
+          shape = line.split(" = ", 1)[1].split(" ")[0]
+          out["listing"].append((scope, comp, roots.get(fused.group(1)) if fused else op,
+                                 shape[:48], frames.get(name, "")))
       if op == "while":
         out["whiles"] += static
         n = trip_count(line)
@@ -300,6 +311,7 @@ def main():
   p.add_argument("--venv", default=os.environ.get("JAXMJ_GPU_VENV", "/work/scratch/gpuvenv"),
                  help="scratch venv with jax[cuda12] (env JAXMJ_GPU_VENV)")
   p.add_argument("--scopes", action="store_true", help="kernels per stage")
+  p.add_argument("--list", metavar="SCOPE", help="every kernel of the stages matching SCOPE")
   p.add_argument("--save", metavar="DIR", help="keep each optimized HLO there")
   p.add_argument("--x64", action="store_true", help="float64 (default float32)")
   p.add_argument("--child", metavar="HLO_PATH", help=argparse.SUPPRESS)
@@ -364,6 +376,15 @@ def main():
       print(f"{r['model']} {r['engine']}: kernels by stage")
       for where, n in sorted(r["scopes"].items(), key=lambda kv: -kv[1]):
         print(f"  {n:5d}  {where}")
+  if args.list is not None:
+    for r in rows:
+      print(f"{r['model']} {r['engine']}: kernels of stages matching {args.list!r} (stage, "
+            "computation, root op, shape, source)")
+      for scope, comp, root, shape, where in r["listing"]:
+        if args.list in scope:
+          source = " < ".join(f.split(":")[0].rsplit("/", 1)[-1] + ":" + f.split(":")[1]
+                              for f in where.split(" < ")[:2] if f.count(":") >= 2)
+          print(f"  {scope:<26} {comp[:24]:<24} {root:<20} {shape:<48} {source}")
 
 
 if __name__ == "__main__":
