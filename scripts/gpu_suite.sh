@@ -7,10 +7,11 @@
 # GEMM autotuning off, --xla_gpu_autotune_level=0: is the batched rollout's compile, ~2x the step's
 # on 2026-11-30, autotuning?), graphs (MJX's humanoid in both engines with XLA's command buffers
 # (CUDA graphs) off, then on for every kind of thunk, loops and branches included: the GPU proxies
-# count kernel launches at ~5.7 us each, and a graph replays a step's launches without the host;
-# does either engine change, and do the launch counts still rank them?), profile (a per-stage
-# profile of MJX's humanoid, scripts/profile_step.py, with what time is left). Each part gets a deadline so a slow part cannot take the rest's results;
-# bench.py prints every row as it ends. A second call on the still-warm machine can run the parts the
+# rank engines by kernel launches, ~5.7 us each in the 2026-11-30 run (MJX's scan, 1.77 ms a step
+# over 308), and a graph replays a step's launches without the host: does either engine change,
+# and do launch counts still rank them?), profile (a per-stage profile of MJX's humanoid,
+# scripts/profile_step.py, with what time is left). Each part gets a deadline so a slow part cannot
+# take the rest's results; bench.py prints every row as it ends. A second call on the still-warm machine can run the parts the
 # first left out: PARTS="autotune profile" BUDGET=240 bash scripts/gpu_suite.sh (or "graphs autotune")
 # Results go to $OUT (the device tool's folder that comes back).
 # BATCH and STEPS shrink it for a rehearsal on the CPU: BATCH=4 STEPS=2 OUT=/tmp/g bash scripts/gpu_suite.sh
@@ -46,12 +47,14 @@ if has autotune; then
     --stall-timeout 200 --json "$OUT/bench_autotune0.json" 2>&1 | quiet | tee "$OUT/bench_autotune0.log"
 fi
 if has graphs; then
+  share=2  # the first of the two runs gets half the time left, the second the rest
   for cb in "" "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL --xla_gpu_graph_min_graph_size=1"; do
     el "graphs: --xla_gpu_enable_command_buffer=$cb"
     tag=$([ -z "$cb" ] && echo off || echo all)
-    XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_enable_command_buffer=$cb" timeout "$(( $(left 10) / 2 ))" \
+    XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_enable_command_buffer=$cb" timeout "$(( $(left 10) / share ))" \
       python3 "$here/scripts/bench.py" "$H" --batches "$B" --steps "$T" --engines jaxmj mjx \
       --stall-timeout 200 --json "$OUT/bench_graphs_$tag.json" 2>&1 | quiet | tee "$OUT/bench_graphs_$tag.log"
+    share=1
   done
 fi
 if has profile; then
