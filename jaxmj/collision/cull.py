@@ -39,7 +39,9 @@ def near_only(search, near: jax.Array, args: tuple, chunk: int | None = None):
   (npair,) axis: the search's result for near pairs (and for some far ones that fill the
   last chunk), zeros for the others. chunk: pairs per call (default CHUNK).
   """
-  args = jax.tree.map(lax.stop_gradient, args)
+  # as arrays: a numpy leaf (a static type table) comes back from stop_gradient as numpy
+  # under a derivative and could not be indexed by the loop's traced pair ids
+  args = jax.tree.map(lambda x: lax.stop_gradient(jnp.asarray(x)), args)
   n = near.shape[0]
   k = min(chunk or CHUNK, n)
   shape = jax.eval_shape(jax.vmap(search), *args)

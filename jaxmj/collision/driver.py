@@ -5,9 +5,12 @@ one vmapped collider per pair group of the static plan (plan.py), into fixed con
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_derivatives import SymbolicZero
 
 from jaxmj.collision import broadphase, cull, hfield, multiccd
 from jaxmj.collision.mesh import pair_arguments
@@ -98,7 +101,7 @@ def _convex_group(m: Model, g1, g2, slots: int, geoms, reach, verts: tuple, near
   return jax.vmap(contact)(plans, *geoms, reach, *types, *verts, *polys)
 
 
-def collision(m: Model, d: Data) -> Data:
+def collision(m: Model, d: Data, from_kinematics: bool = False) -> Data:
   """mj_collision: fills d.contact from the current geom frames (fixed slots).
 
   Reads geom_xpos, geom_xmat. Colliders look as far as margin + gap (where MuJoCo 4.0
@@ -108,6 +111,10 @@ def collision(m: Model, d: Data) -> Data:
   distances, points and frames (beyond its margin + gap: no rows, no contacts).
   Under MJX's caps (plan.py's `capped`) the capped groups collide only their nearest pairs
   (_nearest_pairs) and the slots keep the deepest contacts (_least), with their geoms.
+  from_kinematics: d's geom frames are mj_kinematics' of m (mj_fwdPosition), so those of
+  geoms welded to the world move with the Model alone: differentiated in anything else
+  (qpos, mocap, ...) their tangents are symbolic zeros, and their colliders' derivative is
+  left out. Off, collision differentiates in geom_xpos and geom_xmat as they come.
   """
   plan = collision_plan(m)
   if not plan["groups"]:
@@ -116,7 +123,8 @@ def collision(m: Model, d: Data) -> Data:
   cap = plan["capped"]
   chosen = _nearest_pairs(m, d, plan) if cap is not None else None
   pair = _collided(plan, chosen)
-  dist, pos, frame = _collide(m, d, plan, every, reach, chosen, pair)
+  fixed = world_fixed_geoms(m) if from_kinematics else None
+  dist, pos, frame = _collide(m, d, plan, every, reach, chosen, pair, fixed)
   # each pair's parameters repeated over its slots
   slot_pair = np.repeat(np.arange(len(every["g1"])), [
     g["slots"] for g in plan["groups"] for _ in range(len(g["g1"]))])
@@ -129,7 +137,8 @@ def collision(m: Model, d: Data) -> Data:
   active = dist < includemargin
   if m.opt.grad_smoothing:
     refuse_capped(m, "contact smoothing (opt.grad_smoothing)")
-    far = _collide(m, d, plan, every, reach + SMOOTHING_REACH * m.opt.grad_smoothing)
+    far = _collide(m, d, plan, every, reach + SMOOTHING_REACH * m.opt.grad_smoothing,
+                   fixed=fixed)
     touching = jnp.zeros(len(every["g1"]), bool).at[slot_pair].max(dist < 0.5 * NO_CONTACT)
     apart = ~touching[slot_pair]
     dist, pos, frame = (jnp.where(apart.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
@@ -222,12 +231,52 @@ def _far(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list, pair) 
                                  jnp.asarray(every["g2"])[pair], reach[pair], types)
 
 
+def world_fixed_geoms(m: Model) -> np.ndarray:
+  """(ngeom,) bool: geoms whose frames are functions of the Model alone, their bodies welded
+  to the world (body_weldid 0) with no mocap body among them and their ancestors."""
+  mocap = np.asarray(m.body_mocapid) >= 0
+  parent = np.asarray(m.body_parentid)
+  moved = mocap.copy()
+  for b in range(1, m.nbody):  # parents precede their children
+    moved[b] |= moved[parent[b]]
+  fixed = (np.asarray(m.body_weldid) == 0) & ~moved
+  return fixed[np.asarray(m.geom_bodyid, int)]
+
+
+@jax.custom_jvp
+def _model_only(pos, mat, model_frames):
+  return pos, mat
+
+
+@functools.partial(_model_only.defjvp, symbolic_zeros=True)
+def _model_only_jvp(primals, tangents):
+  """Where no Model field that places fixed frames is differentiated, their tangent is zero
+  by construction, and a symbolic zero lets reverse mode skip their colliders' derivative;
+  else the frames' own tangents (kinematics': the Model's part alone)."""
+  pos, mat, _ = primals
+  dpos, dmat, dmodel = tangents
+  if all(isinstance(t, SymbolicZero) for t in jax.tree.leaves(
+      dmodel, is_leaf=lambda t: isinstance(t, SymbolicZero))):
+    dpos, dmat = (SymbolicZero(jax.typeof(x).to_tangent_aval()) for x in (pos, mat))
+  return (pos, mat), (dpos, dmat)
+
+
+def _frames(m: Model, d: Data, g, fixed: np.ndarray | None):
+  """(pos, mat) of geoms g; with `fixed` (world_fixed_geoms, when d's frames come from
+  mj_kinematics of m) geoms all fixed read as functions of the Model alone (_model_only)."""
+  pos, mat = d.geom_xpos[g], d.geom_xmat[g]
+  if fixed is not None and isinstance(g, np.ndarray) and len(g) and fixed[g].all():
+    places = (m.body_pos, m.body_quat, m.body_ipos, m.body_iquat, m.geom_pos, m.geom_quat)
+    pos, mat = _model_only(pos, mat, places)
+  return pos, mat
+
+
 def _collide(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list | None = None,
-             pair: jnp.ndarray | None = None):
+             pair: jnp.ndarray | None = None, fixed: np.ndarray | None = None):
   """(dist (nslot,), pos (nslot, 3), frame (nslot, 3, 3)) of every candidate slot,
   colliders looking as far as `reach` (per pair); NO_CONTACT in slots without a contact.
   chosen: per group None or the pairs max_geom_pairs keeps (_nearest_pairs), the only ones
-  that group then collides; pair: _collided(plan, chosen)."""
+  that group then collides; pair: _collided(plan, chosen); fixed: see _frames."""
   table = colliders()
   iterations = m.opt.ccd_iterations
   chosen = chosen or [None] * len(plan["groups"])
@@ -241,8 +290,7 @@ def _collide(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list | N
       cut = group["start_pair"] + c
     near = slice(at, at + len(g1))
     at = near.stop
-    geoms = [GeomFrame(pos=d.geom_xpos[g], mat=d.geom_xmat[g], size=m.geom_size[g])
-             for g in (g1, g2)]
+    geoms = [GeomFrame(*_frames(m, d, g, fixed), size=m.geom_size[g]) for g in (g1, g2)]
     extra = pair_arguments(m, group["types"], g1, g2)
     if group["types"] == CONVEX:
       dist, pos, fr = _convex_group(m, g1, g2, group["slots"], geoms, reach[cut], extra,

@@ -72,7 +72,7 @@ def fwd_position(m: Model, d: Data) -> Data:
   return run_stages(m, d, ("mj_kinematics", kinematics.kinematics), ("mj_comPos", com.com_pos),
               ("mj_camlight", camlight.camlight), ("mj_tendon", tendon.tendon),
               ("mj_crb", mass.crb), ("mj_factorM", mass.factor_m),
-              ("mj_collision", collision.collision),
+              ("mj_collision", functools.partial(collision.collision, from_kinematics=True)),
               ("mj_transmission", actuation.transmission))
 
 

@@ -78,3 +78,16 @@ def test_culled_convex_pairs_keep_mujocos_contacts_and_finite_gradients(monkeypa
     for (a1, a2, da), (b1, b2, db) in zip(ours, theirs):
       assert (a1, a2) == (b1, b2)
       assert abs(da - db) < 1e-9
+
+
+def test_near_only_takes_numpy_arguments_under_a_derivative():
+  """A static table among the arguments (the convex group's geom types) is indexed by the
+  loop's traced pair ids, also while a derivative is traced (system identification)."""
+  near = np.array([True, False, True])
+  types = np.array([1, 2, 3])
+
+  def loss(x):
+    out = cull.near_only(lambda a, t: {"y": a * t}, near, (x, types), chunk=2)
+    return jnp.sum(out["y"]) + jnp.sum(x)
+
+  np.testing.assert_array_equal(jax.grad(loss)(jnp.ones(3)), np.ones(3))
