@@ -3,6 +3,8 @@ alone, so differentiated in the state their colliders' derivative is left out (a
 zero), while derivatives in the Model fields that place them, and collision called on its
 own in geom_xpos / geom_xmat, stay whole. Held against central finite differences."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -108,8 +110,9 @@ def test_collision_alone_differentiates_in_fixed_geom_frames(model):
     def dist(xpos, from_kinematics):
       return driver.collision(model, d.replace(geom_xpos=xpos), from_kinematics).contact.dist
 
-    alone, inside = jax.jit(lambda x, t: [jax.jvp(lambda x: dist(x, k), (x,), (t,))[1]
-                                          for k in (False, True)])(d.geom_xpos, floor)
+    tangents = lambda x, t: [jax.jvp(functools.partial(dist, from_kinematics=k), (x,), (t,))[1]  # noqa: E731
+                             for k in (False, True)]
+    alone, inside = jax.jit(tangents)(d.geom_xpos, floor)
     touching = np.asarray(d.contact.active)
     assert touching.any()
     # the ball rests on the floor: its distance falls as the floor rises
