@@ -233,13 +233,10 @@ def _far(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list, pair) 
 
 def world_fixed_geoms(m: Model) -> np.ndarray:
   """(ngeom,) bool: geoms whose frames are functions of the Model alone, their bodies welded
-  to the world (body_weldid 0) with no mocap body among them and their ancestors."""
-  mocap = np.asarray(m.body_mocapid) >= 0
-  parent = np.asarray(m.body_parentid)
-  moved = mocap.copy()
-  for b in range(1, m.nbody):  # parents precede their children
-    moved[b] |= moved[parent[b]]
-  fixed = (np.asarray(m.body_weldid) == 0) & ~moved
+  to the world (body_weldid 0) and not under a mocap body (which MuJoCo allows only as a
+  child of the world: a body's root)."""
+  mocap = np.asarray(m.body_mocapid)[np.asarray(m.body_rootid)] >= 0
+  fixed = (np.asarray(m.body_weldid) == 0) & ~mocap
   return fixed[np.asarray(m.geom_bodyid, int)]
 
 
