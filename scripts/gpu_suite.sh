@@ -11,8 +11,9 @@
 # over 308), and a graph replays a step's launches without the host: does either engine change,
 # and do launch counts still rank them?), profile (a per-stage profile of MJX's humanoid,
 # scripts/profile_step.py, with what time is left). Each part gets a deadline so a slow part cannot
-# take the rest's results; bench.py prints every row as it ends. A second call on the still-warm machine can run the parts the
-# first left out: PARTS="autotune profile" BUDGET=240 bash scripts/gpu_suite.sh (or "graphs autotune")
+# take the rest's results; bench.py prints every row as it ends. A second call on the still-warm
+# machine can run the parts the first left out: PARTS="autotune profile" BUDGET=240 bash
+# scripts/gpu_suite.sh (or "graphs autotune")
 # Results go to $OUT (the device tool's folder that comes back).
 # BATCH and STEPS shrink it for a rehearsal on the CPU: BATCH=4 STEPS=2 OUT=/tmp/g bash scripts/gpu_suite.sh
 # On the lent machine (Python 3.12, JAX with CUDA, no network), mujoco-core, mujoco-mjx and trimesh

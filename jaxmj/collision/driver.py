@@ -17,6 +17,7 @@ from jaxmj.collision.mesh import pair_arguments
 from jaxmj.collision.plan import CONVEX, HFIELD, colliders, collision_plan, refuse_capped
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
 from jaxmj.constants import MINVAL
+from jaxmj.smooth.kinematics_tangent import symbolic_zero
 from jaxmj.types import Data, EnableBit, Model
 
 # Contact smoothing (opt.grad_smoothing = T, jaxmj/solver/smoothing.py) weighs rows out to a
@@ -252,8 +253,7 @@ def _model_only_jvp(primals, tangents):
   else the frames' own tangents (kinematics': the Model's part alone)."""
   pos, mat, _ = primals
   dpos, dmat, dmodel = tangents
-  if all(isinstance(t, SymbolicZero) for t in jax.tree.leaves(
-      dmodel, is_leaf=lambda t: isinstance(t, SymbolicZero))):
+  if all(map(symbolic_zero, jax.tree.leaves(dmodel, is_leaf=symbolic_zero))):
     dpos, dmat = (SymbolicZero(jax.typeof(x).to_tangent_aval()) for x in (pos, mat))
   return (pos, mat), (dpos, dmat)
 
