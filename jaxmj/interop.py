@@ -22,6 +22,7 @@ import weakref
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.smooth.kinematics import applied_sameframe
 from jaxmj.source import ModelSource
 from jaxmj.state import STATE_FIELD, State, components
 from jaxmj.types import Data, Model, Option
@@ -107,6 +108,7 @@ def _write_model(mjm, fields: dict, options: dict, stat, world: int | None) -> N
     if ref.size:
       value = value.reshape((-1,) + ref.shape)
       ref[...] = value[world if value.shape[0] > 1 else 0]
+  _apply_sameframe(mjm)
   for name, value in dataclasses.asdict(stat).items():
     ref = getattr(mjm.stat, name)
     if isinstance(ref, np.ndarray):
@@ -123,6 +125,20 @@ def _write_model(mjm, fields: dict, options: dict, stat, world: int | None) -> N
     else:
       value = np.ravel(np.asarray(value))
       setattr(mjm.opt, name, float(value[world if value.size > 1 else 0]))
+
+
+def _apply_sameframe(mjm) -> None:
+  """mjm's sameframe classes as jaxmj applies them to the numbers just written
+  (kinematics.applied_sameframe): a geom, site or com the Model moved off its body's frame is
+  composed there too, as a recompiled model's would be, not copied."""
+  body = applied_sameframe(mjm.body_sameframe, mjm.body_ipos, mjm.body_iquat)
+  body[0] = mjm.body_sameframe[0]  # the world's inertial frame is the world frame
+  mjm.body_sameframe[:] = body
+  for obj in ("geom", "site"):
+    b = getattr(mjm, f"{obj}_bodyid")
+    getattr(mjm, f"{obj}_sameframe")[:] = applied_sameframe(
+      getattr(mjm, f"{obj}_sameframe"), getattr(mjm, f"{obj}_pos"),
+      getattr(mjm, f"{obj}_quat"), mjm.body_ipos[b], mjm.body_iquat[b])
 
 
 def model_to_mujoco(m: Model) -> list:

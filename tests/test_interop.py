@@ -130,6 +130,29 @@ def test_batched_model_gives_one_mjmodel_per_world():
     assert datas[i].qpos.shape == (m.nq,)
 
 
+def test_frames_moved_off_their_body_convert_as_jaxmj_composes_them():
+  """A floor at the world's origin, a geom, a site and a com at their body's frame, moved by
+  m.replace: MuJoCo, handed the moved numbers, composes them where it would have copied the
+  body's frame, as jaxmj does (to_mujoco writes the classes jaxmj applies)."""
+  xml = """<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
+    <body pos="0 0 1"><freejoint/><geom type="box" size=".1 .2 .3"/><site/></body>
+  </worldbody></mujoco>"""
+  m = jaxmj.Model.from_xml_string(xml)
+  assert list(m.geom_sameframe) == [1, 1] and list(m.site_sameframe) == [1]
+  quat = np.array([0.9, 0.1, 0.2, 0.3]) / np.linalg.norm([0.9, 0.1, 0.2, 0.3])
+  moved_m = m.replace(geom_pos=m.geom_pos.at[0, 2].set(0.2).at[1, 0].set(0.05),
+                      geom_quat=m.geom_quat.at[1].set(quat),
+                      site_pos=m.site_pos.at[0].set([0.0, 0.1, 0.0]),
+                      body_ipos=m.body_ipos.at[1].set([0.01, 0.0, 0.02]))
+  d = jaxmj.forward(moved_m, moved(m))
+  mjm, mjd = to_mujoco(moved_m, d)
+  assert list(mjm.geom_sameframe) == [3, 0] and list(mjm.site_sameframe) == [3]  # rotations kept
+  for field in ("geom_xpos", "geom_xmat", "site_xpos", "site_xmat", "xipos"):
+    np.testing.assert_allclose(getattr(mjd, field), np.reshape(getattr(d, field),
+                                                               getattr(mjd, field).shape),
+                               atol=1e-12, err_msg=field)
+
+
 def test_model_without_source_is_refused_by_name():
   m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml")).replace(source=None)
   with pytest.raises(ValueError, match="Model.source is None"):

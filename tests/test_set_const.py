@@ -215,8 +215,8 @@ def _edited_spec(seed):
   for g in spec.geoms:
     if g.type not in (mujoco.mjtGeom.mjGEOM_PLANE, mujoco.mjtGeom.mjGEOM_MESH):
       g.size = np.asarray(g.size) * rng.uniform(0.5, 2.0, 3)
-      # scaled: a geom at its body's origin stays there (geom_sameframe is static)
-      g.pos = np.asarray(g.pos) * rng.uniform(0.8, 1.2, 3)
+      # moved, a geom at its body's origin too: its frame and its body's com move off it
+      g.pos = np.asarray(g.pos) * rng.uniform(0.8, 1.2, 3) + rng.uniform(-0.05, 0.05, 3)
     g.density = g.density * rng.uniform(0.5, 2.0)
   return spec.compile(), np.array([g.density for g in spec.geoms])
 

@@ -13,8 +13,9 @@ principal axes by MuJoCo's Jacobi eigensolver (mjuu_eig3: same pivots, same sort
 body_iquat is the same frame with the same signs.
 Not redone: bodies compiled with boundmass, boundinertia, balanceinertia or settotalmass,
 fused (fusestatic), aligned (alignfree) or discardvisual bodies, and explicit <inertial>.
-body_sameframe and body_simple (static, from the compiled frames) are not re-derived: a
-body whose com sat exactly at its origin keeps being treated so.
+body_simple (static, from the compiled frames) is not re-derived; body_sameframe is static
+too, but kinematics copies a body's frame as its com only while body_ipos and body_iquat
+still say so (smooth/kinematics.py), so a com moved off the origin is composed there.
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ Bit for bit MuJoCo 4.0's arithmetic in float64 on CPU (read from libmujoco's mac
 each body is composed from its parent's normalized frame (xpos + xmat·pos, xquat * quat),
 its joints apply in the global frame, then its quaternion is normalized and turned into
 xmat; geoms, sites and inertial frames are composed from the body frame or copied from it
-as their `sameframe` class says. Every product is kept out of fused multiply-adds
-(`math.nofma`), because contact decisions downstream (ties between equal depths) turn on
-the last bit of these frames. Fast arithmetic (`opt.arithmetic`) drops those guards.
+as their `sameframe` class says, while the Model's local frames still agree with that class
+(a frame moved by `m.replace` or set_const is composed, as a recompiled model's). Every
+product is kept out of fused multiply-adds (`math.nofma`), because contact decisions
+downstream (ties between equal depths) turn on the last bit of these frames. Fast
+arithmetic (`opt.arithmetic`) drops those guards.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
+from jaxmj.constants import FRAME_EPS
 from jaxmj.scan import cached_plan, levels
 from jaxmj.smooth import kinematics_tangent
 from jaxmj.types import Data, JointType, Model
@@ -411,15 +414,59 @@ def _exact_jvp(primals, tangents):
   return primals[0], tangents[1]
 
 
-def _copies(composed, frames, inert, bodyid, quat, sameframe):
-  """mj_local2GlobalQuat's copies: (xpos, xquat, xmat) of objects fixed in their bodies,
-  `composed` from the body frame, replaced by the body's frame `frames` or inertial frame
-  `inert` = (xipos, xiquat, ximat, body_iquat) where `sameframe` (static) says they coincide.
+def _near(a, b) -> jnp.ndarray:
+  """(n,) every component of a and b (n, k) within FRAME_EPS: the compiler's test
+  (setconst.py); numpy arrays in, numpy out (to_mujoco's host-side classes)."""
+  return (abs(a - b) < FRAME_EPS).all(axis=-1)
+
+
+def _same_quat(q, ref) -> jnp.ndarray:
+  return _near(q, ref) | _near(q, -ref)
+
+
+def _still_same(pos, quat, ipos, iquat, kind: int, k: int) -> jnp.ndarray:
+  """(n,) whether local frames (pos, quat) compiled as `kind` still coincide with their body's
+  frame or inertial frame (ipos, iquat per object) in component k (0: position, else
+  rotation), as recompiling the Model with these values would find: a class is static, the
+  Model's frames are leaves, and a frame moved by `m.replace` or set_const is composed."""
+  if kind in (_SAME_BODY, _SAME_BODYROT):
+    rot = _same_quat(quat, np.array([1.0, 0, 0, 0], quat.dtype))
+    return rot & _near(pos, 0.0) if k == 0 else rot
+  rot = _same_quat(quat, iquat)
+  return rot & _near(pos, ipos) if k == 0 else rot
+
+
+def applied_sameframe(sameframe: np.ndarray, pos, quat, ipos=None, iquat=None) -> np.ndarray:
+  """(n,) the sameframe classes kinematics applies to local frames (pos, quat) compiled as
+  `sameframe`, given their body's inertial frame (ipos, iquat per object; None for bodies'
+  own inertial frames): a class whose copy no longer holds (`_still_same`) falls to the
+  rotation-only class or to none, as a recompiled model's would. For to_mujoco, whose
+  MjModel then copies where jaxmj copies."""
+  out = np.zeros(len(sameframe), np.uint8)
+  for kind, rot_only in ((_SAME_BODY, _SAME_BODYROT), (_SAME_BODYROT, _SAME_BODYROT),
+                         (_SAME_INERTIA, _SAME_INERTIAROT),
+                         (_SAME_INERTIAROT, _SAME_INERTIAROT)):
+    mask = np.asarray(sameframe) == kind
+    if not mask.any():
+      continue
+    pos_ok, rot_ok = (_still_same(np.asarray(pos), np.asarray(quat), ipos, iquat, kind, k)
+                      for k in (0, 1))
+    full = pos_ok if kind in (_SAME_BODY, _SAME_INERTIA) else rot_ok
+    out[mask] = np.where(full, kind, np.where(rot_ok, rot_only, 0))[mask]
+  return out
+
+
+def _copies(composed, frames, inert, bodyid, pos, quat, sameframe):
+  """mj_local2GlobalQuat's copies: (xpos, xquat, xmat) of objects fixed in their bodies at
+  local (pos, quat), `composed` from the body frame, replaced by the body's frame `frames`
+  or inertial frame `inert` = (xipos, xiquat, ximat, body_ipos, body_iquat) where
+  `sameframe` (static) says they coincide and the Model's frames still do (`_still_same`).
   Copies carry the composed frame's derivatives, so gradients with respect to the local
   pos and quat stay."""
   same_pos = {_SAME_BODY: frames, _SAME_INERTIA: inert}
   same_rot = {_SAME_BODY: frames, _SAME_BODYROT: frames, _SAME_INERTIA: inert,
               _SAME_INERTIAROT: inert}
+  ipos, iquat = (None, None) if inert is None else (inert[3][bodyid], inert[4][bodyid])
   out = list(composed)
   for k, table in ((0, same_pos), (1, same_rot), (2, same_rot)):
     value, smooth = out[k], out[k]
@@ -427,11 +474,12 @@ def _copies(composed, frames, inert, bodyid, quat, sameframe):
       mask = sameframe == kind
       if not mask.any():
         continue
-      col = mask.reshape((-1,) + (1,) * (out[k].ndim - 1))
+      still = mask & _still_same(pos, quat, ipos, iquat, kind, k)
+      col = still.reshape((-1,) + (1,) * (out[k].ndim - 1))
       value = jnp.where(col, src[k][bodyid], value)
       if k == 1:
         # the local rotation may have matched -ref: the copy keeps the body's sign
-        ref = np.array([1.0, 0, 0, 0]) if src is frames else inert[3][bodyid]
+        ref = np.array([1.0, 0, 0, 0]) if src is frames else iquat
         flip = col & (jnp.sum(quat * ref, -1, keepdims=True) < 0)
         smooth = jnp.where(flip, -smooth, smooth)
     out[k] = _exact(value, smooth) if value is not out[k] else value
@@ -473,12 +521,14 @@ def _frames(m: Model, qpos, mocap_pos, mocap_quat, time):
   cut = np.cumsum([m.nbody, m.ngeom])
   parts = [jnp.split(x, cut) for x in composed]
   body, geom, site = ([f[i] for f in parts] for i in range(3))
-  xipos, xiquat, ximat = _copies(body, frames, None, bodyid[:cut[0]], m.body_iquat,
-                                 m.body_sameframe)
+  xipos, xiquat, ximat = _copies(body, frames, None, bodyid[:cut[0]], m.body_ipos,
+                                 m.body_iquat, m.body_sameframe)
   # the world's inertial frame is the world frame, even with a (URDF) world inertial
   xipos, xiquat = xipos.at[0].set(0.0), xiquat.at[0].set(xquat[0])
   ximat = ximat.at[0].set(jnp.eye(3, dtype=ximat.dtype))
-  inert = (xipos, xiquat, ximat, m.body_iquat)
-  geom = _copies(geom, frames, inert, m.geom_bodyid, m.geom_quat, m.geom_sameframe)
-  site = _copies(site, frames, inert, m.site_bodyid, m.site_quat, m.site_sameframe)
+  inert = (xipos, xiquat, ximat, m.body_ipos, m.body_iquat)
+  geom = _copies(geom, frames, inert, m.geom_bodyid, m.geom_pos, m.geom_quat,
+                 m.geom_sameframe)
+  site = _copies(site, frames, inert, m.site_bodyid, m.site_pos, m.site_quat,
+                 m.site_sameframe)
   return (xpos, xquat, xmat, xipos, ximat, xanchor, xaxis) + geom + site, jquat

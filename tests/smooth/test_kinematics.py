@@ -104,6 +104,64 @@ def test_copied_frames_keep_derivatives_of_composed_frames():
   np.testing.assert_allclose(dmat, dmat_ref, atol=1e-12)
 
 
+def _moved(m, rng, scale):
+  """Local frames of every geom and site and every body's inertial frame (the world's
+  aside) moved by ~scale (unit quaternions), as `m.replace` or set_const may move a
+  randomized model's."""
+  out = {}
+  for pos, quat in (("geom_pos", "geom_quat"), ("site_pos", "site_quat"),
+                    ("body_ipos", "body_iquat")):
+    p, q = np.array(getattr(m, pos)), np.array(getattr(m, quat))
+    first = 1 if pos == "body_ipos" else 0
+    p[first:] += scale * rng.normal(size=p[first:].shape)
+    q[first:] += scale * rng.normal(size=q[first:].shape)
+    out[pos], out[quat] = p, q / np.linalg.norm(q, axis=-1, keepdims=True)
+  return out
+
+
+@pytest.mark.parametrize("scale", [0.1, 1e-9])
+def test_moved_frames_of_every_sameframe_class_follow_the_model(scale):
+  """A frame compiled as its body's (or inertial) frame keeps being copied only while the
+  Model's numbers still say so: moved by 0.1 (a randomized geom, site or com), every one
+  is composed as a recompiled model composes it (MuJoCo with every sameframe class 0, to
+  1e-12); moved by 1e-9, within the compiler's 1e-6, the copies stay (bit for bit MuJoCo
+  with the compiled classes)."""
+  m, mj = load_both(xml=XML)
+  m = _with_mujoco_numbers(m, mj)
+  assert {1, 2, 3} <= set(m.geom_sameframe) and 1 in set(m.site_sameframe)
+  edits = _moved(m, np.random.default_rng(0), scale)
+  for k, v in edits.items():
+    getattr(mj, k)[:] = v.reshape(getattr(mj, k).shape)
+  if scale > 1e-6:
+    for k in ("body_sameframe", "geom_sameframe", "site_sameframe"):
+      getattr(mj, k)[:] = 0
+  mm = m.replace(**{k: jnp.asarray(v) for k, v in edits.items()})
+  assert_stage_matches((mm, mj), lambda m, d: kinematics(m, d), mujoco.mj_kinematics,
+                       FRAME_FIELDS, seeds=range(2), tol=1e-12 if scale > 1e-6 else 0)
+
+
+def test_moved_copied_frames_move_as_their_derivative_says():
+  """Finite differences of a copied geom's frame (moved by 1e-4, beyond the compiler's 1e-6)
+  agree with its derivative in geom_pos and geom_quat: what gradient descent on a floor at
+  the world's origin, or a box at its body's, needs to see its steps take effect."""
+  m, mj = load_both(xml=XML)
+  d = to_jaxmj(m, random_state(m, mj, 0))
+  rng = np.random.default_rng(3)
+  tpos, tquat = (rng.normal(size=np.shape(x)) for x in (m.geom_pos, m.geom_quat))
+
+  @functools.partial(jax.jit, compiler_options=FAST)
+  def frames(pos, quat):
+    out = kinematics(m.replace(geom_pos=pos, geom_quat=quat), d)
+    return out.geom_xpos, out.geom_xmat
+
+  _, (dpos, dmat) = jax.jvp(frames, (m.geom_pos, m.geom_quat), (tpos, tquat))
+  h = 1e-4
+  (p1, m1), (p0, m0) = (frames(m.geom_pos + s * h * tpos, m.geom_quat + s * h * tquat)
+                        for s in (1, -1))
+  np.testing.assert_allclose((p1 - p0) / (2 * h), dpos, atol=1e-7)
+  np.testing.assert_allclose((m1 - m0) / (2 * h), dmat, atol=1e-7)
+
+
 def test_quaternion_normalization_derivative_is_projection():
   """qpos quaternions are normalized as mju_normalize4 (kept as is within 1e-15 of unit
   norm), yet differentiated as q/|q| everywhere: a radial change of a free body's quaternion

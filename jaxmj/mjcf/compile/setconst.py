@@ -21,7 +21,7 @@ import functools
 
 import numpy as np
 
-from jaxmj.constants import MAXVAL, MINVAL
+from jaxmj.constants import FRAME_EPS, MAXVAL, MINVAL
 from jaxmj.mjcf.compile import engine0
 
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
@@ -30,8 +30,6 @@ WRAP_JOINT, WRAP_PULLEY, WRAP_SITE = 1, 2, 3
 SAMEFRAME_NONE, SAMEFRAME_BODY, SAMEFRAME_INERTIA = 0, 1, 2
 SAMEFRAME_BODYROT, SAMEFRAME_INERTIAROT = 3, 4
 
-# Frames closer than this are treated as identical (MuJoCo's kFrameEps).
-_FRAME_EPS = 1e-6
 _MJ_EPS = 1e-14
 
 # mjModel.stat as mj_makeModel initialises it; setStat leaves a value alone when the model
@@ -131,7 +129,7 @@ def _ranges(ids: np.ndarray, n: int, offset: int) -> tuple[np.ndarray, np.ndarra
 
 def _near(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise |a-b| < eps in every component."""
-    return np.all(np.abs(a - b) < _FRAME_EPS, axis=-1)
+    return np.all(np.abs(a - b) < FRAME_EPS, axis=-1)
 
 
 def _same_quat(q1: np.ndarray, q2: np.ndarray) -> np.ndarray:
@@ -193,7 +191,7 @@ def _body_simple(f: dict, rootid: np.ndarray, sameframe: np.ndarray) -> np.ndarr
         rotfound = False
         for j in joints:
             aligned = np.count_nonzero(np.abs(jaxis[j]) > _MJ_EPS) == 1
-            if rotfound or np.any(np.abs(jpos[j]) >= _FRAME_EPS) or (
+            if rotfound or np.any(np.abs(jpos[j]) >= FRAME_EPS) or (
                     jtype[j] in (SLIDE, HINGE) and not aligned):
                 ok = False
             rotfound |= jtype[j] in (BALL, HINGE)
