@@ -424,16 +424,16 @@ def _same_quat(q, ref) -> jnp.ndarray:
   return _near(q, ref) | _near(q, -ref)
 
 
-def _still_same(pos, quat, ipos, iquat, kind: int, k: int) -> jnp.ndarray:
+def _still_same(pos, quat, ipos, iquat, kind: int, position: bool) -> jnp.ndarray:
   """(n,) whether local frames (pos, quat) compiled as `kind` still coincide with their body's
-  frame or inertial frame (ipos, iquat per object) in component k (0: position, else
-  rotation), as recompiling the Model with these values would find: a class is static, the
+  frame or inertial frame (ipos, iquat per object) in rotation (and position too, with
+  `position`), as recompiling the Model with these values would find: a class is static, the
   Model's frames are leaves, and a frame moved by `m.replace` or set_const is composed."""
   if kind in (_SAME_BODY, _SAME_BODYROT):
     rot = _same_quat(quat, np.array([1.0, 0, 0, 0], quat.dtype))
-    return rot & _near(pos, 0.0) if k == 0 else rot
+    return rot & _near(pos, 0.0) if position else rot
   rot = _same_quat(quat, iquat)
-  return rot & _near(pos, ipos) if k == 0 else rot
+  return rot & _near(pos, ipos) if position else rot
 
 
 def applied_sameframe(sameframe: np.ndarray, pos, quat, ipos=None, iquat=None) -> np.ndarray:
@@ -449,8 +449,8 @@ def applied_sameframe(sameframe: np.ndarray, pos, quat, ipos=None, iquat=None) -
     mask = np.asarray(sameframe) == kind
     if not mask.any():
       continue
-    pos_ok, rot_ok = (_still_same(np.asarray(pos), np.asarray(quat), ipos, iquat, kind, k)
-                      for k in (0, 1))
+    pos_ok, rot_ok = (_still_same(np.asarray(pos), np.asarray(quat), ipos, iquat, kind, p)
+                      for p in (True, False))
     full = pos_ok if kind in (_SAME_BODY, _SAME_INERTIA) else rot_ok
     out[mask] = np.where(full, kind, np.where(rot_ok, rot_only, 0))[mask]
   return out
@@ -468,14 +468,17 @@ def _copies(composed, frames, inert, bodyid, pos, quat, sameframe):
               _SAME_INERTIAROT: inert}
   ipos, iquat = (None, None) if inert is None else (inert[3][bodyid], inert[4][bodyid])
   out = list(composed)
+  still = {}  # (kind, position): the copy's condition, shared by xquat and xmat
   for k, table in ((0, same_pos), (1, same_rot), (2, same_rot)):
     value, smooth = out[k], out[k]
     for kind, src in table.items():
       mask = sameframe == kind
       if not mask.any():
         continue
-      still = mask & _still_same(pos, quat, ipos, iquat, kind, k)
-      col = still.reshape((-1,) + (1,) * (out[k].ndim - 1))
+      key = (kind, k == 0)
+      if key not in still:
+        still[key] = mask & _still_same(pos, quat, ipos, iquat, *key)
+      col = still[key].reshape((-1,) + (1,) * (out[k].ndim - 1))
       value = jnp.where(col, src[k][bodyid], value)
       if k == 1:
         # the local rotation may have matched -ref: the copy keeps the body's sign
