@@ -481,6 +481,36 @@ def force_cross(v: jnp.ndarray, f: jnp.ndarray) -> jnp.ndarray:
   return jnp.concatenate([jnp.cross(vw, fw) + jnp.cross(vl, fl), jnp.cross(vw, fl)], axis=-1)
 
 
+def motion_cross_nofma(v: jnp.ndarray, m: jnp.ndarray, z: jnp.ndarray) -> jnp.ndarray:
+  """`motion_cross` as mji_crossMotion rounds it: its sums in its order, each product on its
+  own (z: `nofma` guard)."""
+  p = lambda a, b: nofma(v[..., a] * m[..., b], z)  # noqa: E731
+  return jnp.stack([
+    p(1, 2) - p(2, 1), p(2, 0) - p(0, 2), p(0, 1) - p(1, 0),
+    (p(1, 5) - p(2, 4)) + (p(4, 2) - p(5, 1)),
+    (p(2, 3) - p(0, 5)) + (p(5, 0) - p(3, 2)),
+    (p(0, 4) - p(1, 3)) + (p(3, 1) - p(4, 0)),
+  ], axis=-1)
+
+
+def force_cross_nofma(v: jnp.ndarray, f: jnp.ndarray, z: jnp.ndarray) -> jnp.ndarray:
+  """`force_cross` as mji_crossForce rounds it (z: `nofma` guard)."""
+  p = lambda a, b: nofma(v[..., a] * f[..., b], z)  # noqa: E731
+  return jnp.stack([
+    (p(1, 2) - p(2, 1)) + (p(4, 5) - p(5, 4)),
+    (p(2, 0) - p(0, 2)) + (p(5, 3) - p(3, 5)),
+    (p(0, 1) - p(1, 0)) + (p(3, 4) - p(4, 3)),
+    p(1, 5) - p(2, 4), p(2, 3) - p(0, 5), p(0, 4) - p(1, 3),
+  ], axis=-1)
+
+
+def dot6_nofma(a: jnp.ndarray, b: jnp.ndarray, z: jnp.ndarray) -> jnp.ndarray:
+  """(...,) a . b over the last axis (..., 6) as mji_dot6 sums it, products rounded on their
+  own (z: `nofma` guard)."""
+  p = nofma(a * b, z)
+  return ((p[..., 0] + p[..., 2]) + (p[..., 1] + p[..., 3])) + (p[..., 4] + p[..., 5])
+
+
 def inert_mul(i: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
   """Spatial inertia (10-vector layout of `cinert`) times motion vector (mju_mulInertVec)."""
   ixx, iyy, izz, ixy, ixz, iyz = (i[..., k] for k in range(6))

@@ -69,6 +69,30 @@ def subtree_sum(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
   return ordered(x)
 
 
+def path_sum(parent: np.ndarray, own: jnp.ndarray, root: jnp.ndarray) -> jnp.ndarray:
+  """(n, ...) the forward pass `x[0] = root; for i = 1..n-1: x[i] = x[parent[i]] + own[i]` in
+  that order of additions (mj_comVel's and mj_rne's), for a static tree with parent[i] < i.
+  own (n, ...) (own[0] unread), root (...). Up to SUBTREE_UNROLL_MAX nodes in straight-line
+  code, larger trees one round of selects per depth."""
+  parent = np.asarray(parent)
+  n = len(parent)
+  root = jnp.broadcast_to(root, own.shape[1:]).astype(own.dtype)
+  if n <= SUBTREE_UNROLL_MAX:
+    rows = [root]
+    for i in range(1, n):
+      rows.append(rows[parent[i]] + own[i])
+    return math.stack(rows)
+  depth = np.zeros(n, int)
+  for i in range(1, n):
+    depth[i] = depth[parent[i]] + 1
+  shape = (n,) + (1,) * (own.ndim - 1)
+  x = jnp.where((depth == 0).reshape(shape), root, own)
+  src = np.concatenate([[0], parent[1:]])
+  for k in range(1, depth.max() + 1):
+    x = jnp.where((depth == k).reshape(shape), x[src] + own, x)
+  return x
+
+
 def subtree_mass(m: Model) -> jnp.ndarray:
   """(nbody,) mass of each subtree, from body_mass (so edits to body_mass take effect)."""
   return subtree_sum(m, m.body_mass)
@@ -145,16 +169,94 @@ def com_pos(m: Model, d: Data) -> Data:
   return d.replace(subtree_com=subtree_com, cinert=cinert, cdof=cdof)
 
 
+@cached_plan
+def _vel_groups(m) -> dict:
+  """mj_comVel's forward pass as a tree of dof groups, the dofs whose velocities it adds to
+  the running cvel at once (mju_mulDofVec: one hinge or slide dof, a ball's three, a free
+  joint's three translations and then its three rotations), in its order.
+
+  Node 0 is the world (cvel 0), node g + 1 group g. parent: the node whose running cvel the
+  group adds to (the body's previous group, else the last one up the tree); first, size: the
+  group's dofs (node 0: dof 0, size 1, unread). body_node: (nbody,) the node whose running
+  cvel is the body's cvel. dof_before: (nv,) the node whose running cvel the dof's cdof_dot
+  crosses (the one before its group).
+  """
+  jtype = m.jnt_type[m.dof_jntid]
+  parent, first, size = [0], [0], [1]
+  body_node = np.zeros(m.nbody, int)
+  dof_before = np.zeros(m.nv, int)
+  for b in range(1, m.nbody):
+    node = body_node[m.body_parentid[b]]
+    j, end = m.body_dofadr[b], m.body_dofadr[b] + m.body_dofnum[b]
+    while j < end:
+      k = 1 if jtype[j] in (JointType.HINGE, JointType.SLIDE) else 3
+      dof_before[j:j + k] = node
+      parent.append(node)
+      first.append(j)
+      size.append(k)
+      node = len(parent) - 1
+      j += k
+    body_node[b] = node
+  return {"parent": np.array(parent), "first": np.array(first), "size": np.array(size),
+          "body_node": body_node, "dof_before": dof_before}
+
+
 def com_vel(m: Model, d: Data) -> Data:
   """mj_comVel: body velocities cvel and dof axis derivatives cdof_dot (com frame).
 
-  Reads cdof, qvel. Writes cvel, cdof_dot.
+  Reads cdof, qvel. Writes cvel, cdof_dot. Exact arithmetic: mj_comVel's forward pass, its
+  sums in its order and its products rounded on their own (MuJoCo's bits; and a world's
+  results do not depend on the worlds a vmap runs beside it, which a product's blocking may
+  change). Fast: one product over each body's dofs, as the derivative always is (a tangent
+  needs no order).
   """
-  plan = _dof_plan(m)
-  dof_vel = d.cdof * d.qvel[:, None]
-  cvel = jnp.asarray(body_plan(m)["body_dof"], dof_vel.dtype) @ dof_vel
-  seen = jnp.asarray(plan["before"], dof_vel.dtype) @ dof_vel
-  cdof_dot = math.motion_cross(seen, d.cdof)
-  if len(plan["zero_dot"]):  # a select, where a scatter was a GPU kernel of its own
-    cdof_dot = jnp.where(math.static_mask(m.nv, plan["zero_dot"])[:, None], 0.0, cdof_dot)
+  if not m.nv:
+    return d.replace(cvel=jnp.zeros_like(d.cvel), cdof_dot=jnp.zeros_like(d.cdof_dot))
+  def products(dof_vel):  # (cvel, seen) of dof velocities (nv, 6)
+    return (jnp.asarray(body_plan(m)["body_dof"], dof_vel.dtype) @ dof_vel,
+            jnp.asarray(_dof_plan(m)["before"], dof_vel.dtype) @ dof_vel)
+
+  if not m.opt.exact:
+    cvel, seen = products(d.cdof * d.qvel[:, None])
+    return d.replace(cvel=cvel, cdof_dot=_zero_free_translations(
+      m, math.motion_cross(seen, d.cdof)))
+
+  @jax.custom_jvp
+  def exact(cdof, qvel, z):
+    return _com_vel_ordered(m, cdof, qvel, z)[:2]
+
+  @exact.defjvp
+  def exact_jvp(primals, tangents):
+    (cdof, qvel, z), (dcdof, dqvel, _) = primals, tangents
+    cvel, cdof_dot, seen = _com_vel_ordered(m, cdof, qvel, z)
+    dcvel, dseen = products(dcdof * qvel[:, None] + cdof * dqvel[:, None])
+    dcdof_dot = math.motion_cross(dseen, cdof) + math.motion_cross(seen, dcdof)
+    return (cvel, cdof_dot), (dcvel, _zero_free_translations(m, dcdof_dot))
+
+  cvel, cdof_dot = exact(d.cdof, d.qvel, math.opaque_zero(d.time * d.time))
   return d.replace(cvel=cvel, cdof_dot=cdof_dot)
+
+
+def _com_vel_ordered(m: Model, cdof, qvel, z):
+  """(cvel, cdof_dot, seen): mj_comVel's forward pass (`_vel_groups`); seen (nv, 6) the
+  running cvel each dof's cdof_dot crosses."""
+  g = _vel_groups(m)
+  p = math.nofma(cdof * qvel[:, None], z)  # mju_mulDofVec's products (nv, 6)
+  last = m.nv - 1
+  three = (p[g["first"]] + p[np.minimum(g["first"] + 1, last)]) + p[
+    np.minimum(g["first"] + 2, last)]
+  own = jnp.where((g["size"] == 3)[:, None], three, p[g["first"]])
+  running = path_sum(g["parent"], own, jnp.zeros(6, p.dtype))  # (1 + ngroup, 6)
+  seen = running[g["dof_before"]]
+  cdof_dot = _zero_free_translations(m, math.motion_cross_nofma(seen, cdof, z))
+  return running[g["body_node"]], cdof_dot, seen
+
+
+def _zero_free_translations(m: Model, cdof_dot: jnp.ndarray) -> jnp.ndarray:
+  """cdof_dot with a free joint's translational rows zero: their axes are fixed in the world,
+  and MuJoCo sets them so."""
+  zero_dot = _dof_plan(m)["zero_dot"]
+  if not len(zero_dot):
+    return cdof_dot
+  # a select, where a scatter was a GPU kernel of its own
+  return jnp.where(math.static_mask(m.nv, zero_dot)[:, None], 0.0, cdof_dot)

@@ -107,8 +107,7 @@ def _padded(mat: jnp.ndarray) -> jnp.ndarray:
 def _dot6(a: jnp.ndarray, b: jnp.ndarray, z) -> jnp.ndarray:
   """(n, n) a_i . b_j of rows a, b (n, 6), each as mji_dot6 sums it, products rounded on
   their own (z: `math.nofma`); derivatives by products (a tangent needs no order)."""
-  p = math.nofma(a[:, None, :] * b[None, :, :], z)
-  return ((p[..., 0] + p[..., 2]) + (p[..., 1] + p[..., 3])) + (p[..., 4] + p[..., 5])
+  return math.dot6_nofma(a[:, None, :], b[None, :, :], z)
 
 
 @_dot6.defjvp
