@@ -484,7 +484,7 @@ def force_cross(v: jnp.ndarray, f: jnp.ndarray) -> jnp.ndarray:
 def motion_cross_nofma(v: jnp.ndarray, m: jnp.ndarray, z: jnp.ndarray) -> jnp.ndarray:
   """`motion_cross` as mji_crossMotion rounds it: its sums in its order, each product on its
   own (z: `nofma` guard)."""
-  p = lambda a, b: nofma(v[..., a] * m[..., b], z)  # noqa: E731
+  p = _products(v, m, z)
   return jnp.stack([
     p(1, 2) - p(2, 1), p(2, 0) - p(0, 2), p(0, 1) - p(1, 0),
     (p(1, 5) - p(2, 4)) + (p(4, 2) - p(5, 1)),
@@ -495,7 +495,7 @@ def motion_cross_nofma(v: jnp.ndarray, m: jnp.ndarray, z: jnp.ndarray) -> jnp.nd
 
 def force_cross_nofma(v: jnp.ndarray, f: jnp.ndarray, z: jnp.ndarray) -> jnp.ndarray:
   """`force_cross` as mji_crossForce rounds it (z: `nofma` guard)."""
-  p = lambda a, b: nofma(v[..., a] * f[..., b], z)  # noqa: E731
+  p = _products(v, f, z)
   return jnp.stack([
     (p(1, 2) - p(2, 1)) + (p(4, 5) - p(5, 4)),
     (p(2, 0) - p(0, 2)) + (p(5, 3) - p(3, 5)),
@@ -528,13 +528,22 @@ def inert_mul(i: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
   return jnp.concatenate([rot + jnp.cross(h, lin), mass * lin - jnp.cross(h, w)], axis=-1)
 
 
+# mju_mulInertVec's 24 products (inertia entry, vector entry)
+_INERT_PAIRS = ((0, 0), (3, 1), (4, 2), (8, 4), (7, 5), (3, 0), (1, 1), (5, 2), (8, 3), (6, 5),
+                (4, 0), (5, 1), (2, 2), (7, 3), (6, 4), (8, 1), (7, 2), (9, 3), (6, 2), (8, 0),
+                (9, 4), (7, 0), (6, 1), (9, 5))
+
+
 @jax.custom_jvp
 def inert_mul_nofma(i: jnp.ndarray, v: jnp.ndarray, z: jnp.ndarray) -> jnp.ndarray:
   """`inert_mul` in mju_mulInertVec's order of operations, each product rounded on its own
-  (z: `nofma` guard); derivatives as `inert_mul`'s (its twenty slices would each transpose
-  to a pad in reverse mode). The twenty products alone: `_products`' outer product makes
-  sixty (crb and qM 1.12x slower)."""
-  p = lambda a, b: nofma(i[..., a] * v[..., b], z)  # noqa: E731
+  (z: `nofma` guard); derivatives as `inert_mul`'s (its slices would each transpose
+  to a pad in reverse mode). Its 24 products alone: `_products`' outer product makes sixty
+  (crb and qM 1.12x slower); under one guard rule (`nofma_all`): a rule each was most of its
+  tracing time."""
+  iu, vu = jnp.unstack(i, axis=-1), jnp.unstack(v, axis=-1)
+  prod = dict(zip(_INERT_PAIRS, nofma_all([iu[a] * vu[b] for a, b in _INERT_PAIRS], z)))
+  p = lambda a, b: prod[a, b]  # noqa: E731
   return jnp.stack([
     (((p(0, 0) + p(3, 1)) + p(4, 2)) - p(8, 4)) + p(7, 5),
     (((p(3, 0) + p(1, 1)) + p(5, 2)) + p(8, 3)) - p(6, 5),

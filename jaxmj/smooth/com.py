@@ -55,7 +55,7 @@ def subtree_sum(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
   def ordered(x):
     parent = np.asarray(m.body_parentid)
     if m.nbody <= SUBTREE_UNROLL_MAX:
-      rows = list(x)
+      rows = list(jnp.unstack(x))
       for i in range(m.nbody - 1, 0, -1):
         if world or parent[i]:
           rows[parent[i]] = rows[parent[i]] + rows[i]
@@ -78,9 +78,9 @@ def path_sum(parent: np.ndarray, own: jnp.ndarray, root: jnp.ndarray) -> jnp.nda
   n = len(parent)
   root = jnp.broadcast_to(root, own.shape[1:]).astype(own.dtype)
   if n <= SUBTREE_UNROLL_MAX:
-    rows = [root]
+    rows, own_rows = [root], jnp.unstack(own)
     for i in range(1, n):
-      rows.append(rows[parent[i]] + own[i])
+      rows.append(rows[parent[i]] + own_rows[i])
     return math.stack(rows)
   depth = np.zeros(n, int)
   for i in range(1, n):
@@ -212,6 +212,7 @@ def com_vel(m: Model, d: Data) -> Data:
   """
   if not m.nv:
     return d.replace(cvel=jnp.zeros_like(d.cvel), cdof_dot=jnp.zeros_like(d.cdof_dot))
+
   def products(dof_vel):  # (cvel, seen) of dof velocities (nv, 6)
     return (jnp.asarray(body_plan(m)["body_dof"], dof_vel.dtype) @ dof_vel,
             jnp.asarray(_dof_plan(m)["before"], dof_vel.dtype) @ dof_vel)
