@@ -67,6 +67,8 @@ INNER_IMPORTS = {
 MJCF_REACHES = {
   "jaxmj.smooth.tendon": "tendon path geometry, evaluated with numpy at qpos0 (xp=np)",
   "jaxmj.smooth.fluid": "mju_geomSemiAxes, shared with the ellipsoid fluid model",
+  "jaxmj.smooth.kinematics": "the sameframe classes' frame test (frames_near, same_rotation), "
+  "which kinematics applies again to frames moved at run time",
   "jaxmj.collision.plan": "<size memory>: the arena holds the plan's contact slots",
   "jaxmj.constraint.layout": "<size memory>: the arena holds the layout's efc rows",
   "jaxmj.sensor.driver": "sensor types the runtime lacks are refused when compiling",

@@ -414,14 +414,16 @@ def _exact_jvp(primals, tangents):
   return primals[0], tangents[1]
 
 
-def _near(a, b) -> jnp.ndarray:
-  """(n,) every component of a and b (n, k) within FRAME_EPS: the compiler's test
-  (setconst.py); numpy arrays in, numpy out (to_mujoco's host-side classes)."""
+def frames_near(a, b) -> jnp.ndarray:
+  """(n,) every component of a and b (n, k) within FRAME_EPS: MuJoCo's compiler's test of
+  coinciding frames (also mjcf/compile/setconst.py's); numpy arrays in, numpy out."""
   return (abs(a - b) < FRAME_EPS).all(axis=-1)
 
 
-def _same_quat(q, ref) -> jnp.ndarray:
-  return _near(q, ref) | _near(q, -ref)
+def same_rotation(q, ref) -> jnp.ndarray:
+  """(n,) whether quaternions q and ref (n, 4) are the same rotation (q or -q) within
+  FRAME_EPS."""
+  return frames_near(q, ref) | frames_near(q, -ref)
 
 
 def _still_same(pos, quat, ipos, iquat, kind: int, position: bool) -> jnp.ndarray:
@@ -430,10 +432,10 @@ def _still_same(pos, quat, ipos, iquat, kind: int, position: bool) -> jnp.ndarra
   `position`), as recompiling the Model with these values would find: a class is static, the
   Model's frames are leaves, and a frame moved by `m.replace` or set_const is composed."""
   if kind in (_SAME_BODY, _SAME_BODYROT):
-    rot = _same_quat(quat, np.array([1.0, 0, 0, 0], quat.dtype))
-    return rot & _near(pos, 0.0) if position else rot
-  rot = _same_quat(quat, iquat)
-  return rot & _near(pos, ipos) if position else rot
+    rot = same_rotation(quat, np.array([1.0, 0, 0, 0], quat.dtype))
+    return rot & frames_near(pos, 0.0) if position else rot
+  rot = same_rotation(quat, iquat)
+  return rot & frames_near(pos, ipos) if position else rot
 
 
 def applied_sameframe(sameframe: np.ndarray, pos, quat, ipos=None, iquat=None) -> np.ndarray:

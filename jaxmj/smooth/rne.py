@@ -26,9 +26,9 @@ def rne(m: Model, d: Data) -> Data:
   the derivative always is.
   """
   gravity = jnp.zeros(3, d.qvel.dtype) if m.opt.disabled(DisableBit.GRAVITY) else m.opt.gravity
-  args = (d.cdof, d.cdof_dot, d.qvel, d.cinert, d.cvel, gravity)
   if not m.opt.exact:
-    return d.replace(qfrc_bias=jnp.sum(d.cdof * _bias_products(m, *args)[m.dof_bodyid], -1))
+    cacc = _cacc_products(m, d.cdof_dot, d.qvel, gravity)
+    return d.replace(qfrc_bias=dof_project(m, d, _body_force(d.cinert, cacc, d.cvel)))
 
   @jax.custom_jvp
   def exact(args, z):
@@ -46,6 +46,7 @@ def rne(m: Model, d: Data) -> Data:
     dcfrc = _subtree(m, dcfrc_body)[m.dof_bodyid]
     return qfrc, jnp.sum(dcdof * cfrc[m.dof_bodyid] + cdof * dcfrc, -1)
 
+  args = (d.cdof, d.cdof_dot, d.qvel, d.cinert, d.cvel, gravity)
   return d.replace(qfrc_bias=exact(args, math.opaque_zero(d.time * d.time)))
 
 
@@ -61,12 +62,8 @@ def _body_force(cinert, cacc, cvel):
 
 
 def _subtree(m: Model, x: jnp.ndarray) -> jnp.ndarray:
+  """(nbody, ...) x summed over each body's subtree, by a product (no order)."""
   return jnp.asarray(body_plan(m)["subtree"], x.dtype) @ x
-
-
-def _bias_products(m: Model, cdof, cdof_dot, qvel, cinert, cvel, gravity) -> jnp.ndarray:
-  """(nbody, 6) the subtrees' summed body forces, by products."""
-  return _subtree(m, _body_force(cinert, _cacc_products(m, cdof_dot, qvel, gravity), cvel))
 
 
 def _rne_ordered(m: Model, cdof, cdof_dot, qvel, cinert, cvel, gravity, z):
@@ -92,9 +89,7 @@ def _rne_ordered(m: Model, cdof, cdof_dot, qvel, cinert, cvel, gravity, z):
 
 def dof_project(m: Model, d: Data, cfrc_body: jnp.ndarray) -> jnp.ndarray:
   """(nv,) generalized force of spatial forces (nbody, 6) acting on each body (com frame)."""
-  subtree = jnp.asarray(body_plan(m)["subtree"], cfrc_body.dtype)
-  cfrc = subtree @ cfrc_body
-  return jnp.sum(d.cdof * cfrc[m.dof_bodyid], axis=-1)
+  return jnp.sum(d.cdof * _subtree(m, cfrc_body)[m.dof_bodyid], axis=-1)
 
 
 def xfrc_accumulate(m: Model, d: Data) -> jnp.ndarray:

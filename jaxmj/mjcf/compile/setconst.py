@@ -23,6 +23,7 @@ import numpy as np
 
 from jaxmj.constants import FRAME_EPS, MAXVAL, MINVAL
 from jaxmj.mjcf.compile import engine0
+from jaxmj.smooth.kinematics import frames_near, same_rotation
 
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
 PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH = range(8)
@@ -127,26 +128,16 @@ def _ranges(ids: np.ndarray, n: int, offset: int) -> tuple[np.ndarray, np.ndarra
     return adr, num
 
 
-def _near(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise |a-b| < eps in every component."""
-    return np.all(np.abs(a - b) < FRAME_EPS, axis=-1)
-
-
-def _same_quat(q1: np.ndarray, q2: np.ndarray) -> np.ndarray:
-    # q and -q are the same rotation
-    return _near(q1, q2) | _near(q1, -q2)
-
-
 def _frame_class(pos, quat, ipos=None, iquat=None) -> np.ndarray:
     """mjtSameFrame (n,) of local frames (pos, quat) against their body frame and, when
     given, their body's inertial frame (ipos, iquat)."""
-    null_rot = _same_quat(quat, np.array([1.0, 0, 0, 0]))
-    null_pos = _near(pos, np.zeros(3))
+    null_rot = same_rotation(quat, np.array([1.0, 0, 0, 0]))
+    null_pos = frames_near(pos, np.zeros(3))
     conds = [null_pos & null_rot, null_rot]
     kinds = [SAMEFRAME_BODY, SAMEFRAME_BODYROT]
     if ipos is not None:
-        inert_rot = _same_quat(quat, iquat)
-        conds += [_near(pos, ipos) & inert_rot, inert_rot]
+        inert_rot = same_rotation(quat, iquat)
+        conds += [frames_near(pos, ipos) & inert_rot, inert_rot]
         kinds += [SAMEFRAME_INERTIA, SAMEFRAME_INERTIAROT]
     return np.select(conds, kinds, SAMEFRAME_NONE).astype(np.uint8)
 
