@@ -9,11 +9,13 @@
 # (CUDA graphs) off, then on for every kind of thunk, loops and branches included: the GPU proxies
 # rank engines by kernel launches, ~5.7 us each in the 2026-11-30 run (MJX's scan, 1.77 ms a step
 # over 308), and a graph replays a step's launches without the host: does either engine change,
-# and do launch counts still rank them?), profile (a per-stage profile of MJX's humanoid,
+# and do launch counts still rank them?), spd (the Newton step's SPD solve alone, as jaxmj runs it
+# off the CPU beside cuSOLVER's Cholesky and a one-kernel Pallas/Triton solve: should a GPU get
+# the Pallas kernel? scripts/spd_candidates.py, ~30 s), profile (a per-stage profile of MJX's humanoid,
 # scripts/profile_step.py, with what time is left). Each part gets a deadline so a slow part cannot
 # take the rest's results; bench.py prints every row as it ends. A second call on the still-warm
 # machine can run the parts the first left out: PARTS="autotune profile" BUDGET=240 bash
-# scripts/gpu_suite.sh (or "graphs autotune")
+# scripts/gpu_suite.sh (or "graphs autotune", "spd graphs")
 # Results go to $OUT (the device tool's folder that comes back).
 # BATCH and STEPS shrink it for a rehearsal on the CPU: BATCH=4 STEPS=2 OUT=/tmp/g bash scripts/gpu_suite.sh
 # On the lent machine (Python 3.12, JAX with CUDA, no network), mujoco-core, mujoco-mjx and trimesh
@@ -57,6 +59,11 @@ if has graphs; then
       --stall-timeout 200 --json "$OUT/bench_graphs_$tag.json" 2>&1 | quiet | tee "$OUT/bench_graphs_$tag.log"
     share=1
   done
+fi
+if has spd; then
+  el spd
+  timeout "$(left 20)" python3 "$here/scripts/spd_candidates.py" --batch "$B" --n 27 48 \
+    2>&1 | quiet | tee "$OUT/spd_candidates.log"
 fi
 if has profile; then
   el profile
