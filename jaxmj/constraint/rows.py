@@ -251,26 +251,23 @@ def _contact_jacobian(m: Model, d: Data, lay: EfcLayout, f: ContactFactors) -> j
     J = (mask2 - mask1) (u . lin + w . ang) + ang . (mask2 c2 - mask1 c1).
 
   Small (nc, 3) x (3, nv) products: no (n, nv, 3) Jacobians and no gathers of Jacobian
-  rows. Products, not elementwise sums over the 3 components: the elementwise form made
-  the constraint stage alone fast but a whole vmapped box_pile step 2.4x slower on CPU
-  (scripts/profile_step.py; cause not traced). A side without a dof (c_i None) costs no
-  product.
+  rows. Each product is three broadcast products and two sums (`_outer3`), which XLA fuses
+  with the masks: as matrix products (XNNPACK's, the 3 components padded to 4) a vmapped
+  step of 256 worlds spent 0.5 ms of MJX's humanoid's 10 in one of them; elementwise, its
+  constraint stage took 0.85x, box_pile's 0.37x, humanoid_floor's and box_stack's 0.73x
+  (`profile_step.py --base`, 2026-12-01). A side without a dof (c_i None) costs no product.
   """
   body_dof = body_plan(m)["body_dof"].astype(f.u.dtype)
   mask1, mask2 = _take(body_dof, f.b1), _take(body_dof, f.b2)  # (nc, nv), static unless capped
   ang, lin = d.cdof[:, :3], d.cdof[:, 3:]
-  dot = lambda a, b: a @ b.T  # noqa: E731
-  # the 3 components padded to 4 with zeros (the same sums): XLA:CPU hands this product to
-  # XNNPACK, which took 4x as long over 3 (box_stack, batch 64: 391 -> 90 us a step)
-  pad = lambda x: jnp.pad(x, ((0, 0), (0, 1)))  # noqa: E731
-  shared = dot(pad(f.u), pad(lin))
+  shared = _outer3(f.u, lin)
   if (lay.con_k >= 3).any():  # torsion / rolling rows; w = 0 everywhere at condim <= 3
-    shared = shared + dot(f.w, ang)
+    shared = shared + _outer3(f.w, ang)
   J = (mask2 - mask1) * shared
   if f.c2 is not None:
-    J = J + mask2 * dot(f.c2, ang)
+    J = J + mask2 * _outer3(f.c2, ang)
   if f.c1 is not None:
-    J = J - mask1 * dot(f.c1, ang)
+    J = J - mask1 * _outer3(f.c1, ang)
   return J
 
 
@@ -316,6 +313,11 @@ def _to_rows(x: jnp.ndarray, row_slot: np.ndarray) -> jnp.ndarray:
   if k is None:
     return x[row_slot]
   return jnp.broadcast_to(x[:, None], (x.shape[0], k, x.shape[1])).reshape(-1, x.shape[1])
+
+
+def _outer3(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+  """(n, m) a @ b.T of a (n, 3) and b (m, 3) as three broadcast products and two sums."""
+  return (a[:, 0:1] * b[:, 0][None] + a[:, 1:2] * b[:, 1][None]) + a[:, 2:3] * b[:, 2][None]
 
 
 def _dot3(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
