@@ -79,7 +79,8 @@ def pytest_addoption(parser):
 
 
 # Moved to --runslow to bring the default suite back towards 15 minutes on 2 cores (it had
-# grown to 22): each took 8-58 s of process CPU time in a whole-suite run (2026-11-29),
+# grown to 22): each took 8-58 s of process CPU time in a whole-suite run (2026-11-29; the
+# last four 15-44 s in ci63's, 2026-12-01, when the suite had crept back to 15-19 minutes),
 # and the default suite keeps a cheaper test of the same behaviour (another parameter, model
 # or test of the file). Node ids, parameters included; a stale id here only stops applying.
 SLOW_BY_MEASUREMENT = frozenset("""
