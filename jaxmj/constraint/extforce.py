@@ -28,6 +28,7 @@ from jaxmj.constraint import equality
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.scan import body_plan
 from jaxmj.smooth import armature, passive, tendon, wrap
+from jaxmj.smooth.com import subtree_product
 from jaxmj.smooth.support import contact_forces
 from jaxmj.types import Data, DisableBit, EqType, Model, TrnType
 
@@ -173,5 +174,5 @@ def rne_post_constraint(m: Model, d: Data) -> Data:
   cfrc_body = math.inert_mul(d.cinert, cacc) + math.force_cross(
     d.cvel, math.inert_mul(d.cinert, d.cvel)) - cfrc_ext
   cfrc_body = cfrc_body.at[0].set(0.0)
-  cfrc_int = jnp.asarray(plan["subtree"], dt) @ cfrc_body
+  cfrc_int = subtree_product(m, cfrc_body)
   return d.replace(cacc=cacc, cfrc_ext=cfrc_ext, cfrc_int=cfrc_int)

@@ -44,10 +44,7 @@ def subtree_sum(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
   inertias). world False: the world keeps its own x, as mj_crb leaves it. Fast arithmetic
   on a large tree: one product with the subtree matrix, as the derivative always is (a
   tangent needs no order)."""
-  subtree = body_plan(m)["subtree"].copy()
-  if not world:
-    subtree[0] = np.eye(m.nbody)[0]
-  product = lambda v: jnp.tensordot(jnp.asarray(subtree, v.dtype), v, 1)  # noqa: E731
+  product = lambda v: subtree_product(m, v, world)  # noqa: E731
   if not m.opt.exact and m.nbody > SUBTREE_UNROLL_MAX:
     return product(x)
 
@@ -67,6 +64,17 @@ def subtree_sum(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
 
   ordered.defjvp(lambda primals, tangents: (ordered(*primals), product(tangents[0])))
   return ordered(x)
+
+
+def subtree_product(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
+  """(nbody, ...) sums of x (nbody, ...) over each body's subtree by one product with the
+  subtree matrix, in no particular order (fast arithmetic, derivatives). world False: the
+  world keeps its own x."""
+  subtree = body_plan(m)["subtree"]
+  if not world:
+    subtree = subtree.copy()
+    subtree[0] = np.eye(m.nbody)[0]
+  return jnp.tensordot(jnp.asarray(subtree, x.dtype), x, 1)
 
 
 def path_sum(parent: np.ndarray, own: jnp.ndarray, root: jnp.ndarray) -> jnp.ndarray:

@@ -460,7 +460,7 @@ def mul_m_tree(m: Model, cinert: jnp.ndarray, cdof: jnp.ndarray, ten_J: jnp.ndar
   plan = body_plan(m)
   dt = x.dtype
   vel = jnp.asarray(plan["body_dof"], dt) @ (cdof * x[:, None])  # (nbody, 6)
-  force = jnp.asarray(plan["subtree"], dt) @ math.inert_mul(cinert, vel)
+  force = com.subtree_product(m, math.inert_mul(cinert, vel))
   return (jnp.sum(cdof * force[m.dof_bodyid], axis=1) + m.dof_armature * x
           + armature.mul_inertia(m, ten_J, x))
 

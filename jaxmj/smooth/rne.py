@@ -43,7 +43,7 @@ def rne(m: Model, d: Data) -> Data:
     dcacc = jax.jvp(functools.partial(_cacc_products, m), (cdof_dot, qvel, gravity),
                     (dcdof_dot, dqvel, dgravity))[1]
     dcfrc_body = jax.jvp(_body_force, (cinert, cacc, cvel), (dcinert, dcacc, dcvel))[1]
-    dcfrc = _subtree(m, dcfrc_body)[m.dof_bodyid]
+    dcfrc = com.subtree_product(m, dcfrc_body)[m.dof_bodyid]
     return qfrc, jnp.sum(dcdof * cfrc[m.dof_bodyid] + cdof * dcfrc, -1)
 
   args = (d.cdof, d.cdof_dot, d.qvel, d.cinert, d.cvel, gravity)
@@ -59,11 +59,6 @@ def _cacc_products(m: Model, cdof_dot, qvel, gravity) -> jnp.ndarray:
 def _body_force(cinert, cacc, cvel):
   """cfrc_body (nbody, 6) = cinert cacc + cvel x* (cinert cvel)."""
   return math.inert_mul(cinert, cacc) + math.force_cross(cvel, math.inert_mul(cinert, cvel))
-
-
-def _subtree(m: Model, x: jnp.ndarray) -> jnp.ndarray:
-  """(nbody, ...) x summed over each body's subtree, by a product (no order)."""
-  return jnp.asarray(body_plan(m)["subtree"], x.dtype) @ x
 
 
 def _rne_ordered(m: Model, cdof, cdof_dot, qvel, cinert, cvel, gravity, z):
@@ -89,7 +84,7 @@ def _rne_ordered(m: Model, cdof, cdof_dot, qvel, cinert, cvel, gravity, z):
 
 def dof_project(m: Model, d: Data, cfrc_body: jnp.ndarray) -> jnp.ndarray:
   """(nv,) generalized force of spatial forces (nbody, 6) acting on each body (com frame)."""
-  return jnp.sum(d.cdof * _subtree(m, cfrc_body)[m.dof_bodyid], axis=-1)
+  return jnp.sum(d.cdof * com.subtree_product(m, cfrc_body)[m.dof_bodyid], axis=-1)
 
 
 def xfrc_accumulate(m: Model, d: Data) -> jnp.ndarray:
