@@ -89,7 +89,10 @@ SPD_BLOCK = 9
 # columns, each block's column steps a loop. 256 SPD systems of 108 (04_humanoids'
 # nv), float32, 2-core CPU, the solve alone: 26 ms of CPU in blocks of 36, 40-68 ms in blocks
 # of 9-32, 128 ms as one loop of Gauss-Jordan steps over the whole matrix (before);
-# 64: 17 ms in two blocks of 32, 25 ms in blocks of 16; 160: 113 ms in blocks of 40.
+# 64: 17 ms in two blocks of 32, 25 ms in blocks of 16; 160: 113 ms in blocks of 40. With the
+# block updated in place (`_reduce_block_looped`), 128 systems: 40 still the best bound, flat
+# from 24 (nv 48: 2.1 ms in blocks of 24, 2.4 in one of 48; 108: 9.4-9.8 ms in blocks of
+# 22-36, 13 in blocks of 54, 36 in one; 160: 38-40 ms in blocks of 23-40, 48-52 above).
 SPD_LOOP_BLOCK_MAX = 40
 
 
@@ -137,10 +140,21 @@ def _reduce_column(j, carry, mindiag: float):
 # A block's column steps as a loop on the CPU: unrolled, XLA:CPU fuses three steps per kernel
 # and each step's elements are recomputed for every later step that reads them (the Newton
 # step's SPD solve of MJX's humanoid, batch 256: 2.2 -> 1.95-2.1 ms of CPU alone, the same
-# bits).
+# bits). The loop carries the step's pivot row and column beside the block, and a step writes
+# its pivot row by a dynamic_update_slice after the elementwise update of every row: so the
+# block is updated in place. `_reduce_column` in a loop read row j and column j of the block
+# it was rewriting, and XLA copied the whole block every step (SPD solve alone, 128 systems of
+# 108, float32: 21-25 -> 9.5-13 ms of CPU; the same bits).
 def _reduce_block_looped(blk, ok, mindiag: float):
-  return jax.lax.fori_loop(0, blk.shape[0], lambda j, c: _reduce_column(j, c, mindiag),
-                           (blk, ok))
+  def step(j, carry):
+    blk, ok, row, col = carry  # row j and column j of blk
+    piv = row[j]
+    row = row / jnp.maximum(piv, mindiag)
+    blk = jax.lax.dynamic_update_slice(blk - col[:, None] * row[None, :], row[None, :], (j, 0))
+    nxt = jnp.minimum(j + 1, blk.shape[0] - 1)
+    return blk, ok & (piv >= mindiag), blk[nxt], blk[:, nxt]
+
+  return jax.lax.fori_loop(0, blk.shape[0], step, (blk, ok, blk[0], blk[:, 0]))[:2]
 
 
 def _reduce_block_unrolled(blk, ok, mindiag: float):
