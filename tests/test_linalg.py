@@ -57,3 +57,22 @@ def test_spd_solve_reports_rank_loss_in_every_form(monkeypatch):
   b = rng.normal(size=6)
   oks = [bool(solve(a, b)[1]) for solve in _solvers(monkeypatch).values()]
   assert oks == [False, False, False, False]
+
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_looped_block_steps_in_place_equal_the_column_steps_bit_for_bit(dtype):
+  """The CPU's loop over a block's column steps (pivot row and column carried, the block
+  updated in place) computes what a loop of `_reduce_column` steps does: the same bits and the
+  same rank flag (unrolled, XLA fuses the steps and their round-off differs)."""
+  rng = np.random.default_rng(1)
+  a = _spd(rng, 12)
+  blk = np.concatenate([a, rng.normal(size=(12, 3))], axis=1).astype(dtype)
+  for mindiag in (linalg.MINVAL, float(np.sort(np.diag(a))[3])):  # rank test passing, failing
+    def column_steps(x, mindiag=mindiag):
+      return jax.lax.fori_loop(0, 12, lambda j, c: linalg._reduce_column(j, c, mindiag),
+                               (x, True))
+    in_place = jax.jit(lambda x, mindiag=mindiag: linalg._reduce_block_looped(x, True, mindiag))
+    got, want = in_place(blk), jax.jit(column_steps)(blk)
+    np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
+    assert bool(got[1]) == bool(want[1])
