@@ -130,11 +130,15 @@ def _reduce_column(j, carry, mindiag: float):
   """Gauss-Jordan step on column j of a block (k, c): row j divided by its pivot, every other
   row less its multiple; ok is False once a pivot falls below `mindiag`."""
   blk, ok = carry
-  piv = blk[j, j]
-  row = blk[j] / jnp.maximum(piv, mindiag)
+  row, ok = _pivot_row(blk[j], j, ok, mindiag)
   rows = jnp.arange(blk.shape[0])[:, None]
-  blk = jnp.where(rows == j, row[None, :], blk - blk[:, j][:, None] * row[None, :])
-  return blk, ok & (piv >= mindiag)
+  return jnp.where(rows == j, row[None, :], blk - blk[:, j][:, None] * row[None, :]), ok
+
+
+def _pivot_row(row, j, ok, mindiag: float):
+  """Row j of a block divided by its pivot row[j] (floored at `mindiag`), and the rank test."""
+  piv = row[j]
+  return row / jnp.maximum(piv, mindiag), ok & (piv >= mindiag)
 
 
 # A block's column steps as a loop on the CPU: unrolled, XLA:CPU fuses three steps per kernel
@@ -148,11 +152,10 @@ def _reduce_column(j, carry, mindiag: float):
 def _reduce_block_looped(blk, ok, mindiag: float):
   def step(j, carry):
     blk, ok, row, col = carry  # row j and column j of blk
-    piv = row[j]
-    row = row / jnp.maximum(piv, mindiag)
+    row, ok = _pivot_row(row, j, ok, mindiag)
     blk = jax.lax.dynamic_update_slice(blk - col[:, None] * row[None, :], row[None, :], (j, 0))
     nxt = jnp.minimum(j + 1, blk.shape[0] - 1)
-    return blk, ok & (piv >= mindiag), blk[nxt], blk[:, nxt]
+    return blk, ok, blk[nxt], blk[:, nxt]
 
   return jax.lax.fori_loop(0, blk.shape[0], step, (blk, ok, blk[0], blk[:, 0]))[:2]
 

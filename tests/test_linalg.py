@@ -59,7 +59,6 @@ def test_spd_solve_reports_rank_loss_in_every_form(monkeypatch):
   assert oks == [False, False, False, False]
 
 
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_looped_block_steps_in_place_equal_the_column_steps_bit_for_bit(dtype):
   """The CPU's loop over a block's column steps (pivot row and column carried, the block
