@@ -34,7 +34,13 @@ def bounded_loop(n: int, body: Callable, init, done: Callable, early_exit: bool)
     k, c = kc
     return k + 1, body(k, c)
 
-  return kept(jax.lax.while_loop(lambda kc: (kc[0] < n) & ~done(kc[1]), step, (0, init))[1])
+  # Under vmap the loop runs while any world is unfinished. The predicate is reduced over the
+  # batch here: a batched one makes the loop's lowering select each carried array's old or new
+  # value every trip, and XLA then copies the carry (EPA's polytope) where it could update it
+  # in place. Nothing selects a finished world's carry back, so the body's contract (a
+  # finished carry unchanged) is what keeps it, as in the fixed-trip loop above.
+  return kept(jax.lax.while_loop(lambda kc: (kc[0] < n) & batch_any(~done(kc[1])), step,
+                                 (0, init))[1])
 
 
 def short_scan(f: Callable, init, xs):
@@ -59,7 +65,9 @@ def batch_any(pred: jax.Array) -> jax.Array:
 @batch_any.def_vmap
 def _batch_any_vmap(axis_size, in_batched, pred):
   del axis_size
-  return (jnp.any(pred) if in_batched[0] else pred), False
+  # reduced over this vmap's axis, then handed on to the vmaps around it: jnp.any alone
+  # would leave the outer axes batched (a world's pairs reduced, the worlds not)
+  return batch_any(jnp.any(pred) if in_batched[0] else pred), False
 
 
 def kept(outputs):

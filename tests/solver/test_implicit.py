@@ -84,8 +84,10 @@ def test_batch_any_reduces_over_the_batch_only():
   assert bool(batch_any(pred[0])) is False
   np.testing.assert_array_equal(jax.vmap(batch_any)(pred), [True, True, True])
   np.testing.assert_array_equal(jax.vmap(batch_any)(jnp.zeros(3, bool)), [False] * 3)
-  np.testing.assert_array_equal(jax.vmap(jax.vmap(batch_any))(jnp.eye(2, dtype=bool)),
-                                np.ones((2, 2), bool))
+  # nested vmaps (worlds, then a world's pairs): reduced over both axes, not the inner only
+  one = jnp.zeros((2, 3), bool).at[0, 1].set(True)
+  np.testing.assert_array_equal(jax.vmap(jax.vmap(batch_any))(one), np.ones((2, 3), bool))
+  np.testing.assert_array_equal(jax.vmap(jax.vmap(batch_any))(~one & one), np.zeros((2, 3)))
   # a cond on it stays a branch under vmap (no select of both sides)
   f = lambda p, x: jax.lax.cond(batch_any(p), jnp.sin, jnp.cos, x)  # noqa: E731
   text = jax.jit(jax.vmap(f)).lower(pred, jnp.ones(3)).as_text()

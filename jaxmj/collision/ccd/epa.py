@@ -6,7 +6,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from jaxmj.collision.ccd.polytope import attach, epa_dir, orient, tri_affine
 from jaxmj.collision.ccd.support import (
@@ -15,8 +14,6 @@ from jaxmj.collision.ccd.support import (
   at_least,
   dot,
   project_origin_plane,
-  tree_set,
-  tree_where,
 )
 from jaxmj.loops import bounded_loop
 
@@ -78,86 +75,100 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
   v_idx = jnp.arange(nv_max, dtype=jnp.int32)
 
   def body(it, s: _Epa):
-    def step(s: _Epa):
-      pface = s.face
-      masked = jnp.where(s.inmap, s.d2, jnp.inf)
-      f = jnp.argmin(masked).astype(jnp.int32)
-      lower2 = masked[f]
-      has = jnp.any(s.inmap)
-      invalid = (lower2 > s.upper2) | ~has
-      zero = lower2 <= 0
+    # A finished search (or one that stops this trip) writes nothing: its scatters target the
+    # dropped slot past the end rather than being undone by a select afterwards, so that the
+    # polytope's arrays update in place (a select of the old and new polytope, or a cond that
+    # vmap turns into one, made XLA copy every array of the polytope each trip)
+    pface = s.face
+    masked = jnp.where(s.inmap, s.d2, jnp.inf)
+    f = jnp.argmin(masked).astype(jnp.int32)
+    lower2 = masked[f]
+    has = jnp.any(s.inmap)
+    invalid = (lower2 > s.upper2) | ~has
+    zero = lower2 <= 0
 
-      lower = jnp.sqrt(jnp.where(zero | ~has, 1.0, lower2))
-      fvv = s.v[f]
-      w = sup(epa_dir(fvv, lower))
-      upper_k = dot(fvv, w.vert, guard) / lower
-      better = upper_k < s.upper
-      upper = jnp.where(better, upper_k, s.upper)
-      upper2 = jnp.where(better, upper * upper, s.upper2)
-      conv = upper_k - lower < tol  # MuJoCo 4.0 tests this iteration's bound
-      # MuJoCo 4.0: a first support short of the closest face by more than the tolerance means
-      # that the origin lies outside the shapes' difference (near touching): no contact
-      outside = (it == 0) & conv & (lower - tol > upper)
-      wi = s.nverts
-      rep = discrete & jnp.any((s.verts.index1 == w.index1) & (s.verts.index2 == w.index2)
-                               & (v_idx < wi))
-      verts = tree_set(s.verts, wi, w)
+    lower = jnp.sqrt(jnp.where(zero | ~has, 1.0, lower2))
+    fvv = s.v[f]
+    w = sup(epa_dir(fvv, lower))
+    upper_k = dot(fvv, w.vert, guard) / lower
+    better = upper_k < s.upper
+    upper = jnp.where(better, upper_k, s.upper)
+    upper2 = jnp.where(better, upper * upper, s.upper2)
+    conv = upper_k - lower < tol  # MuJoCo 4.0 tests this iteration's bound
+    # MuJoCo 4.0: a first support short of the closest face by more than the tolerance means
+    # that the origin lies outside the shapes' difference (near touching): no contact
+    outside = (it == 0) & conv & (lower - tol > upper)
+    wi = s.nverts
+    rep = discrete & jnp.any((s.verts.index1 == w.index1) & (s.verts.index2 == w.index2)
+                             & (v_idx < wi))
 
-      # faces visible from w and connected to f through visible faces
-      vis_eps = at_least(MINVAL, None if noise is None else noise * jnp.sqrt(s.d2))
-      vis_test = s.alive & (dot(s.v, w.vert, guard) - s.d2 > vis_eps)
-      vis0 = jnp.zeros_like(s.alive).at[f].set(True)
-      vis = lax.fori_loop(
-        0, 12, lambda _, vis: vis | (vis_test & jnp.any(vis[s.adj], axis=1)), vis0)
+    # faces visible from w and connected to f through visible faces
+    vis_eps = at_least(MINVAL, None if noise is None else noise * jnp.sqrt(s.d2))
+    vis_test = s.alive & (dot(s.v, w.vert, guard) - s.d2 > vis_eps)
+    vis0 = jnp.zeros_like(s.alive).at[f].set(True)
 
-      # horizon: edge j of a visible face whose neighbour is not visible
-      cand = vis[:, None] & ~vis[s.adj]
-      flat = cand.reshape(-1)
-      nedges = jnp.sum(flat).astype(jnp.int32)
-      slot = jnp.where(flat, jnp.cumsum(flat) - 1, _HORIZON)
-      src = jnp.zeros(_HORIZON + 1, jnp.int32).at[slot].set(
-        jnp.arange(flat.shape[0], dtype=jnp.int32), mode="drop")[:_HORIZON]
-      valid = e_idx < nedges
-      fi, ej = src // 3, src % 3
-      g = s.adj[fi, ej]  # face across the horizon edge, stays in the polytope
-      ea = s.fv[fi, (ej + 1) % 3]  # the edge runs ea -> eb in g
-      eb = s.fv[fi, ej]
-      gv = s.fv[g]
-      eg = jnp.where(gv[:, 0] == ea, 0, jnp.where(gv[:, 1] == ea, 1, 2))
-      nid = s.nfaces + e_idx
-      prev = nid[jnp.argmax((ea[None, :] == eb[:, None]) & valid[None, :], axis=1)]
-      nxt = nid[jnp.argmax((eb[None, :] == ea[:, None]) & valid[None, :], axis=1)]
-      new_fv = jnp.stack([jnp.full_like(ea, wi), eb, ea], axis=1)
-      new_adj = jnp.stack([prev, g, nxt], axis=1)
-      wb = jnp.broadcast_to(w.vert, (_HORIZON, 3))
-      nvp, nfail = project_origin_plane(verts.vert[ea], verts.vert[eb], wb, guard)
-      nvp = orient(nvp, wb, center, guard)
-      nd2 = jnp.where(nfail, 0.0, dot(nvp, nvp, guard))
+    def fill(_, c):
+      vis, _ = c
+      grown = vis | (vis_test & jnp.any(vis[s.adj], axis=1))
+      return grown, jnp.any(grown != vis)
 
-      few = nedges < 3
-      over = (nedges > _HORIZON) | (s.nfaces + nedges > nf_max)
-      bad = jnp.any(valid & (nd2 == 0))
-      expand = ~(invalid | zero | conv | rep | few | over | bad)
+    # at most 12 rounds, stopping once no face joins (a few rounds: each is a gather over
+    # every face, the costliest kernel of a resting mesh stack's collision)
+    vis = bounded_loop(12, fill, (vis0, jnp.array(True)), lambda c: ~c[1], early_exit=True)[0]
 
-      tgt = jnp.where(valid, nid, nf_max)
-      fv = s.fv.at[tgt].set(new_fv, mode="drop")
-      adj = s.adj.at[tgt].set(new_adj, mode="drop")
-      adj = adj.at[jnp.where(valid, g, nf_max), eg].set(nid, mode="drop")
-      v = s.v.at[tgt].set(nvp, mode="drop")
-      d2 = s.d2.at[tgt].set(nd2, mode="drop")
-      new_in = valid & (nd2 >= lower2) & (nd2 <= upper2)
-      alive = (s.alive & ~vis).at[tgt].set(True, mode="drop")
-      inmap = (s.inmap & ~vis).at[tgt].set(new_in, mode="drop")
-      empty = ~jnp.any(inmap)
+    # horizon: edge j of a visible face whose neighbour is not visible
+    cand = vis[:, None] & ~vis[s.adj]
+    flat = cand.reshape(-1)
+    nedges = jnp.sum(flat).astype(jnp.int32)
+    slot = jnp.where(flat, jnp.cumsum(flat) - 1, _HORIZON)
+    src = jnp.zeros(_HORIZON + 1, jnp.int32).at[slot].set(
+      jnp.arange(flat.shape[0], dtype=jnp.int32), mode="drop")[:_HORIZON]
+    valid = e_idx < nedges
+    fi, ej = src // 3, src % 3
+    g = s.adj[fi, ej]  # face across the horizon edge, stays in the polytope
+    ea = s.fv[fi, (ej + 1) % 3]  # the edge runs ea -> eb in g
+    eb = s.fv[fi, ej]
+    gv = s.fv[g]
+    eg = jnp.where(gv[:, 0] == ea, 0, jnp.where(gv[:, 1] == ea, 1, 2))
+    nid = s.nfaces + e_idx
+    prev = nid[jnp.argmax((ea[None, :] == eb[:, None]) & valid[None, :], axis=1)]
+    nxt = nid[jnp.argmax((eb[None, :] == ea[:, None]) & valid[None, :], axis=1)]
+    new_fv = jnp.stack([jnp.full_like(ea, wi), eb, ea], axis=1)
+    new_adj = jnp.stack([prev, g, nxt], axis=1)
+    wb = jnp.broadcast_to(w.vert, (_HORIZON, 3))
+    # the horizon's vertices are the polytope's before w (indices below wi)
+    nvp, nfail = project_origin_plane(s.verts.vert[ea], s.verts.vert[eb], wb, guard)
+    nvp = orient(nvp, wb, center, guard)
+    nd2 = jnp.where(nfail, 0.0, dot(nvp, nvp, guard))
 
-      face = jnp.where(invalid, pface, jnp.where(
-        few | outside | (bad & ~(zero | conv | rep | over)), -1, f)).astype(jnp.int32)
-      expanded = _Epa(verts, s.nverts + 1, fv, adj, v, d2, alive, inmap, s.nfaces + nedges,
-                      face, upper, upper2, empty)
-      stopped = s._replace(face=face, done=jnp.array(True))
-      return tree_where(expand, expanded, stopped)
+    few = nedges < 3
+    over = (nedges > _HORIZON) | (s.nfaces + nedges > nf_max)
+    bad = jnp.any(valid & (nd2 == 0))
+    expand = ~s.done & ~(invalid | zero | conv | rep | few | over | bad)
 
-    return lax.cond(s.done, lambda s: s, step, s)
+    verts = jax.tree.map(lambda a, b: a.at[jnp.where(expand, wi, nv_max)].set(b, mode="drop"),
+                         s.verts, w)
+    write = valid & expand
+    tgt = jnp.where(write, nid, nf_max)
+    # the face scatter must follow every read of the faces, eg's too (which only the
+    # adjacency scatter uses): XLA copies an array whose update it cannot order after its
+    # reads, so the face scatter's targets depend on eg (eg < 3 always)
+    fv = s.fv.at[jnp.where(eg < 3, tgt, nf_max)].set(new_fv, mode="drop")
+    adj = s.adj.at[tgt].set(new_adj, mode="drop")
+    adj = adj.at[jnp.where(write, g, nf_max), eg].set(nid, mode="drop")
+    v = s.v.at[tgt].set(nvp, mode="drop")
+    d2 = s.d2.at[tgt].set(nd2, mode="drop")
+    new_in = valid & (nd2 >= lower2) & (nd2 <= upper2)
+    gone = vis & expand
+    alive = (s.alive & ~gone).at[tgt].set(True, mode="drop")
+    inmap = (s.inmap & ~gone).at[tgt].set(new_in, mode="drop")
+
+    face = jnp.where(invalid, pface, jnp.where(
+      few | outside | (bad & ~(zero | conv | rep | over)), -1, f)).astype(jnp.int32)
+    return _Epa(verts, s.nverts + expand.astype(jnp.int32), fv, adj, v, d2, alive, inmap,
+                s.nfaces + jnp.where(expand, nedges, 0), jnp.where(s.done, s.face, face),
+                jnp.where(expand, upper, s.upper), jnp.where(expand, upper2, s.upper2),
+                ~expand | ~jnp.any(inmap))
 
   s = bounded_loop(iterations, body, s0, lambda s: jnp.all(s.done), early_exit=True)  # see gjk
   face = _coplanar_neighbour(s, jnp.maximum(s.face, 0), guard)
