@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from jaxmj.collision.ccd.polytope import attach, epa_dir, orient, tri_affine
 from jaxmj.collision.ccd.support import (
@@ -107,14 +108,20 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
     vis_test = s.alive & (dot(s.v, w.vert, guard) - s.d2 > vis_eps)
     vis0 = jnp.zeros_like(s.alive).at[f].set(True)
 
-    def fill(_, c):
-      vis, _ = c
-      grown = vis | (vis_test & jnp.any(vis[s.adj], axis=1))
-      return grown, jnp.any(grown != vis)
+    def grow(vis):
+      return vis | (vis_test & jnp.any(vis[s.adj], axis=1))
 
-    # at most 12 rounds, stopping once no face joins (a few rounds: each is a gather over
-    # every face, the costliest kernel of a resting mesh stack's collision)
-    vis = bounded_loop(12, fill, (vis0, jnp.array(True)), lambda c: ~c[1], early_exit=True)[0]
+    def fill(_, c):
+      grown = grow(c[0])
+      return grown, jnp.any(grown != c[0])
+
+    # 12 rounds; the CPU stops once no face joins (a few rounds: each is a gather over every
+    # face, the costliest kernel of a resting mesh stack's collision), where a GPU would pay
+    # a host sync a round for a loop whose trip count it cannot see
+    vis = lax.platform_dependent(
+      vis0, cpu=lambda v: bounded_loop(12, fill, (v, jnp.array(True)), lambda c: ~c[1],
+                                       early_exit=True)[0],
+      default=lambda v: lax.fori_loop(0, 12, lambda _, v: grow(v), v))
 
     # horizon: edge j of a visible face whose neighbour is not visible
     cand = vis[:, None] & ~vis[s.adj]
