@@ -13,13 +13,13 @@ from jaxmj.loops import FIXED_TRIPS_MAX, bounded_loop
 from jaxmj.types import GeomType
 
 
-def _count_down(x, n):
-  """Halves x[0] until it is below 1, counting trips in x[1]; a finished carry is unchanged."""
-  def body(_, c):
-    go = c[0] >= 1
-    return jnp.where(go, jnp.stack([c[0] / 2, c[1] + 1]), c)
+def _halve(_, c):
+  """Halves c[0] until it is below 1, counting trips in c[1]; a finished carry is unchanged."""
+  return jnp.where(c[0] >= 1, jnp.stack([c[0] / 2, c[1] + 1]), c)
 
-  return bounded_loop(n, body, jnp.stack([x, jnp.zeros_like(x)]), lambda c: c[0] < 1,
+
+def _count_down(x, n):
+  return bounded_loop(n, _halve, jnp.stack([x, jnp.zeros_like(x)]), lambda c: c[0] < 1,
                       early_exit=True)
 
 
@@ -28,9 +28,7 @@ def test_vmapped_early_exit_keeps_each_worlds_result_and_selects_nothing():
   x = jnp.array([0.5, 3.0, 1000.0, 2.0 ** 20])
   out = jax.jit(jax.vmap(lambda x: _count_down(x, n)))(x)
   # the fixed-trip loop (every world runs every trip) and each world alone agree
-  fixed = jax.vmap(lambda x: jax.lax.fori_loop(
-    0, n, lambda _, c: jnp.where(c[0] >= 1, jnp.stack([c[0] / 2, c[1] + 1]), c),
-    jnp.stack([x, 0.0])))(x)
+  fixed = jax.vmap(lambda x: jax.lax.fori_loop(0, n, _halve, jnp.stack([x, 0.0])))(x)
   np.testing.assert_array_equal(out, fixed)
   np.testing.assert_array_equal(out[:, 1], [0, 2, 10, 21])
   for xi, oi in zip(x, out):
