@@ -15,7 +15,7 @@ from jaxmj.smooth import com, kinematics, mass, passive, rne, tendon  # noqa: E4
 
 TOL = 1e-9
 # Their forward pass jit-compiles the mesh / heightfield colliders: minutes on 2 cores.
-SLOW_MODELS = ("mesh_drop.xml", "terrain.xml")
+SLOW_MODELS = ("mesh_drop.xml", "mesh_stack.xml", "terrain.xml")
 PATHS = [pytest.param(p, marks=pytest.mark.slow) if os.path.basename(p) in SLOW_MODELS else p
          for p in sorted(glob.glob(os.path.join(MODELS, "*.xml")))]
 

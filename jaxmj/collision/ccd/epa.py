@@ -127,10 +127,13 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
     cand = vis[:, None] & ~vis[s.adj]
     flat = cand.reshape(-1)
     nedges = jnp.sum(flat).astype(jnp.int32)
-    slot = jnp.where(flat, jnp.cumsum(flat) - 1, _HORIZON)
-    src = jnp.zeros(_HORIZON + 1, jnp.int32).at[slot].set(
-      jnp.arange(flat.shape[0], dtype=jnp.int32), mode="drop")[:_HORIZON]
     valid = e_idx < nedges
+    # edge e is the (e+1)-th candidate: a binary search of the running count (a scatter of
+    # every candidate to its slot built a batched index array of all 630 each trip; the
+    # count as a log-depth scan, which XLA:CPU runs in half of its reduce-window cumsum)
+    count = lax.associative_scan(jnp.add, flat.astype(jnp.int32))
+    src = jnp.searchsorted(count, e_idx + 1, method="scan_unrolled").astype(jnp.int32)
+    src = jnp.where(valid, src, 0)
     fi, ej = src // 3, src % 3
     g = s.adj[fi, ej]  # face across the horizon edge, stays in the polytope
     ea = s.fv[fi, (ej + 1) % 3]  # the edge runs ea -> eb in g
@@ -146,6 +149,11 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
     # the horizon's vertices are the polytope's before w (indices below wi)
     nvp, nfail = project_origin_plane(s.verts.vert[ea], s.verts.vert[eb], wb, guard)
     nvp = orient(nvp, wb, center, guard)
+    # the new faces' projections go into their slots first (past nfaces: dead until this
+    # trip expands) and are read back from there: XLA fused their arithmetic into each of
+    # its consumers (the distances, the map test, the scatter), computing it three times
+    v = s.v.at[jnp.where(valid & ~s.done, nid, nf_max)].set(nvp, mode="drop")
+    nvp = v.at[nid].get(mode="clip")
     nd2 = jnp.where(nfail, 0.0, dot(nvp, nvp, guard))
 
     few = nedges < 3
@@ -163,7 +171,6 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
     fv = s.fv.at[jnp.where(eg < 3, tgt, nf_max)].set(new_fv, mode="drop")
     adj = s.adj.at[tgt].set(new_adj, mode="drop")
     adj = adj.at[jnp.where(write, g, nf_max), eg].set(nid, mode="drop")
-    v = s.v.at[tgt].set(nvp, mode="drop")
     d2 = s.d2.at[tgt].set(nd2, mode="drop")
     new_in = valid & (nd2 >= lower2) & (nd2 <= upper2)
     gone = vis & expand
