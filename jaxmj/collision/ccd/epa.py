@@ -15,6 +15,7 @@ from jaxmj.collision.ccd.support import (
   at_least,
   dot,
   project_origin_plane,
+  tree_set,
 )
 from jaxmj.loops import bounded_loop
 
@@ -76,10 +77,11 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
   v_idx = jnp.arange(nv_max, dtype=jnp.int32)
 
   def body(it, s: _Epa):
-    # A finished search (or one that stops this trip) writes nothing: its scatters target the
-    # dropped slot past the end rather than being undone by a select afterwards, so that the
-    # polytope's arrays update in place (a select of the old and new polytope, or a cond that
-    # vmap turns into one, made XLA copy every array of the polytope each trip)
+    # A finished search writes nothing, and one that stops this trip nothing the polytope
+    # reads (only the new faces' points, into dead slots past nfaces): its scatters target
+    # the dropped slot past the end rather than being undone by a select afterwards, so that
+    # the polytope's arrays update in place (a select of the old and new polytope, or a cond
+    # that vmap turns into one, made XLA copy every array of the polytope each trip)
     pface = s.face
     masked = jnp.where(s.inmap, s.d2, jnp.inf)
     f = jnp.argmin(masked).astype(jnp.int32)
@@ -161,8 +163,7 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
     bad = jnp.any(valid & (nd2 == 0))
     expand = ~s.done & ~(invalid | zero | conv | rep | few | over | bad)
 
-    verts = jax.tree.map(lambda a, b: a.at[jnp.where(expand, wi, nv_max)].set(b, mode="drop"),
-                         s.verts, w)
+    verts = tree_set(s.verts, jnp.where(expand, wi, nv_max), w, mode="drop")
     write = valid & expand
     tgt = jnp.where(write, nid, nf_max)
     # the face scatter must follow every read of the faces, eg's too (which only the

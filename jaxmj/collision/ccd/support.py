@@ -261,8 +261,8 @@ def pair_support(code1, g1, verts1, half1, code2, g2, verts2, half2, guard):
   return sup
 
 
-def tree_set(tree, i, leaf):
-  return jax.tree.map(lambda a, b: a.at[i].set(b), tree, leaf)
+def tree_set(tree, i, leaf, mode=None):
+  return jax.tree.map(lambda a, b: a.at[i].set(b, mode=mode), tree, leaf)
 
 
 def tree_get(tree, i):
