@@ -13,6 +13,7 @@ from jaxmj.actuation import history
 from jaxmj.datacheck import check_data_shapes
 from jaxmj.dynamics import autoreset, fwdinv, integrator
 from jaxmj.dynamics import checkpoint as remat
+from jaxmj.dynamics.carry_tangents import settle_carry_tangents
 from jaxmj.dynamics.stages import (
   check_supported,
   full_precision,
@@ -165,6 +166,9 @@ def _rollout(m: Model, d: Data, ctrl, nstep, fields, checkpoint) -> tuple[Data, 
   elif ctrl.ndim != 2 or ctrl.shape[1] != m.nu:
     raise ValueError(f"jaxmj.rollout: ctrl has shape {ctrl.shape}, but model "
                      f"{m.model_name!r} needs (T, nu) = (T, {m.nu})")
+
+  # one linearization of the step when the scan is differentiated, not three
+  d = settle_carry_tangents(_lean_step, m, d, {".ctrl": ctrl}, quiet_consts=(".sensor_",))
 
   def body(carry, u):
     carry = _lean_step(m, carry.replace(ctrl=u))
