@@ -60,9 +60,9 @@ def reaches(jaxpr, nonzero: list[bool]) -> list[bool]:
   """Which outputs of `jaxpr` (a Jaxpr or ClosedJaxpr) depend on the inputs flagged in
   `nonzero` along paths a tangent follows: forward reachability through its equations, integer
   and boolean values included (_NO_TANGENT), so that a caller reads the inexact outputs' flags
-  as "can carry a nonzero tangent". Calls, `cond`,
-  `while` and `scan` are followed into their bodies (loops to their carries' fixed point);
-  any other primitive with inputs that can carry a tangent marks all its inexact outputs.
+  as "can carry a nonzero tangent". Calls, `cond`, `while` and `scan` are followed into their
+  bodies (loops to their carries' fixed point); any other primitive with a flagged input
+  flags all its outputs.
 
   A custom_jvp or custom_vjp call marks all its outputs: coarser than JAX, which sees which
   tangents a custom rule computes from zeros alone (following the rules' jaxprs here cost as
