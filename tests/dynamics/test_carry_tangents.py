@@ -11,8 +11,8 @@ import jaxmj
 from jaxmj.dynamics import forward
 from jaxmj.dynamics.carry_tangents import reaches
 
-# a ball resting on a plane (contact rows), a motor-driven hinge with a filter actuator
-# (act) and sensors, so the carry holds every kind of state the step reads
+# a ball resting on a plane (contact rows), a hinge driven by a filter actuator (act) and
+# sensors, so the carry holds every kind of state the step reads
 XML = """<mujoco><option timestep="0.005"/><worldbody>
   <geom type="plane" size="3 3 .1"/>
   <body pos="0 0 .1"><freejoint/><geom type="sphere" size=".1"/><site name="c"/></body>
@@ -38,8 +38,8 @@ def _loss(m, d, wrt):
   return f, getattr(m, wrt) if hasattr(m, wrt) else getattr(d, wrt)
 
 
-def _linearizations(monkeypatch, fn, x, settle: bool) -> list[tuple]:
-  """(nonzero-tangent flags,) of each linearization of the rollout's scan body while tracing
+def _linearizations(monkeypatch, fn, x, settle: bool) -> list[list[bool]]:
+  """The nonzero-tangent flags of each linearization of the rollout's scan body while tracing
   jax.grad(fn)(x), with carry_tangents' settling or, settle False, without (JAX's internal
   linearize_jaxpr; skipped where this JAX lacks it)."""
   ad = pytest.importorskip("jax._src.interpreters.ad")
@@ -49,7 +49,7 @@ def _linearizations(monkeypatch, fn, x, settle: bool) -> list[tuple]:
 
   def spy(jaxpr, nzs, *args, **kwargs):
     out = original(jaxpr, nzs, *args, **kwargs)
-    seen.append((list(nzs),))
+    seen.append(list(nzs))
     return out
 
   with monkeypatch.context() as patch:
@@ -59,8 +59,8 @@ def _linearizations(monkeypatch, fn, x, settle: bool) -> list[tuple]:
     forward._rollout.clear_cache()  # the step's own trace is kept
     jax.make_jaxpr(jax.grad(fn))(x)
   forward._rollout.clear_cache()
-  width = max(len(s[0]) for s in seen)  # the scan's: Model leaves, carry, ctrl
-  return [s for s in seen if len(s[0]) == width]
+  width = max(len(s) for s in seen)  # the scan's: Model leaves, carry, ctrl
+  return [s for s in seen if len(s) == width]
 
 
 @pytest.mark.parametrize("wrt", ["qvel", "sensor_noise"])
@@ -75,7 +75,7 @@ def test_one_linearization_of_the_step_with_jaxs_tangents(model, monkeypatch, wr
     settled = _linearizations(monkeypatch, fn, x, settle=True)
     plain = _linearizations(monkeypatch, fn, x, settle=False)
   assert [len(settled), len(plain)] == [1, 3 if wrt == "qvel" else 1]
-  ours, jaxs = settled[0][0], plain[-1][0]
+  ours, jaxs = settled[0], plain[-1]
   added = [i for i, (a, b) in enumerate(zip(ours, jaxs)) if a and not b]
   assert all(a or not b for a, b in zip(ours, jaxs))
   paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(d)[0]]
