@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.custom_derivatives import SymbolicZero
-from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
+from jax.extend.core import ClosedJaxpr, Literal
 
 # primitives whose outputs carry no tangent whatever their inputs (JAX's zero JVPs, and
 # comparisons: a select's tangent does not flow through its predicate). Other integer and
@@ -38,15 +38,11 @@ _NO_TANGENT = frozenset({"stop_gradient", "sign", "floor", "ceil", "round", "is_
 _CALLS = frozenset({"jit", "pjit", "remat2", "checkpoint", "closed_call", "core_call"})
 
 
-def _inexact(v) -> bool:
-  return jnp.issubdtype(v.aval.dtype, jnp.inexact)
+def _inexact(dtype) -> bool:
+  return jnp.issubdtype(dtype, jnp.inexact)
 
 
-def _open(j) -> Jaxpr:
-  return j.jaxpr if isinstance(j, ClosedJaxpr) else j
-
-
-def _loop_fixpoint(body: Jaxpr, consts: list[bool], carry: list[bool], xs: list[bool]):
+def _loop_fixpoint(body, consts: list[bool], carry: list[bool], xs: list[bool]):
   """(carry out, other outputs) tangents of a loop body iterated to its fixed point."""
   while True:
     out = reaches(body, consts + carry + xs)
@@ -70,7 +66,7 @@ def reaches(jaxpr, nonzero: list[bool]) -> list[bool]:
   zeros as tangents (harmless on the step's computed fields, which it does not read; the
   caller keeps inputs that only feed such calls out of the analysis: `quiet_consts`); where
   too small, JAX's own fixed point linearizes once more, as without this analysis."""
-  jaxpr = _open(jaxpr)
+  jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
   live = {v for v, nz in zip(jaxpr.invars, nonzero) if nz}
 
   def flag(v):
@@ -80,7 +76,7 @@ def reaches(jaxpr, nonzero: list[bool]) -> list[bool]:
     ins = [flag(v) for v in eqn.invars]
     name, p = eqn.primitive.name, eqn.params
     if not any(ins) or name in _NO_TANGENT or (
-        name == "convert_element_type" and not _inexact(eqn.outvars[0])):
+        name == "convert_element_type" and not _inexact(eqn.outvars[0].aval.dtype)):
       continue
     if name in _CALLS:
       outs = reaches(p["jaxpr"], ins)
@@ -89,10 +85,10 @@ def reaches(jaxpr, nonzero: list[bool]) -> list[bool]:
       outs = [any(col) for col in zip(*branch)]
     elif name == "while":
       nc, nb = p["cond_nconsts"], p["body_nconsts"]
-      outs, _ = _loop_fixpoint(_open(p["body_jaxpr"]), ins[nc:nc + nb], ins[nc + nb:], [])
+      outs, _ = _loop_fixpoint(p["body_jaxpr"], ins[nc:nc + nb], ins[nc + nb:], [])
     elif name == "scan":
       nc, nk = p["num_consts"], p["num_carry"]
-      carry, ys = _loop_fixpoint(_open(p["jaxpr"]), ins[:nc], ins[nc:nc + nk], ins[nc + nk:])
+      carry, ys = _loop_fixpoint(p["jaxpr"], ins[:nc], ins[nc:nc + nk], ins[nc + nk:])
       outs = carry + ys
     else:
       outs = [True] * len(eqn.outvars)
@@ -125,12 +121,10 @@ def settle_carry_tangents(step: Callable, consts, carry, xs, quiet_consts=()):
     sum of every input: the same values, but batched wherever any input is, so that
     settled_jvp's tangents (which may read any input's tangent) are never batched where
     their primals are not (JAX batches a custom_jvp's primal and rule separately)."""
-    inexact = [x for x in jax.tree.leaves((consts, leaves, xs))
-               if jnp.issubdtype(x.dtype, jnp.inexact)]
-    anchor = sum(jnp.sum(x) for x in inexact)
+    anchor = sum(jnp.sum(x) for x in jax.tree.leaves((consts, leaves, xs)) if _inexact(x.dtype))
     never = jnp.zeros((), bool)
-    return [jnp.where(never, anchor.astype(x.dtype), x)
-            if jnp.issubdtype(x.dtype, jnp.inexact) else x for x in leaves]
+    return [jnp.where(never, anchor.astype(x.dtype), x) if _inexact(x.dtype) else x
+            for x in leaves]
 
   settled = jax.custom_jvp(anchored)
   traced = []  # the step's jaxpr, set below
@@ -146,33 +140,24 @@ def settle_carry_tangents(step: Callable, consts, carry, xs, quiet_consts=()):
     out_t = list(tangents[1])
     if not any(nonzero):
       return primal_out, out_t
-    step_jaxpr = traced[0]
     carry_nz = list(nz_carry)
-    for i, nz in zip(xs_at, nz_xs):
+    for i, nz in zip(xs_at, nz_xs):  # the scan puts xs there before each step
       carry_nz[i] = carry_nz[i] or nz
-    while True:
-      out = reaches(step_jaxpr.jaxpr, nz_consts + carry_nz)
-      new = [a or b for a, b in zip(carry_nz, out)]
-      for i in xs_at:  # the scan overwrites these from xs before each step
-        new[i] = carry_nz[i]
-      if new == carry_nz:
-        break
-      carry_nz = new
+    carry_nz, _ = _loop_fixpoint(traced[0], nz_consts, carry_nz, [])
     # a zero that JAX's partial evaluation cannot see through: a select of a nonzero tangent
     # (the select's transpose passes no cotangent back through the unused branch)
     source = next(t for t, nz in zip(flat_t, nonzero) if nz)
     scalar = jnp.sum(source)
     never = jnp.zeros((), bool)
     for i, (t, nz, x) in enumerate(zip(out_t, carry_nz, leaves)):
-      if nz and isinstance(t, SymbolicZero) and jnp.issubdtype(x.dtype, jnp.inexact):
+      if nz and isinstance(t, SymbolicZero) and _inexact(x.dtype):
         out_t[i] = jnp.where(never, scalar.astype(x.dtype), jnp.zeros(np.shape(x), x.dtype))
     return primal_out, out_t
 
   settled.defjvp(settled_jvp, symbolic_zeros=True)
   out = settled(consts, leaves, [xs[k] for k in xs])
   # The step traced here, with the carry the scan will get, in the caller's trace: the scan's
-  # own trace of it then comes from JAX's cache (no second trace), and the rule (run later,
-  # when the caller's jaxpr is differentiated) reads the same equations JAX linearizes, so
-  # that their custom rules' jaxprs are traced once for both.
+  # own trace of it then comes from JAX's cache (no second trace), and the rule, run later
+  # when the caller's jaxpr is differentiated, analyses these equations without tracing.
   traced.append(jax.make_jaxpr(lambda c, x: step(c, jax.tree.unflatten(tree, x)))(consts, out))
   return jax.tree.unflatten(tree, out)
