@@ -268,14 +268,16 @@ def main(argv=None) -> int:
   _add_train(sub)
   _add_render_parser(sub)
   args = parser.parse_args(argv)
-  if args.command == "train":
-    return _train(args)
   if args.command == "render":
     if args.key is not None and args.key.isdigit():
       args.key = int(args.key)
     args.camera = int(args.camera) if args.camera.lstrip("-").isdigit() else args.camera
-    return _render(args)
-  return _simulate(args)
+  from jaxmj.tracing_gc import relaxed_gc
+
+  # every command is mostly tracing and compiling: the trainer's and the rollouts' programs
+  # too, which the public functions' own relaxation covers only in part
+  with relaxed_gc():
+    return {"train": _train, "render": _render}.get(args.command, _simulate)(args)
 
 
 def _add_train(sub) -> None:

@@ -18,7 +18,7 @@ from import_graph import find_cycle, module_graph
 LAYERS = [
   ("core", ["jaxmj.types", "jaxmj.data", "jaxmj.enums", "jaxmj.pytree", "jaxmj.math",
             "jaxmj.constants", "jaxmj.scan", "jaxmj.visual", "jaxmj.names", "jaxmj.linalg",
-            "jaxmj.source", "jaxmj.loops"]),
+            "jaxmj.source", "jaxmj.loops", "jaxmj.tracing_gc"]),
   ("smooth", ["jaxmj.smooth"]),
   ("collision", ["jaxmj.collision"]),
   ("actuation", ["jaxmj.actuation"]),
@@ -37,6 +37,7 @@ INNER_IMPORTS = {
   "loaders are Model's classmethods, and the runtime must import without the compiler",
   ("jaxmj.types", "jaxmj.mjcf.compose.write"): "Model.from_mjcf compiles a composed model",
   ("jaxmj.cli", "jaxmj"): "`jaxmj --help` answers without importing jax",
+  ("jaxmj.cli", "jaxmj.tracing_gc"): "importing it imports jaxmj, hence jax: after parsing",
   ("jaxmj.cli", "jaxmj.envs.train"): "`jaxmj train` needs brax (jaxmj[rl]); simulate does not",
   ("jaxmj.envs", "jaxmj.envs.gym"): "to_gymnasium needs gymnasium, an optional dependency",
   ("jaxmj.envs", "jaxmj.envs.train"): "load_policy needs brax and orbax (jaxmj[rl])",

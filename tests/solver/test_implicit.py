@@ -66,17 +66,21 @@ def test_contact_free_gradient_matches_finite_differences(case):
 
 
 def test_batch_gradient_is_each_worlds_own(case):
-  """One world in flight (the shortcut alone), one with the ball on the plane (rows with
-  weights): vmapped together both take the general path, each world's gradient its own
-  (the flying world's up to round-off from the shortcut)."""
+  """One world in flight, one with the ball on the plane (rows with weights): vmapped
+  together both take the general path, each world's gradient its own, as in a batch of two
+  copies of that world (the flying pair takes the shortcut alone: equal up to round-off).
+  One compiled program: each batch has the same shapes."""
   m, d, vg, qvel = case
   with jax.enable_x64(True):
-    qpos = jnp.stack([d.qpos, d.qpos.at[2].set(0.099)])
-    alone = [vg(q, qvel) for q in qpos]
-    assert np.any(np.asarray(alone[1][0][1]) != ConstraintState.SATISFIED)
-    batched = jax.jit(jax.vmap(lambda q: vg(q, qvel)[1]))(qpos)
-    for b, (_, g) in zip(batched, alone):  # vmapped programs round differently anyway
-      np.testing.assert_allclose(b, g, rtol=1e-10, atol=1e-12)
+    fly, ground = d.qpos, d.qpos.at[2].set(0.099)
+    batched = jax.jit(jax.vmap(lambda q: vg(q, qvel)))
+    ((_, states), mixed) = batched(jnp.stack([fly, ground]))
+    states = np.asarray(states)
+    assert np.all(states[0] == ConstraintState.SATISFIED)
+    assert np.any(states[1] != ConstraintState.SATISFIED)
+    for world, qpos in enumerate((fly, ground)):
+      _, alone = batched(jnp.stack([qpos, qpos]))
+      np.testing.assert_allclose(mixed[world], alone[0], rtol=1e-10, atol=1e-12)
 
 
 def test_batch_any_reduces_over_the_batch_only():
