@@ -4,7 +4,7 @@ Tracing a step allocates millions of short-lived Python objects (tracers, equati
 nearly all freed by reference counting. At CPython's default thresholds (700, 10, 10) the
 collector still runs every 700 net allocations and walks the older generations every 7,000
 and 70,000, over a heap that JAX's caches keep large: 12% of `jax.jit(jaxmj.step).lower(m, d)`
-on humanoid_floor (0.55 of 4.5 s, 500 collections) and 21% of the lowering of a 3-step
+on humanoid_floor (0.55 of 4.5 s, ~470 collections) and 21% of the lowering of a 3-step
 rollout's gradient (4.1 of 19.8 s, 2,850 collections) went to collections that found little
 (docs/speed.md, "Compile time").
 

@@ -49,22 +49,22 @@ def test_overlapping_threads_restore_the_thresholds_once_both_leave(default_thre
   def a():
     with relaxed_gc():
       a_in.set()
-      b_in.wait()
+      b_in.wait(60)
     seen["a left"] = gc.get_threshold()
     a_out.set()
 
   def b():
-    a_in.wait()
+    a_in.wait(60)
     with relaxed_gc():
       b_in.set()
-      a_out.wait()
+      a_out.wait(60)
       seen["b inside"] = gc.get_threshold()
 
   threads = [threading.Thread(target=a), threading.Thread(target=b)]
   for t in threads:
     t.start()
   for t in threads:
-    t.join()
+    t.join(120)
   assert seen == {"a left": THRESHOLDS, "b inside": THRESHOLDS}
   assert gc.get_threshold() == DEFAULT
 
