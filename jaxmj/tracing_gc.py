@@ -5,7 +5,7 @@ nearly all freed by reference counting. At CPython's default thresholds (700, 10
 collector still runs every 700 net allocations and walks the older generations every 7,000
 and 70,000, over a heap that JAX's caches keep large: 12% of `jax.jit(jaxmj.step).lower(m, d)`
 on humanoid_floor (0.55 of 4.5 s, ~470 collections) and 21% of the lowering of a 3-step
-rollout's gradient (4.1 of 19.8 s, 2,850 collections) went to collections that found little
+rollout's gradient (4.1 of 19.8 s, ~2,400 collections) went to collections that found little
 (docs/speed.md, "Compile time").
 
 `relaxed_gc()` raises the thresholds to at least `THRESHOLDS` for its duration and restores
