@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmj.constants import MINVAL
+from jaxmj.platform import by_platform
 
 # Up to this size the elimination's column steps are unrolled off the CPU: measured on an H200
 # (MJX's humanoid, nv 27, batch 8192; Gauss-Jordan column by column, before the blocked form)
@@ -55,7 +56,7 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
   if unroll:
     x, ok = eliminate(a, b, True)
   else:
-    x, ok = jax.lax.platform_dependent(
+    x, ok = by_platform(
       a, b, cpu=functools.partial(eliminate, unroll=False),
       default=(functools.partial(_cholesky_solve, mindiag=mindiag) if n > SPD_UNROLL_MAX
                else functools.partial(eliminate, unroll=True)))

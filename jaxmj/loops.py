@@ -12,6 +12,8 @@ import jax.numpy as jnp
 from jax.ad_checkpoint import checkpoint_name
 from jax.custom_batching import custom_vmap
 
+from jaxmj.platform import by_platform
+
 # A loop bounded by at most this many trips runs them all (finished worlds keep their carry):
 # on a GPU each trip of a while loop whose count XLA cannot see reads its predicate back to the
 # host, which costs more than the few trips an early exit could save (MJX's humanoid: solver
@@ -47,7 +49,7 @@ def short_scan(f: Callable, init, xs):
   """`lax.scan(f, init, xs)` for a short search of fixed length: a loop on the CPU, unrolled
   elsewhere, where each trip of a loop ends in a host sync (box_pile's collision: 26 trips
   per step on an H200 target, scripts/gpu_hlo.py). The CPU keeps its loop and its bits."""
-  return jax.lax.platform_dependent(
+  return by_platform(
     init, xs, cpu=lambda c, x: jax.lax.scan(f, c, x),
     default=lambda c, x: jax.lax.scan(f, c, x, unroll=True))
 

@@ -13,6 +13,7 @@ import numpy as np
 from jax import lax
 
 from jaxmj.constants import MINVAL
+from jaxmj.platform import by_platform
 
 # XLA:CPU fuses a concatenate with the ops around it only up to this many operands
 # (kMaxConcatenateArguments, cpu_instruction_fusion.cc); a wider one runs on its own and
@@ -58,8 +59,7 @@ def place(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
   def scatter(vals):
     return jnp.zeros((n,) + vals.shape[1:], vals.dtype).at[idx].set(vals, unique_indices=True)
 
-  return jax.lax.platform_dependent(vals, cpu=scatter,
-                                    default=lambda vals: place_gather(vals, idx, n))
+  return by_platform(vals, cpu=scatter, default=lambda vals: place_gather(vals, idx, n))
 
 
 def place_gather(vals: jnp.ndarray, idx, n: int) -> jnp.ndarray:
@@ -83,7 +83,7 @@ def set_at(x: jnp.ndarray, idx, vals: jnp.ndarray) -> jnp.ndarray:
   cast to x's dtype. Off the CPU a static gather and a select (see `place`)."""
   mask = static_mask(len(x), idx).reshape((-1,) + (1,) * (x.ndim - 1))
   vals = vals.astype(x.dtype)
-  return jax.lax.platform_dependent(
+  return by_platform(
     x, vals, cpu=lambda x, vals: x.at[idx].set(vals, unique_indices=True),
     default=lambda x, vals: jnp.where(mask, place(vals, idx, len(x)), x))
 

@@ -152,12 +152,16 @@ def child(args):
 
   if args.engines[0] == "base":
     export_base(args.base)
-  # jaxmj picks some passes by the default backend at trace time (kinematics' vector layout):
-  # trace those a GPU would run, though this process's backend is the CPU
+  # jaxmj picks some passes by the default backend at trace time (jaxmj/platform.py): trace
+  # those a GPU would run, though this process's backend is the CPU (older trees: only
+  # kinematics' vector layout chose so, the rest by lax.platform_dependent)
   package = "jaxmj_base" if args.engines[0] == "base" else "jaxmj"
-  kinematics = importlib.import_module(package + ".smooth.kinematics")
-  if hasattr(kinematics, "STACKED_BACKENDS"):
-    kinematics.STACKED_BACKENDS = ()
+  try:
+    importlib.import_module(package + ".platform").TRACE_FOR = "gpu"
+  except ModuleNotFoundError:
+    kinematics = importlib.import_module(package + ".smooth.kinematics")
+    if hasattr(kinematics, "STACKED_BACKENDS"):
+      kinematics.STACKED_BACKENDS = ()
 
   mesh = topologies.make_mesh(topo=topology, mesh_shape=(1,), axis_names=("x",))
   sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())

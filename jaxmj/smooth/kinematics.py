@@ -21,6 +21,7 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.constants import FRAME_EPS
+from jaxmj.platform import traces_for_cpu
 from jaxmj.scan import cached_plan, levels
 from jaxmj.smooth import kinematics_tangent
 from jaxmj.types import Data, JointType, Model
@@ -214,15 +215,11 @@ def _bodies_stacked(m: Model, qpos, mocap_pos, mocap_quat, z):
   return frame[:, :3], frame[:, 3:7], frame[:, 7:].reshape(-1, 3, 3), xanchor, xaxis, jquat
 
 
-# Platforms whose compiler prefers the stacked pass (see _bodies); scripts/gpu_hlo.py empties
-# it to trace the GPU's pass on a machine whose default backend is the CPU.
-STACKED_BACKENDS = ("cpu",)
-
-
 def _bodies(m: Model, qpos, mocap_pos, mocap_quat, z):
   """xpos, xquat, xmat, xanchor, xaxis and per joint the body's quaternion right after it
-  (mj_kinematics1), in the pass that suits the default backend's compiler: rows of stacked
-  vectors on the CPU (_bodies_stacked), components elsewhere (_bodies_components). Both are
+  (mj_kinematics1), in the pass that suits the compiler traces are made for
+  (`platform.traces_for_cpu`): rows of stacked vectors on the CPU (_bodies_stacked),
+  components elsewhere (_bodies_components). Both are
   the same arithmetic, bit for bit (tests/smooth/test_kinematics.py), so a trace made under
   one backend computes the same values on another, only more slowly.
 
@@ -232,11 +229,9 @@ def _bodies(m: Model, qpos, mocap_pos, mocap_quat, z):
   batch 256). XLA's GPU fusion leaves every stacked product's concatenate as a kernel of its
   own where the next product reads all of it, and fuses a level of component arithmetic
   into one kernel (H200 target, batch 8192, mj_kinematics of MJX's humanoid: 62 kernels
-  stacked, 16 as components). Chosen at trace time, not by `lax.platform_dependent`, which
-  traces and lowers both: +0.55 s lowering humanoid_floor's step on the CPU and +18% on a
-  test run of tests/dynamics. Free bodies alone need no pass over levels: the stacked
+  stacked, 16 as components). Free bodies alone need no pass over levels: the stacked
   frames then serve every platform."""
-  if not _level_plan(m, _UNROLLED_LEVELS)["levels"] or jax.default_backend() in STACKED_BACKENDS:
+  if not _level_plan(m, _UNROLLED_LEVELS)["levels"] or traces_for_cpu():
     return _bodies_stacked(m, qpos, mocap_pos, mocap_quat, z)
   return _bodies_components(m, qpos, mocap_pos, mocap_quat, z)
 

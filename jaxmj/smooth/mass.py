@@ -15,6 +15,7 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.loops import kept
+from jaxmj.platform import by_platform
 from jaxmj.scan import body_plan, cached_plan, levels
 from jaxmj.smooth import armature, com
 from jaxmj.types import Data, Model
@@ -190,8 +191,8 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   if plan["scan"] is not None:
     return _factor_scan(m, mat)
   m_rows = jnp.append(mat.reshape(-1), 0.0)[plan["take_m"]]
-  state = jax.lax.platform_dependent(m_rows, cpu=lambda m_rows: _levels_cpu(m, m_rows),
-                                     default=lambda m_rows: _levels_reduce(m, m_rows))
+  state = by_platform(m_rows, cpu=lambda m_rows: _levels_cpu(m, m_rows),
+                      default=lambda m_rows: _levels_reduce(m, m_rows))
   # L = U / D left of each row's diagonal, D on it
   w = plan["width"]
   ld = jnp.where(plan["strict"], state[:, :w] * state[:, w:], state[:, :w])
@@ -394,7 +395,7 @@ def _solve_sweeps(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
   for ks in deep_first:  # L' y = x
     x = x - jnp.stack([x[k] for k in ks]) @ rows[id(ks)]
   x = x * diag_inv
-  return jax.lax.platform_dependent(
+  return by_platform(
     x, cpu=lambda x: _down_cpu(m, rows, deep_first, x),
     default=lambda x: _down_push(m, lower, x))
 

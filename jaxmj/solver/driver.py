@@ -64,6 +64,7 @@ from jaxmj.constraint.rows import contact_factors
 from jaxmj.linalg import spd_solve
 from jaxmj.loops import batch_any, bounded_loop, kept
 from jaxmj.math import static_mask
+from jaxmj.platform import by_platform
 from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order, smoothing
 from jaxmj.solver.linesearch import differentiable_alpha, prepare
@@ -719,7 +720,7 @@ def _optimum(static: dict) -> Callable:
     weighted = jnp.any(u.Dq != 0)
     if pa.cidx.shape[0]:
       weighted = weighted | jnp.any(u.Hc != 0)
-    weighted = jax.lax.platform_dependent(
+    weighted = by_platform(
       weighted, cpu=batch_any, default=lambda w: jnp.ones((), bool))
     hinv = jax.lax.cond(weighted, hinv_of, lambda: jnp.zeros(pa.M.shape, pa.M.dtype))
     return lambda x: jax.lax.cond(weighted, lambda x: hinv @ x,

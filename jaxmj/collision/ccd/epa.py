@@ -18,6 +18,7 @@ from jaxmj.collision.ccd.support import (
   tree_set,
 )
 from jaxmj.loops import bounded_loop
+from jaxmj.platform import by_platform
 
 # --------------------------------------------------------------------------------------------
 # EPA
@@ -120,7 +121,7 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
     # 12 rounds; the CPU stops once no face joins (a few rounds: each is a gather over every
     # face, the costliest kernel of a resting mesh stack's collision), where a GPU would pay
     # a host sync a round for a loop whose trip count it cannot see
-    vis = lax.platform_dependent(
+    vis = by_platform(
       vis0, cpu=lambda v: bounded_loop(12, fill, (v, jnp.array(True)), lambda c: ~c[1],
                                        early_exit=True)[0],
       default=lambda v: lax.fori_loop(0, 12, lambda _, v: grow(v), v))
