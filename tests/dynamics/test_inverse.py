@@ -4,6 +4,8 @@ trip returning the applied forces; with the invdiscrete flag, under each integra
 supports it. The forward pass's gravcomp and fluid forces are
 compared on the way (test_passive holds them on more cases, slow)."""
 
+import copy
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -77,22 +79,24 @@ DISCRETE = """<mujoco><option density="1.2" viscosity=".1" integrator="INTEG" to
   "implicitfast"])
 def test_invdiscrete_matches_mj_inverse_and_inverts_the_step(integrator):
   """qfrc_inverse with <flag invdiscrete> equals MuJoCo's for a random discrete qacc, and
-  inverting one jaxmj step, qacc = (qvel' - qvel) / h, returns the applied forces."""
+  inverting one mj_step, qacc = (qvel' - qvel) / h, returns the applied forces. (mj_step's,
+  not jaxmj.step's: the steps agree (test_integrator), and the inverse alone compiles.)"""
   m, mj = load_both(xml=DISCRETE.replace("INTEG", integrator))
   h = m.opt.timestep
-
-  def run(m, d, qacc):
-    d1 = jaxmj.step(m, d)
-    inv = jax.vmap(lambda a: jaxmj.inverse(m, d.replace(qacc=a)).qfrc_inverse)
-    frc = inv(jnp.stack([qacc, (d1.qvel - d.qvel) / h]))
-    return frc, d1.qfrc_applied + d1.qfrc_actuator + rne.xfrc_accumulate(m, d1)
-
-  run = jax.jit(run, compiler_options=FAST)
+  inv = jax.jit(jax.vmap(lambda m, d, a: jaxmj.inverse(m, d.replace(qacc=a)).qfrc_inverse,
+                         in_axes=(None, None, 0)), compiler_options=FAST)
   dm = random_state(m, mj, 0)
   dm.ctrl[:] = 0.7
   dm.qacc[:] = np.random.default_rng(1).normal(size=mj.nv)
+  stepped = copy.copy(dm)
+  mujoco.mj_step(mj, stepped)  # its forward quantities are the start state's
+  applied = stepped.qfrc_applied + stepped.qfrc_actuator
+  for b in range(mj.nbody):  # mj_xfrcAccumulate
+    mujoco.mj_applyFT(mj, stepped, dm.xfrc_applied[b, :3], dm.xfrc_applied[b, 3:],
+                      stepped.xipos[b], b, applied)
   mujoco.mj_inverse(mj, dm)
-  (ours, back), applied = run(m, to_jaxmj(m, dm).replace(ctrl=dm.ctrl.copy()), dm.qacc.copy())
+  ours, back = inv(m, to_jaxmj(m, dm).replace(ctrl=dm.ctrl.copy()),
+                   jnp.stack([dm.qacc, (stepped.qvel - dm.qvel) / h]))
   np.testing.assert_allclose(ours, dm.qfrc_inverse, rtol=1e-10, atol=1e-10)
   np.testing.assert_allclose(back, applied, rtol=1e-8, atol=1e-8)
   continuous = mj.opt.enableflags
