@@ -1,13 +1,14 @@
 """Which platform's form of a pass a trace takes.
 
 A few passes have two forms that compute the same quantity: one that XLA:CPU runs fast
-(scatters, loops with early exits, row products) and one for GPUs and TPUs (gathers that
-fuse, unrolled loops whose trip count the device need not read back, fused level
-arithmetic). `lax.platform_dependent` would pick one at lowering, when the target is known,
-but it traces and lowers every form and the compiler drops the others: on humanoid_floor's
-step that was a quarter of the trace and a sixth of the lowering (docs/speed.md, "Compile
-time"). So the form is chosen at trace time, by the process's default backend, which is
-fixed once JAX has started; a cached trace therefore always holds the same form.
+(scatters, loops with early exits, row products) and one for GPUs and TPUs (gathers that fuse,
+unrolled loops whose trip count the device need not read back, fused level arithmetic).
+`lax.platform_dependent` would pick one at lowering, when the target is known, but it traces
+and lowers every form and the compiler drops the others: an eighth of humanoid_floor's step
+trace, a quarter of a rollout gradient's, and XLA's compile of MJX's humanoid 12% longer with
+them (docs/speed.md, "Compile time"). So the form is chosen at trace time, by the process's
+default backend, which is fixed once JAX has started; a cached trace therefore always holds
+the same form.
 
 Every form runs on every platform, so a program lowered for another platform than the
 default one (a GPU host jitting for its CPU devices, `jax.export` for another platform)

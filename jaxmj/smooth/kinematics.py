@@ -219,9 +219,9 @@ def _bodies(m: Model, qpos, mocap_pos, mocap_quat, z):
   """xpos, xquat, xmat, xanchor, xaxis and per joint the body's quaternion right after it
   (mj_kinematics1), in the pass that suits the compiler traces are made for
   (`platform.traces_for_cpu`): rows of stacked vectors on the CPU (_bodies_stacked),
-  components elsewhere (_bodies_components). Both are
-  the same arithmetic, bit for bit (tests/smooth/test_kinematics.py), so a trace made under
-  one backend computes the same values on another, only more slowly.
+  components elsewhere (_bodies_components). Both are the same arithmetic, bit for bit
+  (tests/smooth/test_kinematics.py), so a trace made for one backend computes the same values
+  on another, only more slowly.
 
   Why two: XLA:CPU runs a quaternion product as one outer-product kernel and its sums in
   another, and every component's arithmetic apart as kernels of their own (the components
