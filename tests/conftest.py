@@ -140,7 +140,16 @@ tests/dynamics/test_batch_grad.py::test_rollout_gradient_from_zero_velocity_unde
 """.split())
 
 
+# Modules of one long test each (fresh processes, notebooks: 20-64 s), run first: in
+# collection order the notebooks came last, and xdist's last long test ran while the other
+# worker, its queue empty, waited. Whole modules move, so their fixtures still set up once.
+LONG_FIRST = ("tests/test_determinism.py", "tests/test_readme.py",
+              "tests/test_trajopt_notebook.py", "tests/test_sysid_notebook.py",
+              "tests/test_getting_started_notebook.py")
+
+
 def pytest_collection_modifyitems(config, items):
+  items.sort(key=lambda item: item.nodeid.split("::")[0] not in LONG_FIRST)
   for item in items:
     if item.nodeid in SLOW_BY_MEASUREMENT:
       item.add_marker(pytest.mark.slow)
