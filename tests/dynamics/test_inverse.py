@@ -79,8 +79,9 @@ DISCRETE = """<mujoco><option density="1.2" viscosity=".1" integrator="INTEG" to
   "implicitfast"])
 def test_invdiscrete_matches_mj_inverse_and_inverts_the_step(integrator):
   """qfrc_inverse with <flag invdiscrete> equals MuJoCo's for a random discrete qacc, and
-  inverting one mj_step, qacc = (qvel' - qvel) / h, returns the applied forces. (mj_step's,
-  not jaxmj.step's: the steps agree (test_integrator), and the inverse alone compiles.)"""
+  inverting one mj_step, qacc = (qvel' - qvel) / h, returns the applied forces: MuJoCo's
+  step, not jaxmj's, so that the inverse alone compiles and its M - h qDeriv (the fluid's
+  and actuator's terms included) is held to the matrix MuJoCo's step used."""
   m, mj = load_both(xml=DISCRETE.replace("INTEG", integrator))
   h = m.opt.timestep
   inv = jax.jit(jax.vmap(lambda m, d, a: jaxmj.inverse(m, d.replace(qacc=a)).qfrc_inverse,
