@@ -82,7 +82,26 @@ def _persistent_compilation_cache() -> None:
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
+def _private_cli_cache() -> None:
+  """Points `jaxmj simulate`'s default persistent cache ($JAXMJ_CACHE_DIR) at a folder of this
+  process's own, removed at exit. test_cli runs the CLI in-process, which turns XLA's
+  persistent cache on in that folder for the rest of the worker: at the default,
+  ~/.cache/jaxmj/xla, the suite filled the user's cache with its programs and read back those
+  of earlier runs (111 s of compiles saved in one run on a machine that had run it before),
+  so its time there was not a fresh machine's."""
+  if "JAXMJ_CACHE_DIR" in os.environ:
+    return
+  import atexit
+  import shutil
+  import tempfile
+
+  directory = tempfile.mkdtemp(prefix="jaxmj-test-xla-")
+  atexit.register(shutil.rmtree, directory, True)
+  os.environ["JAXMJ_CACHE_DIR"] = directory
+
+
 _persistent_compilation_cache()
+_private_cli_cache()
 
 
 def pytest_addoption(parser):
