@@ -48,15 +48,18 @@ def gpu_forms():
     jax.clear_caches()
 
 
+def _pick():
+  return platform.by_platform(1, cpu=lambda x: ("cpu", x), default=lambda x: ("other", x))
+
+
 def test_traces_take_the_default_backends_forms():
-  assert platform.traces_for_cpu() == (jax.default_backend() == "cpu")
-  pick = lambda: platform.by_platform(1, cpu=lambda x: ("cpu", x), default=lambda x: ("other", x))  # noqa: E731
-  assert pick() == (("cpu", 1) if jax.default_backend() == "cpu" else ("other", 1))
-  platform.TRACE_FOR = "gpu"
-  try:
-    assert not platform.traces_for_cpu() and pick() == ("other", 1)
-  finally:
-    platform.TRACE_FOR = None
+  on_cpu = jax.default_backend() == "cpu"
+  assert platform.traces_for_cpu() == on_cpu
+  assert _pick() == (("cpu", 1) if on_cpu else ("other", 1))
+
+
+def test_trace_for_gpu_takes_the_other_forms(gpu_forms):
+  assert not platform.traces_for_cpu() and _pick() == ("other", 1)
 
 
 def test_gpu_forms_step_like_mj_step(gpu_forms):
