@@ -22,15 +22,15 @@ from jaxmj.platform import by_platform
 FIXED_TRIPS_MAX = 8
 
 
-def bounded_loop(n: int, body: Callable, init, done: Callable, early_exit: bool):
-  """`fori_loop(0, n, body, init)` for a body that leaves the carry unchanged once
+def bounded_loop(n: int, body: Callable, init, done: Callable, early_exit: bool, start=0):
+  """`fori_loop(start, n, body, init)` for a body that leaves the carry unchanged once
   `done(carry)`; with `early_exit` and n > FIXED_TRIPS_MAX the same result from a while_loop
   that stops there (not reverse-differentiable, so only for loops whose values are not
-  differentiated)."""
-  if n == 1:  # no loop for XLA to schedule around (MJX's humanoid: iterations="1")
-    return body(0, init)
+  differentiated). start: the first trip (an int or a traced () int32)."""
+  if n == 1 and isinstance(start, int):  # no loop for XLA to schedule around (MJX's humanoid)
+    return body(0, init) if start == 0 else init
   if not early_exit or n <= FIXED_TRIPS_MAX:
-    return jax.lax.fori_loop(0, n, body, init)
+    return jax.lax.fori_loop(start, n, body, init)
 
   def step(kc):
     k, c = kc
@@ -42,7 +42,7 @@ def bounded_loop(n: int, body: Callable, init, done: Callable, early_exit: bool)
   # in place. Nothing selects a finished world's carry back, so the body's contract (a
   # finished carry unchanged) is what keeps it, as in the fixed-trip loop above.
   return kept(jax.lax.while_loop(lambda kc: (kc[0] < n) & batch_any(~done(kc[1])), step,
-                                 (0, init))[1])
+                                 (start, init))[1])
 
 
 def short_scan(f: Callable, init, xs):

@@ -19,9 +19,13 @@ kernels handed between threads) and little in a loop body of at most 8 kernels (
 order on one thread): the runs per scope, and how many of them are top-level, say where
 batch-1 latency goes (docs/speed.md, Batch-1 latency).
 
+`--by-source` also sums the ops by the jaxmj source file and line they come from (a fusion:
+its root instruction's), finer than the stages: which of collision's files (GJK, EPA, the
+support functions) takes a mesh model's time.
+
 Usage:
   python scripts/profile_scopes.py MODEL [--batch 256] [--engine jaxmj|mjx]
-      [--stage step|solver|forward] [--calls 30] [--top 25]
+      [--stage step|solver|forward] [--calls 30] [--top 25] [--by-source]
 """
 
 import argparse
@@ -37,7 +41,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import profile_step  # noqa: E402  (first: it sets XLA_FLAGS before jax starts its backend)
+import compile_kernels  # noqa: E402
+import profile_step  # noqa: E402  (it sets XLA_FLAGS before jax starts its backend)
 
 # isort: split
 
@@ -92,6 +97,8 @@ def main():
   p.add_argument("--calls", type=int, default=30)
   p.add_argument("--top", type=int, default=25)
   p.add_argument("--list", metavar="SCOPE", help="also list every op charged to SCOPE")
+  p.add_argument("--by-source", action="store_true",
+                 help="also sum the ops by source file and by source line (a fusion: its root's)")
   p.add_argument("--x64", action="store_true", help="float64 (default float32)")
   p.add_argument("--chunk", type=int, help="--stage transition: columns at a time (each "
                  "vmapped state; transition_jacobians' chunk)")
@@ -146,6 +153,18 @@ def main():
     for k, v in sorted(ops.items()):
       if scopes[k] == args.list:
         print(f"  {v:7.3f} {runs[k]:6.0f}  {k}")
+  if args.by_source:
+    sources = compile_kernels.frame_lines(text, 1)  # 'file:line:function'
+    by_line, by_file = collections.Counter(), collections.Counter()
+    for k, v in ops.items():
+      by_line[sources.get(k, "")] += v
+      by_file[sources.get(k, "").split(":")[0]] += v
+    print("ms per call by source file:")
+    for k, v in by_file.most_common(args.top):
+      print(f"  {v:7.3f}  {k or '(no metadata)'}")
+    print(f"costliest {args.top} source lines (ms per call):")
+    for k, v in by_line.most_common(args.top):
+      print(f"  {v:7.3f}  {k or '(no metadata)'}")
   print(f"costliest {args.top} ops (ms and runs per call, scope):")
   for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:args.top]:
     print(f"  {v:7.3f} {runs[k]:6.0f}  {k:<40} {scopes[k]}")

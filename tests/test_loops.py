@@ -6,8 +6,10 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
-from jaxmj.collision.ccd import convex
+from jaxmj import platform
+from jaxmj.collision.ccd import convex, epa
 from jaxmj.collision.ccd.convex import GeomFrame
 from jaxmj.loops import FIXED_TRIPS_MAX, bounded_loop
 from jaxmj.types import GeomType
@@ -72,5 +74,46 @@ def test_epa_updates_its_polytope_in_place_under_vmap():
     GeomType.MESH, GeomType.MESH, a, b, jnp.float32(0), 1e-6, verts1=v1, verts2=v2)))
   hlo = plan.lower(g1, g2).compile().as_text()
   assert " while(" in hlo
-  for shape in (f"s32[{batch},210,3]", f"f32[{batch},210,3]", f"f32[{batch},210]"):
-    assert _while_body_copies(hlo, shape) == 0, shape
+  for n in (210, epa._FIRST_FACES):  # the full polytope, the CPU's first pass
+    for shape in (f"s32[{batch},{n},3]", f"f32[{batch},{n},3]", f"f32[{batch},{n}]"):
+      assert _while_body_copies(hlo, shape) == 0, shape
+
+
+def _deep_pairs(batch, rng):
+  """`batch` poses of an ellipsoid sunk deep into another (EPA's polytopes grow past 48 faces
+  on some) or only touching it (a few faces)."""
+  eye = np.broadcast_to(np.eye(3), (batch, 3, 3))
+  depth = rng.uniform(0.02, 0.2, size=batch)
+  axis = rng.normal(size=(batch, 3))
+  axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+  g1 = GeomFrame(jnp.zeros((batch, 3)), jnp.asarray(eye, jnp.float32),
+                 jnp.broadcast_to(jnp.float32([0.12, 0.08, 0.06]), (batch, 3)))
+  g2 = GeomFrame(jnp.asarray(axis * (0.2 - depth[:, None]), jnp.float32),
+                 jnp.asarray(eye, jnp.float32),
+                 jnp.broadcast_to(jnp.float32([0.09, 0.07, 0.05]), (batch, 3)))
+  return g1, g2
+
+
+@pytest.mark.parametrize("first_faces, first_horizon", [(8, 24), (12, 4)])
+def test_epa_first_pass_resumes_to_the_full_loops_result(monkeypatch, first_faces,
+                                                         first_horizon):
+  """On the CPU EPA's first pass has few face slots and horizon edges, and the full
+  polytope's loop resumes at the trip where a search of the batch would outgrow them: the
+  plans equal, bit for bit, those of the one full loop (the GPU's form). Small first sizes
+  make most searches resume, some mid-search, others after finishing in the first pass."""
+  g1, g2 = _deep_pairs(16, np.random.default_rng(1))
+  plan = lambda a, b: convex.convex_plan(GeomType.ELLIPSOID, GeomType.ELLIPSOID, a, b,
+                                         jnp.float32(0), 1e-6)
+  monkeypatch.setattr(epa, "_FIRST_FACES", first_faces)
+  monkeypatch.setattr(epa, "_FIRST_HORIZON", first_horizon)
+  jax.clear_caches()
+  try:
+    two = jax.jit(jax.vmap(plan))(g1, g2)
+    jax.clear_caches()
+    monkeypatch.setattr(platform, "TRACE_FOR", "gpu")
+    one = jax.jit(jax.vmap(plan))(g1, g2)
+  finally:
+    jax.clear_caches()
+  assert np.any(np.asarray(one.deep))
+  for a, b in zip(jax.tree.leaves(two), jax.tree.leaves(one)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
