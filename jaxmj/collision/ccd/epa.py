@@ -46,7 +46,7 @@ class _Epa(NamedTuple):
   upper: jax.Array
   upper2: jax.Array
   done: jax.Array
-  capped: jax.Array  # () the first pass stopped: a search of the batch needs more face slots
+  capped: jax.Array  # () the first pass stopped: a search of the batch outgrows its sizes
   trips: jax.Array  # () trips run (the trip the first pass stopped at is not run)
 
 
