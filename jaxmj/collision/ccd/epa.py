@@ -17,7 +17,7 @@ from jaxmj.collision.ccd.support import (
   project_origin_plane,
   tree_set,
 )
-from jaxmj.loops import FIXED_TRIPS_MAX, batch_any, bounded_loop
+from jaxmj.loops import batch_any, bounded_loop
 from jaxmj.platform import by_platform
 
 # --------------------------------------------------------------------------------------------
@@ -248,7 +248,7 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
     return lax.cond(s.capped, lambda s: finish(run(widen(s), nf_max, _HORIZON, s.trips)),
                     finish, s)
 
-  if nf_max <= _FIRST_FACES or iterations <= FIXED_TRIPS_MAX:
+  if nf_max <= _FIRST_FACES:
     return finish(run(start(nf_max), nf_max, _HORIZON))
   return by_platform(cpu=lambda: two_pass(start(_FIRST_FACES)),
                      default=lambda: finish(run(start(nf_max), nf_max, _HORIZON)))
