@@ -121,3 +121,27 @@ def test_fluid_gradient_matches_central_differences():
     minus = [a - eps * direction if k == i else a for k, a in enumerate(args)]
     fd = (loss(*plus, run=PASSIVE) - loss(*minus, run=PASSIVE)) / (2 * eps)
     np.testing.assert_allclose(np.sum(grad * direction), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_without_a_medium_fluid_is_skipped_and_keeps_its_derivative():
+  """Density and viscosity 0 in a program whose Model is an argument (the medium a run-time
+  value, a lax.cond on the CPU): qfrc_fluid is 0 and qfrc_passive MuJoCo's, which skips
+  mj_fluid; the derivative in the density at 0 is still the medium's (a forward difference:
+  below 0 there is no medium, in MuJoCo either)."""
+  m, mj = load_both(xml=MIXED)
+  mj.opt.density, mj.opt.viscosity = 0.0, 0.0
+  m0 = m.replace(opt=m.opt.replace(density=jnp.zeros(()), viscosity=jnp.zeros(())))
+  assert_stage_matches((m0, mj), PASSIVE, mujoco.mj_forward, ["qfrc_fluid", "qfrc_passive"],
+                       seeds=range(2), tol=1e-12, state=_state)
+  d0 = to_jaxmj(m, random_state(m, mj, 3))
+  w = np.random.default_rng(0).normal(size=m.nv)
+
+  def loss(density, run=_passive):
+    mm = m0.replace(opt=m0.opt.replace(density=density))
+    return jnp.dot(w, run(mm, d0).qfrc_passive)
+
+  grad = jax.jit(jax.grad(loss), compiler_options=FAST)(jnp.zeros(()))
+  eps = 1e-7
+  assert abs(float(grad)) > 1e-3
+  fd = (loss(jnp.asarray(eps), run=PASSIVE) - loss(jnp.zeros(()), run=PASSIVE)) / eps
+  np.testing.assert_allclose(grad, fd, rtol=1e-5)
