@@ -10,7 +10,11 @@ compiled step is charged to the innermost stage and phase of the instruction its
 event names (MJX has no such scopes: its ops are listed, not grouped). A thunk's time is
 the median of its events times their count, so that an event stretched by another process
 taking the core does not count (the machine is shared); the total is then close to the
-process CPU time of one call, which the script prints beside it.
+process CPU time of one call, which the script prints beside it. An event is still a wall
+duration: pinned to one core (`taskset`), XLA's other threads run inside a long kernel's
+event, so a single large op can look several ms dearer than removing it saves (qLD's copy
+at 1024 worlds, docs/speed.md "Three layouts of a large batch"): confirm with
+`profile_step.py --base`.
 
 `--batch 0` traces one world without vmap, as `jax.jit(step)` runs it. There the kernels'
 own time is a fraction of a call and the rest is XLA:CPU's handling of each kernel run,
