@@ -80,29 +80,25 @@ def epa(sup, verts0, nverts0, faces0, adj0, nfaces0, center, iterations, toleran
   big = jnp.asarray(jnp.finfo(dtype).max, dtype)
   tol = jnp.where(discrete, at_least(MINVAL, noise), tolerance)
 
-  def grow(x, fill):
-    return jnp.concatenate([x, jnp.full((nv_max - 5,) + x.shape[1:], fill, x.dtype)])
+  def pad_to(x, n, fill=0):
+    """x (k, ...) in the first k of n rows, `fill` after (vertices: the unused ones; faces:
+    dead slots)."""
+    return jnp.concatenate([x, jnp.full((n - x.shape[0],) + x.shape[1:], fill, x.dtype)])
 
-  verts = Vertex(*(grow(x, -1 if x.dtype == jnp.int32 else 0) for x in verts0))
+  verts = Vertex(*(pad_to(x, nv_max, -1 if x.dtype == jnp.int32 else 0) for x in verts0))
   vp, dp = attach(verts.vert, faces0, center, guard)
   live0 = jnp.arange(6) < nfaces0
 
-  def slots(x, nf):
-    """x (6, ...) in the first of nf slots, zeros after."""
-    return jnp.zeros((nf,) + x.shape[1:], x.dtype).at[:6].set(x)
-
   def start(nf):
-    return _Epa(verts, nverts0, slots(faces0, nf), slots(adj0, nf), slots(vp, nf),
-                slots(dp, nf), slots(live0, nf), slots(live0, nf), nfaces0,
-                jnp.array(-1, jnp.int32), big, big, ~jnp.asarray(active), jnp.array(False),
-                jnp.array(0, jnp.int32))
+    return _Epa(verts, nverts0, *(pad_to(x, nf) for x in (faces0, adj0, vp, dp, live0, live0)),
+                nfaces0, jnp.array(-1, jnp.int32), big, big, ~jnp.asarray(active),
+                jnp.array(False), jnp.array(0, jnp.int32))
 
   def widen(s: _Epa) -> _Epa:
-    """The first pass's polytope in all nf_max slots (zeros past its own: dead slots)."""
-    pad = lambda x: jnp.concatenate([x, jnp.zeros((nf_max - x.shape[0],) + x.shape[1:],
-                                                  x.dtype)])
-    return s._replace(fv=pad(s.fv), adj=pad(s.adj), v=pad(s.v), d2=pad(s.d2),
-                      alive=pad(s.alive), inmap=pad(s.inmap), capped=jnp.array(False))
+    """The first pass's polytope in all nf_max slots."""
+    return s._replace(**{k: pad_to(getattr(s, k), nf_max)
+                         for k in ("fv", "adj", "v", "d2", "alive", "inmap")},
+                      capped=jnp.array(False))
 
   v_idx = jnp.arange(nv_max, dtype=jnp.int32)
 
