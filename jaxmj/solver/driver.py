@@ -64,9 +64,9 @@ from jaxmj.constraint.rows import contact_factors
 from jaxmj.linalg import spd_solve
 from jaxmj.loops import batch_any, bounded_loop, kept
 from jaxmj.math import static_mask
-from jaxmj.platform import by_platform
+from jaxmj.platform import by_platform, traces_for_cpu
 from jaxmj.smooth import mass
-from jaxmj.solver import island, pgs_order, smoothing
+from jaxmj.solver import island, pgs_order, smoothing, tree_blocks
 from jaxmj.solver.linesearch import differentiable_alpha, prepare
 from jaxmj.solver.problem import (
   SATISFIED,
@@ -127,7 +127,7 @@ def _cg_beta(isl: Islands, grad, mgrad, grad_old, mgrad_old, search_old):
 
 def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
             ls_iterations: int, tolerance, ls_tolerance, scale, solve_m: Callable,
-            early_exit: bool) -> SolverResult:
+            early_exit: bool, blocks: tree_blocks.TreeBlocks | None = None) -> SolverResult:
   """mj_solPrimal (Newton or CG) from qacc0 (already warm-started), on every island at once.
 
   MuJoCo runs update(qacc0), then per iteration: line search, move, update, count, test. Here
@@ -142,7 +142,8 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
   and dofs together (the Hessian and M are block diagonal over islands, so one factorization
   serves them all); directions, line searches (one step size each), termination and statistics
   are per island (`scale`: (ni,)), and an island that has stopped keeps its iterate while
-  others go on. Dofs in no island do not move.
+  others go on. Dofs in no island do not move. `blocks`: the Newton step by kinematic tree
+  where no weighted row couples two trees (jaxmj/solver/tree_blocks.py).
   """
   in_isl = jnp.sum(isl.dof, axis=1) > 0
 
@@ -157,7 +158,11 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
     with jax.named_scope("hessian"):
       h = hessian(p, u.Dq, u.Hc)
     with jax.named_scope("hessian_solve"):
-      return spd_solve(h, grad)[0]
+      if blocks is None:
+        return spd_solve(h, grad)[0]
+      return jax.lax.cond(batch_any(tree_blocks.coupled(blocks, h)),
+                          lambda: spd_solve(h, grad)[0],
+                          lambda: tree_blocks.block_solve(blocks, h, grad))
 
   def update(qacc, ma, jar):
     u, grad = gradient_at(ma, jar)
@@ -419,6 +424,7 @@ def solve_arrays(
   mul_j: tuple[Callable, Callable, tuple] | None = None,
   slip_pairs: smoothing.SlipPairs | None = None,
   inv_m: tuple[Callable, tuple] | None = None,
+  tree_blocks_plan: tree_blocks.TreeBlocks | None = None,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -462,7 +468,9 @@ def solve_arrays(
   derivative takes H = M, neither forming the rows' Hessian nor inverting it, when no row
   has a Hessian weight (Dq, cones) in the world, or under vmap in the whole batch
   (loops.batch_any); other platforms keep one program (a branch costs a GPU a host sync).
-  None: H^-1 always.
+  None: H^-1 always. `tree_blocks_plan` (static, `tree_blocks.plan`): Newton's step solved
+  tree by tree where no weighted row couples two trees (in the world, or under vmap in
+  the whole batch); None: one dense step.
   """
   dt = qM.dtype
   nv, nefc = qM.shape[0], efc_J.shape[0]
@@ -525,7 +533,8 @@ def solve_arrays(
       qacc0 = ps.qacc_smooth
     qacc0 = jnp.where(jnp.asarray(dof_island) >= 0, qacc0, ps.qacc_smooth)  # unconstrained
     res = _primal(ps, isl, qacc0, solver == Solver.NEWTON, iterations, ls_iterations,
-                  tolerance, ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad)
+                  tolerance, ls_tolerance, scale, solve_m_loop, early_exit=implicit_grad,
+                  blocks=tree_blocks_plan)
   if not implicit_grad:
     return res
   soft = None
@@ -808,6 +817,9 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t,
                                           elliptic_normal) if t else None,
     slip_pairs=smoothing.slip_pairs(lay, tf) if tf else None,
+    # the CPU's form: elsewhere the branch would cost a host sync a Newton iteration
+    tree_blocks_plan=tree_blocks.plan(m.tree_dofadr, m.tree_dofnum, m.nv)
+    if traces_for_cpu() and m.opt.solver == Solver.NEWTON else None,
   )
   return d.replace(qacc=res.qacc, efc_force=res.efc_force,
                    efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,
