@@ -47,15 +47,15 @@ def _ld_plan(m) -> dict:
   below = [anc[order[:starts[l]]][:, ks].T for l, ks in enumerate(by_level)]
   paths = [np.flatnonzero(anc[i]) for i in range(m.nv)]
   w = int(depth.max()) + 1 if m.nv else 0
-  # static gathers (index nv * nv, nv * w: a zero appended): take_m (nv, w) M's entries of
-  # each state row in path coordinates; put_ld (nv, nv) where each entry of ld sits in a
-  # state row's first w columns; strict (nv, w) the state entries left of the diagonal
+  # take_m (nv, w): a static gather (index nv * nv: a zero appended) of M's entries of each
+  # state row in path coordinates; put_ld (w, nv, nv): where ld's entry of each dof row at
+  # path position q goes; strict (nv, w) the state entries left of the diagonal
   take_m = np.full((m.nv, w), m.nv * m.nv)
-  put_ld = np.full((m.nv, m.nv), m.nv * w)
+  put_ld = np.zeros((w, m.nv, m.nv), bool)
   strict = np.zeros((m.nv, w), bool)
   for i, path in enumerate(paths):
     take_m[row[i], :len(path)] = i * m.nv + path
-    put_ld[i, path] = row[i] * w + np.arange(len(path))
+    put_ld[np.arange(len(path)), i, path] = True
     strict[row[i], :len(path) - 1] = True
   return {"levels": by_level, "starts": starts, "row": row, "below": below, "paths": paths,
           "width": w, "take_m": take_m, "put_ld": put_ld, "strict": strict,
@@ -179,10 +179,10 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   only, root first), so the ancestors of any deeper row k share row i's first entries.
   Each term is mj_factorI's product; the sums run in the product's order, not MuJoCo's
   (round-off). One product and one write of the new rows per level (`_put_rows`); M's
-  entries are read, and ld's placed, by one static gather each: a gather of batched data
-  costs XLA:CPU a pass over the whole batch, a kernel per row (slices and concatenates)
-  more compile time (on MJX's humanoid 1.8 s instead of 0.9 s of XLA's compile CPU time,
-  and a slower run). Off the CPU the levels run as `_levels_reduce`.
+  entries are read by one static gather (a gather of batched data costs XLA:CPU a pass
+  over the whole batch, a kernel per row, slices and concatenates, more compile time: on
+  MJX's humanoid 1.8 s instead of 0.9 s of XLA's compile CPU time, and a slower run), ld's
+  placed by one select per path position. Off the CPU the levels run as `_levels_reduce`.
   """
   nv = m.nv
   if not nv:
@@ -196,7 +196,14 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   # L = U / D left of each row's diagonal, D on it
   w = plan["width"]
   ld = jnp.where(plan["strict"], state[:, :w] * state[:, w:], state[:, :w])
-  return jnp.append(ld.reshape(-1), 0.0)[plan["put_ld"]], state[plan["row"], w]
+  # ld's rows back in dof order, each path position placed by a select: an elementwise
+  # kernel that writes the dense (nv, nv) matrix in the layout its readers take, where a
+  # static gather wrote it batch-minor and the step's output copied it back (04_humanoids,
+  # nv 108, 256 worlds: a 12 MB transposing copy each step)
+  rows, dense = ld[plan["row"]], jnp.zeros((nv, nv), ld.dtype)
+  for q, at in enumerate(plan["put_ld"]):
+    dense = jnp.where(at, rows[:, q:q + 1], dense)
+  return dense, state[plan["row"], w]
 
 
 def _levels_cpu(m: Model, m_rows: jnp.ndarray) -> jnp.ndarray:
