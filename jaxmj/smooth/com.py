@@ -81,7 +81,7 @@ def path_sum(parent: np.ndarray, own: jnp.ndarray, root: jnp.ndarray) -> jnp.nda
   """(n, ...) the forward pass `x[0] = root; for i = 1..n-1: x[i] = x[parent[i]] + own[i]` in
   that order of additions (mj_comVel's and mj_rne's), for a static tree with parent[i] < i.
   own (n, ...) (own[0] unread), root (...). Up to SUBTREE_UNROLL_MAX nodes in straight-line
-  code, larger trees one round of selects per depth."""
+  code, larger trees one level at a time."""
   parent = np.asarray(parent)
   n = len(parent)
   root = jnp.broadcast_to(root, own.shape[1:]).astype(own.dtype)
@@ -93,12 +93,18 @@ def path_sum(parent: np.ndarray, own: jnp.ndarray, root: jnp.ndarray) -> jnp.nda
   depth = np.zeros(n, int)
   for i in range(1, n):
     depth[i] = depth[parent[i]] + 1
-  shape = (n,) + (1,) * (own.ndim - 1)
-  x = jnp.where((depth == 0).reshape(shape), root, own)
-  src = np.concatenate([[0], parent[1:]])
-  for k in range(1, depth.max() + 1):
-    x = jnp.where((depth == k).reshape(shape), x[src] + own, x)
-  return x
+  # level by level, each level's rows read from the one above by a gather of that level's
+  # parents alone (a forest of several robots: one level of every tree at once), then one
+  # gather back to node order; a round per depth over all n rows moved n x depth rows
+  level = [np.flatnonzero(depth == k) for k in range(depth.max() + 1)]
+  at = np.zeros(n, int)  # each node's row in its level
+  for nodes in level:
+    at[nodes] = np.arange(len(nodes))
+  blocks = [root[None]]
+  for nodes in level[1:]:
+    blocks.append(blocks[-1][at[parent[nodes]]] + own[nodes])
+  start = np.cumsum([0] + [len(nodes) for nodes in level])
+  return jnp.concatenate(blocks)[start[depth] + at]
 
 
 def subtree_mass(m: Model) -> jnp.ndarray:
