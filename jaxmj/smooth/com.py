@@ -12,30 +12,37 @@ from jaxmj.scan import body_plan, cached_plan
 from jaxmj.types import Data, JointType, Model
 
 # Trees of up to this many bodies sum their subtrees in straight-line code, one addition
-# per body; larger ones in rounds of gathers (`_accumulation_rounds`), whose trace does not
-# grow with the tree.
+# per body; larger ones a level at a time (`_subtree_levels`, a gather per child slot), whose
+# trace grows with the tree's depth and branching, not its size.
 SUBTREE_UNROLL_MAX = 64
 
 
 @cached_plan
-def _accumulation_rounds(m) -> list:
-  """MuJoCo's backward pass `for i = nbody-1..1: x[parent[i]] += x[i]` as rounds of
-  independent additions: per round, for every body the body whose x it adds (nbody: none).
-  A body is added to its parent once its own subtree is complete, and a parent takes its
-  children in decreasing index order, one per round, so every sum rounds as MuJoCo's."""
+def _subtree_levels(m) -> dict:
+  """Static plan of MuJoCo's backward pass `for i = nbody-1..1: x[parent[i]] += x[i]` level
+  by level, deepest first: a body's subtree is complete once its children's are, and it
+  takes them in decreasing index order, as MuJoCo adds them. Per depth k its bodies
+  (`level`) and, per child slot j, each body's j-th child's row in level k + 1 (`kids`, -1:
+  none); `place` (nbody,) each body's row in the levels laid end to end."""
   parent = np.asarray(m.body_parentid)
-  ready = np.zeros(m.nbody, int)  # first round that may read the body's complete subtree
-  last = np.full(m.nbody, -1)  # last round that added a child to the body
-  rounds = []
+  depth = np.zeros(m.nbody, int)
+  children = [[] for _ in range(m.nbody)]
+  for i in range(1, m.nbody):
+    depth[i] = depth[parent[i]] + 1
   for i in range(m.nbody - 1, 0, -1):
-    p = parent[i]
-    r = max(ready[i], last[p] + 1)
-    while len(rounds) <= r:
-      rounds.append(np.full(m.nbody, m.nbody))
-    rounds[r][p] = i
-    last[p] = r
-    ready[p] = max(ready[p], r + 1)
-  return rounds
+    children[parent[i]].append(i)
+  level = [np.flatnonzero(depth == k) for k in range(depth.max() + 1)]
+  at = np.zeros(m.nbody, int)
+  for nodes in level:
+    at[nodes] = np.arange(len(nodes))
+  kids = []
+  for nodes in level:
+    table = np.full((len(nodes), max(len(children[b]) for b in nodes)), -1)
+    for r, b in enumerate(nodes):
+      table[r, :len(children[b])] = at[children[b]]
+    kids.append(table)
+  start = np.cumsum([0] + [len(nodes) for nodes in level])
+  return {"level": level, "kids": kids, "place": start[depth] + at}
 
 
 def subtree_sum(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
@@ -57,10 +64,15 @@ def subtree_sum(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
         if world or parent[i]:
           rows[parent[i]] = rows[parent[i]] + rows[i]
       return math.stack(rows) if rows else x
-    for src in _accumulation_rounds(m):
-      src = src if world else np.concatenate([[m.nbody], src[1:]])
-      x = x + jnp.concatenate([x, jnp.zeros_like(x[:1])])[src]
-    return x
+    plan, below, blocks = _subtree_levels(m), None, []
+    for k in range(len(plan["level"]) - 1, -1, -1):
+      block = x[plan["level"][k]]
+      for kid in plan["kids"][k].T if world or k else ():
+        has = (kid >= 0).reshape((-1,) + (1,) * (x.ndim - 1))
+        block = jnp.where(has, block + below[np.maximum(kid, 0)], block)
+      blocks.append(block)
+      below = block
+    return jnp.concatenate(blocks[::-1])[plan["place"]]
 
   ordered.defjvp(lambda primals, tangents: (ordered(*primals), product(tangents[0])))
   return ordered(x)
