@@ -36,8 +36,9 @@ def model_xml(cone="pyramidal", condim=3):
 
 
 def state(mj, touching):
-  """Every sphere pressed 1 mm into the floor, the arm's tip into it too; with `touching`
-  the second sphere pressed 1 mm into the first (a row spanning two trees)."""
+  """Every sphere pressed 1 mm into the floor, the arm bent so that its tip is in the floor
+  (a tree with contact and limit rows); with `touching` the second sphere pressed 1 mm into
+  the first (a row spanning two trees)."""
   d = mujoco.MjData(mj)
   for i in range(6):
     d.qpos[7 * i + 2] = 0.099
