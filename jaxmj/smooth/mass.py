@@ -9,6 +9,8 @@ Cholesky).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,7 +19,7 @@ from jaxmj import math
 from jaxmj.loops import kept
 from jaxmj.platform import by_platform
 from jaxmj.scan import body_plan, cached_plan, levels
-from jaxmj.smooth import armature, com
+from jaxmj.smooth import armature, com, forest
 from jaxmj.types import Data, Model
 
 # Trees up to this many dof levels factor and solve level by level in straight-line code
@@ -28,7 +30,24 @@ LEVELS_UNROLL_MAX = 16
 
 @cached_plan
 def _ld_plan(m) -> dict:
-  """Static index sets of the tree-sparse L'DL factorization and solve.
+  """`_ld_plan_of` m's whole dof forest."""
+  return _ld_plan_of(np.asarray(m.dof_ancestor, bool), np.asarray(m.dof_depth))
+
+
+def _group_plan(g: forest.Group) -> dict:
+  """`_ld_plan_of` one tree of a forest group (cached by its structure)."""
+  return _tree_plan(g.ancestor.tobytes(), np.asarray(g.depth, np.int64).tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _tree_plan(ancestor: bytes, depth: bytes) -> dict:
+  depth = np.frombuffer(depth, np.int64)
+  return _ld_plan_of(np.frombuffer(ancestor, bool).reshape(len(depth), len(depth)), depth)
+
+
+def _ld_plan_of(anc: np.ndarray, depth: np.ndarray) -> dict:
+  """Static index sets of the tree-sparse L'DL factorization and solve of the dofs of
+  dof_ancestor `anc` (nv, nv) bool and dof_depth `depth` (nv,).
 
   For `factor`: dof levels deepest first (`levels`), each level's rows contiguous in a
   working state of (nv, w + 1) rows ordered that way (`starts`, `row` maps a dof to its
@@ -36,33 +55,34 @@ def _ld_plan(m) -> dict:
   `paths[i][q]` at depth q (w = tree depth + 1), then 1/D. `below[l]` (r, starts[l]) marks
   the deeper state rows that descend from each dof of level l.
   Trees deeper than LEVELS_UNROLL_MAX levels get `scan` (`_scan_plan`) instead.
+  `ancestor` is anc.
   """
-  anc = np.asarray(m.dof_ancestor, bool)
-  depth = np.asarray(m.dof_depth)
+  nv = len(depth)
   by_level = levels(depth)[::-1]
-  order = np.concatenate(by_level) if m.nv else np.zeros(0, int)
-  row = np.empty(m.nv, int)
-  row[order] = np.arange(m.nv)
+  order = np.concatenate(by_level) if nv else np.zeros(0, int)
+  row = np.empty(nv, int)
+  row[order] = np.arange(nv)
   starts = np.cumsum([0] + [len(ks) for ks in by_level])
   below = [anc[order[:starts[l]]][:, ks].T for l, ks in enumerate(by_level)]
-  paths = [np.flatnonzero(anc[i]) for i in range(m.nv)]
-  w = int(depth.max()) + 1 if m.nv else 0
+  paths = [np.flatnonzero(anc[i]) for i in range(nv)]
+  w = int(depth.max()) + 1 if nv else 0
   # take_m (nv, w): a static gather (index nv * nv: a zero appended) of M's entries of each
   # state row in path coordinates; put_ld (w, nv, nv): where ld's entry of each dof row at
   # path position q goes; strict (nv, w) the state entries left of the diagonal
-  take_m = np.full((m.nv, w), m.nv * m.nv)
-  put_ld = np.zeros((w, m.nv, m.nv), bool)
-  strict = np.zeros((m.nv, w), bool)
+  take_m = np.full((nv, w), nv * nv)
+  put_ld = np.zeros((w, nv, nv), bool)
+  strict = np.zeros((nv, w), bool)
   for i, path in enumerate(paths):
-    take_m[row[i], :len(path)] = i * m.nv + path
+    take_m[row[i], :len(path)] = i * nv + path
     put_ld[np.arange(len(path)), i, path] = True
     strict[row[i], :len(path) - 1] = True
   return {"levels": by_level, "starts": starts, "row": row, "below": below, "paths": paths,
           "width": w, "take_m": take_m, "put_ld": put_ld, "strict": strict,
-          "scan": _scan_plan(m) if len(by_level) > LEVELS_UNROLL_MAX else None}
+          "ancestor": anc, "scan": _scan_plan(anc, depth) if len(by_level) > LEVELS_UNROLL_MAX
+          else None}
 
 
-def _scan_plan(m) -> dict:
+def _scan_plan(anc: np.ndarray, depth: np.ndarray) -> dict:
   """Deep trees (`_factor_scan`, `_solve_scan`): static index arrays per dof level
   (deepest first), padded to one width for lax.scan.
 
@@ -71,10 +91,11 @@ def _scan_plan(m) -> dict:
   the working matrix: ONE = nv (its diagonal is 1 and is never written) as k, and
   SINK = nv + 1 (written, never divided by) as i, j, so padded entries are exact zeros.
   """
-  anc = np.asarray(m.dof_ancestor) & ~np.eye(m.nv, dtype=bool)
-  one, sink = m.nv, m.nv + 1
+  nv = len(depth)
+  anc = anc & ~np.eye(nv, dtype=bool)
+  one, sink = nv, nv + 1
   pairs, upds = [], []
-  for ks in reversed(levels(m.dof_depth, start=1)):
+  for ks in reversed(levels(depth, start=1)):
     pk, pi, uk, ui, uj = [], [], [], [], []
     for k in ks:
       a = np.flatnonzero(anc[k])
@@ -183,36 +204,68 @@ def _eliminate(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   over the whole batch, a kernel per row, slices and concatenates, more compile time: on
   MJX's humanoid 1.8 s instead of 0.9 s of XLA's compile CPU time, and a slower run), ld's
   placed by one select per path position. Off the CPU the levels run as `_levels_reduce`.
+  Where m's dofs form a forest (`forest.plan`), each group of trees of one structure runs
+  the levels of one tree, vmapped over the group (`_forest_rows`): the same products less
+  the other trees' zeros.
   """
   nv = m.nv
   if not nv:
     return mat, jnp.zeros(0, mat.dtype)
   plan = _ld_plan(m)
   if plan["scan"] is not None:
-    return _factor_scan(m, mat)
-  m_rows = jnp.append(mat.reshape(-1), 0.0)[plan["take_m"]]
-  state = by_platform(m_rows, cpu=lambda m_rows: _levels_cpu(m, m_rows),
-                      default=lambda m_rows: _levels_reduce(m, m_rows))
-  # L = U / D left of each row's diagonal, D on it
-  w = plan["width"]
-  ld = jnp.where(plan["strict"], state[:, :w] * state[:, w:], state[:, :w])
-  # ld's rows back in dof order, each path position placed by a select: an elementwise
-  # kernel that writes the dense (nv, nv) matrix in the layout its readers take, where a
-  # static gather wrote it batch-minor and the step's output copied it back (04_humanoids,
-  # nv 108, 256 worlds: a 12 MB transposing copy each step)
-  rows, dense = ld[plan["row"]], jnp.zeros((nv, nv), ld.dtype)
+    return _factor_scan(plan, mat)
+  f = forest.plan(m)
+  if f is None:
+    m_rows = jnp.append(mat.reshape(-1), 0.0)[plan["take_m"]]
+    rows, diag_inv = _ld_rows(plan, by_platform(
+      m_rows, cpu=lambda m_rows: _levels_cpu(plan, m_rows),
+      default=lambda m_rows: _levels_reduce(plan, m_rows)))
+  else:
+    rows, diag_inv = _forest_rows(f, plan["width"], mat)
+  # each path position of ld's rows placed by a select: an elementwise kernel that writes
+  # the dense (nv, nv) matrix in the layout its readers take, where a static gather wrote it
+  # batch-minor and the step's output copied it back (04_humanoids, nv 108, 256 worlds: a
+  # 12 MB transposing copy each step)
+  dense = jnp.zeros((nv, nv), rows.dtype)
   for q, at in enumerate(plan["put_ld"]):
     dense = jnp.where(at, rows[:, q:q + 1], dense)
-  return dense, state[plan["row"], w]
+  return dense, diag_inv
 
 
-def _levels_cpu(m: Model, m_rows: jnp.ndarray) -> jnp.ndarray:
+def _ld_rows(plan: dict, state: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+  """ld's rows in path coordinates (nv, w), in dof order, and diag_inv (nv,) from the
+  levels' state (nv, w + 1): L = U / D left of each row's diagonal, D on it."""
+  w = plan["width"]
+  ld = jnp.where(plan["strict"], state[:, :w] * state[:, w:], state[:, :w])
+  return ld[plan["row"]], state[plan["row"], w]
+
+
+def _forest_rows(f: forest.Forest, width: int,
+                 mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+  """`_ld_rows` of mat (nv, nv) by tree: each group's trees read their M rows from mat by one
+  static gather (k, n, w_g), run one tree's levels vmapped over the k trees, and their rows
+  (padded to the forest's path width) are laid back in dof order."""
+  nv = mat.shape[0]
+  flat = jnp.append(mat.reshape(-1), 0.0)
+  rows, diag_inv = [], []
+  for g in f.groups:
+    plan = _group_plan(g)
+    n, a = len(g.depth), g.idx[:, :1, None]
+    take = plan["take_m"][None]  # the tree's flat indices i * n + j (n * n: the zero)
+    take = np.where(take < n * n, (a + take // n) * nv + a + take % n, nv * nv)
+    r, di = jax.vmap(lambda m_rows, plan=plan: _ld_rows(plan, _levels_cpu(plan, m_rows)))(
+      flat[take])
+    rows.append(jnp.pad(r, ((0, 0), (0, 0), (0, width - r.shape[-1]))))
+    diag_inv.append(di)
+  return forest.put(f, rows), forest.put(f, diag_inv)
+
+
+def _levels_cpu(plan: dict, m_rows: jnp.ndarray) -> jnp.ndarray:
   """_eliminate's levels on the CPU: (nv, w + 1) state rows [U in path coordinates | 1 / D]
   from M's rows m_rows (nv, w), each level's rows one matrix product with the deeper rows,
-  written into one state (`_put_rows`)."""
-  plan = _ld_plan(m)
+  written into one state (`_put_rows`). plan: `_ld_plan_of`."""
   w, starts, paths = plan["width"], plan["starts"], plan["paths"]
-  state = jnp.zeros((m.nv, w + 1), m_rows.dtype)  # U in path coordinates | 1 / D
+  state = jnp.zeros((len(paths), w + 1), m_rows.dtype)  # U in path coordinates | 1 / D
   for lv, ks in enumerate(plan["levels"]):
     depth, s0, s1 = len(paths[ks[0]]) - 1, starts[lv], starts[lv + 1]
     u = m_rows[s0:s1, :depth + 1]
@@ -225,13 +278,12 @@ def _levels_cpu(m: Model, m_rows: jnp.ndarray) -> jnp.ndarray:
   return state
 
 
-def _levels_reduce(m: Model, m_rows: jnp.ndarray) -> jnp.ndarray:
+def _levels_reduce(plan: dict, m_rows: jnp.ndarray) -> jnp.ndarray:
   """_levels_cpu off the CPU: each level's sum over the deeper rows as, per deeper level, a
   broadcast product and a reduction (no GEMM, no concatenate), with no state written in
   place, so that a GPU runs a level as one kernel where the masked product and the row
   update took three (H200 target, batch 8192, MJX's humanoid: mj_factorM 35 -> 16
   kernels). The sums run in the reduction's order, not the product's (round-off)."""
-  plan = _ld_plan(m)
   w, starts, paths = plan["width"], plan["starts"], plan["paths"]
   us, inv = [], []  # each level's U rows (rows, depth + 1) and 1 / D (rows,)
   for lv, ks in enumerate(plan["levels"]):
@@ -258,12 +310,12 @@ def _put_rows(state: jnp.ndarray, new: jnp.ndarray, s0: int) -> jnp.ndarray:
   return jnp.where(rows[:, None], jnp.pad(new, ((s0, len(state) - s0 - len(new)), (0, 0))), state)
 
 
-def _factor_scan(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+def _factor_scan(plan: dict, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   """`factor` for deep trees: one lax.scan step per dof level, deepest first, on a padded
   dense working matrix (right-looking rank-one updates of each dof's ancestor block)."""
-  nv = m.nv
-  plan = _ld_plan(m)["scan"]
-  a = _padded(jnp.where(m.dof_ancestor, mat, 0.0))
+  nv = mat.shape[0]
+  a = _padded(jnp.where(plan["ancestor"], mat, 0.0))
+  plan = plan["scan"]
 
   def level(a, idx):
     pk, pi, uk, ui, uj = idx
@@ -277,12 +329,13 @@ def _factor_scan(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
   return ld, 1.0 / jnp.diag(ld)
 
 
-def _solve_scan(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+def _solve_scan(plan: dict, qld: jnp.ndarray, diag_inv: jnp.ndarray,
+                x: jnp.ndarray) -> jnp.ndarray:
   """`solve_ld` for deep trees: one lax.scan step per dof level and pass."""
-  plan = _ld_plan(m)["scan"]
+  plan = plan["scan"]
   if not len(plan["pair_k"]):
     return x * diag_inv
-  nv = m.nv
+  nv = x.shape[0]
   ld = _padded(qld)
   x = jnp.zeros(nv + 2, x.dtype).at[:nv].set(x)
 
@@ -390,21 +443,33 @@ def _solve_sweeps(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
   entries are final once its descendants are subtracted, then pushed to all ancestors in
   one product with the level's rows of L), L z = y from the root down (a level's entries in
   one product of its rows of L with the entries above). Round-off differs from
-  mj_solveLD's row-by-row sums.
+  mj_solveLD's row-by-row sums. On a forest (`forest.plan`) each group of trees of one
+  structure is solved as one tree, vmapped over the group.
   """
-  plan = _ld_plan(m)
+  f = forest.plan(m)
+  if f is None:
+    return _sweeps_tree(_ld_plan(m), qld, diag_inv, x)
+  parts = [jax.vmap(functools.partial(_sweeps_tree, _group_plan(g)))(
+    forest.blocks(qld, g.idx), forest.take(diag_inv, g.idx), forest.take(x, g.idx))
+    for g in f.groups]
+  return forest.put(f, parts)
+
+
+def _sweeps_tree(plan: dict, qld: jnp.ndarray, diag_inv: jnp.ndarray,
+                 x: jnp.ndarray) -> jnp.ndarray:
+  """_solve_sweeps on the dofs of `plan` (`_ld_plan_of`): qld (nv, nv), x (nv,)."""
   if plan["scan"] is not None:
-    return _solve_scan(m, qld, diag_inv, x)
-  nv = m.nv
-  lower = jnp.where(np.asarray(m.dof_ancestor, bool) & ~np.eye(nv, dtype=bool), qld, 0.0)
+    return _solve_scan(plan, qld, diag_inv, x)
+  nv = x.shape[0]
+  lower = jnp.where(plan["ancestor"] & ~np.eye(nv, dtype=bool), qld, 0.0)
   deep_first = [ks for ks in plan["levels"] if len(plan["paths"][ks[0]]) > 1]
   rows = {id(ks): jnp.stack([lower[k] for k in ks]) for ks in deep_first}
   for ks in deep_first:  # L' y = x
     x = x - jnp.stack([x[k] for k in ks]) @ rows[id(ks)]
   x = x * diag_inv
   return by_platform(
-    x, cpu=lambda x: _down_cpu(m, rows, deep_first, x),
-    default=lambda x: _down_push(m, lower, x))
+    x, cpu=lambda x: _down_cpu(rows, deep_first, x),
+    default=lambda x: _down_push(plan, lower, x))
 
 
 def solve_tangent(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
@@ -421,22 +486,22 @@ def solve_tangent(m: Model, qld: jnp.ndarray, diag_inv: jnp.ndarray,
     matvec, x, lambda _, b: _solve_sweeps(m, qld, diag_inv, b), symmetric=True)
 
 
-def _down_cpu(m: Model, rows: dict, deep_first: list, x: jnp.ndarray) -> jnp.ndarray:
+def _down_cpu(rows: dict, deep_first: list, x: jnp.ndarray) -> jnp.ndarray:
   """L z = y of `_solve_sweeps` on the CPU, root levels first: each level's products with
   its rows of L (`rows`, by level id), placed by one static gather."""
   for ks in deep_first[::-1]:
-    x = x - math.place_gather(rows[id(ks)] @ x, ks, m.nv)
+    x = x - math.place_gather(rows[id(ks)] @ x, ks, x.shape[0])
   return x
 
 
-def _down_push(m: Model, lower: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
+def _down_push(plan: dict, lower: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
   """L z = y off the CPU, column by column: once a level's entries are final (root levels
   first), L's columns of the level times them are subtracted from every dof below, each level
   one product over the level's few dofs (as the up sweep), which XLA fuses across levels as
   elementwise arithmetic, where the CPU's row products and their placing gathers took a GPU
   two kernels a level (H200 target, batch 8192, MJX's humanoid: mj_fwdAcceleration 26 -> 16
   kernels). The products are those of the rows; their sums run level by level (round-off)."""
-  for ks in _ld_plan(m)["levels"][:0:-1]:  # root first; the deepest level has no dof below
+  for ks in plan["levels"][:0:-1]:  # root first; the deepest level has no dof below
     x = x - lower[:, ks] @ x[ks]
   return x
 

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.linalg import SPD_UNROLL_MAX, spd_solve
+from jaxmj.smooth.forest import blocks
 
 
 class TreeBlocks(NamedTuple):
@@ -54,14 +55,6 @@ def plan(tree_dofadr: np.ndarray, tree_dofnum: np.ndarray, nv: int) -> TreeBlock
                     off_block=tree[:, None] != tree[None, :])
 
 
-def _blocks(h: jax.Array, idx: np.ndarray) -> jax.Array:
-  """The diagonal blocks (k, n, n) of h (nv, nv) for the k trees of dofs idx (k, n)."""
-  k, n = idx.shape
-  if np.array_equal(idx.ravel(), idx[0, 0] + np.arange(k * n)):  # end to end: slices
-    return jnp.stack([h[a:a + n, a:a + n] for a in idx[:, 0]])
-  return h[idx[:, :, None], idx[:, None, :]]
-
-
 def coupled(tb: TreeBlocks, h: jax.Array) -> jax.Array:
   """() bool: whether the Hessian h (nv, nv) has a nonzero entry outside its trees' diagonal
   blocks (a row with a Hessian weight spans two trees)."""
@@ -70,6 +63,6 @@ def coupled(tb: TreeBlocks, h: jax.Array) -> jax.Array:
 
 def block_solve(tb: TreeBlocks, h: jax.Array, g: jax.Array) -> jax.Array:
   """h^-1 g (nv,) from h's diagonal blocks alone (h block diagonal: see `coupled`)."""
-  out = [jax.vmap(lambda a, b: spd_solve(a, b)[0])(_blocks(h, idx), g[idx]).ravel()
+  out = [jax.vmap(lambda a, b: spd_solve(a, b)[0])(blocks(h, idx), g[idx]).ravel()
          for idx in tb.groups]
   return jnp.concatenate(out)[tb.inverse]
