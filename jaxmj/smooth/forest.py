@@ -63,10 +63,16 @@ def put(f: Forest, parts: list[jnp.ndarray]) -> jnp.ndarray:
   return out if f.inverse is None else out[f.inverse]
 
 
+def trees_with_dofs(tree_dofadr: np.ndarray, tree_dofnum: np.ndarray) -> tuple:
+  """(adr, num): the first dof and dof count of each tree that has dofs (a tree's dofs are
+  contiguous)."""
+  adr, num = np.asarray(tree_dofadr), np.asarray(tree_dofnum)
+  return adr[num > 0], num[num > 0]
+
+
 @cached_plan
 def _plan(m) -> Forest | None:
-  adr, num = np.asarray(m.tree_dofadr), np.asarray(m.tree_dofnum)
-  adr, num = adr[num > 0], num[num > 0]
+  adr, num = trees_with_dofs(m.tree_dofadr, m.tree_dofnum)
   if len(num) < 2 or m.nv < FOREST_NV_MIN:
     return None
   anc, depth = np.asarray(m.dof_ancestor, bool), np.asarray(m.dof_depth)

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.linalg import SPD_UNROLL_MAX, spd_solve
-from jaxmj.smooth.forest import blocks
+from jaxmj.smooth.forest import blocks, trees_with_dofs
 
 
 class TreeBlocks(NamedTuple):
@@ -42,8 +42,7 @@ def plan(tree_dofadr: np.ndarray, tree_dofnum: np.ndarray, nv: int) -> TreeBlock
   """The plan for trees with dofs at `tree_dofadr` (contiguous runs of `tree_dofnum`), or None
   where it cannot pay: one tree, or a system small enough that the dense step is already
   one cheap unrolled-size elimination (nv <= linalg.SPD_UNROLL_MAX)."""
-  adr, num = np.asarray(tree_dofadr), np.asarray(tree_dofnum)
-  adr, num = adr[num > 0], num[num > 0]
+  adr, num = trees_with_dofs(tree_dofadr, tree_dofnum)
   if len(num) < 2 or nv <= SPD_UNROLL_MAX:
     return None
   groups = tuple(adr[num == n][:, None] + np.arange(n) for n in np.unique(num))
