@@ -151,6 +151,17 @@ def _build_layout(m, fric, dims, off, cone) -> EfcLayout:
     friction_ten=ften, limit_ten=lten, limit_side=jside, limit_ten_side=tside)
 
 
+def unit_rows(lay: EfcLayout, jnt_dofadr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """(rows, dofs): the rows whose Jacobian is a single +-1 on one dof, whatever the state
+  (friction loss of a dof; a hinge or slide joint's limit), and that dof."""
+  fric = lay.ne + np.arange(len(lay.friction_dof))
+  lin = np.flatnonzero(~lay.limit_ball)
+  lim = lay.ne + lay.nf + lin
+  return (np.concatenate([fric, lim]).astype(np.int32),
+          np.concatenate([lay.friction_dof, np.asarray(jnt_dofadr)[lay.limit_jnt[lin]]]
+                         ).astype(np.int32))
+
+
 def _sides(obj: np.ndarray, both: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
   """Limit rows of objects `obj`: one (side 0, the nearer end) each, or a lower (-1) and an
   upper (+1) row for those marked in `both` (MuJoCo's order: lower first)."""

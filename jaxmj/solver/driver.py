@@ -59,12 +59,12 @@ import numpy as np
 
 from jaxmj.constants import MINVAL
 from jaxmj.constraint.driver import jac_products, mul_jac, mul_jac_t
-from jaxmj.constraint.layout import efc_layout
+from jaxmj.constraint.layout import efc_layout, unit_rows
 from jaxmj.constraint.rows import contact_factors
 from jaxmj.linalg import spd_solve
 from jaxmj.loops import batch_any, bounded_loop, kept
 from jaxmj.math import static_mask
-from jaxmj.platform import by_platform, traces_for_cpu
+from jaxmj.platform import by_platform
 from jaxmj.smooth import mass
 from jaxmj.solver import island, pgs_order, smoothing, tree_blocks
 from jaxmj.solver.linesearch import differentiable_alpha, prepare
@@ -84,6 +84,7 @@ from jaxmj.solver.problem import (
   safe_div,
   safe_sqrt,
   seg,
+  unit_plan,
 )
 from jaxmj.types import Cone, Data, DisableBit, Model, Solver
 
@@ -425,6 +426,7 @@ def solve_arrays(
   slip_pairs: smoothing.SlipPairs | None = None,
   inv_m: tuple[Callable, tuple] | None = None,
   tree_blocks_plan: tree_blocks.TreeBlocks | None = None,
+  unit_rows: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> SolverResult:
   """mj_fwdConstraint's solve on plain arrays (one world): warm start, then PGS / CG / Newton.
 
@@ -470,7 +472,9 @@ def solve_arrays(
   (loops.batch_any); other platforms keep one program (a branch costs a GPU a host sync).
   None: H^-1 always. `tree_blocks_plan` (static, `tree_blocks.plan`): Newton's step solved
   tree by tree where no weighted row couples two trees (in the world, or under vmap in
-  the whole batch); None: one dense step.
+  the whole batch); None: one dense step. `unit_rows` (rows, dofs), static: rows whose
+  Jacobian is a single +-1 on that dof (`constraint.layout.unit_rows`), which the Hessian
+  adds to its diagonal instead of taking them through the product J' D J.
   """
   dt = qM.dtype
   nv, nefc = qM.shape[0], efc_J.shape[0]
@@ -491,7 +495,8 @@ def solve_arrays(
   sg = jax.lax.stop_gradient
   p = make_problem(qM if mul_m is None else sg(qM), qacc_smooth, qfrc_smooth,
                    efc_J if mul_j is None else sg(efc_J), efc_D, efc_R, efc_aref,
-                   efc_frictionloss, efc_type, efc_active, cones, cone_friction, cone_mu)
+                   efc_frictionloss, efc_type, efc_active, cones, cone_friction, cone_mu,
+                   None if unit_rows is None else unit_plan(*unit_rows, nefc, nv))
   if not islands:  # one island holding every dof, or none without active rows (nefc = 0)
     dof_island = jnp.where(jnp.any(p.active), jnp.zeros(nv, jnp.int32), -1)
     efc_island = jnp.zeros(nefc, jnp.int32)
@@ -711,7 +716,7 @@ def _optimum(static: dict) -> Callable:
     sl = smoothing.slip(pairs, u.force, arrays["isl"][1])
     rows = lambda x: sl.rows(pairs, x)  # noqa: E731
     slip_force = lambda x: sl.pool(pairs, df_rows + dforce(rows(x)))  # noqa: E731
-    h_slip = hessian(pa._replace(J_all=rows(pa.J_all)), u.Dq, u.Hc)
+    h_slip = hessian(pa._replace(J_all=rows(pa.J_all), unit=None), u.Dq, u.Hc)
     dq_slip = -hinv_of(soft_h, h_slip) @ (dsmooth - pa.J_all.T @ slip_force(djar) + dg_soft)
     df_slip = slip_force(djar + pa.J_all @ dq_slip) + df_soft(dq_slip)
     dof, efc = arrays["isl"]
@@ -817,9 +822,8 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t,
                                           elliptic_normal) if t else None,
     slip_pairs=smoothing.slip_pairs(lay, tf) if tf else None,
-    # the CPU's form: elsewhere the branch would cost a host sync a Newton iteration
-    tree_blocks_plan=tree_blocks.plan(m.tree_dofadr, m.tree_dofnum, m.nv)
-    if traces_for_cpu() and m.opt.solver == Solver.NEWTON else None,
+    tree_blocks_plan=tree_blocks.plan(m) if m.opt.solver == Solver.NEWTON else None,
+    unit_rows=unit_rows(lay, m.jnt_dofadr) if lay.nefc == nefc else None,
   )
   return d.replace(qacc=res.qacc, efc_force=res.efc_force,
                    efc_state=res.efc_state, qfrc_constraint=res.qfrc_constraint,

@@ -11,6 +11,7 @@ jaxmj/loops.py).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import jax
@@ -19,6 +20,7 @@ import numpy as np
 
 from jaxmj.linalg import spd_solve
 from jaxmj.math import static_mask
+from jaxmj.platform import traces_for_cpu
 from jaxmj.types import ConstraintState, ConstraintType
 
 SATISFIED = int(ConstraintState.SATISFIED)
@@ -123,6 +125,41 @@ def cone_layout(efc_address, dim) -> Cones:
   return Cones(rows=rows.astype(np.int32), dim=dim.astype(np.int32))
 
 
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True, eq=False)
+class UnitRows:
+  """Static (a pytree without leaves, equal by identity): the rows whose Jacobian is a single
+  +-1 on one dof (`constraint.layout.unit_rows`), whose share of the Hessian J' D J is D on
+  that dof's diagonal entry. `rows` (n,) and `dofs` (n,); `diag` (k, nv): for each dof its
+  first, second, ... such row's place in `rows`, n where it has none (k: the most rows on one
+  dof); `rest` the slice of the other rows."""
+
+  rows: np.ndarray
+  dofs: np.ndarray
+  diag: np.ndarray
+  rest: slice
+
+
+def unit_plan(rows: np.ndarray, dofs: np.ndarray, nefc: int, nv: int) -> UnitRows | None:
+  """UnitRows for those of `rows` (on `dofs`) before the first other row or after the last,
+  so that the other rows are one slice of J (a gather of J's rows cost more than the product
+  it spared: humanoid_floor's step of 256 worlds 1.5x); None where there are none."""
+  rows, dofs = np.asarray(rows, np.int32), np.asarray(dofs, np.int32)
+  other = np.setdiff1d(np.arange(nefc), rows)
+  lo, hi = (int(other[0]), int(other[-1]) + 1) if len(other) else (0, 0)
+  out = (rows < lo) | (rows >= hi)
+  rows, dofs = rows[out], dofs[out]
+  if not len(rows):
+    return None
+  diag = []
+  for i, dof in enumerate(dofs):
+    k = int(np.sum(dofs[:i] == dof))  # this row's rank among its dof's
+    if k == len(diag):
+      diag.append(np.full(nv, len(rows), np.int32))
+    diag[k][dof] = i
+  return UnitRows(rows=rows, dofs=dofs, diag=np.stack(diag), rest=slice(lo, hi))
+
+
 class Problem(NamedTuple):
   """Everything the primal solvers need, with inactive rows masked out."""
 
@@ -148,10 +185,12 @@ class Problem(NamedTuple):
   cfric: jax.Array  # (ncone, 6): 0, friction[0..dim-2], 0-padded (PGS's dual cone)
   cmu: jax.Array  # (ncone,)
   cactive: jax.Array  # (ncone,) bool
+  unit: UnitRows | None = None  # static: rows with one +-1 on a dof, for the Hessian
 
 
 def make_problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, efc_frictionloss,
-                 efc_type, efc_active, cones, cone_friction, cone_mu) -> Problem:
+                 efc_type, efc_active, cones, cone_friction, cone_mu,
+                 unit: UnitRows | None = None) -> Problem:
   nefc = efc_J.shape[0]
   active = jnp.asarray(efc_active, bool)
   in_cone = static_mask(nefc, cones.rows[cones.rows >= 0])
@@ -183,7 +222,7 @@ def make_problem(qM, qacc_smooth, qfrc_smooth, efc_J, efc_D, efc_R, efc_aref, ef
                   J_all=jnp.asarray(efc_J), D=D,
                   R=jnp.asarray(efc_R, dt), aref=aref, floss=floss, active=active, is_eq=is_eq,
                   is_fric=is_fric, is_ineq=is_ineq, cidx=cidx, cmask=cmask, cscale=cscale,
-                  cfric=cfric, cmu=mu, cactive=cactive)
+                  cfric=cfric, cmu=mu, cactive=cactive, unit=unit)
 
 
 # J' D J with the rows' axis the last of both operands up to this many entries of J (nefc x
@@ -199,12 +238,22 @@ def hessian(p: Problem, Dq: jax.Array, Hc: jax.Array) -> jax.Array:
   """The primal cost's Hessian (nv, nv): M + J' diag(Dq) J + the cones' J_c' Hc J_c, for the
   Newton step and the implicit derivative. Dq: (nefc,) the rows' quadratic weights (0 off
   the quadratic state); Hc: (ncone, 6, 6) the cones' Hessians."""
-  J = p.J_all
-  if J.size <= HESSIAN_LAST_AXIS_MAX:
+  J, D, h = p.J_all, Dq, p.M
+  u = p.unit
+  if u is not None and J.size > HESSIAN_LAST_AXIS_MAX and traces_for_cpu():
+    # the unit rows' D on the diagonal, the product over the other rows only. Where J is
+    # small the product is cheap and the extra kernels cost more than it saves (256 worlds,
+    # one pinned core, 2026-12-04: quadruped's step 1.05x, MJX's humanoid 1.00x; 04_humanoids,
+    # 84 of 148 rows, 0.94x); not measured on a GPU. The products J x and J' f of the solver
+    # lose by it (04_humanoids 1.09x: J's other rows copied for each product)
+    w = ext(Dq[u.rows] * jnp.square(J[u.rows, u.dofs]))
+    h = h + jnp.diag(sum(w[k] for k in u.diag))
+    J, D = J[u.rest], Dq[u.rest]
+  if J.shape[0] and J.size <= HESSIAN_LAST_AXIS_MAX:
     jt = J.T
-    h = p.M + jax.lax.dot_general(jt * Dq[None, :], jt, (((1,), (1,)), ((), ())))
-  else:
-    h = p.M + J.T @ (Dq[:, None] * J)
+    h = h + jax.lax.dot_general(jt * D[None, :], jt, (((1,), (1,)), ((), ())))
+  elif J.shape[0]:
+    h = h + J.T @ (D[:, None] * J)
   if p.cidx.shape[0]:
     jc = ext(p.J_all)[p.cidx]  # (ncone, 6, nv)
     h = h + jnp.einsum("cin,cij,cjm->nm", jc, Hc, jc)

@@ -13,8 +13,9 @@ the speed of per-tree products a quarter its size (04_humanoids, 256 worlds: 18 
 12.6 ms for the blocks, plus 6.6 ms to lay J out by tree).
 
 Exact either way: on a block-diagonal H the dense elimination and the blocks' solve the same
-systems (in another order of round-off). Trees are grouped by dof count, so the blocks of one
-size are one batched solve.
+systems (in another order of round-off). The trees are grouped as the mass matrix's factor
+groups them (`smooth/forest.py`: by dof structure), so each group's blocks are one batched
+solve.
 """
 
 from __future__ import annotations
@@ -25,33 +26,35 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.linalg import SPD_UNROLL_MAX, spd_solve
-from jaxmj.smooth.forest import blocks, trees_with_dofs
+from jaxmj.linalg import spd_solve
+from jaxmj.scan import cached_plan
+from jaxmj.smooth import forest
 
 
 class TreeBlocks(NamedTuple):
-  """Static plan: `groups`, per dof count n, the (k, n) dof indices of the k trees with n dofs;
-  `inverse` (nv,) each dof's place in the groups' indices laid end to end."""
+  """Static plan: `forest`, the trees with dofs grouped by structure (`forest.plan`);
+  `off_block` (nv, nv) bool, the entries outside every tree's diagonal block."""
 
-  groups: tuple[np.ndarray, ...]
-  inverse: np.ndarray
-  off_block: np.ndarray  # (nv, nv) bool: the entries outside every tree's diagonal block
+  forest: forest.Forest
+  off_block: np.ndarray
 
 
-def plan(tree_dofadr: np.ndarray, tree_dofnum: np.ndarray, nv: int) -> TreeBlocks | None:
-  """The plan for trees with dofs at `tree_dofadr` (contiguous runs of `tree_dofnum`), or None
-  where it cannot pay: one tree, or a system small enough that the dense step is already
-  one cheap unrolled-size elimination (nv <= linalg.SPD_UNROLL_MAX)."""
-  adr, num = trees_with_dofs(tree_dofadr, tree_dofnum)
-  if len(num) < 2 or nv <= SPD_UNROLL_MAX:
-    return None
-  groups = tuple(adr[num == n][:, None] + np.arange(n) for n in np.unique(num))
-  order = np.concatenate([g.ravel() for g in groups])
-  tree = np.full(nv, -1)  # each dof's tree
+@cached_plan
+def _off_block(m) -> np.ndarray:
+  adr, num = forest.trees_with_dofs(m.tree_dofadr, m.tree_dofnum)
+  tree = np.full(m.nv, -1)  # each dof's tree
   for t, (a, n) in enumerate(zip(adr, num)):
     tree[a:a + n] = t
-  return TreeBlocks(groups=groups, inverse=np.argsort(order),
-                    off_block=tree[:, None] != tree[None, :])
+  return tree[:, None] != tree[None, :]
+
+
+def plan(m) -> TreeBlocks | None:
+  """The plan for m's trees, or None where `forest.plan` has none: one tree with dofs, a system
+  small enough that the dense step is one cheap unrolled elimination (nv below
+  forest.FOREST_NV_MIN, past linalg.SPD_UNROLL_MAX), or traces for another platform than the
+  CPU, where the branch on `coupled` would cost a host sync every Newton iteration."""
+  f = forest.plan(m)
+  return None if f is None else TreeBlocks(forest=f, off_block=_off_block(m))
 
 
 def coupled(tb: TreeBlocks, h: jax.Array) -> jax.Array:
@@ -62,6 +65,7 @@ def coupled(tb: TreeBlocks, h: jax.Array) -> jax.Array:
 
 def block_solve(tb: TreeBlocks, h: jax.Array, g: jax.Array) -> jax.Array:
   """h^-1 g (nv,) from h's diagonal blocks alone (h block diagonal: see `coupled`)."""
-  out = [jax.vmap(lambda a, b: spd_solve(a, b)[0])(blocks(h, idx), g[idx]).ravel()
-         for idx in tb.groups]
-  return jnp.concatenate(out)[tb.inverse]
+  parts = [jax.vmap(lambda a, b: spd_solve(a, b)[0])(forest.blocks(h, grp.idx),
+                                                     forest.take(g, grp.idx))
+           for grp in tb.forest.groups]
+  return forest.put(tb.forest, parts)

@@ -53,28 +53,54 @@ def jax_data(m, md):
   return jaxmj.make_data(m).replace(qpos=jnp.asarray(md.qpos), qvel=jnp.asarray(md.qvel))
 
 
-def test_plan_groups_trees_by_size():
-  tb = tree_blocks.plan(np.array([0, 6, 9, 15, 15]), np.array([6, 3, 6, 0, 23]), 38)
-  assert [g.tolist() for g in tb.groups] == [
-    [[6, 7, 8]], [[0, 1, 2, 3, 4, 5], [9, 10, 11, 12, 13, 14]], [list(range(15, 38))]]
-  order = np.concatenate([g.ravel() for g in tb.groups])
-  np.testing.assert_array_equal(order[tb.inverse], np.arange(38))
-  assert not tb.off_block[0, 5] and tb.off_block[5, 6] and not tb.off_block[37, 15]
+# trees of one dof count and different structure: a free sphere (its dofs a chain) and a hinge
+# with two hinge chains of 2 and 3 below it
+MIXED = """<mujoco><worldbody>
+  {s}<body pos="0 1 1">{chain}</body>{s}{s}
+  <body pos="0 2 1"><joint axis="0 1 0"/><geom size=".1"/>
+    <body><joint axis="0 1 0"/><geom size=".1"/><body><joint axis="0 1 0"/><geom size=".1"/>
+    </body></body></body>{s}
+</worldbody></mujoco>"""
+
+
+def nested_hinges(n):
+  return "" if n == 0 else (f'<body pos="0 0 -.2"><joint axis="1 0 0"/><geom size=".05"/>'
+                            f'{nested_hinges(n - 1)}</body>')
+
+
+FORK = f'<joint axis="1 0 0"/><geom size=".05"/>{nested_hinges(2)}{nested_hinges(3)}'
+
+
+def test_plan_groups_trees_by_structure():
+  s = '<body pos="0 0 1"><freejoint/><geom size=".1"/></body>'
+  m = jaxmj.Model.from_xml_string(MIXED.format(s=s, chain=FORK))
+  assert m.nv == 33
+  tb = tree_blocks.plan(m)
+  assert [g.idx.tolist() for g in tb.forest.groups] == [
+    [list(range(a, a + 6)) for a in (0, 12, 18, 27)], [list(range(6, 12))], [[24, 25, 26]]]
+  order = np.concatenate([g.idx.ravel() for g in tb.forest.groups])
+  np.testing.assert_array_equal(order[tb.forest.inverse], np.arange(33))
+  assert not tb.off_block[0, 5] and tb.off_block[5, 6] and not tb.off_block[26, 24]
+  assert tb.off_block[26, 27]
   # one tree, or a system the dense step solves cheaply: no plan
-  assert tree_blocks.plan(np.array([0]), np.array([40]), 40) is None
-  assert tree_blocks.plan(np.array([0, 6]), np.array([6, 6]), 12) is None
+  assert tree_blocks.plan(jaxmj.Model.from_xml_string(
+    f"<mujoco><worldbody><body>{nested_hinges(40)}</body></worldbody></mujoco>")) is None
+  assert tree_blocks.plan(jaxmj.Model.from_xml_string(model_xml())).forest.inverse is None
+  assert tree_blocks.plan(jaxmj.Model.from_xml_string(
+    f"<mujoco><worldbody>{s}{s}</worldbody></mujoco>")) is None
 
 
 def test_block_solve_equals_dense_solve_on_block_diagonal_matrix():
   jax.config.update("jax_enable_x64", True)
   rng = np.random.default_rng(0)
-  adr, num = np.array([0, 6, 9, 15, 15]), np.array([6, 3, 6, 0, 23])
-  tb = tree_blocks.plan(adr, num, 38)
-  h = np.zeros((38, 38))
-  for a, n in zip(adr, num):
+  s = '<body pos="0 0 1"><freejoint/><geom size=".1"/></body>'
+  m = jaxmj.Model.from_xml_string(MIXED.format(s=s, chain=FORK))
+  tb = tree_blocks.plan(m)
+  h = np.zeros((33, 33))
+  for a, n in zip(m.tree_dofadr, m.tree_dofnum):
     x = rng.normal(size=(n, n))
     h[a:a + n, a:a + n] = x @ x.T + n * np.eye(n)
-  g = rng.normal(size=38)
+  g = rng.normal(size=33)
   assert not tree_blocks.coupled(tb, jnp.asarray(h))
   x = tree_blocks.block_solve(tb, jnp.asarray(h), jnp.asarray(g))
   np.testing.assert_allclose(x, np.linalg.solve(h, g), rtol=1e-12, atol=1e-12)
@@ -93,7 +119,7 @@ def test_forward_matches_mujoco_with_and_without_coupling(cone, condim, touching
   md = state(mj, touching)
   mujoco.mj_forward(mj, md)
   m = jaxmj.Model.from_xml_string(xml)
-  assert m.nv == 39 and tree_blocks.plan(m.tree_dofadr, m.tree_dofnum, m.nv) is not None
+  assert m.nv == 39 and tree_blocks.plan(m) is not None
   # the trees' coupling is what MuJoCo's islands see: one island per touching group
   assert md.nisland == (6 if touching else 7)
   d = jax.jit(jaxmj.forward)(m, jax_data(m, md))
