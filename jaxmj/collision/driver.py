@@ -202,8 +202,10 @@ def _least(select: list, value: jnp.ndarray) -> jnp.ndarray:
     if k == len(idx):
       out.append(jnp.asarray(idx))
       continue
-    _, top = jax.lax.top_k(-value[idx], k)
-    out.append(jnp.asarray(idx)[jnp.sort(top)])
+    whole = np.array_equal(idx, np.arange(len(value)))  # no gather of all of value
+    _, top = jax.lax.top_k(-(value if whole else value[idx]), k)
+    top = jnp.sort(top)
+    out.append(top.astype(np.asarray(idx).dtype) if whole else jnp.asarray(idx)[top])
   return jnp.concatenate(out)
 
 
