@@ -100,7 +100,8 @@ def main():
                  "stages they differentiate)")
   p.add_argument("--calls", type=int, default=30)
   p.add_argument("--top", type=int, default=25)
-  p.add_argument("--list", metavar="SCOPE", help="also list every op charged to SCOPE")
+  p.add_argument("--list", metavar="SCOPE", help="also list every op charged to SCOPE "
+                 "('' or '(unscoped)': the ops without a scope)")
   p.add_argument("--by-source", action="store_true",
                  help="also sum the ops by source file and by source line (a fusion: its root's)")
   p.add_argument("--x64", action="store_true", help="float64 (default float32)")
@@ -154,8 +155,9 @@ def main():
       print(f"  {v:7.3f} {runs_by_scope[k]:6.0f} {top_by_scope[k]:6.0f}  {k}")
   if args.list is not None:
     print(f"ops of {args.list or '(unscoped)'} (ms and runs per call):")
+    want = "" if args.list == "(unscoped)" else args.list  # as the table above names it
     for k, v in sorted(ops.items()):
-      if scopes[k] == args.list:
+      if scopes[k] == want:
         print(f"  {v:7.3f} {runs[k]:6.0f}  {k}")
   if args.by_source:
     sources = compile_kernels.frame_lines(text, 1)  # 'file:line:function'
