@@ -51,8 +51,8 @@ def _off_block(m) -> np.ndarray:
 def plan(m) -> TreeBlocks | None:
   """The plan for m's trees, or None where `forest.plan` has none: one tree with dofs, a system
   small enough that the dense step is one cheap unrolled elimination (nv below
-  forest.FOREST_NV_MIN, past linalg.SPD_UNROLL_MAX), or traces for another platform than the
-  CPU, where the branch on `coupled` would cost a host sync every Newton iteration."""
+  forest.FOREST_NV_MIN, 33: at most linalg.SPD_UNROLL_MAX), or traces for another platform
+  than the CPU, where the branch on `coupled` would cost a host sync every Newton iteration."""
   f = forest.plan(m)
   return None if f is None else TreeBlocks(forest=f, off_block=_off_block(m))
 
