@@ -71,12 +71,13 @@ def _count_hlo(text: str) -> int:
 _TRIVIAL = {"parameter", "constant", "bitcast", "tuple", "get-tuple-element"}
 
 
-def _count_kernels(text: str) -> int:
-  """Instructions outside fused computations that are not mere plumbing: each becomes a
+def kernel_lines(text: str):
+  """The lines of a compiled module's text (`compiled.as_text()`) whose instructions are
+  kernels: outside fused computations and reducers, and not mere plumbing. Each becomes a
   kernel (or a loop, copy, ...) that XLA:CPU emits and optimizes with LLVM on its own, at a
   fixed cost each besides the cost of its instructions."""
   reducers = set(re.findall(r"to_apply=%?([\w.\-]+)", text))
-  count, fused = 0, False
+  fused = False
   for line in text.splitlines():
     if line and not line.startswith(" ") and line.rstrip().endswith("{"):
       name = re.match(r"(ENTRY\s+)?%?([\w.\-]+)", line).group(2)
@@ -84,8 +85,11 @@ def _count_kernels(text: str) -> int:
       continue
     m = re.match(r"\s*(ROOT\s+)?%?[\w.\-]+\s*=\s*[^ ]+\s+([\w\-]+)\(", line)
     if m and not fused and m.group(2) not in _TRIVIAL:
-      count += 1
-  return count
+      yield line
+
+
+def _count_kernels(text: str) -> int:
+  return sum(1 for _ in kernel_lines(text))
 
 
 def measure(fn, args, repeats: int) -> dict:

@@ -1,10 +1,10 @@
 """Kernels of a rollout's compiled gradient: how many XLA:CPU runs, by stage and pass.
 
-On the CPU a rollout gradient's cost is mostly the count of its small kernels (each a few
-microseconds of XLA:CPU's runtime, docs/gradients.md "Where box_stack's gradient goes"), so
-this counts them: the instructions of the compiled `jax.grad` of `bench_grad_memory.py`'s
-loss (T steps, float32) that run as kernels (outside fused computations; parameters, tuples,
-constants and bitcasts left out), each charged to its pipeline stage (the innermost
+On the CPU a rollout gradient is launch-bound (`perf`: ~45% of its cycles in XLA:CPU's
+runtime, docs/gradients.md "Where box_stack's gradient goes"), so this counts its kernels:
+the instructions of the compiled `jax.grad` of `bench_grad_memory.py`'s loss (T steps,
+float32) that run as kernels (`compile_time.kernel_lines`), each charged to its pipeline
+stage (the innermost
 `mj_*` scope of its op_name) and pass (`transposed`: the backward pass, whose op_names
 carry `transpose(`; else the forward pass, the gradient's primal side included), then the
 transposed pass's (or `--pass forward`'s) kernels of one stage (`--scope`) by source line.
@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compile_kernels  # noqa: E402
 import profile_step  # noqa: E402  (it sets XLA_FLAGS before jax starts its backend)
 from bench_grad_memory import make_loss  # noqa: E402
+from compile_time import kernel_lines  # noqa: E402
 
 # isort: split
 
@@ -39,24 +40,17 @@ import jax  # noqa: E402
 import jaxmj  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SKIP = re.compile(r" (parameter|get-tuple-element|tuple|constant|bitcast)\(")
-_NAME = re.compile(r"\s*(?:ROOT )?%?([\w.\-]+) = ")
+_NAME = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
 
 
 def kernels(hlo_text: str) -> list[tuple[str, str, str]]:
   """(instruction name, stage, pass) of every kernel of a compiled module's text."""
-  out, fused = [], False
-  for line in hlo_text.splitlines():
-    if line and not line.startswith(" "):
-      fused = "fused" in line.split("(")[0]
-      continue
-    m = _NAME.match(line)
-    if fused or not m or _SKIP.search(line):
-      continue
+  out = []
+  for line in kernel_lines(hlo_text):
     op = re.search(r'op_name="([^"]*)"', line)
     op = op.group(1) if op else ""
     stages = re.findall(r"mj_\w+", op)
-    out.append((m.group(1), stages[-1] if stages else "(no stage)",
+    out.append((_NAME.match(line).group(1), stages[-1] if stages else "(no stage)",
                 "transposed" if "transpose(" in op else "forward"))
   return out
 
