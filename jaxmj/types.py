@@ -156,6 +156,9 @@ class Model:
   ntree: int = static()  # kinematic trees under the world
   nuserdata: int = static()
   ngravcomp: int = static()  # bodies with body_gravcomp != 0 at compile time
+  # jaxmj: dofs and actuators with damping at compile time. It picks a form, not the physics:
+  # mj_Euler's damped solve runs under a cond where it is 0 (integrator.euler)
+  ndamped: int = static()
 
   # ---- options ----
   opt: Option

@@ -9,6 +9,7 @@ import numpy as np
 from jaxmj.actuation import derivative
 from jaxmj.actuation import driver as actuation
 from jaxmj.linalg import lu_solve
+from jaxmj.platform import by_platform
 from jaxmj.scan import cached_plan
 from jaxmj.smooth import armature, com, mass, passive, rne, tendon
 from jaxmj.smooth.qpos import integrate_pos, qpos_plan
@@ -36,23 +37,42 @@ def euler(m: Model, d: Data) -> Data:
   qfrc_constraint), which stays stable for stiff damping; as in MuJoCo this is not
   (M + h D)^-1 M qacc when the solver stopped before converging (a few CG or Newton
   iterations), where M qacc != qfrc_smooth + qfrc_constraint. Without damping: qacc.
+  Whether some dof has damping is the model's (a value, unknown when tracing), so the factor
+  and solve of M + h D are computed and a select keeps qacc where there is none. For a model
+  compiled without damping (m.ndamped 0) they run on the CPU under a lax.cond instead, which
+  skips them (box_stack, one world: 57 of the step's 522 kernels; in a rollout's gradient,
+  their residuals and transposes too) and still applies damping set at run time (under a
+  Model batched in it the cond is a select). Models compiled with damping keep the select:
+  under the cond the derivatives of their solve cost more (transition Jacobians of
+  models/humanoid.xml 1.11-1.18x). Off the CPU a conditional costs the host a read of its
+  predicate: the select everywhere.
   Reads qacc, qM, qfrc_smooth, qfrc_constraint; writes qpos, qvel, time, qacc_warmstart.
   """
   qacc = d.qacc
   if m.nv and not m.opt.disabled(DisableBit.EULERDAMP | DisableBit.DAMPER):
-    h = m.opt.timestep
     lin, poly = armature.dof_damping(m, d.qvel.dtype)
-    damping = h * armature.damper_derivative(lin, poly, d.qvel)
-    # the factor's own derivative is not needed: solve_m_tree differentiates through
-    # (cinert, cdof, damping), and a tangent of qM + diag(damping) would be nv^2 entries
-    ld, diag_inv = mass.factor(m, jax.lax.stop_gradient(d.qM + jnp.diag(damping)))
     damped = jnp.any(lin > 0) | jnp.any(poly != 0)
-    qfrc = d.qfrc_smooth + d.qfrc_constraint
-    if d.efc_J.shape[0]:
-      qacc = jnp.where(damped, mass.solve_m_tree(m, d, qfrc, ld, diag_inv, damping), qacc)
-    else:  # qacc is qacc_smooth: a tangent takes only the update's own solve (solve_m_tree_select)
-      qacc = mass.solve_m_tree_select(m, d, damped, qfrc, ld, diag_inv, damping, qacc)
+    damped_qacc = lambda: _damped_qacc(m, d, lin, poly, damped)  # noqa: E731
+    if m.ndamped:
+      qacc = damped_qacc()
+    else:
+      qacc = by_platform(cpu=lambda: jax.lax.cond(damped, damped_qacc, lambda: qacc),
+                         default=damped_qacc)
   return advance(m, d, qacc)
+
+
+def _damped_qacc(m: Model, d: Data, lin, poly, damped) -> jnp.ndarray:
+  """mj_Euler's qacc: (M + h D)^-1 (qfrc_smooth + qfrc_constraint) where `damped`, else
+  d.qacc. lin (nv,), poly (nv, 2): the dofs' damping; damped: a boolean scalar."""
+  damping = m.opt.timestep * armature.damper_derivative(lin, poly, d.qvel)
+  # the factor's own derivative is not needed: solve_m_tree differentiates through
+  # (cinert, cdof, damping), and a tangent of qM + diag(damping) would be nv^2 entries
+  ld, diag_inv = mass.factor(m, jax.lax.stop_gradient(d.qM + jnp.diag(damping)))
+  qfrc = d.qfrc_smooth + d.qfrc_constraint
+  if d.efc_J.shape[0]:
+    return jnp.where(damped, mass.solve_m_tree(m, d, qfrc, ld, diag_inv, damping), d.qacc)
+  # qacc is qacc_smooth: a tangent takes only the update's own solve (solve_m_tree_select)
+  return mass.solve_m_tree_select(m, d, damped, qfrc, ld, diag_inv, damping, d.qacc)
 
 
 # ------------------------------------------------------------------ RK4 and implicit

@@ -59,7 +59,9 @@ def mujoco_run():
 
 def test_cap_not_binding_contacts_matches_mujoco_and_uncapped(mujoco_run):
   """Cap 8 of 13 candidate slots, 6 contacts: MuJoCo's trajectory (float64), and the
-  uncapped jaxmj's bit for bit (the kept slots keep their order)."""
+  uncapped jaxmj's to the last bit (the kept slots keep their order): these free bodies are
+  undamped, so mj_Euler's damped solve sits in a cond (integrator.euler), and since then a
+  few qpos entries near 1e-32 round one ulp apart between the two programs."""
   ref, _, dm = mujoco_run
   assert dm.ncon == 6
   m = jaxmj.Model.from_xml_string(scene(8))
@@ -68,7 +70,7 @@ def test_cap_not_binding_contacts_matches_mujoco_and_uncapped(mujoco_run):
   assert int(final.contact.active.sum()) == 6
   np.testing.assert_allclose(traj["qpos"], ref, atol=1e-10)
   _, free = _rollout(jaxmj.Model.from_xml_string(scene()))
-  np.testing.assert_array_equal(traj["qpos"], free["qpos"])
+  np.testing.assert_array_max_ulp(traj["qpos"], free["qpos"], maxulp=1)
 
 
 def test_cap_binding_keeps_the_deepest(mujoco_run):

@@ -54,6 +54,41 @@ def test_one_step_matches_mj_step(integ):
     np.testing.assert_allclose(d.qvel, dm.qvel, atol=1e-11)
 
 
+# a box resting on a plane (contact rows) and a hinge arm; {damping} on the arm's joint
+DAMPABLE = """<mujoco><option timestep="0.005">{flags}</option><worldbody>
+<geom type="plane" size="2 2 .1"/>
+<body pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+<body pos="0 0 1"><joint axis="0 1 0"{damping}/>
+  <geom type="capsule" fromto="0 0 0 .4 0 0" size=".04"/></body>
+</worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("flags", ["", '<flag contact="disable"/>'])
+def test_damping_set_at_run_time_acts_on_a_model_compiled_without_it(flags):
+  """A model compiled without damping (m.ndamped 0) takes mj_Euler's damped solve under a
+  cond on the CPU: damping set at run time still acts as MuJoCo's, with contact rows and
+  without, and a batch of models damped in some worlds only steps each world as alone."""
+  m0 = jaxmj.Model.from_xml_string(DAMPABLE.format(flags=flags, damping=""))
+  m, mj = load_both(xml=DAMPABLE.format(flags=flags, damping=' damping="2"'))
+  assert (m0.ndamped, m.ndamped) == (0, 1)
+  m0d = m0.replace(dof_damping=m.dof_damping)
+  dm, d = _start(m, mj)
+  step = jax.jit(jaxmj.step, compiler_options=FAST)
+  d0, d1 = d, d
+  for _ in range(3):
+    mujoco.mj_step(mj, dm)
+    d0, d1 = step(m0d, d0), step(m0, d1)
+    np.testing.assert_allclose(d0.qpos, dm.qpos, atol=1e-12)
+    np.testing.assert_allclose(d0.qvel, dm.qvel, atol=1e-11)
+  assert np.max(np.abs(d1.qvel - d0.qvel)) > 1e-3  # the damping acted
+  models = jax.tree.map(lambda a, b: np.stack([a, b]), m0d, m0)
+  batch = jax.tree.map(lambda x: np.stack([x, x]), d)
+  for _ in range(3):
+    batch = jax.jit(jax.vmap(jaxmj.step), compiler_options=FAST)(models, batch)
+  for i, alone in enumerate((d0, d1)):
+    np.testing.assert_allclose(batch.qvel[i], alone.qvel, atol=1e-12)
+
+
 def test_step1_step2_with_control_in_between():
   m, mj = load_both(xml=ARM.format(integ="implicitfast"))
   dm, d = _start(m, mj)
