@@ -4,10 +4,10 @@ On the CPU a rollout gradient is launch-bound (`perf`: ~45% of its cycles in XLA
 runtime, docs/gradients.md "Where box_stack's gradient goes"), so this counts its kernels:
 the instructions of the compiled `jax.grad` of `bench_grad_memory.py`'s loss (T steps,
 float32) that run as kernels (`compile_time.kernel_lines`), each charged to its pipeline
-stage (the innermost
-`mj_*` scope of its op_name) and pass (`transposed`: the backward pass, whose op_names
-carry `transpose(`; else the forward pass, the gradient's primal side included), then the
-transposed pass's (or `--pass forward`'s) kernels of one stage (`--scope`) by source line.
+stage (the innermost `mj_*` scope of its op_name) and pass (`transposed`: the backward
+pass, whose op_names carry `transpose(`; else the forward pass, the gradient's primal side
+included), then the transposed pass's (or `--pass forward`'s) kernels of one stage
+(`--scope`) by source line.
 Instructions inside the scan bodies count once, not once per step. The plain forward
 rollout is counted beside it. `--base REF` counts jaxmj at git REF too, in the same process
 (`profile_step.export_base`), for an A/B of a change's kernels; time it with
