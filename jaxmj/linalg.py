@@ -9,7 +9,8 @@ matrix the elimination's pivots are exactly the Cholesky pivots (Schur complemen
 as stable as Cholesky and needs no pivoting; a pivot below `mindiag` is replaced by
 `mindiag`, as mju_cholFactor does. Small systems (the Newton step of most models) run a
 blocked elimination with back substitution in blocks of SPD_BLOCK, their column steps a loop
-on the CPU and unrolled elsewhere; larger ones on the CPU in a few large blocks whose column
+on the CPU and unrolled on TPUs, and on GPUs one Pallas kernel of Gauss-Jordan steps per
+world (`_gauss_jordan_solve`); larger ones on the CPU in a few large blocks whose column
 steps loop, and off the CPU (GPUs) by Cholesky, which XLA batches into cuSOLVER / cuBLAS
 calls (`_cholesky_solve`).
 
@@ -23,11 +24,13 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmj.constants import MINVAL
-from jaxmj.platform import by_platform
+from jaxmj.platform import by_platform, traces_for_gpu
 
-# Up to this size the elimination's column steps are unrolled off the CPU: measured on an H200
+# Up to this size the elimination's column steps are unrolled on TPUs (GPUs: the Pallas
+# kernel below, since 2026-12-04); measured on an H200
 # (MJX's humanoid, nv 27, batch 8192; Gauss-Jordan column by column, before the blocked form)
 # the step ran 1.49x faster unrolled than as a fori_loop (2.44M vs 1.63M steps/s: each loop
 # trip syncs with the host) and 1.19x faster than with cuSOLVER's Cholesky (2.05M), in one run.
@@ -41,9 +44,9 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
 
   full_rank is False if a pivot fell below `mindiag` (mju_cholFactor's rank test). With
   `unroll`, a blocked elimination with every column step unrolled (`_eliminate_blocked`).
-  Else for n <= SPD_UNROLL_MAX blocks of SPD_BLOCK whose column steps loop on the CPU and are
-  unrolled elsewhere; above, on the CPU blocks of up to SPD_LOOP_BLOCK_MAX whose steps loop,
-  elsewhere Cholesky (`_cholesky_solve`).
+  Else for n <= SPD_UNROLL_MAX blocks of SPD_BLOCK whose column steps loop on the CPU, on a
+  GPU one Pallas kernel (`_gauss_jordan_solve`), elsewhere (TPUs) unrolled; above, on the CPU
+  blocks of up to SPD_LOOP_BLOCK_MAX whose steps loop, elsewhere Cholesky (`_cholesky_solve`).
   """
   n = a.shape[0]
   vec = b.ndim == 1
@@ -55,12 +58,92 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
     jnp.concatenate([a, b], axis=1), n, mindiag, unroll, size)
   if unroll:
     x, ok = eliminate(a, b, True)
+  elif n > SPD_UNROLL_MAX:
+    x, ok = by_platform(a, b, cpu=functools.partial(eliminate, unroll=False),
+                        default=functools.partial(_cholesky_solve, mindiag=mindiag))
+  elif traces_for_gpu() and n <= PALLAS_PAD:
+    x, ok = _gauss_jordan_solve(a, b, mindiag)
   else:
-    x, ok = by_platform(
-      a, b, cpu=functools.partial(eliminate, unroll=False),
-      default=(functools.partial(_cholesky_solve, mindiag=mindiag) if n > SPD_UNROLL_MAX
-               else functools.partial(eliminate, unroll=True)))
+    x, ok = by_platform(a, b, cpu=functools.partial(eliminate, unroll=False),
+                        default=functools.partial(eliminate, unroll=True))
   return (x[:, 0] if vec else x), ok
+
+
+# On a GPU a small system is solved by one Triton kernel per world (Pallas): Gauss-Jordan on the
+# system padded to PALLAS_PAD x PALLAS_PAD, held in registers, with the elimination's pivot
+# floor and rank test. XLA fuses no two column steps of the unrolled elimination (each reads
+# the last one's row and column at every position), so it ran one or two kernels a column,
+# each streaming the batch's matrices through memory: on an H200 (2026-12-04, batch 8192,
+# n 27, float32, scripts/spd_candidates.py) 0.328 ms in 49 kernels, this kernel 0.227 ms,
+# cuSOLVER's Cholesky 0.339 ms, errors alike (6.5e-4 to 7.4e-4 of the float64 solution).
+# Elsewhere (the CPU running the GPU's forms: tests, exports) the same kernel runs interpreted.
+PALLAS_PAD = 32
+
+
+def _gauss_jordan_kernel(a_ref, b_ref, x_ref, ok_ref, *, n: int, mindiag: float):
+  """[a | b] (PALLAS_PAD, PALLAS_PAD) and (PALLAS_PAD, k), a's padding the identity, reduced
+  to [I | x] column by column; ok_ref (1, 1) is 0 once a pivot fell below mindiag."""
+  a, b = a_ref[...], b_ref[...]
+  r = jax.lax.broadcasted_iota(jnp.int32, a.shape, 0)
+  c = jax.lax.broadcasted_iota(jnp.int32, a.shape, 1)
+  rb = jax.lax.broadcasted_iota(jnp.int32, b.shape, 0)
+  ok = jnp.ones((1, 1), a.dtype)
+  for j in range(n):  # rows and columns by masked sums: Triton has no dynamic indexing
+    row = jnp.sum(jnp.where(r == j, a, 0.0), axis=0, keepdims=True)  # (1, PAD)
+    col = jnp.sum(jnp.where(c == j, a, 0.0), axis=1, keepdims=True)  # (PAD, 1)
+    brow = jnp.sum(jnp.where(rb == j, b, 0.0), axis=0, keepdims=True)  # (1, k)
+    piv = jnp.sum(jnp.sum(jnp.where((r == j) & (c == j), a, 0.0), axis=0, keepdims=True),
+                  axis=1, keepdims=True)  # (1, 1)
+    floor = jnp.maximum(piv, mindiag)
+    row, brow = row / floor, brow / floor
+    ok = jnp.where(piv >= mindiag, ok, 0.0)
+    a = jnp.where(r == j, row, a - col * row)
+    b = jnp.where(rb == j, brow, b - col * brow)
+  x_ref[...] = b
+  ok_ref[...] = ok
+
+
+def _gauss_jordan_call(a: jax.Array, b: jax.Array, mindiag: float, interpret: bool):
+  """(x (n, k), full_rank) by `_gauss_jordan_kernel`, b (n, k), n <= PALLAS_PAD."""
+  from jax.experimental import pallas as pl
+
+  n, nrhs = b.shape
+  k = 1 << (nrhs - 1).bit_length()  # Triton blocks are powers of two
+  ap = jnp.eye(PALLAS_PAD, dtype=a.dtype).at[:n, :n].set(a)
+  bp = jnp.zeros((PALLAS_PAD, k), a.dtype).at[:n, :nrhs].set(b)
+  params = {}
+  if not interpret:
+    from jax.experimental.pallas import triton as plt
+
+    compiler_params = getattr(plt, "CompilerParams", None) or plt.TritonCompilerParams  # jax<0.5
+    params["compiler_params"] = compiler_params(num_warps=1)
+  x, ok = pl.pallas_call(
+    functools.partial(_gauss_jordan_kernel, n=n, mindiag=mindiag),
+    out_shape=(jax.ShapeDtypeStruct((PALLAS_PAD, k), a.dtype),
+               jax.ShapeDtypeStruct((1, 1), a.dtype)),
+    interpret=interpret, **params)(ap, bp)
+  return x[:n, :nrhs], ok[0, 0] > 0
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
+def _gauss_jordan_solve(a: jax.Array, b: jax.Array, mindiag: float):
+  """(x (n, k), full_rank) of a x = b by the Pallas kernel: Triton where the program is
+  lowered for CUDA, interpreted elsewhere."""
+  return jax.lax.platform_dependent(
+    a, b, cuda=functools.partial(_gauss_jordan_call, mindiag=mindiag, interpret=False),
+    default=functools.partial(_gauss_jordan_call, mindiag=mindiag, interpret=True))
+
+
+@_gauss_jordan_solve.defjvp
+def _gauss_jordan_solve_jvp(mindiag, primals, tangents):
+  # dx = a^-1 (db - da x), by the same kernel inside a linear solve that reverse mode
+  # transposes to itself (a is symmetric): the kernel is never differentiated
+  (a, b), (da, db) = primals, tangents
+  x, ok = _gauss_jordan_solve(a, b, mindiag)
+  dx = jax.lax.custom_linear_solve(
+    lambda v: _matmul(a, v), db - _matmul(da, x),
+    lambda _, rhs: _gauss_jordan_solve(a, rhs, mindiag)[0], symmetric=True)
+  return (x, ok), (dx, np.zeros(np.shape(ok), jax.dtypes.float0))
 
 
 # Off the CPU systems larger than SPD_UNROLL_MAX take a Cholesky factor and two triangular

@@ -32,6 +32,12 @@ def traces_for_cpu() -> bool:
   return (TRACE_FOR or jax.default_backend()) == "cpu"
 
 
+def traces_for_gpu() -> bool:
+  """Whether traces are made for a GPU (forms that only a GPU runs well, e.g. a Pallas kernel;
+  TPUs keep the other platforms' forms)."""
+  return (TRACE_FOR or jax.default_backend()) == "gpu"
+
+
 def by_platform(*args, cpu: Callable, default: Callable):
   """`cpu(*args)` where traces take the CPU's forms, else `default(*args)`: the choice of
   `lax.platform_dependent(*args, cpu=cpu, default=default)`, made at trace time."""

@@ -8,15 +8,18 @@ step's row and column at many positions, which XLA's GPU fusion will not recompu
 elimination written in jnp ops costs one or two kernels a column: Gauss-Jordan on sub-blocks of
 2-9 columns (a rank-k update per sub-block) compiled to 55-62 kernels, not fewer (2026-12-01).
 The candidates:
-  unrolled   linalg.spd_solve as jaxmj runs it off the CPU for n <= 32: the blocked
-             elimination with every column step unrolled (46 kernels at nv 27)
+  unrolled   linalg.spd_solve as jaxmj ran it on GPUs for n <= 32 until 2026-12-04 (TPUs
+             still do): the blocked elimination with every column step unrolled (46 kernels
+             at nv 27)
   cholesky   linalg._cholesky_solve: cuSOLVER's potrf and cuBLAS's trsm (jaxmj's path above
              n = 32); at nv 27 the whole step ran 0.84x the unrolled one's speed on an H200
              (2026-11-28, SPD_UNROLL_MAX)
   pallas     one Triton kernel (jax.experimental.pallas) per world: Gauss-Jordan on the
              system padded to 32 x 32 in registers, mju_cholFactor's pivot floor (mindiag)
              and rank test, as the elimination (1 custom call and the padding's fusions; it
-             compiles for an H200 without one, scripts/gpu_hlo.py's topology)
+             compiles for an H200 without one, scripts/gpu_hlo.py's topology); on an H200
+             (2026-12-04, batch 8192, n 27) 0.227 ms against the unrolled 0.328 ms, so it is
+             jaxmj's GPU form since (linalg._gauss_jordan_solve)
 Each is checked against a float64 solve of the same systems (SPD with a spread of eigenvalues
 like the Newton Hessian's). Off a GPU (a rehearsal) the Pallas kernel runs interpreted.
 
@@ -26,7 +29,6 @@ like the Newton Hessian's). Off a GPU (a rehearsal) the Pallas kernel runs inter
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
 import time
@@ -39,51 +41,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from jaxmj import linalg  # noqa: E402
 from jaxmj.constants import MINVAL  # noqa: E402
 
-PAD = 32
-
-
-def _gauss_jordan_kernel(a_ref, b_ref, x_ref, ok_ref, *, n: int, mindiag: float):
-  """Gauss-Jordan on [a | b] (PAD, PAD) and (PAD, K) with a's padding the identity."""
-  a, b = a_ref[...], b_ref[...]
-  r = jax.lax.broadcasted_iota(jnp.int32, a.shape, 0)
-  c = jax.lax.broadcasted_iota(jnp.int32, a.shape, 1)
-  rb = jax.lax.broadcasted_iota(jnp.int32, b.shape, 0)
-  ok = jnp.ones((1, 1), a.dtype)
-  for j in range(n):
-    row = jnp.sum(jnp.where(r == j, a, 0.0), axis=0, keepdims=True)  # (1, PAD)
-    col = jnp.sum(jnp.where(c == j, a, 0.0), axis=1, keepdims=True)  # (PAD, 1)
-    brow = jnp.sum(jnp.where(rb == j, b, 0.0), axis=0, keepdims=True)  # (1, K)
-    piv = jnp.sum(jnp.sum(jnp.where((r == j) & (c == j), a, 0.0), axis=0, keepdims=True),
-                  axis=1, keepdims=True)
-    floor = jnp.maximum(piv, mindiag)
-    row, brow = row / floor, brow / floor
-    ok = jnp.where(piv >= mindiag, ok, 0.0)
-    a = jnp.where(r == j, row, a - col * row)
-    b = jnp.where(rb == j, brow, b - col * brow)
-  x_ref[...] = b
-  ok_ref[...] = ok
-
-
 def pallas_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, interpret: bool = False):
-  """(x, full_rank) of a x = b for one SPD a (n, n), n <= PAD; b (n,) or (n, k)."""
-  from jax.experimental import pallas as pl
-
-  n = a.shape[0]
+  """(x, full_rank) of a x = b for one SPD a (n, n), n <= linalg.PALLAS_PAD; b (n,) or (n, k):
+  the kernel jaxmj runs on a GPU (linalg._gauss_jordan_call), Triton or interpreted."""
   vec = b.ndim == 1
-  b = b[:, None] if vec else b
-  k = max(1, 1 << (b.shape[1] - 1).bit_length())  # Triton blocks are powers of two
-  ap = jnp.eye(PAD, dtype=a.dtype).at[:n, :n].set(a)
-  bp = jnp.zeros((PAD, k), a.dtype).at[:n, :b.shape[1]].set(b)
-  params = {}
-  if not interpret:
-    from jax.experimental.pallas import triton as plt
-    params = dict(compiler_params=plt.CompilerParams(num_warps=1))
-  x, ok = pl.pallas_call(
-    functools.partial(_gauss_jordan_kernel, n=n, mindiag=mindiag),
-    out_shape=(jax.ShapeDtypeStruct((PAD, k), a.dtype), jax.ShapeDtypeStruct((1, 1), a.dtype)),
-    interpret=interpret, **params)(ap, bp)
-  x = x[:n, :b.shape[1]]
-  return (x[:, 0] if vec else x), ok[0, 0] > 0
+  x, ok = linalg._gauss_jordan_call(a, b[:, None] if vec else b, mindiag, interpret)
+  return (x[:, 0] if vec else x), ok
 
 
 def systems(batch: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +88,7 @@ def main():
     x64 = np.linalg.solve(a64, b64[..., None])[..., 0]
     a, b = jnp.asarray(a64, jnp.float32), jnp.asarray(b64, jnp.float32)
     for name, solve in candidates.items():
-      if name == "pallas" and n > PAD:
+      if name == "pallas" and n > linalg.PALLAS_PAD:
         continue
       t = time.perf_counter()
       try:

@@ -1,6 +1,6 @@
 """jaxmj.linalg's SPD solve against numpy, blocked (its column steps unrolled, or a loop per
-block as on the CPU), in the large systems' blocks of up to SPD_LOOP_BLOCK_MAX and by
-Cholesky (other platforms' form), float64."""
+block as on the CPU), in the large systems' blocks of up to SPD_LOOP_BLOCK_MAX, by Cholesky
+(other platforms' form) and by the GPU's Pallas kernel (interpreted here), float64."""
 
 import jax
 import numpy as np
@@ -27,7 +27,12 @@ def _solvers(monkeypatch):
       monkeypatch.undo()
   return {"blocked": jax.jit(linalg.spd_solve),
           "unrolled": jax.jit(lambda a, b: linalg.spd_solve(a, b, unroll=True)),
-          "looped": looped, "cholesky": jax.jit(cholesky)}
+          "looped": looped, "cholesky": jax.jit(cholesky), "pallas": jax.jit(pallas)}
+
+
+def pallas(a, b):
+  x, ok = linalg._gauss_jordan_solve(a, b.reshape(b.shape[0], -1), linalg.MINVAL)
+  return x.reshape(b.shape), ok
 
 
 def cholesky(a, b):
@@ -43,6 +48,8 @@ def test_spd_solve_matches_numpy_unrolled_and_looped(n, k, monkeypatch):
   b = rng.normal(size=(n,) if k == 0 else (n, k))
   want = np.linalg.solve(a, b)
   for name, solve in _solvers(monkeypatch).items():
+    if name == "pallas" and n > linalg.PALLAS_PAD:
+      continue
     x, ok = solve(a, b)
     assert bool(ok)
     assert np.shape(x) == want.shape
@@ -56,7 +63,27 @@ def test_spd_solve_reports_rank_loss_in_every_form(monkeypatch):
   a[2, :] = a[:, 2] = 0.0  # a zero pivot
   b = rng.normal(size=6)
   oks = [bool(solve(a, b)[1]) for solve in _solvers(monkeypatch).values()]
-  assert oks == [False, False, False, False]
+  assert oks == [False, False, False, False, False]
+
+
+def test_pallas_solve_differentiates_as_the_elimination():
+  """The kernel is never differentiated: its derivative solves again inside a linear solve
+  (forward and reverse mode, vmapped), matching autodiff through the elimination."""
+  rng = np.random.default_rng(3)
+  a = np.stack([_spd(rng, 9) for _ in range(2)])
+  b = rng.normal(size=(2, 9, 2))
+  w = rng.normal(size=(9, 2))
+  for solve in (pallas, lambda a, b: linalg.spd_solve(a, b, unroll=True)):
+    loss = lambda a, b, solve=solve: jax.numpy.sum(w * jax.vmap(solve)(a, b)[0])  # noqa: E731
+    ga, gb = jax.jit(jax.grad(loss, argnums=(0, 1)))(a, b)
+    tangent = jax.jit(lambda a, b, solve=solve: jax.jvp(
+      lambda a: jax.vmap(solve)(a, b)[0], (a,), (jax.numpy.ones_like(a),))[1])(a, b)
+    if solve is pallas:
+      got = ga, gb, tangent
+    else:
+      want = ga, gb, tangent
+  for g, h in zip(got, want):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
