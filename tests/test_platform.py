@@ -88,6 +88,29 @@ def test_gpu_forms_differentiate(gpu_forms):
 
 
 @pytest.mark.slow
+def test_gpu_forms_gradient_is_the_cpu_forms():
+  # the GPU's Newton step solves by the Pallas kernel (interpreted here) and differentiates it
+  # by solving again: the gradient of a step through the solver is the CPU forms' gradient
+  m, _ = load_both(xml=XML)
+  d = jaxmj.make_data(m)
+
+  def grad():
+    jax.clear_caches()
+    loss = lambda v: jnp.sum(jaxmj.step(m, d.replace(qvel=v)).qvel ** 2)  # noqa: E731
+    return jax.jit(jax.grad(loss))(d.qvel + 0.1)
+
+  want = grad()
+  platform.TRACE_FOR = "gpu"
+  try:
+    got = grad()
+  finally:
+    platform.TRACE_FOR = None
+    jax.clear_caches()
+  assert np.all(np.isfinite(got)) and np.max(np.abs(want)) > 1e-3
+  np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.slow
 def test_gpu_forms_trace_convex_collisions(gpu_forms):
   m = jaxmj.Model.from_xml_string(CONVEX)
   d = jax.eval_shape(jaxmj.step, m, jaxmj.make_data(m))
