@@ -61,7 +61,7 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
   elif n > SPD_UNROLL_MAX:
     x, ok = by_platform(a, b, cpu=functools.partial(eliminate, unroll=False),
                         default=functools.partial(_cholesky_solve, mindiag=mindiag))
-  elif traces_for_gpu() and n <= PALLAS_PAD:
+  elif traces_for_gpu() and n <= PALLAS_PAD and b.shape[1] <= PALLAS_PAD:  # held in registers
     x, ok = _gauss_jordan_solve(a, b, mindiag)
   else:
     x, ok = by_platform(a, b, cpu=functools.partial(eliminate, unroll=False),
