@@ -25,9 +25,9 @@ import glob
 import gzip
 import json
 import os
+import re
 import shutil
 import sys
-import re
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -145,39 +145,47 @@ def main():
   _, md = profile_step.settled_state(args.model, args.settle)
   print(f"{args.model}, batch {args.batch}, {jax.devices()}")
   for engine in args.engines:
-    folder = os.path.join(args.out, engine)
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
-    m, d1, forward, stages = profile_step.ENGINES[engine](args.model, md)
-    d = jax.jit(jax.vmap(forward, in_axes=(None, 0)))(m, profile_step.batched(d1, args.batch))
-    step = jax.jit(jax.vmap(stages["step"], in_axes=(None, 0)))
+    try:
+      run_engine(args, engine, md)
+    except Exception as e:  # noqa: BLE001  (one GPU call: report, go on to the next engine)
+      print(f"{engine} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
+
+
+def run_engine(args, engine: str, md):
+  """Compiles, times and traces one engine's vmapped step into OUT/ENGINE (module doc)."""
+  folder = os.path.join(args.out, engine)
+  shutil.rmtree(folder, ignore_errors=True)
+  os.makedirs(folder)
+  m, d1, forward, stages = profile_step.ENGINES[engine](args.model, md)
+  d = jax.jit(jax.vmap(forward, in_axes=(None, 0)))(m, profile_step.batched(d1, args.batch))
+  step = jax.jit(jax.vmap(stages["step"], in_axes=(None, 0)))
+  t0 = time.perf_counter()
+  compiled = step.lower(m, d).compile()
+  compile_s = time.perf_counter() - t0
+  with open(os.path.join(folder, "step.hlo.txt"), "w") as f:
+    f.write(compiled.as_text())
+  jax.block_until_ready(compiled(m, d))
+  times = []
+  for _ in range(args.calls):
     t0 = time.perf_counter()
-    compiled = step.lower(m, d).compile()
-    compile_s = time.perf_counter() - t0
-    with open(os.path.join(folder, "step.hlo.txt"), "w") as f:
-      f.write(compiled.as_text())
     jax.block_until_ready(compiled(m, d))
-    times = []
-    for _ in range(args.calls):
-      t0 = time.perf_counter()
+    times.append(time.perf_counter() - t0)
+  ms = 1e3 * sorted(times)[len(times) // 2]
+  with jax.profiler.trace(folder):
+    for _ in range(args.trace_calls):
       jax.block_until_ready(compiled(m, d))
-      times.append(time.perf_counter() - t0)
-    ms = 1e3 * sorted(times)[len(times) // 2]
-    with jax.profiler.trace(folder):
-      for _ in range(args.trace_calls):
-        jax.block_until_ready(compiled(m, d))
-    # flat, so that the device tool brings it back (it leaves deep folders behind)
-    trace_file = glob.glob(os.path.join(folder, "plugins/profile/*/*.trace.json.gz"))[0]
-    shutil.move(trace_file, os.path.join(folder, "trace.json.gz"))
-    shutil.rmtree(os.path.join(folder, "plugins"))
-    with open(os.path.join(folder, "meta.json"), "w") as f:
-      json.dump({"model": args.model, "batch": args.batch, "trace_calls": args.trace_calls}, f)
-    lines = [f"{engine}: compile {compile_s:.1f} s, step {ms:.3f} ms median of {args.calls} "
-             f"({args.batch / ms * 1e3:,.0f} steps/s), {args.trace_calls} calls traced"]
-    lines += report(folder, args.trace_calls, args.top)
-    with open(os.path.join(folder, "summary.txt"), "w") as f:
-      f.write("\n".join(lines) + "\n")
-    print("\n".join(lines), flush=True)
+  # flat, so that the device tool brings it back (it leaves deep folders behind)
+  trace_file = glob.glob(os.path.join(folder, "plugins/profile/*/*.trace.json.gz"))[0]
+  shutil.move(trace_file, os.path.join(folder, "trace.json.gz"))
+  shutil.rmtree(os.path.join(folder, "plugins"))
+  with open(os.path.join(folder, "meta.json"), "w") as f:
+    json.dump({"model": args.model, "batch": args.batch, "trace_calls": args.trace_calls}, f)
+  lines = [f"{engine}: compile {compile_s:.1f} s, step {ms:.3f} ms median of {args.calls} "
+           f"({args.batch / ms * 1e3:,.0f} steps/s), {args.trace_calls} calls traced"]
+  lines += report(folder, args.trace_calls, args.top)
+  with open(os.path.join(folder, "summary.txt"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+  print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":
