@@ -27,15 +27,19 @@ import jax
 TRACE_FOR: str | None = None
 
 
+def _trace_platform() -> str:
+  return TRACE_FOR or jax.default_backend()
+
+
 def traces_for_cpu() -> bool:
   """Whether traces take the CPU's forms (see the module doc)."""
-  return (TRACE_FOR or jax.default_backend()) == "cpu"
+  return _trace_platform() == "cpu"
 
 
 def traces_for_gpu() -> bool:
   """Whether traces are made for a GPU (forms that only a GPU runs well, e.g. a Pallas kernel;
   TPUs keep the other platforms' forms)."""
-  return (TRACE_FOR or jax.default_backend()) == "gpu"
+  return _trace_platform() == "gpu"
 
 
 def by_platform(*args, cpu: Callable, default: Callable):
