@@ -14,9 +14,10 @@
 # one-kernel Pallas/Triton solve: should a GPU get the Pallas kernel? scripts/spd_candidates.py,
 # ~30 s), profile (a per-stage profile of MJX's humanoid, scripts/profile_step.py, with what time
 # is left), trace (a profiler trace of one step of MJX's humanoid per engine, jaxmj, MJX, jaxmj in
-# fast arithmetic and, where gpu_base/ holds one, jaxmj at another revision (`scripts/gpu_trace.py
-# --export-base REF` writes it): each kernel's time charged to jaxmj's stages, trace and HLO kept
-# in $OUT/trace for reading offline, ~45 s an engine). Each part gets a deadline so a slow part
+# fast arithmetic and jaxmj at each other revision gpu_base/ holds (`scripts/gpu_trace.py
+# --export-base REF --name NAME` writes one): each kernel's time charged to jaxmj's stages, trace
+# and HLO packed into $OUT/trace.tgz for reading offline (the device tool brings back 8 files),
+# ~45 s an engine). Each part gets a deadline so a slow part
 # cannot take the rest's results; bench.py prints every row as it ends. A second call on the
 # still-warm machine can run the parts the first left out: PARTS="autotune profile" BUDGET=240
 # bash scripts/gpu_suite.sh (or "graphs autotune", "spd graphs")
@@ -38,7 +39,8 @@ H=$(python3 -c "import sys; sys.path.insert(0, '$here/scripts'); import bench; p
 PARTS=" ${PARTS:-suite fidelity profile} "
 part_suite() {
   el suite
-  timeout "$(left 170)" python3 "$here/scripts/bench.py" --suite gpu --batches "$B" --steps "$T" \
+  # the reserve is for the parts after it; last, it takes all that is left
+  timeout "$(left "$([ "$p" = "$last" ] && echo 5 || echo 170)")" python3 "$here/scripts/bench.py" --suite gpu --batches "$B" --steps "$T" \
     --stall-timeout 200 --json "$OUT/bench_gpu.json" --markdown "$OUT/bench_gpu.md" 2>&1 | quiet | tee "$OUT/bench_gpu.log"
 }
 part_fidelity() {
@@ -70,9 +72,11 @@ part_spd() {
 }
 part_trace() {
   el trace
-  local base=; [ -d "$here/gpu_base/jaxmj_base" ] && base="base --base-path $here/gpu_base"
+  local bases; bases=$(cd "$here/gpu_base" 2>/dev/null && ls -d jaxmj_* 2>/dev/null | sed 's/^jaxmj_//')
   timeout "$(left 3)" python3 "$here/scripts/gpu_trace.py" "$H" --batch "$B" \
-    --engines jaxmj mjx jaxmj-fast $base --out "$OUT/trace" 2>&1 | quiet | tee "$OUT/trace.log"
+    --engines jaxmj mjx $bases jaxmj-fast --base-path "$here/gpu_base" --out "$OUT/trace" \
+    2>&1 | quiet | tee "$OUT/trace.log"
+  tar -czf "$OUT/trace.tgz" -C "$OUT" trace && rm -rf "$OUT/trace"
 }
 part_profile() {
   el profile
@@ -80,5 +84,6 @@ part_profile() {
     --engines jaxmj mjx --stages collision constraint solver step 2>&1 | quiet | tee "$OUT/profile_humanoid.log"
 }
 for p in $PARTS; do declare -F "part_$p" > /dev/null || { echo "unknown part: $p"; exit 2; }; done
+last=$(echo $PARTS | awk '{print $NF}')
 for p in $PARTS; do "part_$p"; done
 el done

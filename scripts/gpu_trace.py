@@ -8,19 +8,21 @@ metadata carry jaxmj's named scopes) and `summary.txt`: the device's kernels
 (microseconds per call), charged to jaxmj's named scopes (MuJoCo stages and solver phases).
 `--read OUT/ENGINE` prints that report again from the folder, on any machine.
 
-Engine `base` is jaxmj at another revision as package `jaxmj_base` in the folder `--base-path`
-names: the lent machine has no git, so `--export-base REF` writes that folder beforehand
-(an untracked folder of the checkout travels with the device call). Engine `jaxmj-fast` is
+An engine NAME other than jaxmj, mjx and jaxmj-fast is jaxmj at another revision, package
+`jaxmj_NAME` in the folder `--base-path` (default gpu_base): the lent machine has no git, so
+`--export-base REF --name NAME` writes it there beforehand (an ignored folder carried with
+the device call); several revisions, several names, one GPU call. Engine `jaxmj-fast` is
 jaxmj in fast arithmetic (no product kept apart from its sum).
 
-  python scripts/gpu_trace.py MODEL [--engines jaxmj mjx base] [--base-path DIR]
+  python scripts/gpu_trace.py MODEL [--engines jaxmj mjx NAME...] [--base-path DIR]
       [--batch 8192] [--calls 10] [--trace-calls 3] [--out DIR]
-  python scripts/gpu_trace.py --export-base REF [--base-path gpu_base]
+  python scripts/gpu_trace.py --export-base REF [--name base] [--base-path gpu_base]
   python scripts/gpu_trace.py --read OUT/jaxmj
 """
 
 import argparse
 import collections
+import functools
 import glob
 import gzip
 import json
@@ -114,12 +116,14 @@ def main():
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   p.add_argument("model", nargs="?")
   p.add_argument("--export-base", metavar="REF", help="write jaxmj at git revision REF as "
-                 "package jaxmj_base into --base-path (default gpu_base) and exit: run it where "
-                 "git is, before the GPU call")
+                 "package jaxmj_NAME (engine NAME, --name) into --base-path and exit: run it "
+                 "where git is, before the GPU call")
+  p.add_argument("--name", default="base", help="the engine name --export-base gives REF")
   p.add_argument("--read", metavar="OUT/ENGINE", help="report a folder this script wrote "
                  "(a run's trace, read again on any machine) instead of running")
   p.add_argument("--engines", nargs="+", default=["jaxmj", "mjx"])
-  p.add_argument("--base-path", help="folder holding package jaxmj_base (engine base)")
+  p.add_argument("--base-path", default="gpu_base",
+                 help="folder holding the packages jaxmj_NAME of engines NAME")
   p.add_argument("--batch", type=int, default=8192)
   p.add_argument("--calls", type=int, default=10)
   p.add_argument("--trace-calls", type=int, default=3)
@@ -128,10 +132,13 @@ def main():
   p.add_argument("--out", default=os.environ.get("OUT", "gpu_trace"))
   args = p.parse_args()
   if args.export_base:
-    dest = args.base_path or "gpu_base"
+    package = f"jaxmj_{args.name}"
+    dest = os.path.join(args.base_path, package)
     shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(profile_step.export_base(args.export_base), dest)
-    print(f"jaxmj at {args.export_base} is package jaxmj_base in {dest}/")
+    shutil.copytree(os.path.join(profile_step.export_base(args.export_base, package), package),
+                    dest)
+    print(f"jaxmj at {args.export_base} is package {package} in {args.base_path}/ "
+          f"(engine {args.name})")
     return
   if args.read:
     with open(os.path.join(args.read, "meta.json")) as f:
@@ -140,8 +147,7 @@ def main():
     return
   if not args.model:
     p.error("MODEL is required unless --read is given")
-  if args.base_path:
-    sys.path.insert(0, os.path.abspath(args.base_path))
+  sys.path.insert(0, os.path.abspath(args.base_path))
   _, md = profile_step.settled_state(args.model, args.settle)
   print(f"{args.model}, batch {args.batch}, {jax.devices()}")
   for engine in args.engines:
@@ -156,7 +162,11 @@ def run_engine(args, engine: str, md):
   folder = os.path.join(args.out, engine)
   shutil.rmtree(folder, ignore_errors=True)
   os.makedirs(folder)
-  m, d1, forward, stages = profile_step.ENGINES[engine](args.model, md)
+  if engine in profile_step.ENGINES and engine != "base":
+    make = profile_step.ENGINES[engine]
+  else:  # another revision, exported with --export-base REF --name ENGINE
+    make = functools.partial(profile_step.jaxmj_engine, package=f"jaxmj_{engine}")
+  m, d1, forward, stages = make(args.model, md)
   d = jax.jit(jax.vmap(forward, in_axes=(None, 0)))(m, profile_step.batched(d1, args.batch))
   step = jax.jit(jax.vmap(stages["step"], in_axes=(None, 0)))
   t0 = time.perf_counter()

@@ -157,22 +157,22 @@ ENGINES = {"jaxmj": jaxmj_engine, "jaxmj-fast": jaxmj_fast_engine, "mjx": mjx_en
            "base": lambda path, md: jaxmj_engine(path, md, "jaxmj_base")}
 
 
-def export_base(ref: str) -> str:
-  """Exports jaxmj at git revision `ref` of this repository as package `jaxmj_base` (every
-  `jaxmj` name in its sources renamed) into a temporary directory put on sys.path, so that
-  one process can time the working tree against `ref`."""
+def export_base(ref: str, package: str = "jaxmj_base") -> str:
+  """Exports jaxmj at git revision `ref` of this repository as `package` (every `jaxmj` name
+  in its sources renamed) into a temporary directory put on sys.path, so that one process
+  can time the working tree against `ref`."""
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   out = tempfile.mkdtemp(prefix="profile_base_")
   atexit.register(shutil.rmtree, out, True)
   archive = subprocess.run(["git", "-C", root, "archive", ref, "jaxmj"], check=True,
                            capture_output=True).stdout
   subprocess.run(["tar", "-x", "-C", out], input=archive, check=True)
-  os.rename(os.path.join(out, "jaxmj"), os.path.join(out, "jaxmj_base"))
-  for folder, _, files in os.walk(os.path.join(out, "jaxmj_base")):
+  os.rename(os.path.join(out, "jaxmj"), os.path.join(out, package))
+  for folder, _, files in os.walk(os.path.join(out, package)):
     for name in (f for f in files if f.endswith(".py")):
       file = os.path.join(folder, name)
       with open(file) as f:
-        text = re.sub(r"\bjaxmj\b", "jaxmj_base", f.read())
+        text = re.sub(r"\bjaxmj\b", package, f.read())
       with open(file, "w") as f:
         f.write(text)
   sys.path.insert(0, out)

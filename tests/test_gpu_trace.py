@@ -4,6 +4,7 @@ kernel charged to the named scope of the instruction it runs, and the bandwidth 
 import gzip
 import json
 import os
+import subprocess
 import sys
 
 from conftest import ROOT
@@ -65,3 +66,16 @@ def test_report_charges_kernels_to_scopes_with_their_bandwidth(tmp_path):
   assert cat.split()[4] == "147"
   gemm = next(line for line in lines if line.endswith("sm90_gemm_kernel"))
   assert gemm.split()[4] == "-"
+
+
+def test_export_base_names_each_revision_its_own_package(tmp_path):
+  """`--export-base REF --name NAME` adds package jaxmj_NAME beside the others, every jaxmj
+  import renamed, so that one GPU call traces several revisions as engines NAME."""
+  script = os.path.join(ROOT, "scripts", "gpu_trace.py")
+  for name in ("one", "two"):
+    subprocess.run([sys.executable, script, "--export-base", "HEAD", "--name", name,
+                    "--base-path", str(tmp_path)], check=True, capture_output=True)
+  assert sorted(os.listdir(tmp_path)) == ["jaxmj_one", "jaxmj_two"]
+  with open(tmp_path / "jaxmj_two" / "smooth" / "com.py") as f:
+    text = f.read()
+  assert "from jaxmj_two import" in text and "from jaxmj import" not in text
