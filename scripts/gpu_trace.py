@@ -17,7 +17,7 @@ jaxmj in fast arithmetic (no product kept apart from its sum).
   python scripts/gpu_trace.py MODEL [--engines jaxmj mjx NAME...] [--base-path DIR]
       [--batch 8192] [--calls 10] [--trace-calls 3] [--out DIR]
   python scripts/gpu_trace.py --export-base REF [--name base] [--base-path gpu_base]
-  python scripts/gpu_trace.py --read OUT/jaxmj
+  python scripts/gpu_trace.py --read OUT/jaxmj [OUT/bar ...]   (several: side by side)
 """
 
 import argparse
@@ -84,16 +84,13 @@ def fusion_bytes(hlo_text: str) -> dict[str, int]:
   return out
 
 
-def report(folder: str, calls: int, top: int) -> list[str]:
-  """The kernels of OUT/ENGINE charged to jaxmj's named scopes (stage/phase, from the HLO's
-  op_name metadata; a GPU kernel is named for its instruction, '.' written '_'; library
-  kernels such as cuBLAS's are '(library)'), then the costliest kernels with the memory
-  bandwidth each reached (GB/s: its fusion's bytes in and out over its time)."""
+def _scoped(folder: str, calls: int):
+  """(us, runs) per kernel, (us, runs) per named scope, kernel -> scope and the HLO text of
+  the run in `folder`."""
   us, runs = kernel_us(os.path.join(folder, "trace.json.gz"), calls)
   with open(os.path.join(folder, "step.hlo.txt")) as f:
     hlo_text = f.read()
   scopes, _ = profile_scopes.op_scopes(hlo_text)
-  moved = fusion_bytes(hlo_text)
   scope_of = {name.replace(".", "_"): scope for name, scope in scopes.items()}
   scope_of.update(scopes)
   by_scope, scope_runs = collections.Counter(), collections.Counter()
@@ -101,6 +98,34 @@ def report(folder: str, calls: int, top: int) -> list[str]:
     scope = scope_of.get(name, "(library)") or "(unscoped)"
     by_scope[scope] += t
     scope_runs[scope] += runs[name]
+  return us, runs, by_scope, scope_runs, scope_of, hlo_text
+
+
+def compare(folders: list[str]) -> list[str]:
+  """Kernel us per call by named scope, one column per run folder (engines, revisions),
+  costliest scopes of the first first; MJX's kernels carry no jaxmj scopes."""
+  columns = []
+  for folder in folders:
+    with open(os.path.join(folder, "meta.json")) as f:
+      columns.append(_scoped(folder, json.load(f)["trace_calls"]))
+  names = [os.path.basename(os.path.normpath(f)) for f in folders]
+  order = list(dict.fromkeys(
+    [k for c in columns for k, _ in c[2].most_common()]))
+  lines = [f"{'us per call':30}" + "".join(f"{n[:12]:>13}" for n in names),
+           f"{'all kernels':30}" + "".join(f"{sum(c[0].values()):13.1f}" for c in columns),
+           f"{'kernel runs':30}" + "".join(f"{sum(c[1].values()):13.0f}" for c in columns)]
+  lines += [f"{k[:30]:30}" + "".join(f"{c[2].get(k, 0.0):13.1f}" for c in columns)
+            for k in order]
+  return lines
+
+
+def report(folder: str, calls: int, top: int) -> list[str]:
+  """The kernels of OUT/ENGINE charged to jaxmj's named scopes (stage/phase, from the HLO's
+  op_name metadata; a GPU kernel is named for its instruction, '.' written '_'; library
+  kernels such as cuBLAS's are '(library)'), then the costliest kernels with the memory
+  bandwidth each reached (GB/s: its fusion's bytes in and out over its time)."""
+  us, runs, by_scope, scope_runs, scope_of, hlo_text = _scoped(folder, calls)
+  moved = fusion_bytes(hlo_text)
   lines = [f"kernels: {sum(runs.values()):.0f} runs and {sum(us.values()):.0f} us per call",
            "by scope (us per call, runs per call):"]
   lines += [f"{t:10.1f} us {scope_runs[k]:6.1f} x  {k}" for k, t in by_scope.most_common()]
@@ -119,8 +144,9 @@ def main():
                  "package jaxmj_NAME (engine NAME, --name) into --base-path and exit: run it "
                  "where git is, before the GPU call")
   p.add_argument("--name", default="base", help="the engine name --export-base gives REF")
-  p.add_argument("--read", metavar="OUT/ENGINE", help="report a folder this script wrote "
-                 "(a run's trace, read again on any machine) instead of running")
+  p.add_argument("--read", metavar="OUT/ENGINE", nargs="+", help="report a folder this "
+                 "script wrote (a run's trace, read again on any machine) instead of running; "
+                 "several: their kernel time by scope side by side")
   p.add_argument("--engines", nargs="+", default=["jaxmj", "mjx"])
   p.add_argument("--base-path", default="gpu_base",
                  help="folder holding the packages jaxmj_NAME of engines NAME")
@@ -140,10 +166,13 @@ def main():
     print(f"jaxmj at {args.export_base} is package {package} in {args.base_path}/ "
           f"(engine {args.name})")
     return
+  if args.read and len(args.read) > 1:
+    print("\n".join(compare(args.read)))
+    return
   if args.read:
-    with open(os.path.join(args.read, "meta.json")) as f:
+    with open(os.path.join(args.read[0], "meta.json")) as f:
       calls = json.load(f)["trace_calls"]
-    print("\n".join(report(args.read, calls, args.top)))
+    print("\n".join(report(args.read[0], calls, args.top)))
     return
   if not args.model:
     p.error("MODEL is required unless --read is given")

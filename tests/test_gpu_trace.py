@@ -68,6 +68,18 @@ def test_report_charges_kernels_to_scopes_with_their_bandwidth(tmp_path):
   assert gemm.split()[4] == "-"
 
 
+def test_compare_puts_runs_side_by_side_by_scope(tmp_path):
+  one, two = str(tmp_path / "jaxmj"), str(tmp_path / "bar")
+  _write_run(one, [{"ph": "X", "pid": 1, "name": "loop_add_fusion_1", "dur": 10.0},
+                   {"ph": "X", "pid": 1, "name": "loop_concatenate_fusion", "dur": 4.0}], calls=1)
+  _write_run(two, [{"ph": "X", "pid": 1, "name": "loop_add_fusion_1", "dur": 3.0}], calls=1)
+  lines = gpu_trace.compare([one, two])
+  assert lines[0].split()[-2:] == ["jaxmj", "bar"]
+  assert lines[1].split()[-2:] == ["14.0", "3.0"]  # all kernels
+  rows = {line[:30].strip(): line[30:].split() for line in lines[3:]}
+  assert rows == {"mj_rne": ["10.0", "3.0"], "mj_solve/hessian_solve": ["4.0", "0.0"]}
+
+
 def test_export_base_names_each_revision_its_own_package(tmp_path):
   """`--export-base REF --name NAME` adds package jaxmj_NAME beside the others, every jaxmj
   import renamed, so that one GPU call traces several revisions as engines NAME."""
