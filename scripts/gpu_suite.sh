@@ -39,8 +39,8 @@ H=$(python3 -c "import sys; sys.path.insert(0, '$here/scripts'); import bench; p
 PARTS=" ${PARTS:-suite fidelity profile} "
 part_suite() {
   el suite
-  # the reserve is for the parts after it; last, it takes all that is left
-  timeout "$(left "$([ "$p" = "$last" ] && echo 5 || echo 170)")" python3 "$here/scripts/bench.py" --suite gpu --batches "$B" --steps "$T" \
+  local reserve=170; [ "$p" = "$last" ] && reserve=5  # the reserve is for the parts after it
+  timeout "$(left $reserve)" python3 "$here/scripts/bench.py" --suite gpu --batches "$B" --steps "$T" \
     --stall-timeout 200 --json "$OUT/bench_gpu.json" --markdown "$OUT/bench_gpu.md" 2>&1 | quiet | tee "$OUT/bench_gpu.log"
 }
 part_fidelity() {

@@ -109,8 +109,7 @@ def compare(folders: list[str]) -> list[str]:
     with open(os.path.join(folder, "meta.json")) as f:
       columns.append(_scoped(folder, json.load(f)["trace_calls"]))
   names = [os.path.basename(os.path.normpath(f)) for f in folders]
-  order = list(dict.fromkeys(
-    [k for c in columns for k, _ in c[2].most_common()]))
+  order = list(dict.fromkeys(k for c in columns for k, _ in c[2].most_common()))
   lines = [f"{'us per call':30}" + "".join(f"{n[:12]:>13}" for n in names),
            f"{'all kernels':30}" + "".join(f"{sum(c[0].values()):13.1f}" for c in columns),
            f"{'kernel runs':30}" + "".join(f"{sum(c[1].values()):13.0f}" for c in columns)]
@@ -191,10 +190,9 @@ def run_engine(args, engine: str, md):
   folder = os.path.join(args.out, engine)
   shutil.rmtree(folder, ignore_errors=True)
   os.makedirs(folder)
-  if engine in profile_step.ENGINES and engine != "base":
-    make = profile_step.ENGINES[engine]
-  else:  # another revision, exported with --export-base REF --name ENGINE
-    make = functools.partial(profile_step.jaxmj_engine, package=f"jaxmj_{engine}")
+  # another revision: package jaxmj_ENGINE, written by --export-base REF --name ENGINE
+  make = profile_step.ENGINES.get(engine) or functools.partial(
+    profile_step.jaxmj_engine, package=f"jaxmj_{engine}")
   m, d1, forward, stages = make(args.model, md)
   d = jax.jit(jax.vmap(forward, in_axes=(None, 0)))(m, profile_step.batched(d1, args.batch))
   step = jax.jit(jax.vmap(stages["step"], in_axes=(None, 0)))
