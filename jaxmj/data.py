@@ -60,7 +60,7 @@ class Contact:
     return table[g1], table[g2]
 
 
-@pytree_dataclass
+@pytree_dataclass(batch_ref=("time", 0))
 class Data:
   """mjData: state, controls and everything computed from them. Every field is a leaf.
 

@@ -17,6 +17,7 @@ import operator
 from typing import Any, TypeVar
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 T = TypeVar("T")
@@ -109,39 +110,145 @@ def static_bundle(node) -> _Static:
   return bundle
 
 
-def pytree_dataclass(cls: type[T]) -> type[T]:
-  """Makes `cls` a frozen dataclass registered as a pytree (see module docstring)."""
+class _Aux:
+  """A node's aux data: its static bundle and the leaf fields that hold no entries.
+
+  An empty field is left out of the leaves and rebuilt on unflattening, with the leading
+  batch axes of the node's reference field (`batch_ref`): jit hands each leaf of its
+  arguments and results across on every call (~1-3 us a leaf) and XLA copies an empty
+  result like any other, for arrays that hold nothing. `empties`: ((name, shape without
+  the batch axes, dtype name), ...). `names`, `keys`, `get`: the leaf fields kept."""
+
+  __slots__ = ("bundle", "empties", "spec", "names", "keys", "get", "_filled", "_hash")
+
+  def __init__(self, bundle: _Static, empties: tuple, leaf_names: tuple):
+    self.bundle, self.empties = bundle, empties
+    self.spec = {n: (shape, dtype) for n, shape, dtype in empties}
+    gone = self.spec.keys()
+    self.names = tuple(n for n in leaf_names if n not in gone)
+    self.keys = tuple(jax.tree_util.GetAttrKey(n) for n in self.names)
+    get = operator.attrgetter(*self.names) if self.names else (lambda node: ())
+    self.get = (lambda node, g=get: (g(node),)) if len(self.names) == 1 else get
+    self._filled = {}  # batch shape -> {name: empty array}
+    self._hash = None
+
+  def __hash__(self) -> int:
+    if self._hash is None:
+      self._hash = hash((hash(self.bundle), self.empties))
+    return self._hash
+
+  def __eq__(self, other) -> bool:
+    return self is other or (isinstance(other, _Aux) and self.empties == other.empties
+                             and self.bundle == other.bundle)
+
+  def filled(self, batch: tuple) -> dict:
+    """The empty fields as arrays with leading axes `batch`, made once (concrete even when
+    unflattened inside a trace, so that a cached one never holds a tracer)."""
+    out = self._filled.get(batch)
+    if out is None:
+      with jax.ensure_compile_time_eval():
+        out = {n: jnp.zeros(batch + shape, dtype) for n, shape, dtype in self.empties}
+      self._filled[batch] = out
+    return out
+
+
+def _batch_shape(ref, rank: int) -> tuple | None:
+  shape = getattr(ref, "shape", None)
+  if shape is None or len(shape) < rank:
+    return None
+  return tuple(shape[:len(shape) - rank])
+
+
+def pytree_dataclass(cls: type[T] | None = None, *,
+                     batch_ref: tuple[str, int] | None = None) -> type[T]:
+  """Makes `cls` a frozen dataclass registered as a pytree (see module docstring).
+
+  batch_ref: (field, rank) of a leaf field that is never empty and has `rank` axes in one
+  unbatched node (Data's `time`: 0). Given it, leaf fields without entries are kept out of
+  the leaves (`_Aux`) and rebuilt with the reference's leading axes: outside a vmap a
+  batch of Data still has efc_J (B, 0, nv), inside it (0, nv).
+  """
+  if cls is None:
+    return lambda c: pytree_dataclass(c, batch_ref=batch_ref)
   cls = dataclasses.dataclass(frozen=True, eq=False)(cls)
   fields = dataclasses.fields(cls)
   static_names = tuple(f.name for f in fields if f.metadata.get(_STATIC))
   leaf_names = tuple(f.name for f in fields if not f.metadata.get(_STATIC))
-  keys = tuple(jax.tree_util.GetAttrKey(n) for n in leaf_names)
+  leaf_set = frozenset(leaf_names)
+  field_names = frozenset(f.name for f in fields)
+  ref_name, ref_rank = batch_ref if batch_ref else (None, 0)
+
+  def empty_spec(x, batch: tuple):
+    """(shape without the batch axes, dtype name) of a field with no entries that carries
+    the batch axes, else None (kept as a leaf)."""
+    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    if shape is None or dtype is None or len(shape) < len(batch) or 0 not in shape:
+      return None
+    if tuple(shape[:len(batch)]) != batch or 0 in batch:
+      return None
+    return tuple(shape[len(batch):]), np.dtype(dtype).name
+
+  def batch_of(fields: dict) -> tuple:
+    """The batch axes of a node's fields; none where the reference is not an array (a tree
+    of vmap axes or shardings, whose empty fields are unbatched arrays: unflatten)."""
+    batch = _batch_shape(fields[ref_name], ref_rank)
+    return () if batch is None else batch
+
+  def aux_of(node) -> _Aux:
+    """The node's aux data, made once per instance (a node from unflattening has its own)."""
+    aux = node.__dict__.get("_aux")
+    if aux is None:
+      empties = ()
+      if ref_name:
+        batch = batch_of(node.__dict__)
+        specs = ((n, empty_spec(getattr(node, n), batch)) for n in leaf_names)
+        empties = tuple((n,) + s for n, s in specs if s is not None)
+      aux = _Aux(static_bundle(node), empties, leaf_names)
+      object.__setattr__(node, "_aux", aux)
+    return aux
 
   def flatten_with_keys(node):
-    return tuple(zip(keys, (getattr(node, n) for n in leaf_names))), static_bundle(node)
+    aux = aux_of(node)
+    return tuple(zip(aux.keys, aux.get(node))), aux
 
   # jit flattens its arguments and unflattens its outputs on every call: with a step's
   # hundreds of leaves these run in C (attrgetter, dict.update), not per field in Python.
-  get_leaves = operator.attrgetter(*leaf_names) if leaf_names else (lambda node: ())
-  if len(leaf_names) == 1:
-    get_leaves = lambda node, get=get_leaves: (get(node),)  # noqa: E731
-
   def flatten(node):
-    return get_leaves(node), static_bundle(node)
+    aux = aux_of(node)
+    return aux.get(node), aux
 
-  def unflatten(bundle: _Static, children):
+  def unflatten(aux: _Aux, children):
     node = object.__new__(cls)
     fields = node.__dict__
-    fields.update(zip(leaf_names, children))
-    fields.update(zip(static_names, bundle.values))
-    fields["_static_bundle"] = bundle
+    fields.update(zip(aux.names, children))
+    fields.update(zip(static_names, aux.bundle.values))
+    fields["_static_bundle"] = aux.bundle
+    fields["_aux"] = aux
+    if aux.empties:
+      fields.update(aux.filled(batch_of(fields)))
     return node
 
   jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
 
   def replace(self, **changes):
-    """Returns a copy with `changes` applied (the node itself is immutable)."""
-    return dataclasses.replace(self, **changes)
+    """Returns a copy with `changes` applied (the node itself is immutable). The copy keeps
+    the original's aux data while the changes keep its static fields and which fields are
+    empty, so that `d.replace(ctrl=u)` in a loop costs no walk over every field."""
+    bad = changes.keys() - field_names
+    if bad:
+      raise TypeError(f"{cls.__name__}.replace() got an unexpected field {sorted(bad)[0]!r}")
+    node = object.__new__(cls)
+    state = node.__dict__
+    state.update(self.__dict__)
+    state.update(changes)
+    if not changes.keys() <= leaf_set:
+      state.pop("_static_bundle", None)
+      state.pop("_aux", None)
+    elif ref_name and "_aux" in state:  # kept while no change moves a field in or out
+      spec, batch = state["_aux"].spec, batch_of(state)
+      if any(spec.get(n) != empty_spec(v, batch) for n, v in changes.items()):
+        state.pop("_aux")
+    return node
 
   cls.replace = replace
   cls._static_names = static_names

@@ -134,7 +134,7 @@ class Option:
 
 
 
-@pytree_dataclass
+@pytree_dataclass(batch_ref=("body_mass", 1))
 class Model:
   """mjModel: the compiled model. Build with `Model.from_xml_path` / `from_xml_string`.
 

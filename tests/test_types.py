@@ -117,6 +117,66 @@ def test_pytree_flatten_agrees_with_its_keyed_flatten_and_round_trips():
       assert getattr(y, name) is getattr(x, name), name
 
 
+def test_empty_fields_are_not_leaves_and_keep_their_batch_axes():
+  # jit pays per leaf on every call; an array without entries is rebuilt from the aux data,
+  # with the batch axes of Data.time (Model.body_mass) outside a vmap and none inside it
+  import jax
+  import jax.numpy as jnp
+
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "humanoid_floor.xml"))
+  d = jaxmj.make_data(m)
+  assert d.act.shape == (0,) and d.ten_J.shape == (0, m.nv)
+  assert all(x.size for x in jax.tree.leaves(d)) and all(x.size for x in jax.tree.leaves(m))
+  assert len(jax.tree.leaves(d)) < len(type(d)._leaf_names)
+
+  db = jax.tree.map(lambda x: jnp.stack([x, x, x]), d)
+  assert db.act.shape == (3, 0) and db.ten_J.shape == (3, 0, m.nv)
+  seen = []
+
+  def step(d):
+    seen.append((d.act.shape, d.ten_J.shape))
+    return jaxmj.step(m, d)
+
+  out = jax.jit(jax.vmap(step))(db)
+  assert seen == [((0,), (0, m.nv))]
+  assert out.act.shape == (3, 0) and out.ten_J.shape == (3, 0, m.nv)
+  assert out.act.dtype == d.act.dtype and out.ten_wrapadr.dtype == d.ten_wrapadr.dtype
+  assert jax.tree.map(lambda x: x[1], out).ten_J.shape == (0, m.nv)
+  assert jax.tree.structure(out) == jax.tree.structure(db) == jax.tree.structure(d)
+  # a spec tree (vmap's in_axes) has no leaf for an empty field
+  axes = jax.tree.map(lambda _: 0, d)
+  assert jax.tree.leaves(axes) == [0] * len(jax.tree.leaves(d))
+  mb = jax.tree.map(lambda x: jnp.stack([x, x]), m)
+  assert mb.actuator_gear.shape == (2,) + m.actuator_gear.shape
+  inside = []
+  jax.vmap(lambda m: inside.append(m.actuator_gear.shape))(mb)
+  assert inside == [m.actuator_gear.shape]
+
+
+def test_replace_moves_a_field_between_leaves_and_empties():
+  import jax
+  import jax.numpy as jnp
+
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "humanoid_floor.xml"))
+  d = jaxmj.make_data(m)
+  n = len(jax.tree.leaves(d))
+  assert len(jax.tree.leaves(d.replace(ctrl=jnp.zeros(2)))) == n + 1
+  assert len(jax.tree.leaves(d.replace(qvel=jnp.zeros(0)))) == n - 1
+  assert len(jax.tree.leaves(d.replace(qvel=d.qvel + 1))) == n
+  assert jax.tree.structure(d.replace(qvel=d.qvel + 1)) == jax.tree.structure(d)
+  assert jax.tree.structure(d.replace(act=jnp.zeros(0, jnp.int32))) != jax.tree.structure(d)
+  # vmap axes for a randomized Model, as envs.randomize builds them
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  ax = jax.tree.map(lambda _: None, m).replace(body_mass=0)
+  assert jax.tree.leaves(ax) == [0] and ax.tendon_range.shape == m.tendon_range.shape == (0, 2)
+  masses = jnp.stack([m.body_mass, 2 * m.body_mass])
+  out = jax.vmap(jaxmj.step, in_axes=(ax, None))(m.replace(body_mass=masses),
+                                                 jaxmj.make_data(m))
+  assert out.qpos.shape == (2, m.nq) and out.ten_J.shape == (2, 0, m.nv)
+  with pytest.raises(TypeError, match="unexpected field 'nope'"):
+    d.replace(nope=1)
+
+
 def test_model_and_data_pickle_round_trip():
   # multiprocessing and user checkpoints pickle a Model; its Visual held mappingproxies
   import pickle

@@ -114,6 +114,7 @@ def settle_carry_tangents(step: Callable, consts, carry, xs, quiet_consts=()):
   quiet = [any(jax.tree_util.keystr(p).startswith(q) for q in quiet_consts)
            for p, _ in jax.tree_util.tree_flatten_with_path(consts)[0]]
   paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(carry)[0]]
+  xs = {k: v for k, v in xs.items() if k in paths}  # an empty field is no leaf (pytree.py)
   xs_at = [paths.index(k) for k in xs]
 
   def anchored(consts, leaves, xs):
