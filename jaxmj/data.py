@@ -15,7 +15,7 @@ import numpy as np
 from jaxmj.pytree import pytree_dataclass, static
 
 
-@pytree_dataclass
+@pytree_dataclass(batch_ref=("dist", 1))
 class Contact:
   """mjContact for a fixed number of contact slots `ncon` (static for a model).
 

@@ -163,10 +163,11 @@ def pytree_dataclass(cls: type[T] | None = None, *,
                      batch_ref: tuple[str, int] | None = None) -> type[T]:
   """Makes `cls` a frozen dataclass registered as a pytree (see module docstring).
 
-  batch_ref: (field, rank) of a leaf field that is never empty and has `rank` axes in one
-  unbatched node (Data's `time`: 0). Given it, leaf fields without entries are kept out of
-  the leaves (`_Aux`) and rebuilt with the reference's leading axes: outside a vmap a
-  batch of Data still has efc_J (B, 0, nv), inside it (0, nv).
+  batch_ref: (field, rank) of a leaf field with `rank` axes in one unbatched node (Data's
+  `time`: 0; Contact's `dist`: 1, a leaf even without entries). Given it, the other leaf
+  fields without entries are kept out of the leaves (`_Aux`) and rebuilt with the
+  reference's leading axes: outside a vmap a batch of Data still has act (B, 0), inside it
+  (0,).
   """
   if cls is None:
     return lambda c: pytree_dataclass(c, batch_ref=batch_ref)
@@ -201,7 +202,7 @@ def pytree_dataclass(cls: type[T] | None = None, *,
       empties = ()
       if ref_name:
         batch = batch_of(node.__dict__)
-        specs = ((n, empty_spec(getattr(node, n), batch)) for n in leaf_names)
+        specs = ((n, empty_spec(getattr(node, n), batch)) for n in leaf_names if n != ref_name)
         empties = tuple((n,) + s for n, s in specs if s is not None)
       aux = _Aux(static_bundle(node), empties, leaf_names)
       object.__setattr__(node, "_aux", aux)
@@ -246,7 +247,8 @@ def pytree_dataclass(cls: type[T] | None = None, *,
       state.pop("_aux", None)
     elif ref_name and "_aux" in state:  # kept while no change moves a field in or out
       spec, batch = state["_aux"].spec, batch_of(state)
-      if any(spec.get(n) != empty_spec(v, batch) for n, v in changes.items()):
+      if any(spec.get(n) != (None if n == ref_name else empty_spec(v, batch))
+             for n, v in changes.items()):
         state.pop("_aux")
     return node
 

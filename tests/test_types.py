@@ -146,6 +146,11 @@ def test_empty_fields_are_not_leaves_and_keep_their_batch_axes():
   # a spec tree (vmap's in_axes) has no leaf for an empty field
   axes = jax.tree.map(lambda _: 0, d)
   assert jax.tree.leaves(axes) == [0] * len(jax.tree.leaves(d))
+  # a contact-free model's Contact keeps only dist, its batch reference, as a leaf
+  p = jaxmj.make_data(jaxmj.Model.from_xml_path(os.path.join(MODELS, "pendulum.xml")))
+  assert [x.shape for x in jax.tree.leaves(p.contact)] == [(0,)]
+  pb = jax.jit(lambda p: jax.tree.map(lambda x: jnp.stack([x, x]), p))(p)
+  assert pb.contact.frame.shape == (2, 0, 3, 3) and pb.contact.active.dtype == bool
   mb = jax.tree.map(lambda x: jnp.stack([x, x]), m)
   assert mb.actuator_gear.shape == (2,) + m.actuator_gear.shape
   inside = []
