@@ -62,7 +62,9 @@ class Contact:
 
 @pytree_dataclass(batch_ref=("time", 0))
 class Data:
-  """mjData: state, controls and everything computed from them. Every field is a leaf.
+  """mjData: state, controls and everything computed from them. Every field is a leaf but
+  those without entries for the model (`act` with na = 0, ...: rebuilt from the aux data
+  with the batch axes of `time`, see pytree.py).
 
   Fields that mjData stores sparsely are dense here (`qM`, `qLD`); `warning` counts per
   mjtWarning how often a step found the state invalid (NaN or beyond 1e10).

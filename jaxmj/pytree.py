@@ -3,7 +3,8 @@
 A field declared with `static()` (numpy arrays, ints, enums, dicts of names) lives in the
 pytree's aux data: it is known at trace time, so code can index and branch on it, and
 `jit` recompiles when it changes. Every other field is a leaf: traced, batchable with
-`vmap`, differentiable with `grad`.
+`vmap`, differentiable with `grad`; in a class with a `batch_ref`, a field with no entries is
+not (`_Aux`): there is nothing to trace, and jit pays for every leaf on every call.
 
 Aux data must be hashable and comparable, and numpy arrays are neither, so static fields
 are wrapped in `_Static`, whose hash digests the arrays' bytes once per instance.
