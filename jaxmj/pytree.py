@@ -120,10 +120,11 @@ class _Aux:
   result like any other, for arrays that hold nothing. `empties`: ((name, shape without
   the batch axes, dtype name), ...). `names`, `keys`, `get`: the leaf fields kept."""
 
-  __slots__ = ("bundle", "empties", "spec", "names", "keys", "get", "_filled", "_hash")
+  __slots__ = ("bundle", "empties", "leaf_names", "spec", "names", "keys", "get", "_filled",
+               "_hash")
 
   def __init__(self, bundle: _Static, empties: tuple, leaf_names: tuple):
-    self.bundle, self.empties = bundle, empties
+    self.bundle, self.empties, self.leaf_names = bundle, empties, leaf_names
     self.spec = {n: (shape, dtype) for n, shape, dtype in empties}
     gone = self.spec.keys()
     self.names = tuple(n for n in leaf_names if n not in gone)
@@ -132,6 +133,9 @@ class _Aux:
     self.get = (lambda node, g=get: (g(node),)) if len(self.names) == 1 else get
     self._filled = {}  # batch shape -> {name: empty array}
     self._hash = None
+
+  def __reduce__(self):  # `get` may be a lambda, `_filled` holds device arrays
+    return _Aux, (self.bundle, self.empties, self.leaf_names)
 
   def __hash__(self) -> int:
     if self._hash is None:
@@ -247,10 +251,12 @@ def pytree_dataclass(cls: type[T] | None = None, *,
       state.pop("_static_bundle", None)
       state.pop("_aux", None)
     elif ref_name and "_aux" in state:  # kept while no change moves a field in or out
-      spec, batch = state["_aux"].spec, batch_of(state)
-      if any(spec.get(n) != (None if n == ref_name else empty_spec(v, batch))
+      aux, batch = state["_aux"], batch_of(state)
+      if any(aux.spec.get(n) != (None if n == ref_name else empty_spec(v, batch))
              for n, v in changes.items()):
         state.pop("_aux")
+      elif ref_name in changes and aux.empties:  # the empties take the new batch axes
+        state.update(aux.filled(batch))
     return node
 
   cls.replace = replace

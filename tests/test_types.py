@@ -170,6 +170,7 @@ def test_replace_moves_a_field_between_leaves_and_empties():
   assert len(jax.tree.leaves(d.replace(qvel=d.qvel + 1))) == n
   assert jax.tree.structure(d.replace(qvel=d.qvel + 1)) == jax.tree.structure(d)
   assert jax.tree.structure(d.replace(act=jnp.zeros(0, jnp.int32))) != jax.tree.structure(d)
+  assert d.replace(time=jnp.zeros(4)).ten_J.shape == (4, 0, m.nv)
   # vmap axes for a randomized Model, as envs.randomize builds them
   m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
   ax = jax.tree.map(lambda _: None, m).replace(body_mass=0)
@@ -190,7 +191,8 @@ def test_model_and_data_pickle_round_trip():
 
   m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "humanoid_floor.xml"))
   d = jaxmj.make_data(m)
-  for x in (m, d):
+  jax.tree.leaves((m, d))  # each node then holds its aux data (pytree._Aux)
+  for x in (m, d, jax.jit(jaxmj.forward)(m, d)):
     y = pickle.loads(pickle.dumps(x))
     assert jax.tree.structure(y) == jax.tree.structure(x)
     for a, b in zip(jax.tree.leaves(x), jax.tree.leaves(y)):
