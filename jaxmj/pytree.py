@@ -184,13 +184,13 @@ def pytree_dataclass(cls: type[T] | None = None, *,
   field_names = frozenset(f.name for f in fields)
   ref_name, ref_rank = batch_ref if batch_ref else (None, 0)
 
-  def empty_spec(x, batch: tuple):
-    """(shape without the batch axes, dtype name) of a field with no entries that carries
-    the batch axes, else None (kept as a leaf)."""
+  def empty_spec(name: str, x, batch: tuple):
+    """(shape without the batch axes, dtype name) of field `name` holding x, where x has no
+    entries and carries the batch axes and the field is not the reference; else None (a
+    leaf)."""
     shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
-    if shape is None or dtype is None or len(shape) < len(batch) or 0 not in shape:
-      return None
-    if tuple(shape[:len(batch)]) != batch or 0 in batch:
+    if (name == ref_name or shape is None or dtype is None or 0 not in shape or 0 in batch
+        or tuple(shape[:len(batch)]) != batch):
       return None
     return tuple(shape[len(batch):]), np.dtype(dtype).name
 
@@ -207,7 +207,7 @@ def pytree_dataclass(cls: type[T] | None = None, *,
       empties = ()
       if ref_name:
         batch = batch_of(node.__dict__)
-        specs = ((n, empty_spec(getattr(node, n), batch)) for n in leaf_names if n != ref_name)
+        specs = ((n, empty_spec(n, getattr(node, n), batch)) for n in leaf_names)
         empties = tuple((n,) + s for n, s in specs if s is not None)
       aux = _Aux(static_bundle(node), empties, leaf_names)
       object.__setattr__(node, "_aux", aux)
@@ -252,8 +252,7 @@ def pytree_dataclass(cls: type[T] | None = None, *,
       state.pop("_aux", None)
     elif ref_name and "_aux" in state:  # kept while no change moves a field in or out
       aux, batch = state["_aux"], batch_of(state)
-      if any(aux.spec.get(n) != (None if n == ref_name else empty_spec(v, batch))
-             for n, v in changes.items()):
+      if any(aux.spec.get(n) != empty_spec(n, v, batch) for n, v in changes.items()):
         state.pop("_aux")
       elif ref_name in changes and aux.empties:  # the empties take the new batch axes
         state.update(aux.filled(batch))
