@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math
+from jaxmj import math, platform
 from jaxmj.constants import MINVAL
 from jaxmj.scan import body_plan, cached_plan
 from jaxmj.types import Data, JointType, Model
@@ -15,6 +15,16 @@ from jaxmj.types import Data, JointType, Model
 # per body; larger ones a level at a time (`_subtree_levels`, a gather per child slot), whose
 # trace grows with the tree's depth and branching, not its size.
 SUBTREE_UNROLL_MAX = 64
+
+
+def materialized(x: jnp.ndarray) -> jnp.ndarray:
+  """x written out once off the CPU: a tree pass's input or result that XLA's GPU fusion
+  would otherwise recompute inside every consumer's kernel, per output element. On an H200
+  (MJX's humanoid, 8192 worlds) barriers on the passes' inputs and results took mj_rne's
+  kernels from 715 to 62 us a step and all of the step's from 2347 to 1708 us (docs/speed.md,
+  "GPU runs", 2026-12-04 evening). XLA:CPU removes the barriers before fusing, so the CPU
+  keeps x as is. Values unchanged."""
+  return x if platform.traces_for_cpu() else jax.lax.optimization_barrier(x)
 
 
 @cached_plan
@@ -57,13 +67,14 @@ def subtree_sum(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
 
   @jax.custom_jvp
   def ordered(x):
+    x = materialized(x)
     parent = np.asarray(m.body_parentid)
     if m.nbody <= SUBTREE_UNROLL_MAX:
       rows = list(jnp.unstack(x))
       for i in range(m.nbody - 1, 0, -1):
         if world or parent[i]:
           rows[parent[i]] = rows[parent[i]] + rows[i]
-      return math.stack(rows) if rows else x
+      return materialized(math.stack(rows)) if rows else x
     plan, below, blocks = _subtree_levels(m), None, []
     for k in range(len(plan["level"]) - 1, -1, -1):
       block = x[plan["level"][k]]
@@ -72,7 +83,7 @@ def subtree_sum(m: Model, x: jnp.ndarray, world: bool = True) -> jnp.ndarray:
         block = jnp.where(has, block + below[np.maximum(kid, 0)], block)
       blocks.append(block)
       below = block
-    return jnp.concatenate(blocks[::-1])[plan["place"]]
+    return materialized(jnp.concatenate(blocks[::-1])[plan["place"]])
 
   ordered.defjvp(lambda primals, tangents: (ordered(*primals), product(tangents[0])))
   return ordered(x)
@@ -97,11 +108,12 @@ def path_sum(parent: np.ndarray, own: jnp.ndarray, root: jnp.ndarray) -> jnp.nda
   parent = np.asarray(parent)
   n = len(parent)
   root = jnp.broadcast_to(root, own.shape[1:]).astype(own.dtype)
+  own = materialized(own)
   if n <= SUBTREE_UNROLL_MAX:
     rows, own_rows = [root], jnp.unstack(own)
     for i in range(1, n):
       rows.append(rows[parent[i]] + own_rows[i])
-    return math.stack(rows)
+    return materialized(math.stack(rows))
   depth = np.zeros(n, int)
   for i in range(1, n):
     depth[i] = depth[parent[i]] + 1
@@ -116,7 +128,7 @@ def path_sum(parent: np.ndarray, own: jnp.ndarray, root: jnp.ndarray) -> jnp.nda
   for nodes in level[1:]:
     blocks.append(blocks[-1][at[parent[nodes]]] + own[nodes])
   start = np.cumsum([0] + [len(nodes) for nodes in level])
-  return jnp.concatenate(blocks)[start[depth] + at]
+  return materialized(jnp.concatenate(blocks)[start[depth] + at])
 
 
 def subtree_mass(m: Model) -> jnp.ndarray:
