@@ -46,3 +46,13 @@ def by_platform(*args, cpu: Callable, default: Callable):
   """`cpu(*args)` where traces take the CPU's forms, else `default(*args)`: the choice of
   `lax.platform_dependent(*args, cpu=cpu, default=default)`, made at trace time."""
   return cpu(*args) if traces_for_cpu() else default(*args)
+
+
+def materialized(x: jax.Array) -> jax.Array:
+  """x written out once off the CPU: a value that XLA's GPU fusion would otherwise recompute
+  inside every consumer's kernel, per output element. On an H200 (MJX's humanoid, 8192
+  worlds) barriers on the tree passes' inputs and results (smooth/com.py) took mj_rne's
+  kernels from 715 to 62 us a step and all of the step's from 2347 to 1708 us (docs/speed.md,
+  "GPU runs", 2026-12-04 evening). XLA:CPU removes the barriers before fusing, so the CPU
+  keeps x as is. Values unchanged."""
+  return x if traces_for_cpu() else jax.lax.optimization_barrier(x)

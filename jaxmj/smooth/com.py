@@ -6,8 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj import math, platform
+from jaxmj import math
 from jaxmj.constants import MINVAL
+from jaxmj.platform import materialized
 from jaxmj.scan import body_plan, cached_plan
 from jaxmj.types import Data, JointType, Model
 
@@ -15,16 +16,6 @@ from jaxmj.types import Data, JointType, Model
 # per body; larger ones a level at a time (`_subtree_levels`, a gather per child slot), whose
 # trace grows with the tree's depth and branching, not its size.
 SUBTREE_UNROLL_MAX = 64
-
-
-def materialized(x: jnp.ndarray) -> jnp.ndarray:
-  """x written out once off the CPU: a tree pass's input or result that XLA's GPU fusion
-  would otherwise recompute inside every consumer's kernel, per output element. On an H200
-  (MJX's humanoid, 8192 worlds) barriers on the passes' inputs and results took mj_rne's
-  kernels from 715 to 62 us a step and all of the step's from 2347 to 1708 us (docs/speed.md,
-  "GPU runs", 2026-12-04 evening). XLA:CPU removes the barriers before fusing, so the CPU
-  keeps x as is. Values unchanged."""
-  return x if platform.traces_for_cpu() else jax.lax.optimization_barrier(x)
 
 
 @cached_plan
