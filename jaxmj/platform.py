@@ -53,6 +53,6 @@ def materialized(x: jax.Array) -> jax.Array:
   inside every consumer's kernel, per output element. On an H200 (MJX's humanoid, 8192
   worlds) barriers on the tree passes' inputs and results (smooth/com.py) took mj_rne's
   kernels from 715 to 62 us a step and all of the step's from 2347 to 1708 us (docs/speed.md,
-  "GPU runs", 2026-12-04 evening). XLA:CPU removes the barriers before fusing, so the CPU
+  "On a GPU", 2026-12-04 evening). XLA:CPU removes the barriers before fusing, so the CPU
   keeps x as is. Values unchanged."""
   return x if traces_for_cpu() else jax.lax.optimization_barrier(x)
