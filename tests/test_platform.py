@@ -62,6 +62,22 @@ def test_trace_for_gpu_takes_the_other_forms(gpu_forms):
   assert not platform.traces_for_cpu() and _pick() == ("other", 1)
 
 
+def _barriers(f, x) -> int:
+  return str(jax.make_jaxpr(f)(x)).count("optimization_barrier")
+
+
+def test_materialized_is_a_barrier_off_the_cpu_only(gpu_forms):
+  x = jnp.arange(6.0).reshape(2, 3)
+  f = lambda x: platform.materialized(x * 2.0)[:, 0]  # noqa: E731
+  assert _barriers(f, x) == 1
+  np.testing.assert_array_equal(jax.jit(f)(x), [0.0, 6.0])
+  grad = jax.grad(lambda x: jnp.sum(f(x) ** 2))(x)  # the barrier transposes
+  np.testing.assert_array_equal(grad, [[0, 0, 0], [24, 0, 0]])
+  platform.TRACE_FOR = "cpu"
+  jax.clear_caches()  # the trace above would serve this one
+  assert _barriers(f, x) == 0
+
+
 def test_gpu_forms_step_like_mj_step(gpu_forms):
   # one step from each of MuJoCo's states along its trajectory (the stack's resting contacts
   # make a rollout's round-off grow, in MuJoCo's own trajectories too)
