@@ -16,7 +16,7 @@ rollout is counted beside it. `--base REF` counts jaxmj at git REF too, in the s
 
 Usage:
   python scripts/grad_kernels.py [--model box_stack] [--nstep 50] [--scope mj_collision]
-      [--pass transposed|forward] [--frames 1] [--top 20] [--base REF]
+      [--pass transposed|forward] [--frames 1] [--top 20] [--base REF] [--x64]
 """
 
 from __future__ import annotations
@@ -84,7 +84,10 @@ def main() -> None:
   p.add_argument("--frames", type=int, default=1, help="stack frames per source line")
   p.add_argument("--top", type=int, default=20)
   p.add_argument("--base", metavar="REF", help="also jaxmj at git REF")
+  p.add_argument("--x64", action="store_true", help="float64 (default float32)")
   args = p.parse_args()
+  # set here: compile_time, imported above, turns float64 on for its own measurements
+  jax.config.update("jax_enable_x64", args.x64)
   path = args.model if os.path.exists(args.model) else os.path.join(
     ROOT, "models", f"{args.model}.xml")
   report("tree", jaxmj, path, args)
