@@ -18,7 +18,8 @@ from import_graph import find_cycle, module_graph
 LAYERS = [
   ("core", ["jaxmj.types", "jaxmj.data", "jaxmj.enums", "jaxmj.pytree", "jaxmj.math",
             "jaxmj.constants", "jaxmj.scan", "jaxmj.visual", "jaxmj.names", "jaxmj.linalg",
-            "jaxmj.source", "jaxmj.loops", "jaxmj.tracing_gc", "jaxmj.platform"]),
+            "jaxmj.source", "jaxmj.loops", "jaxmj.tracing_gc", "jaxmj.platform",
+            "jaxmj.tangent_gate"]),
   ("smooth", ["jaxmj.smooth"]),
   ("collision", ["jaxmj.collision"]),
   ("actuation", ["jaxmj.actuation"]),

@@ -42,6 +42,7 @@ from jaxmj.constraint.rows import (
   rows,
 )
 from jaxmj.smooth import mass, tendon
+from jaxmj.tangent_gate import gated_tangent
 from jaxmj.types import Data, EnableBit, Model
 
 
@@ -136,8 +137,35 @@ def make_constraint(m: Model, d: Data) -> Data:
   efc_type, efc_id, efc_active, efc_J, efc_pos, efc_margin, efc_frictionloss, efc_diagA,
   efc_R, efc_D, efc_vel, efc_aref (efc_force and efc_state are kept, or zeroed when the
   row count changed). d.contact.efc_address is not read: rows come from the layout.
+  Differentiated on the CPU, a step in which no row is active gives the efc fields zero
+  tangents (`tangent_gate`): fixed shapes keep rows that MuJoCo does not have, whose
+  values (an inactive limit's distance, say) have tangents in a step where some row is
+  active.
   """
   lay = efc_layout(m, d.contact.dim)
+  force, state = d.efc_force, d.efc_state
+  if force.shape != (lay.nefc,):
+    force, state = jnp.zeros(lay.nefc, d.qpos.dtype), jnp.zeros(lay.nefc, jnp.int32)
+  if m.opt.grad_smoothing or m.opt.grad_smoothing_friction or lay.nefc == 0:
+    out = _make_rows(m, d, lay)  # smoothing reads the tangents of rows not in use
+  else:
+    # A step with no row in use has none of MuJoCo's rows: their tangents are not computed
+    # (exact: an inactive row takes no force and no weight in the solver or its implicit
+    # derivative, jaxmj/solver/driver.py, and an inactive contact pulls nothing). A falling
+    # humanoid's gradient took 0.89x the time (docs/gradients.md, "Contact-free steps"); the
+    # colliders under the same gate gained nothing.
+    out = gated_tangent(lambda out: jnp.any(out["efc_active"]), partial(_make_rows, lay=lay),
+                        m, d)
+  pull = out.pop("adhesion_pull", None)
+  if pull is not None:
+    out["qfrc_passive"] = d.qfrc_passive - pull
+  return d.replace(**out, efc_force=force, efc_state=state)
+
+
+def _make_rows(m: Model, d: Data, lay: EfcLayout) -> dict:
+  """make_constraint's rows: the efc fields it writes but efc_force and efc_state, and
+  with contact adhesion `adhesion_pull` (nv,), the adhesion forces' pull (J' share) that
+  qfrc_passive loses."""
   dt = d.qpos.dtype
   ften, lten = lay.friction_ten, lay.limit_ten  # tendon rows follow the dof / joint rows
   factors = contact_factors(m, d, lay) if lay.nc else None
@@ -188,22 +216,20 @@ def make_constraint(m: Model, d: Data) -> Data:
   vel = vel + surfacevel.efc_vel_offset(m, d, lay)
   aref = -B * vel - K * imp * (r["pos"] - r["margin"]) - r["bias"]  # bias: Jdot v
   share = adhesion.efc_share(m, d, lay)
+  passive = {}
   if share is not None:  # contact adhesion: shifted normal force, pull in qfrc_passive
     aref = aref + share * R
-    d = d.replace(qfrc_passive=d.qfrc_passive - share @ J)
+    passive = dict(adhesion_pull=share @ J)
   active = r["active"]
-  force, state = d.efc_force, d.efc_state
-  if force.shape != (lay.nefc,):
-    force, state = jnp.zeros(lay.nefc, dt), jnp.zeros(lay.nefc, jnp.int32)
   efc = dict(
     efc_type=jnp.asarray(lay.efc_type), efc_id=jnp.asarray(lay.efc_id), efc_active=active,
     efc_pos=r["pos"], efc_margin=r["margin"], efc_frictionloss=r["frictionloss"],
     efc_diagA=R * imp / (1 - imp), efc_R=R, efc_D=jnp.where(active, 1 / R, 0.0),
-    efc_vel=vel, efc_aref=aref, efc_force=force, efc_state=state)
+    efc_vel=vel, efc_aref=aref)
   # Materialize the rows once, before the solver reads them: without this barrier XLA fuses
   # the row assembly (contact Jacobians, gathers) into the solver's consumers and recomputes
   # it there. A vmapped step of box_pile / humanoid_floor is ~30% faster on CPU with it
   # (scripts/profile_step.py); values and derivatives are unchanged.
   if products:  # efc_J's tangent outside the barrier: no derivative reads it (_barrier)
-    return d.replace(**_barrier(dict(efc, efc_J=J)))
-  return d.replace(efc_J=J, **jax.lax.optimization_barrier(efc))
+    return dict(_barrier(dict(efc, efc_J=J)), **passive)
+  return dict(efc_J=J, **jax.lax.optimization_barrier(efc), **passive)
