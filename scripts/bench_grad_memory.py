@@ -17,7 +17,8 @@ For models/humanoid_floor.xml (contacts, default solver settings; float32 unless
            2-core machine per-round ratios spread by +-15-30% at load 6-13 (docs/gradients.md, Long
            horizons), so compare revisions with --base, whose tree-over-REF ratios per
            round (both timed in the same round) are the figures to read, over several runs;
-           --cpu N pins the process to one core.
+           --cpu N pins the process to one core. On an accelerator the times are wall
+           times (the host only waits for the device there).
 
   python scripts/bench_grad_memory.py [--nsteps 100 300 1000] [--iterations 1 50]
   python scripts/bench_grad_memory.py --ratio-only --model box_stack   (the ratio alone)
@@ -120,13 +121,20 @@ def settled(path, nstep):
 
 
 def cpu_times(fn, x, calls):
-  """This process's CPU time (s) of each of `calls` back-to-back calls of `fn(x)`."""
+  """Time (s) of each of `calls` back-to-back calls of `fn(x)`: this process's CPU time on
+  the CPU (steadier than wall time on a loaded machine), wall time on an accelerator (the
+  host only waits there; its CPU time says nothing of the device's)."""
+  clock = time.process_time if jax.default_backend() == "cpu" else time.perf_counter
   out = []
   for _ in range(calls):
-    c = time.process_time()
+    c = clock()
     jax.block_until_ready(fn(x))
-    out.append(time.process_time() - c)
+    out.append(clock() - c)
   return out
+
+
+def time_kind() -> str:
+  return "CPU time" if jax.default_backend() == "cpu" else f"wall time ({jax.default_backend()})"
 
 
 def interleaved(fns, rounds, calls):
@@ -160,7 +168,7 @@ def report_ratio(m, d, qvel, t, repeats, calls=10):
   fwd = best["forward"]
   for ck in (None, True):
     print(f"T {t} checkpoint {str(ck):5s}: forward {np.median(fwd) * 1e3:.2f} ms, gradient "
-          f"{np.median(best[ck]) * 1e3:.2f} ms CPU time (medians of {repeats} rounds' least of "
+          f"{np.median(best[ck]) * 1e3:.2f} ms {time_kind()} (medians of {repeats} rounds' least of "
           f"{calls} calls), ratio per round {spread(best[ck] / fwd)}, of least times "
           f"{best[ck].min() / fwd.min():.2f}", flush=True)
 
@@ -187,7 +195,7 @@ def report_ab(path, start, ref, t, repeats, calls=10):
     fwd, grad = best[name, "forward"], best[name, "gradient"]
     ratio[name] = grad / fwd
     print(f"{name:>8s} T {t}: forward {np.median(fwd) * 1e3:.2f} ms, gradient "
-          f"{np.median(grad) * 1e3:.2f} ms CPU time (medians of {repeats} rounds' least of "
+          f"{np.median(grad) * 1e3:.2f} ms {time_kind()} (medians of {repeats} rounds' least of "
           f"{calls} calls), ratio per round {spread(ratio[name])}, of least times "
           f"{grad.min() / fwd.min():.2f}", flush=True)
   rel = {k: best["tree", k] / best[ref, k] for k in ("forward", "gradient")}

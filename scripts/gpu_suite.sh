@@ -17,8 +17,10 @@
 # fast arithmetic and jaxmj at each other revision gpu_base/ holds (`scripts/gpu_trace.py
 # --export-base REF --name NAME` writes one): each kernel's time charged to jaxmj's stages, trace
 # and HLO packed into $OUT/trace.tgz for reading offline (the device tool brings back 8 files),
-# ~45 s an engine). Each part gets a deadline so a slow part
-# cannot take the rest's results; bench.py prints every row as it ends. A second call on the
+# ~45 s an engine), grad (issue 19's cost of reverse mode on the device: a 50-step rollout's
+# gradient over its forward in wall time, humanoid_floor falling and box_stack, one world,
+# scripts/bench_grad_memory.py --ratio-only; 2-4 min a model on the 2-core CPU, mostly
+# compiling). Each part gets a deadline so a slow part cannot take the rest's results; bench.py prints every row as it ends. A second call on the
 # still-warm machine can run the parts the first left out: PARTS="autotune profile" BUDGET=240
 # bash scripts/gpu_suite.sh (or "graphs autotune", "spd graphs")
 # Results go to $OUT (the device tool's folder that comes back).
@@ -77,6 +79,13 @@ part_trace() {
     --engines jaxmj mjx $bases jaxmj-fast --base-path "$here/gpu_base" --out "$OUT/trace" \
     2>&1 | quiet | tee "$OUT/trace.log"
   tar -czf "$OUT/trace.tgz" -C "$OUT" trace && rm -rf "$OUT/trace"
+}
+part_grad() {
+  for model in humanoid_floor box_stack; do
+    el "grad: $model"
+    timeout "$(left 3)" python3 "$here/scripts/bench_grad_memory.py" --model "$model" --ratio-only \
+      --repeats 5 --calls 5 2>&1 | quiet | tee -a "$OUT/grad_ratio.log"
+  done
 }
 part_profile() {
   el profile

@@ -152,7 +152,7 @@ def make_constraint(m: Model, d: Data) -> Data:
     # A step with no row in use has none of MuJoCo's rows: their tangents are not computed
     # (exact: an inactive row takes no force and no weight in the solver or its implicit
     # derivative, jaxmj/solver/driver.py, and an inactive contact pulls nothing). A falling
-    # humanoid's gradient took 0.89x the time (docs/gradients.md, "Contact-free steps"); the
+    # humanoid's gradient took 0.88x the time (docs/gradients.md, "Contact-free steps"); the
     # colliders under the same gate gained nothing.
     out = gated_tangent(lambda out: jnp.any(out["efc_active"]), partial(_make_rows, lay=lay),
                         m, d)
