@@ -120,25 +120,28 @@ def settled(path, nstep):
   return lambda d: d.replace(qpos=d.qpos.at[:].set(md.qpos), qvel=d.qvel.at[:].set(md.qvel))
 
 
-def cpu_times(fn, x, calls):
-  """Time (s) of each of `calls` back-to-back calls of `fn(x)`: this process's CPU time on
-  the CPU (steadier than wall time on a loaded machine), wall time on an accelerator (the
-  host only waits there; its CPU time says nothing of the device's)."""
-  clock = time.process_time if jax.default_backend() == "cpu" else time.perf_counter
+def clock():
+  """(timer, its name): this process's CPU time on the CPU (steadier than wall time on a
+  loaded machine), wall time on an accelerator (the host only waits there; its CPU time says
+  nothing of the device's)."""
+  if jax.default_backend() == "cpu":
+    return time.process_time, "CPU time"
+  return time.perf_counter, f"wall time ({jax.default_backend()})"
+
+
+def call_times(fn, x, calls):
+  """Time (s, `clock`) of each of `calls` back-to-back calls of `fn(x)`."""
+  timer = clock()[0]
   out = []
   for _ in range(calls):
-    c = clock()
+    c = timer()
     jax.block_until_ready(fn(x))
-    out.append(clock() - c)
+    out.append(timer() - c)
   return out
 
 
-def time_kind() -> str:
-  return "CPU time" if jax.default_backend() == "cpu" else f"wall time ({jax.default_backend()})"
-
-
 def interleaved(fns, rounds, calls):
-  """{key: (rounds,) least CPU time of `calls` back-to-back calls per round}: every program
+  """{key: (rounds,) least time (`clock`) of `calls` back-to-back calls per round}: every program
   timed once per round, in turn (every other round in reverse order, so that no program
   always follows the same one), so that a change of load hits all of them alike. The least
   of a round's calls is a call that no other process interrupted (on a loaded machine the
@@ -150,7 +153,7 @@ def interleaved(fns, rounds, calls):
   for r in range(rounds):
     for k in (order if r % 2 == 0 else order[::-1]):
       fn, x = fns[k]
-      best[k][r] = min(cpu_times(fn, x, calls))
+      best[k][r] = min(call_times(fn, x, calls))
   return best
 
 
@@ -168,7 +171,7 @@ def report_ratio(m, d, qvel, t, repeats, calls=10):
   fwd = best["forward"]
   for ck in (None, True):
     print(f"T {t} checkpoint {str(ck):5s}: forward {np.median(fwd) * 1e3:.2f} ms, gradient "
-          f"{np.median(best[ck]) * 1e3:.2f} ms {time_kind()} (medians of {repeats} rounds' least of "
+          f"{np.median(best[ck]) * 1e3:.2f} ms {clock()[1]} (medians of {repeats} rounds' least of "
           f"{calls} calls), ratio per round {spread(best[ck] / fwd)}, of least times "
           f"{best[ck].min() / fwd.min():.2f}", flush=True)
 
@@ -195,7 +198,7 @@ def report_ab(path, start, ref, t, repeats, calls=10):
     fwd, grad = best[name, "forward"], best[name, "gradient"]
     ratio[name] = grad / fwd
     print(f"{name:>8s} T {t}: forward {np.median(fwd) * 1e3:.2f} ms, gradient "
-          f"{np.median(grad) * 1e3:.2f} ms {time_kind()} (medians of {repeats} rounds' least of "
+          f"{np.median(grad) * 1e3:.2f} ms {clock()[1]} (medians of {repeats} rounds' least of "
           f"{calls} calls), ratio per round {spread(ratio[name])}, of least times "
           f"{grad.min() / fwd.min():.2f}", flush=True)
   rel = {k: best["tree", k] / best[ref, k] for k in ("forward", "gradient")}

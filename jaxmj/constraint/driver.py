@@ -147,7 +147,8 @@ def make_constraint(m: Model, d: Data) -> Data:
   if force.shape != (lay.nefc,):
     force, state = jnp.zeros(lay.nefc, d.qpos.dtype), jnp.zeros(lay.nefc, jnp.int32)
   if m.opt.grad_smoothing or m.opt.grad_smoothing_friction or lay.nefc == 0:
-    out = _make_rows(m, d, lay)  # smoothing reads the tangents of rows not in use
+    # smoothing reads the tangents of rows not in use; without rows there is nothing to skip
+    out = _make_rows(m, d, lay)
   else:
     # A step with no row in use has none of MuJoCo's rows: their tangents are not computed
     # (exact: an inactive row takes no force and no weight in the solver or its implicit
