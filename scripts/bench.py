@@ -20,6 +20,10 @@ the rest. What is measured:
                   `*` marks a median of fewer calls, when the measurement stalled (below).
                   Every world starts from the model's initial state with a small random
                   qvel perturbation (std 0.01), so worlds differ; controls are zero.
+  others          (printed as each measurement ends, JSON `others_cores`) the CPU cores
+                  other processes kept busy on average meanwhile, from /proc/stat (Linux,
+                  --jobs 1): the markdown names the rows measured while it was at least
+                  0.25, whose wall times a shared machine has stretched.
 
 Engine `jaxmj-fast` is jaxmj with opt.arithmetic="fast" (README, "Arithmetic modes"); its
 ratio rows are `jaxmj-fast/mjx` and `jaxmj-fast/mujoco`.
@@ -131,6 +135,7 @@ QVEL_NOISE = 0.01
 LATENCY_MIN_CALLS = 20
 LATENCY_MIN_SECONDS = 1.0
 ROLLOUT_REPEATS = 3
+LOADED_CORES = 0.25  # other processes' average use above which the markdown names a row
 RECORD = "BENCH_RECORD "  # prefix of the result lines a child prints on stdout
 
 
@@ -288,13 +293,22 @@ def wall_time(fn, *args):
   return time.perf_counter() - t0
 
 
+def median_call_s(call):
+  """Median wall seconds of call(), timed at least LATENCY_MIN_CALLS times and for at least
+  LATENCY_MIN_SECONDS in all (a running total: a 3 us mj_step takes ~300,000 calls)."""
+  samples, total = [], 0.0
+  while len(samples) < LATENCY_MIN_CALLS or total < LATENCY_MIN_SECONDS:
+    t0 = time.perf_counter()
+    call()
+    samples.append(time.perf_counter() - t0)
+    total += samples[-1]
+  return statistics.median(samples)
+
+
 def latency(compiled, m, d):
   """Median seconds of one call, after a warm-up call."""
   wall_time(compiled, m, d)
-  samples = []
-  while len(samples) < LATENCY_MIN_CALLS or sum(samples) < LATENCY_MIN_SECONDS:
-    samples.append(wall_time(compiled, m, d))
-  return statistics.median(samples)
+  return median_call_s(lambda: jax.block_until_ready(compiled(m, d)))
 
 
 def make_rollout(step, steps):
@@ -331,12 +345,7 @@ def mujoco_child(path, batches, steps):
   m, _, _ = load_mujoco(path)
   d = mujoco.MjData(m)
   mujoco.mj_step(m, d)
-  samples = []
-  while len(samples) < LATENCY_MIN_CALLS or sum(samples) < LATENCY_MIN_SECONDS:
-    t0 = time.perf_counter()
-    mujoco.mj_step(m, d)
-    samples.append(time.perf_counter() - t0)
-  emit(batch1_ms=1e3 * statistics.median(samples))
+  emit(batch1_ms=1e3 * median_call_s(lambda: mujoco.mj_step(m, d)))
   spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
   d = mujoco.MjData(m)
   state0 = np.zeros(mujoco.mj_stateSize(m, spec))
@@ -437,18 +446,52 @@ def child_records(args, engine, path):
       break
     if line.startswith(RECORD):
       yield json.loads(line[len(RECORD) :])
+  # read before the wait reaps it: an exited child keeps its CPU time until then
+  yield {"child_cpu_s": process_cpu_s(proc.pid)}
   if proc.wait():
     yield {"error": f"child process exited with code {proc.returncode}"}
+
+
+def busy_cpu_s():
+  """CPU seconds the whole machine has been busy since boot (Linux's /proc/stat; None
+  elsewhere)."""
+  try:
+    with open("/proc/stat") as f:
+      user, nice, system, _, _, irq, softirq, steal = map(int, f.readline().split()[1:9])
+  except (OSError, ValueError):
+    return None
+  return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid):
+  """User + system CPU seconds of process `pid`, its threads included (None where /proc is
+  missing)."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      fields = f.read().rsplit(")", 1)[1].split()
+  except OSError:
+    return None
+  return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure(args, engine, path):
   """One engine on one model: a dict of whatever measurements finished (see docstring).
 
   If the child stalls partway through the timed rollout calls, steps/s comes from the
-  calls that finished (`partial` in `format_table`).
+  calls that finished (`partial` in `format_table`). `others_cores`: the CPU cores other
+  processes kept busy, on average, while this one measured (the machine's busy time less
+  the child's, over the wall time; only with --jobs 1, where no sibling measurement runs):
+  a run on a shared machine says which rows were measured under load.
   """
   result = {"rollout": {}}
+  wall0, busy0 = time.perf_counter(), busy_cpu_s()
   for record in child_records(args, engine, path):
+    if "child_cpu_s" in record:
+      child_cpu, busy1 = record["child_cpu_s"], busy_cpu_s()
+      if args.jobs == 1 and None not in (child_cpu, busy0, busy1):
+        wall = time.perf_counter() - wall0
+        result["others_cores"] = max(0.0, busy1 - busy0 - child_cpu) / wall
+      continue
     if "batch" not in record:
       result.update(record)
       continue
@@ -552,6 +595,11 @@ def format_markdown(results, batches, env):
       " / ".join(fmt(h.get("instructions")) for h in hlo),
       " / ".join(fmt(h.get("while")) for h in hlo)]) + " |")
   envs = "; ".join(f"{k}: {v}" for k, v in env.items())
+  loaded = [f"{r['engine']} on {r['model']} ({r['others_cores']:.2f})" for r in results
+            if r.get("others_cores", 0) >= LOADED_CORES]
+  if loaded:
+    envs += ("\n\nMeasured while other processes kept at least "
+             f"{LOADED_CORES} cores busy on average: " + ", ".join(loaded) + ".")
   return "\n".join(lines) + f"\n\n{envs}\n"
 
 
@@ -642,6 +690,8 @@ def main():
         # each row as it ends: a run stopped partway (a lease running out) still reports it
         cells = zip(columns(args.batches)[2:], row_values(rows[-1], args.batches), strict=True)
         summary = ", ".join(f"{name} {value:.4g}" for name, value in cells if value is not None)
+        if "others_cores" in result:
+          summary += f"; other processes kept {result['others_cores']:.2f} cores busy"
         print(f"  {engine} on {model} done after {time.perf_counter() - start:.0f} s: {summary}",
               flush=True)
     return rows
