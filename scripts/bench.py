@@ -22,8 +22,10 @@ the rest. What is measured:
                   qvel perturbation (std 0.01), so worlds differ; controls are zero.
   others          (printed as each measurement ends, JSON `others_cores`) the CPU cores
                   other processes kept busy on average meanwhile, from /proc/stat (Linux,
-                  --jobs 1): the markdown names the rows measured while it was at least
-                  0.25, whose wall times a shared machine has stretched.
+                  --jobs 1): such a measurement is made again (`--remeasure N`, default
+                  once) and the less loaded one kept; the markdown names the rows still
+                  measured while it was at least 0.25, whose wall times a shared machine
+                  has stretched.
 
 Engine `jaxmj-fast` is jaxmj with opt.arithmetic="fast" (README, "Arithmetic modes"); its
 ratio rows are `jaxmj-fast/mjx` and `jaxmj-fast/mujoco`.
@@ -508,6 +510,22 @@ def measure(args, engine, path):
   return result
 
 
+def remeasure_loaded(args, engine, path, model, result):
+  """`result`, or up to `args.remeasure` new measurements of it while other processes kept
+  LOADED_CORES or more busy: the least loaded one that did not fail, with the others' loads
+  in `loaded_attempts`."""
+  attempts = [result]
+  while (len(attempts) <= args.remeasure
+         and attempts[-1].get("others_cores", 0.0) >= LOADED_CORES):
+    print(f"  {engine} on {model}: other processes kept {attempts[-1]['others_cores']:.2f} "
+          "cores busy; measuring again", flush=True)
+    attempts.append(measure(args, engine, path))
+  kept = min((r for r in attempts if "error" not in r), default=result,
+             key=lambda r: r.get("others_cores", 0.0))
+  others = [r.get("others_cores") for r in attempts if r is not kept]
+  return {**kept, "loaded_attempts": others} if others else kept
+
+
 # ---------------------------------------------------------------------------- report
 
 
@@ -623,6 +641,9 @@ def parse_args():
     help="load contact-disabled copies of the models (both engines)",
   )
   p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+  p.add_argument("--remeasure", type=int, default=1, metavar="N",
+                 help="measure a (model, engine) again, up to N times, while other processes "
+                 f"kept at least {LOADED_CORES} cores busy during it (--jobs 1; default 1)")
   p.add_argument(
     "--stall-timeout",
     type=float,
@@ -685,6 +706,7 @@ def main():
         if "unavailable" in result:
           unavailable[engine] = result["unavailable"]
           continue
+        result = remeasure_loaded(args, engine, file, model, result)
         env.update(result.pop("env", {}))
         rows.append({"model": model, "path": path, "engine": engine, **result})
         # each row as it ends: a run stopped partway (a lease running out) still reports it
