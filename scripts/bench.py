@@ -137,7 +137,7 @@ QVEL_NOISE = 0.01
 LATENCY_MIN_CALLS = 20
 LATENCY_MIN_SECONDS = 1.0
 ROLLOUT_REPEATS = 3
-LOADED_CORES = 0.25  # other processes' average use above which the markdown names a row
+LOADED_CORES = 0.25  # other processes' average use from which a measurement is made again and named
 RECORD = "BENCH_RECORD "  # prefix of the result lines a child prints on stdout
 
 
