@@ -5,9 +5,9 @@ group, near or not; for the GJK/EPA search (~35 fixed-trip iterations per pair, 
 a mesh model's step) that is almost all wasted work: a 6-link mesh arm has 34 candidate
 pairs and rarely more than a few within reach. `near_only` runs a search on the pairs the
 broadphase keeps (broadphase.out_of_reach, MuJoCo's own bounding-sphere filter with the
-margins and gaps), CHUNK pairs at a time: the near pairs are compacted to the front, one
+margins and gaps), a few pairs at a time: the near pairs are compacted to the front, one
 vmapped call of the search per chunk, results scattered back into the group's fixed
-per-pair layout. The loop runs ceil(near / CHUNK) times (the most over a vmapped batch), so
+per-pair layout. The loop runs ceil(near / chunk) times (the most over a vmapped batch), so
 no near pair is ever skipped: unlike MJX's max_geom_pairs, this drops no contact, and the
 results are those of running the search on every pair, as the pairs it skips are the ones
 the driver clears anyway (and whose plans read "no contact" here).
@@ -24,11 +24,18 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxmj.loops import kept
+from jaxmj.platform import traces_for_cpu
 
-# Pairs per vmapped call of the search: a small multiple of the near pairs a scene usually
-# has; larger wastes searches on padding, smaller adds loop trips (on a GPU each trip reads
-# its predicate back to the host).
+# Pairs per vmapped call of the search off the CPU: a small multiple of the near pairs a
+# scene usually has; larger wastes searches on padding, smaller adds loop trips, and on a GPU
+# each trip reads its predicate back to the host. XLA:CPU reads it for free and runs a
+# search's lanes one after another, so every padded pair costs a whole search: one pair a
+# trip there (CPU_CHUNK). From CHUNK = 8 to 1 on the 2-core CPU (docs/speed.md, "Mesh
+# models", 2026-12-05), a step at 1024 worlds: arm6 2.65x, curved_drop 1.47x, mesh_stack
+# 1.28x faster; one world: arm6 1.34x, curved_drop 1.25x faster, mesh_stack 4% slower (3
+# trips in place of 1).
 CHUNK = 8
+CPU_CHUNK = 1
 
 
 def near_only(search, near: jax.Array, args: tuple, chunk: int | None = None):
@@ -37,13 +44,14 @@ def near_only(search, near: jax.Array, args: tuple, chunk: int | None = None):
   near: (npair,) bool; args: per-pair arguments, each with a leading (npair,) axis (None
   allowed), gradients stopped here. Returns the pytree of search outputs with a leading
   (npair,) axis: the search's result for near pairs (and for some far ones that fill the
-  last chunk), zeros for the others. chunk: pairs per call (default CHUNK).
+  last chunk), zeros for the others. chunk: pairs per call (default CPU_CHUNK where traces
+  take the CPU's forms, else CHUNK).
   """
   # as arrays: a numpy leaf (a static type table) comes back from stop_gradient as numpy
   # under a derivative and could not be indexed by the loop's traced pair ids
   args = jax.tree.map(lambda x: lax.stop_gradient(jnp.asarray(x)), args)
   n = near.shape[0]
-  k = min(chunk or CHUNK, n)
+  k = min(chunk or (CPU_CHUNK if traces_for_cpu() else CHUNK), n)
   shape = jax.eval_shape(jax.vmap(search), *args)
   zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape)
   order = jnp.argsort(~near, stable=True)  # near pairs first, in pair order

@@ -17,7 +17,8 @@ from jaxmj.collision.plan import CONVEX, collision_plan  # noqa: E402
 from jaxmj.smooth.kinematics import kinematics  # noqa: E402
 
 
-def test_near_only_runs_every_near_pair_of_every_world():
+@pytest.mark.parametrize("chunk", [None, 1, 3])  # None: the platform's default
+def test_near_only_runs_every_near_pair_of_every_world(chunk):
   rng = np.random.default_rng(0)
   near = rng.uniform(size=(5, 23)) < np.array([0.0, 0.1, 0.5, 0.9, 1.0])[:, None]
   x = rng.normal(size=(5, 23, 2))
@@ -25,7 +26,7 @@ def test_near_only_runs_every_near_pair_of_every_world():
   def search(a):
     return {"y": 2.0 * a, "n": jnp.sum(a)}
 
-  out = jax.jit(jax.vmap(lambda n, a: cull.near_only(search, n, (a,), chunk=3)))(near, x)
+  out = jax.jit(jax.vmap(lambda n, a: cull.near_only(search, n, (a,), chunk=chunk)))(near, x)
   np.testing.assert_array_equal(np.asarray(out["y"])[near], 2.0 * x[near])
   np.testing.assert_array_equal(np.asarray(out["n"])[near], x.sum(-1)[near])
   # far pairs hold zeros or, when a last chunk filled up with them, their own result
@@ -53,7 +54,9 @@ def _qpos(mj, heights, tilt):
 
 @pytest.mark.slow  # its own GJK/EPA compile (minutes on 2 cores)
 def test_culled_convex_pairs_keep_mujocos_contacts_and_finite_gradients(monkeypatch):
-  monkeypatch.setattr(cull, "CHUNK", 3)  # two chunks for world 0's four near pairs
+  # two chunks for world 0's four near pairs, whichever platform traces
+  monkeypatch.setattr(cull, "CHUNK", 3)
+  monkeypatch.setattr(cull, "CPU_CHUNK", 3)
   m, mj = jaxmj.Model.from_xml_string(_XML), mujoco.MjModel.from_xml_string(_XML)
   group = [g for g in collision_plan(m)["groups"] if g["types"] == CONVEX][0]
   assert len(group["g1"]) == 21 and group["slots"] == 4
