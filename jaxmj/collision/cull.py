@@ -52,8 +52,12 @@ def near_only(search, near: jax.Array, args: tuple, chunk: int | None = None):
   args = jax.tree.map(lambda x: lax.stop_gradient(jnp.asarray(x)), args)
   n = near.shape[0]
   k = min(chunk or (CPU_CHUNK if traces_for_cpu() else CHUNK), n)
-  shape = jax.eval_shape(jax.vmap(search), *args)
-  zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape)
+  # one jitted function for the shapes and the loop's body: the body's call then reuses the
+  # trace, and vmap over worlds batches the call once per axes pattern (a cached rule), where
+  # the while loop's batching rule re-batched the whole search on each pass of its fixed point
+  chunk_search = jax.jit(_one_pair(search) if k == 1 else jax.vmap(search))
+  shape = jax.eval_shape(chunk_search, *jax.tree.map(lambda x: x[:k], args))
+  zeros = jax.tree.map(lambda s: jnp.zeros((n,) + s.shape[1:], s.dtype), shape)
   order = jnp.argsort(~near, stable=True)  # near pairs first, in pair order
   count = jnp.sum(near.astype(jnp.int32))
 
@@ -61,7 +65,18 @@ def near_only(search, near: jax.Array, args: tuple, chunk: int | None = None):
     i, out = state
     # a start past n - k is clamped back (dynamic_slice): the last chunk redoes a few pairs
     idx = lax.dynamic_slice(order, (i * k,), (k,))
-    found = jax.vmap(search)(*jax.tree.map(lambda x: x[idx], args))
+    found = chunk_search(*jax.tree.map(lambda x: x[idx], args))
     return i + 1, jax.tree.map(lambda o, f: o.at[idx].set(f), out, found)
 
   return kept(lax.while_loop(lambda s: s[0] * k < count, run, (jnp.int32(0), zeros))[1])
+
+
+def _one_pair(search):
+  """jax.vmap(search) for chunks of one pair, without the vmap: the search's while loops are
+  then traced as they are, not batched (their batching rule re-batches the loop body until
+  the batched parts of the carry settle)."""
+  def run(*args):
+    out = search(*jax.tree.map(lambda x: x[0], args))
+    return jax.tree.map(lambda y: y[None], out)
+
+  return run

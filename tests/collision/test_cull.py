@@ -34,6 +34,21 @@ def test_near_only_runs_every_near_pair_of_every_world(chunk):
   assert np.all((y == 0) | (y == 2.0 * x[~near]))
 
 
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_near_only_traces_the_search_once_in_a_batch(chunk):
+  # the output shapes and the loop body share one trace, and vmap over worlds re-batches no
+  # Python: a GJK/EPA search traced twice or more cost a mesh model's step most of its trace
+  near, x = np.ones((4, 7), bool), np.zeros((4, 7, 2))
+  traced = []
+
+  def search(a):
+    traced.append(a.shape)
+    return {"y": 2.0 * a}
+
+  jax.jit(jax.vmap(lambda n, a: cull.near_only(search, n, (a,), chunk=chunk))).lower(near, x)
+  assert traced == [(2,)]  # one pair's shape: the chunk and world axes are vmapped
+
+
 # six mesh cubes over a mesh slab: in world 0 four rest on it (four near pairs of 4 contacts
 # each) and two hang far above; world 1 lifts all but one. 21 convex pairs, most far apart.
 _CUBE = " ".join(f"{x:g} {y:g} {z:g}" for x in (-1, 1) for y in (-1, 1) for z in (-1, 1))
