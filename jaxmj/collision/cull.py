@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxmj.loops import kept
+from jaxmj.loops import batched_like, kept
 from jaxmj.platform import traces_for_cpu
 
 # Pairs per vmapped call of the search off the CPU: a small multiple of the near pairs a
@@ -57,7 +57,8 @@ def near_only(search, near: jax.Array, args: tuple, chunk: int | None = None):
   # the while loop's batching rule re-batched the whole search on each pass of its fixed point
   chunk_search = jax.jit(_one_pair(search) if k == 1 else jax.vmap(search))
   shape = jax.eval_shape(chunk_search, *jax.tree.map(lambda x: x[:k], args))
-  zeros = jax.tree.map(lambda s: jnp.zeros((n,) + s.shape[1:], s.dtype), shape)
+  zeros = batched_like(jax.tree.map(lambda s: jnp.zeros((n,) + s.shape[1:], s.dtype), shape),
+                       args)  # the results are per world wherever the pairs are
   order = jnp.argsort(~near, stable=True)  # near pairs first, in pair order
   count = jnp.sum(near.astype(jnp.int32))
 

@@ -110,7 +110,7 @@ from jaxmj.collision import mesh
 from jaxmj.collision.ccd import convex
 from jaxmj.collision.primitive import GeomFrame
 from jaxmj.constants import MINVAL
-from jaxmj.loops import bounded_loop
+from jaxmj.loops import batched_like, bounded_loop
 from jaxmj.types import DisableBit, GeomType
 
 FACE_TOL = 0.996  # cos of the largest angle between aligned face normals (4.0.0's binary)
@@ -470,7 +470,8 @@ def _quad(pts, n, z):
            jnp.where(better, jnp.stack([a, nb, nc, nd]), res))
     return jax.tree.map(lambda x, y: jnp.where(a >= n, x, y), s, out)
 
-  return bounded_loop(8 * m + 8, step, init, lambda s: jnp.all(s[0] >= n), early_exit=True)[-1]
+  return bounded_loop(8 * m + 8, step, batched_like(init, (pts, n)), lambda s: jnp.all(s[0] >= n),
+                      early_exit=True)[-1]
 
 
 def _farthest(pts, n, z):

@@ -62,7 +62,7 @@ from jaxmj.constraint.driver import jac_products, mul_jac, mul_jac_t
 from jaxmj.constraint.layout import efc_layout, unit_rows
 from jaxmj.constraint.rows import contact_factors
 from jaxmj.linalg import spd_solve
-from jaxmj.loops import batch_any, bounded_loop, kept
+from jaxmj.loops import batch_any, batched_like, bounded_loop, kept
 from jaxmj.math import static_mask
 from jaxmj.platform import by_platform
 from jaxmj.smooth import mass
@@ -178,6 +178,7 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
   carry0 = dict(qacc=qacc0, ma=p.M @ qacc0, jar=p.J_all @ qacc0 - p.aref, search=jnp.zeros(nv),
                 lsimp=z, grad=jnp.zeros(nv), mgrad=jnp.zeros(nv), done=absent, moved=no,
                 niter=jnp.zeros(ni, jnp.int32), improvement=z, gradient=z)
+  carry0 = batched_like(carry0, (carry0["jar"], qacc0))  # every entry comes out per world
 
   def counted(c, grad):
     """The last move counted, with the statistics of the update after it."""

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmj.constants import MINVAL
-from jaxmj.loops import bounded_loop
+from jaxmj.loops import batched_like, bounded_loop
 from jaxmj.solver.problem import (
   Islands,
   Problem,
@@ -311,7 +311,7 @@ def _linesearch(p: Problem, isl: Islands, pr: _Prep, snorm, gtol, ls_iterations:
   st0 = vm(_pack)(jnp.where(small | conv, _DONE, _ONE), p1, p0, p1, p1, two,
                   jnp.where(small[:, None], zero, p1))
   # the search's values are never differentiated (see differentiable_alpha): stop early
-  st, trips = bounded_loop(lsmax, step, (st0, jnp.zeros(small.shape, jnp.int32)),
+  st, trips = bounded_loop(lsmax, step, batched_like((st0, jnp.zeros(small.shape, jnp.int32)), st0),
                            lambda c: jnp.all(_unpack(c[0])[0] == _DONE), True)
   phase, p1, p2, _, _, _, res = _unpack(st)
   final = vm(_ls_final_choice)(p1, p2)

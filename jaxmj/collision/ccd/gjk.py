@@ -27,7 +27,7 @@ from jaxmj.collision.ccd.support import (
   tree_where,
   vertex_zeros,
 )
-from jaxmj.loops import bounded_loop
+from jaxmj.loops import batched_like, bounded_loop
 
 # --------------------------------------------------------------------------------------------
 # GJK distance subalgorithm (Montanari et al. 2017 signed volumes, as in engine_collision_gjk.c)
@@ -337,6 +337,7 @@ def gjk(pp: GjkPass, g1, g2, verts1, verts2, iterations, tolerance, guard, noise
   )
   # the search is never differentiated (convex_plan stops its inputs' gradients), so it stops
   # once done: under vmap, once every pair is (a fixed loop would run every trip's step)
+  init = batched_like(init, (pp, g1, g2, verts1, verts2))
   s = bounded_loop(iterations, body, init, lambda s: jnp.all(s.done), early_exit=True)
   # the final separating-plane test; it decides contact in intersection mode only (the core
   # pass in distance mode reports its distance whatever it finds)
