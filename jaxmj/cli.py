@@ -3,8 +3,9 @@
 `jaxmj render MODEL.xml -o out.mp4`: simulate one world and write a video of it.
 
 XLA's compiled programs are kept in a persistent cache (default ~/.cache/jaxmj/xla, or
-$JAXMJ_CACHE_DIR; `--cache-dir`), so a second run of the same model and sizes skips XLA's
-compile (tracing still runs); `--no-cache` turns it off. `--devices N` shards the worlds over
+$JAXMJ_CACHE_DIR; `--cache-dir`), and the traced step loop beside them (jaxmj/trace_cache.py),
+so a second run of the same model and sizes skips tracing and XLA's compile; `--no-cache`
+turns both off. `--devices N` shards the worlds over
 N devices (a NamedSharding over the batch axis).
 """
 
@@ -24,6 +25,7 @@ def _simulate(args) -> int:
   from tqdm import tqdm
 
   import jaxmj
+  from jaxmj import trace_cache
 
   if args.x64:
     jax.config.update("jax_enable_x64", True)
@@ -67,13 +69,22 @@ def _simulate(args) -> int:
   chunk = min(args.chunk, args.steps)
   lengths = [chunk] * (args.steps // chunk) + [args.steps % chunk] * bool(args.steps % chunk)
 
-  def run(batch, nstep):  # nstep is traced: the shorter last chunk reuses the compiled loop
-    step = jax.vmap(jaxmj.step, in_axes=(None, 0))
-    return jax.lax.fori_loop(0, nstep, lambda _, d: step(m, d), batch)
+  leaves, treedef = jax.tree.flatten(batch)
 
+  def run(leaves, nstep):  # nstep is traced: the shorter last chunk reuses the compiled loop
+    # flat leaves in and out: an Exported (the trace cache) keeps no pytree types of jaxmj's
+    step = jax.vmap(jaxmj.step, in_axes=(None, 0))
+    batch = jax.tree.unflatten(treedef, leaves)
+    return jax.tree.leaves(jax.lax.fori_loop(0, nstep, lambda _, d: step(m, d), batch))
+
+  specs = ([jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding if shard else None)
+            for x in leaves], jax.ShapeDtypeStruct((), jnp.int32))
+  traces = None if args.no_cache else os.path.join(args.cache_dir, "jaxmj-traces")
   t0 = time.perf_counter()
   try:
-    lowered = jax.jit(run, **shard).lower(batch, chunk)
+    exp, loaded = trace_cache.exported(jax.jit(run, **shard), specs, traces,
+                                       trace_cache.key(m, specs, ("simulate",)))
+    lowered = jax.jit(exp.call, **shard).lower(leaves, np.int32(chunk))
     t_lower = time.perf_counter() - t0
     # hits counted from here: tracing runs small eager programs (a Data's empty fields
     # filled in) that hit the cache even where the step loop's program misses it
@@ -83,16 +94,17 @@ def _simulate(args) -> int:
     print(f"jaxmj simulate: error: {e}", file=sys.stderr)
     return 2
   t_compile = time.perf_counter() - t0 - t_lower
-  cache = ("off" if args.no_cache else
-           f"{'hit' if hits else 'miss'}, {args.cache_dir}")
-  print(f"jit        batched step loop traced in {t_lower:.2f} s, compiled in "
-        f"{t_compile:.2f} s (persistent cache {cache})")
+  state = lambda hit: "off" if args.no_cache else "hit" if hit else "miss"  # noqa: E731
+  print(f"jit        batched step loop {'loaded' if loaded else 'traced'} in {t_lower:.2f} s "
+        f"(trace cache {state(loaded)}), compiled in {t_compile:.2f} s (persistent cache "
+        f"{state(hits)}{'' if args.no_cache else ', ' + args.cache_dir})")
   print(f"devices    {len(devices)} x {devices[0].device_kind}"
         + (", worlds sharded over them" if len(devices) > 1 else ""))
 
   t0 = time.perf_counter()
   for n in tqdm(lengths, desc="simulating", unit="chunk", disable=args.quiet):
-    batch = jax.block_until_ready(compiled(batch, n))
+    leaves = jax.block_until_ready(compiled(leaves, np.int32(n)))
+  batch = jax.tree.unflatten(treedef, leaves)
   elapsed = time.perf_counter() - t0
 
   total = args.steps * args.batch

@@ -34,6 +34,24 @@ def test_fast_arithmetic_is_chosen_and_said(capsys):
   assert rc == 0 and "fast arithmetic" in out
 
 
+def test_a_second_run_loads_the_traced_loop_and_ends_the_same(capsys, tmp_path):
+  """The trace cache (jaxmj/trace_cache.py): a second run of the same model and sizes loads
+  the step loop instead of tracing it; a changed model is traced anew."""
+  xml = open(PENDULUM).read().replace('model="pendulum"', 'model="cached"', 1)
+  path = tmp_path / "m.xml"
+  path.write_text(xml)
+  argv = ("simulate", str(path), "--steps", "6", "--chunk", "3", "--batch", "2", "--quiet")
+  outs = [run(capsys, *argv) for _ in range(2)]
+  assert [rc for rc, _, _ in outs] == [0, 0]
+  assert "traced in" in outs[0][1] and "(trace cache miss)" in outs[0][1]
+  assert "loaded in" in outs[1][1] and "(trace cache hit)" in outs[1][1]
+  state = [[line for line in out.splitlines() if line.startswith("state")] for _, out, _ in outs]
+  assert state[0] == state[1]
+  path.write_text(xml.replace('model="cached"', 'model="cached2"', 1))
+  assert "(trace cache miss)" in run(capsys, *argv)[1]
+  assert "(trace cache off)" in run(capsys, *argv, "--no-cache")[1]
+
+
 def test_version(capsys):
   rc, out, _ = run(capsys, "--version")
   assert (rc, out) == (0, f"jaxmj {jaxmj.__version__}\n")

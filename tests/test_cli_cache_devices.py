@@ -1,5 +1,5 @@
-"""`jaxmj simulate`: the persistent compilation cache (a second process hits it; --no-cache
-turns it off) and worlds sharded over devices (bit for bit the unsharded batch's)."""
+"""`jaxmj simulate`: the trace and persistent compilation caches (a second process hits both;
+--no-cache turns them off) and worlds sharded over devices (bit for bit the unsharded batch's)."""
 
 import os
 import subprocess
@@ -23,10 +23,25 @@ def _run(args, **env):
 def test_second_process_hits_the_persistent_cache(tmp_path):
   cache = str(tmp_path / "xla")
   first = _run(SIM + ["--cache-dir", cache])
-  assert "persistent cache miss" in first
+  assert "trace cache miss" in first and "persistent cache miss" in first
   assert os.listdir(cache)
-  assert "persistent cache hit" in _run(SIM + ["--cache-dir", cache])
-  assert "persistent cache off" in _run(SIM + ["--cache-dir", cache, "--no-cache"])
+  second = _run(SIM + ["--cache-dir", cache])
+  assert "trace cache hit" in second and "persistent cache hit" in second
+  off = _run(SIM + ["--cache-dir", cache, "--no-cache"])
+  assert "trace cache off" in off and "persistent cache off" in off
+
+
+@pytest.mark.slow
+def test_sharded_run_hits_both_caches_in_a_second_process(tmp_path):
+  cache = str(tmp_path / "xla")
+  argv = SIM + ["--cache-dir", cache, "--devices", "2"]
+  flags = "--xla_force_host_platform_device_count=2"
+  first = _run(argv, XLA_FLAGS=flags)
+  assert "trace cache miss" in first and "worlds sharded" in first
+  second = _run(argv, XLA_FLAGS=flags)
+  assert "trace cache hit" in second and "persistent cache hit" in second
+  state = [[x for x in out.splitlines() if x.startswith("state")] for out in (first, second)]
+  assert state[0] == state[1]
 
 
 SHARDED = """

@@ -29,7 +29,8 @@ LAYERS = [
   ("data", ["jaxmj.io", "jaxmj.state", "jaxmj.datacheck"]),
   ("dynamics", ["jaxmj.dynamics"]),
   ("public", ["jaxmj", "jaxmj.bind", "jaxmj.physics", "jaxmj.conformance", "jaxmj.cli",
-              "jaxmj.envs", "jaxmj.interop", "jaxmj.rendering", "jaxmj.camera"]),
+              "jaxmj.envs", "jaxmj.interop", "jaxmj.rendering", "jaxmj.camera",
+              "jaxmj.trace_cache"]),
 ]
 
 # Imports inside functions: each is one of these, with its reason.
@@ -39,6 +40,7 @@ INNER_IMPORTS = {
   ("jaxmj.types", "jaxmj.mjcf.compose.write"): "Model.from_mjcf compiles a composed model",
   ("jaxmj.cli", "jaxmj"): "`jaxmj --help` answers without importing jax",
   ("jaxmj.cli", "jaxmj.tracing_gc"): "importing it imports jaxmj, hence jax: after parsing",
+  ("jaxmj.cli", "jaxmj.trace_cache"): "importing it imports jax: after parsing",
   ("jaxmj.cli", "jaxmj.envs.train"): "`jaxmj train` needs brax (jaxmj[rl]); simulate does not",
   ("jaxmj.envs", "jaxmj.envs.gym"): "to_gymnasium needs gymnasium, an optional dependency",
   ("jaxmj.envs", "jaxmj.envs.train"): "load_policy needs brax and orbax (jaxmj[rl])",

@@ -1,0 +1,83 @@
+"""Traced and lowered programs kept on disk, so that a later process skips tracing too.
+
+XLA's persistent compilation cache keys a compiled program by its lowered module, so a process
+must trace and lower before it can hit that cache: for `jaxmj simulate` of a batched step
+loop, tracing is seconds (quadruped ~6 s, a mesh model ~20 s on 2 CPU cores) against the
+fraction of a second XLA then takes from its cache. Here the lowered program is kept as a
+serialized `jax.export.Exported`, keyed by everything that shapes the trace: the Model's
+arrays and static fields (pickled), the arguments' shapes, dtypes and shardings, jaxmj's
+source files, the JAX and Python versions, the backend and the JAX flags a trace reads.
+Both the first and later processes compile the Exported's module, so the first run's XLA
+cache entry is the one later runs hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable
+
+import jax
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+# flags that change what a trace computes (the Model's own options are part of the Model)
+_TRACE_FLAGS = ("jax_enable_x64", "jax_default_matmul_precision", "jax_numpy_dtype_promotion",
+                "jax_numpy_rank_promotion", "jax_enable_checks", "jax_debug_nans",
+                "jax_debug_infs")
+
+
+def _sources_digest() -> bytes:
+  """sha256 over jaxmj's Python sources (paths and contents), so any edit is a new key."""
+  h = hashlib.sha256()
+  for root, dirs, files in os.walk(_PACKAGE):
+    dirs.sort()
+    for name in sorted(f for f in files if f.endswith(".py")):
+      path = os.path.join(root, name)
+      h.update(os.path.relpath(path, _PACKAGE).encode())
+      with open(path, "rb") as f:
+        h.update(f.read())
+  return h.digest()
+
+
+def key(model, args, extra: tuple = ()) -> str:
+  """The cache key (hex) of a program over `model` (closed over) and `args` (a pytree of
+  arrays or ShapeDtypeStructs; their shapes, dtypes and shardings count, not values)."""
+  import jaxlib
+
+  h = hashlib.sha256(_sources_digest())
+  h.update(pickle.dumps(model, protocol=5))
+  leaves, tree = jax.tree.flatten(args)
+  dev = jax.devices()[0]
+  h.update(repr((
+    str(tree), [(tuple(x.shape), str(x.dtype), str(getattr(x, "sharding", None))) for x in leaves],
+    jax.__version__, jaxlib.__version__, sys.version, dev.platform, dev.device_kind,
+    len(jax.devices()), [(f, getattr(jax.config, f, None)) for f in _TRACE_FLAGS], extra,
+  )).encode())
+  return h.hexdigest()
+
+
+def exported(fun: Callable, specs: tuple, directory: str | None, cache_key: str):
+  """(`jax.export.Exported` of the jitted `fun` at argument `specs`, whether it came from
+  `directory`). A missing or unreadable entry is traced, lowered and written (atomically:
+  another process reading at the same time sees the old entry or the new, never a part);
+  directory None: no cache."""
+  from jax import export
+
+  path = None if directory is None else os.path.join(directory, f"{cache_key}.exported")
+  if path is not None and os.path.exists(path):
+    try:
+      with open(path, "rb") as f:
+        return export.deserialize(bytearray(f.read())), True
+    except Exception:  # noqa: BLE001  (written by another version of JAX: trace anew)
+      pass
+  exp = export.export(fun)(*specs)
+  if path is not None:
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+      f.write(exp.serialize())
+    os.replace(tmp, path)
+  return exp, False

@@ -1,0 +1,41 @@
+"""jaxmj/trace_cache.py: keys that change with what shapes a trace, and entries that a later
+call loads (a damaged one traced again) with the traced program's results."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from conftest import MODELS
+
+import jaxmj
+from jaxmj import trace_cache
+
+
+def _model(damping="0.02"):
+  xml = open(f"{MODELS}/pendulum.xml").read()
+  return jaxmj.Model.from_xml_string(xml.replace('damping="0.02"', f'damping="{damping}"'))
+
+
+def test_key_follows_the_model_and_the_argument_shapes():
+  spec = (jax.ShapeDtypeStruct((2, 3), jnp.float32),)
+  assert trace_cache.key(_model(), spec) == trace_cache.key(_model(), spec)  # recompiled
+  assert trace_cache.key(_model(), spec) != trace_cache.key(_model("0.03"), spec)
+  assert trace_cache.key(_model(), spec) != trace_cache.key(
+    _model(), (jax.ShapeDtypeStruct((4, 3), jnp.float32),))
+  assert trace_cache.key(_model(), spec) != trace_cache.key(_model(), spec, ("other",))
+
+
+def test_entry_is_loaded_and_a_damaged_one_traced_again(tmp_path):
+  m = _model()
+  d = jaxmj.make_data(m)
+  fn = jax.jit(lambda qpos, qvel: jaxmj.step(m, d.replace(qpos=qpos, qvel=qvel)).qvel)
+  args = (d.qpos + 0.3, d.qvel)
+  specs = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args)
+  k = trace_cache.key(m, specs)
+  runs = [trace_cache.exported(fn, specs, str(tmp_path), k) for _ in range(2)]
+  assert [loaded for _, loaded in runs] == [False, True]
+  (entry,) = tmp_path.iterdir()
+  entry.write_bytes(b"not an exported program")
+  runs.append(trace_cache.exported(fn, specs, str(tmp_path), k))
+  assert not runs[-1][1] and trace_cache.exported(fn, specs, str(tmp_path), k)[1]
+  for exp, _ in runs:
+    np.testing.assert_array_equal(exp.call(*args), fn(*args))
