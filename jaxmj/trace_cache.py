@@ -18,6 +18,7 @@ import os
 import pickle
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 
 import jax
@@ -63,7 +64,7 @@ def exported(fun: Callable, specs: tuple, directory: str | None, cache_key: str)
   """(`jax.export.Exported` of the jitted `fun` at argument `specs`, whether it came from
   `directory`). A missing or unreadable entry is traced, lowered and written (atomically:
   another process reading at the same time sees the old entry or the new, never a part);
-  directory None: no cache."""
+  directory None: no cache; one that cannot be written: a warning, and the traced program."""
   from jax import export
 
   path = None if directory is None else os.path.join(directory, f"{cache_key}.exported")
@@ -75,9 +76,12 @@ def exported(fun: Callable, specs: tuple, directory: str | None, cache_key: str)
       pass
   exp = export.export(fun)(*specs)
   if path is not None:
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-      f.write(exp.serialize())
-    os.replace(tmp, path)
+    try:
+      os.makedirs(directory, exist_ok=True)
+      fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+      with os.fdopen(fd, "wb") as f:
+        f.write(exp.serialize())
+      os.replace(tmp, path)
+    except OSError as e:  # as XLA's cache: a cache that cannot be written is not an error
+      warnings.warn(f"jaxmj trace cache: cannot write {path}: {e}", stacklevel=2)
   return exp, False

@@ -4,6 +4,7 @@ call loads (a damaged one traced again) with the traced program's results."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from conftest import MODELS
 
 import jaxmj
@@ -39,3 +40,14 @@ def test_entry_is_loaded_and_a_damaged_one_traced_again(tmp_path):
   assert not runs[-1][1] and trace_cache.exported(fn, specs, str(tmp_path), k)[1]
   for exp, _ in runs:
     np.testing.assert_array_equal(exp.call(*args), fn(*args))
+
+
+def test_a_cache_that_cannot_be_written_warns_and_runs(tmp_path):
+  blocker = tmp_path / "file"
+  blocker.write_text("")
+  fn = jax.jit(lambda x: 2.0 * x)
+  specs = (jax.ShapeDtypeStruct((3,), jnp.float32),)
+  with pytest.warns(UserWarning, match="cannot write"):
+    exp, loaded = trace_cache.exported(fn, specs, str(blocker / "sub"), "k")
+  assert not loaded
+  np.testing.assert_array_equal(exp.call(jnp.ones(3, jnp.float32)), 2.0 * np.ones(3))
