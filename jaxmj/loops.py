@@ -53,7 +53,7 @@ def batched_like(tree, ref):
   batched costs vmap one more batching of the body per entry that flips, as vmap's while and
   scan rules find the carry's batching by a fixpoint, and every loop nested in the body is
   batched again with it: the Newton solver's loop took four batchings of its body and twenty
-  of its line search's (quadruped, ~60% of the vmapped step's trace time). Each value is
+  of its line search's (quadruped: ~1.1 s of a 4.8 s vmapped trace, 0.7 s after). Each value is
   selected between itself and itself by a predicate read from one entry of each of `ref`'s
   arrays, which batches it where any of them is batched; XLA folds the select away."""
   firsts = [jnp.ravel(x)[0] for x in jax.tree.leaves(ref) if jnp.size(x)]
