@@ -76,6 +76,7 @@ def exported(fun: Callable, specs: tuple, directory: str | None, cache_key: str)
       pass
   exp = export.export(fun)(*specs)
   if path is not None:
+    tmp = None
     try:
       os.makedirs(directory, exist_ok=True)
       fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
@@ -83,5 +84,7 @@ def exported(fun: Callable, specs: tuple, directory: str | None, cache_key: str)
         f.write(exp.serialize())
       os.replace(tmp, path)
     except OSError as e:  # as XLA's cache: a cache that cannot be written is not an error
+      if tmp is not None and os.path.exists(tmp):  # a full disk must not keep the part written
+        os.remove(tmp)
       warnings.warn(f"jaxmj trace cache: cannot write {path}: {e}", stacklevel=2)
   return exp, False

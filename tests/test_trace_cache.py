@@ -51,3 +51,13 @@ def test_a_cache_that_cannot_be_written_warns_and_runs(tmp_path):
     exp, loaded = trace_cache.exported(fn, specs, str(blocker / "sub"), "k")
   assert not loaded
   np.testing.assert_array_equal(exp.call(jnp.ones(3, jnp.float32)), 2.0 * np.ones(3))
+
+
+def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
+  def full_disk(src, dst):
+    raise OSError(28, "No space left on device")
+  monkeypatch.setattr(trace_cache.os, "replace", full_disk)
+  specs = (jax.ShapeDtypeStruct((3,), jnp.float32),)
+  with pytest.warns(UserWarning, match="No space left"):
+    trace_cache.exported(jax.jit(lambda x: 2.0 * x), specs, str(tmp_path), "k")
+  assert list(tmp_path.iterdir()) == []
