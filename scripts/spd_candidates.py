@@ -41,6 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from jaxmj import linalg  # noqa: E402
 from jaxmj.constants import MINVAL  # noqa: E402
 
+
 def pallas_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, interpret: bool = False):
   """(x, full_rank) of a x = b for one SPD a (n, n), n <= linalg.PALLAS_PAD; b (n,) or (n, k):
   the kernel jaxmj runs on a GPU (linalg._gauss_jordan_call), Triton or interpreted."""

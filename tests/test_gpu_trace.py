@@ -1,5 +1,6 @@
 """scripts/gpu_trace.py's report, read offline from a folder a GPU run wrote: each device
 kernel charged to the named scope of the instruction it runs, and the bandwidth it reached."""
+# ruff: noqa: E501  (the HLO text below is XLA's, one instruction a line)
 
 import gzip
 import json
