@@ -8,7 +8,8 @@ serialized `jax.export.Exported`, keyed by everything that shapes the trace: the
 arrays and static fields (pickled), the arguments' shapes, dtypes and shardings, jaxmj's
 source files, the JAX and Python versions, the backend and the JAX flags a trace reads.
 Both the first and later processes compile the Exported's module, so the first run's XLA
-cache entry is the one later runs hit.
+cache entry is the one later runs hit. The folder keeps within `MAX_BYTES` (1 GiB), the least
+recently used entries removed first.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 import warnings
 from collections.abc import Callable
 
@@ -28,6 +30,51 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 _TRACE_FLAGS = ("jax_enable_x64", "jax_default_matmul_precision", "jax_numpy_dtype_promotion",
                 "jax_numpy_rank_promotion", "jax_enable_checks", "jax_debug_nans",
                 "jax_debug_infs")
+
+
+# the folder's budget: an entry is a few hundred kB to a few MB, and one is written per model,
+# sizes and jaxmj source revision, so a developer editing jaxmj would otherwise grow it forever
+MAX_BYTES = 1 << 30
+# a partial file this old is no writer's any more (a process killed while writing)
+_STALE_TMP_S = 3600.0
+
+
+def _touch(path: str) -> None:
+  """Marks an entry used now (its mtime: eviction's order), where the folder lets us."""
+  try:
+    os.utime(path)
+  except OSError:
+    pass
+
+
+def _evict(directory: str, max_bytes: int, keep: str) -> None:
+  """Removes the least recently used entries until those left take at most max_bytes
+  (`keep` is never removed), and partial files of writers long gone. Entries another process
+  removes meanwhile are skipped: eviction is best effort, as reading is."""
+  entries, now = [], time.time()
+  for name in os.listdir(directory):
+    path = os.path.join(directory, name)
+    try:
+      st = os.stat(path)
+    except OSError:
+      continue
+    if name.endswith(".tmp") and now - st.st_mtime > _STALE_TMP_S:
+      _remove(path)
+    elif name.endswith(".exported") and path != keep:
+      entries.append((st.st_mtime, st.st_size, path))
+  total = sum(size for _, size, _ in entries) + os.path.getsize(keep)
+  for _, size, path in sorted(entries):
+    if total <= max_bytes:
+      break
+    _remove(path)
+    total -= size
+
+
+def _remove(path: str) -> None:
+  try:
+    os.remove(path)
+  except OSError:
+    pass
 
 
 def _sources_digest() -> bytes:
@@ -60,18 +107,23 @@ def key(model, args, extra: tuple = ()) -> str:
   return h.hexdigest()
 
 
-def exported(fun: Callable, specs: tuple, directory: str | None, cache_key: str):
+def exported(fun: Callable, specs: tuple, directory: str | None, cache_key: str,
+             max_bytes: int = MAX_BYTES):
   """(`jax.export.Exported` of the jitted `fun` at argument `specs`, whether it came from
   `directory`). A missing or unreadable entry is traced, lowered and written (atomically:
   another process reading at the same time sees the old entry or the new, never a part);
-  directory None: no cache; one that cannot be written: a warning, and the traced program."""
+  directory None: no cache; one that cannot be written: a warning, and the traced program.
+  After a write the least recently used entries are removed until the folder's entries
+  take at most `max_bytes` (the new one always stays)."""
   from jax import export
 
   path = None if directory is None else os.path.join(directory, f"{cache_key}.exported")
   if path is not None and os.path.exists(path):
     try:
       with open(path, "rb") as f:
-        return export.deserialize(bytearray(f.read())), True
+        exp = export.deserialize(bytearray(f.read()))
+      _touch(path)
+      return exp, True
     except Exception:  # noqa: BLE001  (written by another version of JAX: trace anew)
       pass
   exp = export.export(fun)(*specs)
@@ -83,6 +135,7 @@ def exported(fun: Callable, specs: tuple, directory: str | None, cache_key: str)
       with os.fdopen(fd, "wb") as f:
         f.write(exp.serialize())
       os.replace(tmp, path)
+      _evict(directory, max_bytes, keep=path)
     except OSError as e:  # as XLA's cache: a cache that cannot be written is not an error
       if tmp is not None and os.path.exists(tmp):  # a full disk must not keep the part written
         os.remove(tmp)

@@ -1,6 +1,8 @@
 """jaxmj/trace_cache.py: keys that change with what shapes a trace, and entries that a later
 call loads (a damaged one traced again) with the traced program's results."""
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -61,3 +63,20 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
   with pytest.warns(UserWarning, match="No space left"):
     trace_cache.exported(jax.jit(lambda x: 2.0 * x), specs, str(tmp_path), "k")
   assert list(tmp_path.iterdir()) == []
+
+
+def test_least_recently_used_entries_are_removed_past_the_budget(tmp_path):
+  fn = jax.jit(lambda x: 2.0 * x)
+  specs = (jax.ShapeDtypeStruct((3,), jnp.float32),)
+  write = lambda k: trace_cache.exported(fn, specs, str(tmp_path), k, max_bytes=budget)  # noqa: E731
+  budget = 1 << 30
+  for i, k in enumerate(["a", "b"]):
+    write(k)
+    os.utime(tmp_path / f"{k}.exported", (1000.0 + i, 1000.0 + i))  # b used after a
+  size = (tmp_path / "a.exported").stat().st_size
+  assert write("a")[1]  # a hit: a is now the most recently used
+  (tmp_path / "old.tmp").write_bytes(b"x")
+  os.utime(tmp_path / "old.tmp", (1000.0, 1000.0))  # a writer killed long ago
+  budget = 2 * size + size // 2  # room for two entries
+  write("c")
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["a.exported", "c.exported"]
