@@ -83,11 +83,12 @@ def _simulate(args) -> int:
   t0 = time.perf_counter()
   try:
     if traces is None:  # no export: ~1 s less than a trace cache's first run
-      lowered, loaded = jax.jit(run, **shard).lower(leaves, np.int32(chunk)), False
+      fun, loaded = run, False
     else:
       exp, loaded = trace_cache.exported(jax.jit(run, **shard), specs, traces,
                                          trace_cache.key(m, specs, ("simulate",)))
-      lowered = jax.jit(exp.call, **shard).lower(leaves, np.int32(chunk))
+      fun = exp.call
+    lowered = jax.jit(fun, **shard).lower(leaves, np.int32(chunk))
     t_lower = time.perf_counter() - t0
     # hits counted from here: tracing runs small eager programs (a Data's empty fields
     # filled in) that hit the cache even where the step loop's program misses it

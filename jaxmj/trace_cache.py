@@ -60,14 +60,15 @@ def _evict(directory: str, max_bytes: int, keep: str) -> None:
       continue
     if name.endswith(".tmp") and now - st.st_mtime > _STALE_TMP_S:
       _remove(path)
-    elif name.endswith(".exported") and path != keep:
+    elif name.endswith(".exported"):
       entries.append((st.st_mtime, st.st_size, path))
-  total = sum(size for _, size, _ in entries) + os.path.getsize(keep)
+  total = sum(size for _, size, _ in entries)
   for _, size, path in sorted(entries):
     if total <= max_bytes:
       break
-    _remove(path)
-    total -= size
+    if path != keep:
+      _remove(path)
+      total -= size
 
 
 def _remove(path: str) -> None:
@@ -137,7 +138,7 @@ def exported(fun: Callable, specs: tuple, directory: str | None, cache_key: str,
       os.replace(tmp, path)
       _evict(directory, max_bytes, keep=path)
     except OSError as e:  # as XLA's cache: a cache that cannot be written is not an error
-      if tmp is not None and os.path.exists(tmp):  # a full disk must not keep the part written
-        os.remove(tmp)
+      if tmp is not None:  # a full disk must not keep the part written
+        _remove(tmp)
       warnings.warn(f"jaxmj trace cache: cannot write {path}: {e}", stacklevel=2)
   return exp, False
