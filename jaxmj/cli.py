@@ -2,11 +2,12 @@
 `jaxmj train ENV --algo ppo|sac|apg`: train a policy on a jaxmj.envs task (jaxmj[rl]).
 `jaxmj render MODEL.xml -o out.mp4`: simulate one world and write a video of it.
 
-XLA's compiled programs are kept in a persistent cache (default ~/.cache/jaxmj/xla, or
-$JAXMJ_CACHE_DIR; `--cache-dir`), and the traced step loop beside them (jaxmj/trace_cache.py),
-so a second run of the same model and sizes skips tracing and XLA's compile; `--no-cache`
-turns both off. `--devices N` shards the worlds over
-N devices (a NamedSharding over the batch axis).
+Every command keeps XLA's compiled programs in a persistent cache (default
+~/.cache/jaxmj/xla, or $JAXMJ_CACHE_DIR; `--cache-dir`) of at most 2 GiB, the least recently
+used programs evicted first; `simulate` keeps its traced step loop beside them
+(jaxmj/trace_cache.py), so a second run of the same model and sizes skips tracing and XLA's
+compile. `--no-cache` turns both off. `--devices N` shards the worlds over N devices (a
+NamedSharding over the batch axis).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def _simulate(args) -> int:
   state = lambda hit: "off" if args.no_cache else "hit" if hit else "miss"  # noqa: E731
   print(f"jit        batched step loop {'loaded' if loaded else 'traced'} in {t_lower:.2f} s "
         f"(trace cache {state(loaded)}), compiled in {t_compile:.2f} s (persistent cache "
-        f"{state(hits)}{'' if args.no_cache else ', ' + args.cache_dir})")
+        f"{state(_HIT in hits)}{'' if args.no_cache else ', ' + args.cache_dir})")
   print(f"devices    {len(devices)} x {devices[0].device_kind}"
         + (", worlds sharded over them" if len(devices) > 1 else ""))
 
@@ -166,8 +167,13 @@ def _render_trajectory(args):
 
 def _render(args) -> int:
   """`jaxmj render`: simulate, draw every frame with mujoco.Renderer, write a video."""
+  import jax
+
   import jaxmj
   from jaxmj import rendering
+
+  cache = None if args.no_cache else args.cache_dir
+  events = _persistent_cache(jax, cache)
 
   rendering.load_mujoco()  # before jaxmj.envs' libraries import mujoco without a GL backend
   try:
@@ -181,7 +187,7 @@ def _render(args) -> int:
   frames = rendering.render(m, traj, camera=args.camera, height=args.height, width=args.width)
   rendering.write_video(args.output, frames, fps=1 / (stride * dt))
   print(f"wrote      {args.output}: {len(frames)} frames of {args.width}x{args.height}, "
-        f"{len(frames) * stride * dt:.2f} s simulated")
+        f"{len(frames) * stride * dt:.2f} s simulated; {_cache_report(events, cache)}")
   return 0
 
 
@@ -200,6 +206,7 @@ def _add_render_parser(sub) -> None:
   ren.add_argument("--width", type=int, default=320)
   ren.add_argument("--fps", type=float, default=30.0, help="frames per simulated second")
   ren.add_argument("--seed", type=int, default=0)
+  _add_cache_arguments(ren)
 
 
 def _keyframe(m, names: list, key: str | None) -> int | None | str:
@@ -244,19 +251,63 @@ def _nonnegative(text: str) -> float:
   return value
 
 
+# XLA's cache folder's budget: a training run's programs take tens of MB, a batched step
+# loop's a few MB, and every model, size and jaxmj revision adds its own
+XLA_MAX_BYTES = 2 << 30
+_HIT, _MISS = "/jax/compilation_cache/cache_hits", "/jax/compilation_cache/cache_misses"
+
+
 def _persistent_cache(jax, directory: str | None) -> list:
-  """Turns XLA's persistent compilation cache on in `directory` (off for None); returns a list
-  that gains an entry on every cache hit."""
-  hits = []
+  """Turns XLA's persistent compilation cache on in `directory`, bounded by XLA_MAX_BYTES
+  (JAX evicts the least recently used programs; off for None); returns a list that gains
+  the event's name on every cache hit and miss."""
+  events = []
   if directory is None:
     jax.config.update("jax_enable_compilation_cache", False)
-    return hits
+    return events
+  _stamp_unbounded_entries(directory)
   jax.config.update("jax_compilation_cache_dir", directory)
+  jax.config.update("jax_compilation_cache_max_size", XLA_MAX_BYTES)
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
   jax.monitoring.register_event_listener(
-    lambda event, **_: hits.append(event) if event == "/jax/compilation_cache/cache_hits" else None)
-  return hits
+    lambda event, **_: events.append(event) if event in (_HIT, _MISS) else None)
+  return events
+
+
+def _stamp_unbounded_entries(directory: str) -> None:
+  """Gives each program an unbounded cache wrote (jaxmj before 2026-12-06, or JAX's default)
+  the last-use stamp (`KEY-atime`, its mtime) that JAX's bounded cache reads for every entry
+  when it evicts: without one, every later write to the folder failed with a warning."""
+  try:
+    names = set(os.listdir(directory))
+  except OSError:
+    return
+  for name in names:
+    key = name.removesuffix("-cache")
+    if key == name or f"{key}-atime" in names:
+      continue
+    try:
+      stamp = os.stat(os.path.join(directory, name)).st_mtime_ns
+      with open(os.path.join(directory, f"{key}-atime"), "wb") as f:
+        f.write(stamp.to_bytes(8, "little"))
+    except OSError:
+      pass
+
+
+def _cache_report(events: list, directory: str | None) -> str:
+  """What the persistent cache did for a command's compiles, in words."""
+  if directory is None:
+    return "persistent cache off"
+  return (f"{events.count(_HIT)} of {len(events)} compiled programs loaded from the "
+          f"persistent cache ({directory})")
+
+
+def _add_cache_arguments(parser) -> None:
+  parser.add_argument("--cache-dir", default=os.environ.get(
+    "JAXMJ_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "jaxmj", "xla")),
+    help="persistent compilation cache (default $JAXMJ_CACHE_DIR or ~/.cache/jaxmj/xla)")
+  parser.add_argument("--no-cache", action="store_true", help="no persistent compilation cache")
 
 
 def main(argv=None) -> int:
@@ -279,10 +330,7 @@ def main(argv=None) -> int:
                    help="exact: MuJoCo's rounding bit for bit; fast: the compiler may fuse "
                    "and reorder (default: the model's opt.arithmetic, exact)")
   sim.add_argument("--quiet", action="store_true", help="no progress bar")
-  sim.add_argument("--cache-dir", default=os.environ.get(
-    "JAXMJ_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "jaxmj", "xla")),
-    help="persistent compilation cache (default $JAXMJ_CACHE_DIR or ~/.cache/jaxmj/xla)")
-  sim.add_argument("--no-cache", action="store_true", help="no persistent compilation cache")
+  _add_cache_arguments(sim)
   sim.add_argument("--devices", type=_count, default=1,
                    help="shard the worlds over this many devices (divides --batch)")
   _add_train(sub)
@@ -317,6 +365,7 @@ def _add_train(sub) -> None:
   tr.add_argument("--seed", type=int, default=0)
   tr.add_argument("--x64", action="store_true", help="train in float64")
   tr.add_argument("--quiet", action="store_true", help="no progress bar")
+  _add_cache_arguments(tr)
 
 
 def _train(args) -> int:
@@ -324,6 +373,8 @@ def _train(args) -> int:
 
   if args.x64:
     jax.config.update("jax_enable_x64", True)
+  cache = None if args.no_cache else args.cache_dir
+  events = _persistent_cache(jax, cache)
   try:
     from jaxmj.envs.train import train
   except ImportError as e:
@@ -340,7 +391,8 @@ def _train(args) -> int:
     return 2
   for step, ret in result.curve:
     print(f"eval  {step:>12,d} steps  return {ret:9.2f}")
-  print(f"saved {out}/ (checkpoint/, run.json, curve.png) after {result.seconds:.1f} s")
+  print(f"saved {out}/ (checkpoint/, run.json, curve.png) after {result.seconds:.1f} s; "
+        f"{_cache_report(events, cache)}")
   return 0
 
 

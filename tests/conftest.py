@@ -190,6 +190,26 @@ def _free_compiled_programs():
   gc.collect()
 
 
+_CACHE_OPTIONS = ("jax_enable_compilation_cache", "jax_compilation_cache_dir",
+                  "jax_compilation_cache_max_size", "jax_persistent_cache_min_compile_time_secs",
+                  "jax_persistent_cache_min_entry_size_bytes")
+
+
+@pytest.fixture
+def cli_cache_restored():
+  """For tests that run a `jaxmj` command in-process: XLA's persistent cache settings (which
+  the command turns on, bounded) as they were before the test. Left on, the rest of the
+  worker's compiles would each be written to that folder and, under its size cap, rescan it
+  under JAX's file lock."""
+  from jax.experimental.compilation_cache import compilation_cache
+
+  before = {k: getattr(jax.config, k) for k in _CACHE_OPTIONS}
+  yield
+  for k, v in before.items():
+    jax.config.update(k, v)
+  compilation_cache.reset_cache()
+
+
 @pytest.fixture
 def fast_jit():
   """jax.jit with the cheapest XLA compile (mujoco_compare.FAST), for a test's own jit."""

@@ -1,6 +1,7 @@
 """`jaxmj simulate`: runs exactly the steps asked for; every error is one line, exit 2."""
 
 import os
+import warnings
 
 import pytest
 from conftest import MODELS
@@ -9,6 +10,7 @@ import jaxmj
 from jaxmj import cli
 
 PENDULUM = os.path.join(MODELS, "pendulum.xml")
+pytestmark = pytest.mark.usefixtures("cli_cache_restored")
 
 
 def run(capsys, *argv):
@@ -50,6 +52,25 @@ def test_a_second_run_loads_the_traced_loop_and_ends_the_same(capsys, tmp_path):
   path.write_text(xml.replace('model="cached"', 'model="cached2"', 1))
   assert "(trace cache miss)" in run(capsys, *argv)[1]
   assert "(trace cache off)" in run(capsys, *argv, "--no-cache")[1]
+
+
+def test_a_cache_folder_written_unbounded_is_adopted_by_the_bounded_cache(capsys, tmp_path):
+  """Programs an unbounded cache wrote (no last-use stamp) get one from their file's time:
+  JAX's bounded cache reads a stamp for every entry it may evict, and without them every
+  write to the folder failed with a warning."""
+  cache = tmp_path / "xla"
+  cache.mkdir()
+  (cache / "old-cache").write_bytes(b"a program of an earlier run")
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    rc, out, _ = run(capsys, "simulate", PENDULUM, "--steps", "4", "--chunk", "2", "--batch",
+                     "2", "--quiet", "--cache-dir", str(cache))
+  assert rc == 0 and "persistent cache miss" in out
+  assert not [w for w in caught if "persistent compilation cache" in str(w.message)]
+  stamp = int.from_bytes((cache / "old-atime").read_bytes(), "little")
+  assert stamp == (cache / "old-cache").stat().st_mtime_ns
+  written = {p.name.removesuffix("-cache") for p in cache.glob("*-cache")} - {"old"}
+  assert written and all((cache / f"{k}-atime").exists() for k in written)
 
 
 def test_version(capsys):

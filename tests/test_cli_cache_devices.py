@@ -1,7 +1,9 @@
 """`jaxmj simulate`: the trace and persistent compilation caches (a second process hits both;
---no-cache turns them off) and worlds sharded over devices (bit for bit the unsharded batch's)."""
+--no-cache turns them off) and worlds sharded over devices (bit for bit the unsharded batch's);
+`jaxmj train`: a second run's programs come from the persistent cache."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -45,6 +47,30 @@ def test_sharded_run_hits_both_caches_in_a_second_process(tmp_path):
   assert "trace cache hit" in second and "persistent cache hit" in second
   state = [[x for x in out.splitlines() if x.startswith("state")] for out in (first, second)]
   assert state[0] == state[1]
+
+
+TRAIN = [sys.executable, "-m", "jaxmj.cli", "train", "CartpoleBalance", "--num-timesteps", "400",
+         "--num-evals", "2", "--num-envs", "8", "--episode-length", "50", "--quiet"]
+
+
+def _loaded(out: str) -> tuple[int, int]:
+  """(programs loaded, programs compiled) from `jaxmj train`'s last line."""
+  found = re.search(r"(\d+) of (\d+) compiled programs loaded", out)
+  assert found, out[-500:]
+  return int(found[1]), int(found[2])
+
+
+@pytest.mark.slow
+def test_a_second_training_run_loads_its_programs_and_trains_the_same(tmp_path):
+  cache = str(tmp_path / "xla")
+  first, second = (_run(TRAIN + ["--out", str(tmp_path / run), "--cache-dir", cache])
+                   for run in ("a", "b"))
+  (hit0, n0), (hit1, n1) = _loaded(first), _loaded(second)
+  assert n1 == n0 and hit1 == n1 > hit0  # every program of the second run came from the cache
+  evals = [[x for x in out.splitlines() if x.startswith("eval")] for out in (first, second)]
+  assert evals[0] == evals[1]
+  off = _run(TRAIN + ["--out", str(tmp_path / "c"), "--cache-dir", cache, "--no-cache"])
+  assert "persistent cache off" in off
 
 
 SHARDED = """

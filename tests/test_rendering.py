@@ -16,6 +16,7 @@ import jaxmj
 from jaxmj import cli, rendering
 
 H, W = 96, 128
+pytestmark = pytest.mark.usefixtures("cli_cache_restored")
 
 
 
