@@ -60,6 +60,7 @@ from jaxmj.state import (
   set_state,
   state_size,
 )
+from jaxmj.trace_cache import enable_compilation_cache
 from jaxmj.tracing_gc import relaxes_gc
 from jaxmj.types import (
   Cone,
@@ -124,4 +125,6 @@ __all__ = [
   "render", "to_mujoco",
   # the ray-cast camera (pure JAX)
   "camera_image",
+  # XLA's persistent compilation cache, bounded (what every `jaxmj` command turns on)
+  "enable_compilation_cache",
 ]

@@ -30,7 +30,8 @@ def _simulate(args) -> int:
 
   if args.x64:
     jax.config.update("jax_enable_x64", True)
-  hits = _persistent_cache(jax, None if args.no_cache else args.cache_dir)
+  cache = _cache_directory(args)
+  hits = _persistent_cache(jax, cache)
   jnp.zeros(()).block_until_ready()  # start the backend outside the timings
   devices = jax.devices()[: args.devices]
   if len(devices) < args.devices or args.batch % args.devices:
@@ -80,7 +81,7 @@ def _simulate(args) -> int:
 
   specs = ([jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding if shard else None)
             for x in leaves], jax.ShapeDtypeStruct((), jnp.int32))
-  traces = None if args.no_cache else os.path.join(args.cache_dir, "jaxmj-traces")
+  traces = None if cache is None else os.path.join(cache, "jaxmj-traces")
   t0 = time.perf_counter()
   try:
     if traces is None:  # no export: ~1 s less than a trace cache's first run
@@ -99,10 +100,10 @@ def _simulate(args) -> int:
     print(f"jaxmj simulate: error: {e}", file=sys.stderr)
     return 2
   t_compile = time.perf_counter() - t0 - t_lower
-  state = lambda hit: "off" if args.no_cache else "hit" if hit else "miss"  # noqa: E731
+  state = lambda hit: "off" if cache is None else "hit" if hit else "miss"  # noqa: E731
   print(f"jit        batched step loop {'loaded' if loaded else 'traced'} in {t_lower:.2f} s "
         f"(trace cache {state(loaded)}), compiled in {t_compile:.2f} s (persistent cache "
-        f"{state(_HIT in hits)}{'' if args.no_cache else ', ' + args.cache_dir})")
+        f"{state(_HIT in hits)}{'' if cache is None else ', ' + cache})")
   print(f"devices    {len(devices)} x {devices[0].device_kind}"
         + (", worlds sharded over them" if len(devices) > 1 else ""))
 
@@ -172,7 +173,7 @@ def _render(args) -> int:
   import jaxmj
   from jaxmj import rendering
 
-  cache = None if args.no_cache else args.cache_dir
+  cache = _cache_directory(args)
   events = _persistent_cache(jax, cache)
 
   rendering.load_mujoco()  # before jaxmj.envs' libraries import mujoco without a GL backend
@@ -251,48 +252,23 @@ def _nonnegative(text: str) -> float:
   return value
 
 
-# XLA's cache folder's budget: a training run's programs take tens of MB, a batched step
-# loop's a few MB, and every model, size and jaxmj revision adds its own
-XLA_MAX_BYTES = 2 << 30
 _HIT, _MISS = "/jax/compilation_cache/cache_hits", "/jax/compilation_cache/cache_misses"
 
 
 def _persistent_cache(jax, directory: str | None) -> list:
-  """Turns XLA's persistent compilation cache on in `directory`, bounded by XLA_MAX_BYTES
-  (JAX evicts the least recently used programs; off for None); returns a list that gains
-  the event's name on every cache hit and miss."""
+  """XLA's persistent compilation cache on in `directory`, bounded
+  (trace_cache.enable_compilation_cache; off for None); returns a list that gains the event's
+  name on every cache hit and miss."""
+  from jaxmj import trace_cache
+
   events = []
   if directory is None:
     jax.config.update("jax_enable_compilation_cache", False)
     return events
-  _stamp_unbounded_entries(directory)
-  jax.config.update("jax_compilation_cache_dir", directory)
-  jax.config.update("jax_compilation_cache_max_size", XLA_MAX_BYTES)
-  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-  jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+  trace_cache.enable_compilation_cache(directory)
   jax.monitoring.register_event_listener(
     lambda event, **_: events.append(event) if event in (_HIT, _MISS) else None)
   return events
-
-
-def _stamp_unbounded_entries(directory: str) -> None:
-  """Gives each program an unbounded cache wrote (jaxmj before 2026-12-06, or JAX's default)
-  the last-use stamp (`KEY-atime`, its mtime) that JAX's bounded cache reads for every entry
-  when it evicts: without one, every later write to the folder failed with a warning."""
-  try:
-    names = set(os.listdir(directory))
-  except OSError:
-    return
-  for name in names:
-    key = name.removesuffix("-cache")
-    if key == name or f"{key}-atime" in names:
-      continue
-    try:
-      stamp = os.stat(os.path.join(directory, name)).st_mtime_ns
-      with open(os.path.join(directory, f"{key}-atime"), "wb") as f:
-        f.write(stamp.to_bytes(8, "little"))
-    except OSError:
-      pass
 
 
 def _cache_report(events: list, directory: str | None) -> str:
@@ -303,9 +279,15 @@ def _cache_report(events: list, directory: str | None) -> str:
           f"persistent cache ({directory})")
 
 
+def _cache_directory(args) -> str | None:
+  """The persistent cache's folder a command was given (None: --no-cache)."""
+  from jaxmj import trace_cache
+
+  return None if args.no_cache else args.cache_dir or trace_cache.default_directory()
+
+
 def _add_cache_arguments(parser) -> None:
-  parser.add_argument("--cache-dir", default=os.environ.get(
-    "JAXMJ_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "jaxmj", "xla")),
+  parser.add_argument("--cache-dir", default=None,
     help="persistent compilation cache (default $JAXMJ_CACHE_DIR or ~/.cache/jaxmj/xla)")
   parser.add_argument("--no-cache", action="store_true", help="no persistent compilation cache")
 
@@ -373,7 +355,7 @@ def _train(args) -> int:
 
   if args.x64:
     jax.config.update("jax_enable_x64", True)
-  cache = None if args.no_cache else args.cache_dir
+  cache = _cache_directory(args)
   events = _persistent_cache(jax, cache)
   try:
     from jaxmj.envs.train import train

@@ -10,6 +10,9 @@ source files, the JAX and Python versions, the backend and the JAX flags a trace
 Both the first and later processes compile the Exported's module, so the first run's XLA
 cache entry is the one later runs hit. The folder keeps within `MAX_BYTES` (1 GiB), the least
 recently used entries removed first.
+
+`enable_compilation_cache` turns XLA's own persistent cache on (what every `jaxmj` command
+does), bounded: a notebook or script that calls it compiles a model's step once per machine.
 """
 
 from __future__ import annotations
@@ -32,7 +35,58 @@ _TRACE_FLAGS = ("jax_enable_x64", "jax_default_matmul_precision", "jax_numpy_dty
                 "jax_debug_infs")
 
 
-# the folder's budget: an entry is a few hundred kB to a few MB, and one is written per model,
+# XLA's cache folder's budget: a training run's programs take tens of MB, a batched step loop's
+# a few MB, and every model, size and jaxmj revision adds its own
+XLA_MAX_BYTES = 2 << 30
+
+
+def default_directory() -> str:
+  """$JAXMJ_CACHE_DIR, else ~/.cache/jaxmj/xla: where `jaxmj` commands keep XLA's programs."""
+  return os.environ.get("JAXMJ_CACHE_DIR") or os.path.join(
+    os.path.expanduser("~"), ".cache", "jaxmj", "xla")
+
+
+def enable_compilation_cache(directory: str | None = None,
+                             max_bytes: int = XLA_MAX_BYTES) -> str:
+  """Turns XLA's persistent compilation cache on in `directory` (default: default_directory())
+  for every later compile of this process, programs of any compile time kept, the folder
+  bounded by `max_bytes` (JAX evicts the least recently used programs; its
+  `jax_compilation_cache_max_size`). Returns the directory. A program compiled once on this
+  machine (same program, JAX version, backend and XLA flags) then loads in a fraction of a
+  second, in any later process. Call it before the first compile: JAX fixes the cache's folder
+  at the first compile that uses it."""
+  directory = directory or default_directory()
+  _stamp_unbounded_entries(directory)
+  jax.config.update("jax_enable_compilation_cache", True)
+  jax.config.update("jax_compilation_cache_dir", directory)
+  jax.config.update("jax_compilation_cache_max_size", max_bytes)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+  return directory
+
+
+def _stamp_unbounded_entries(directory: str) -> None:
+  """Gives each program an unbounded cache wrote (jaxmj before 2026-12-06, or JAX at its
+  default) the last-use stamp (`KEY-atime`, from its mtime) that JAX's bounded cache reads for
+  every entry when it evicts: without one, every later write to the folder failed with a
+  warning."""
+  try:
+    names = set(os.listdir(directory))
+  except OSError:
+    return
+  for name in names:
+    key = name.removesuffix("-cache")
+    if key == name or f"{key}-atime" in names:
+      continue
+    try:
+      stamp = os.stat(os.path.join(directory, name)).st_mtime_ns
+      with open(os.path.join(directory, f"{key}-atime"), "wb") as f:
+        f.write(stamp.to_bytes(8, "little"))
+    except OSError:
+      pass
+
+
+# the trace folder's budget: an entry is a few hundred kB to a few MB, and one is written per model,
 # sizes and jaxmj source revision, so a developer editing jaxmj would otherwise grow it forever
 MAX_BYTES = 1 << 30
 # a partial file this old is no writer's any more (a process killed while writing)

@@ -80,3 +80,28 @@ def test_least_recently_used_entries_are_removed_past_the_budget(tmp_path):
   budget = 2 * size + size // 2  # room for two entries
   write("c")
   assert sorted(p.name for p in tmp_path.iterdir()) == ["a.exported", "c.exported"]
+
+
+@pytest.mark.usefixtures("cli_cache_restored")
+def test_enabled_compilation_cache_serves_a_recompile_and_adopts_older_entries(tmp_path):
+  """jaxmj.enable_compilation_cache: a program compiled again after the in-memory caches are
+  dropped comes from the folder (as in a new process), every entry carries the last-use stamp
+  JAX's bounded cache evicts by, an older unbounded cache's entries included."""
+  cache = tmp_path / "xla"
+  cache.mkdir()
+  (cache / "old-cache").write_bytes(b"a program of an earlier run")
+  hits = []
+  jax.monitoring.register_event_listener(
+    lambda event, **_: hits.append(event) if event.endswith("cache_hits") else None)
+  assert jaxmj.enable_compilation_cache(str(cache), max_bytes=1 << 26) == str(cache)
+  assert jax.config.jax_compilation_cache_max_size == 1 << 26
+  fn = jax.jit(lambda x: jnp.sin(x) * 3.0 + 0.125)  # compiled by no other test
+  x = jnp.arange(5.0)
+  y = fn(x)
+  jax.clear_caches()
+  np.testing.assert_array_equal(jax.jit(lambda x: jnp.sin(x) * 3.0 + 0.125)(x), y)
+  assert hits
+  keys = {p.name.removesuffix("-cache") for p in cache.glob("*-cache")}
+  assert len(keys) > 1 and all((cache / f"{k}-atime").exists() for k in keys)
+  assert int.from_bytes((cache / "old-atime").read_bytes(), "little") == (
+    cache / "old-cache").stat().st_mtime_ns
