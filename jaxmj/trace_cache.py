@@ -53,8 +53,10 @@ def enable_compilation_cache(directory: str | None = None,
   bounded by `max_bytes` (JAX evicts the least recently used programs; its
   `jax_compilation_cache_max_size`). Returns the directory. A program compiled once on this
   machine (same program, JAX version, backend and XLA flags) then loads in a fraction of a
-  second, in any later process. Call it before the first compile: JAX fixes the cache's folder
-  at the first compile that uses it."""
+  second, in any later process. It may be called at any point: programs compiled before it
+  are not written."""
+  from jax.experimental.compilation_cache import compilation_cache
+
   directory = directory or default_directory()
   _stamp_unbounded_entries(directory)
   jax.config.update("jax_enable_compilation_cache", True)
@@ -62,6 +64,7 @@ def enable_compilation_cache(directory: str | None = None,
   jax.config.update("jax_compilation_cache_max_size", max_bytes)
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+  compilation_cache.reset_cache()  # JAX keeps the folder its first cached compile opened
   return directory
 
 

@@ -86,7 +86,8 @@ def test_least_recently_used_entries_are_removed_past_the_budget(tmp_path):
 def test_enabled_compilation_cache_serves_a_recompile_and_adopts_older_entries(tmp_path):
   """jaxmj.enable_compilation_cache: a program compiled again after the in-memory caches are
   dropped comes from the folder (as in a new process), every entry carries the last-use stamp
-  JAX's bounded cache evicts by, an older unbounded cache's entries included."""
+  JAX's bounded cache evicts by, an older unbounded cache's entries included; a second call
+  moves the cache to its folder."""
   cache = tmp_path / "xla"
   cache.mkdir()
   (cache / "old-cache").write_bytes(b"a program of an earlier run")
@@ -105,3 +106,7 @@ def test_enabled_compilation_cache_serves_a_recompile_and_adopts_older_entries(t
   assert len(keys) > 1 and all((cache / f"{k}-atime").exists() for k in keys)
   assert int.from_bytes((cache / "old-atime").read_bytes(), "little") == (
     cache / "old-cache").stat().st_mtime_ns
+  other = tmp_path / "other"  # called again, later programs go to the new folder
+  jaxmj.enable_compilation_cache(str(other))
+  jax.jit(lambda x: jnp.cos(x) * 0.375)(x)
+  assert list(other.glob("*-cache"))
