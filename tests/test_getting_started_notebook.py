@@ -7,6 +7,7 @@ import os
 import jax
 import mujoco
 import numpy as np
+import pytest
 from conftest import MODELS, ROOT
 from test_notebook import run_cells
 
@@ -18,6 +19,7 @@ NOTEBOOK = os.path.join(ROOT, "notebooks", "getting_started.ipynb")
 SHORT = {"NSTEP": 60, "NWORLD": 4, "FILM_EVERY": 20, "ROOT": ROOT}
 
 
+@pytest.mark.usefixtures("cli_cache_restored")  # the notebook turns XLA's persistent cache on
 def test_getting_started_notebook_runs_short(monkeypatch, tmp_path):
   monkeypatch.setenv("MPLBACKEND", "Agg")  # no display in tests
   monkeypatch.chdir(tmp_path)  # the video is written to the working directory
