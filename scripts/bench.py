@@ -35,6 +35,9 @@ every column: for the time columns (compile, batch-1) a ratio < 1 means jaxmj is
 for the throughput columns (steps/s) a ratio > 1 means jaxmj is faster.
 
 Notes:
+  * The run's environment (printed, the JSON's `env`, the markdown's last line) names the host
+    CPU (model, logical cores, widest vector extension) beside the backend and versions: on
+    the CPU the engines' ratio depends on the machine, not only on the code.
   * MJX is mujoco-mjx's pure-JAX implementation (`impl="jax"`, passed explicitly so that a
     GPU does not switch it to Warp). mujoco-mjx 3.17 runs models compiled by mujoco 4.0
     as-is, with one workaround: `put_model` refuses geom type pairs it has no collision
@@ -95,6 +98,7 @@ import contextlib  # noqa: E402
 import importlib.metadata  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
+import platform  # noqa: E402
 import queue  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -323,6 +327,25 @@ def make_rollout(step, steps):
   return jax.vmap(rollout, in_axes=(None, 0))
 
 
+def host_cpu() -> str:
+  """The machine's CPU in words (model, logical cores, widest x86 vector extension): the two
+  JAX engines' ratio moves with it (MJX's humanoid at 1024 worlds: 1.30x on one 2-core Xeon,
+  1.05x on another, docs/speed.md), so every result names it."""
+  model, flags = platform.processor() or platform.machine(), set()
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and value.strip():
+          model = value.strip()
+        elif key.strip() == "flags":
+          flags = set(value.split())
+  except OSError:
+    pass
+  isa = next((x for x in ("avx512f", "avx2", "avx") if x in flags), None)
+  return f"{model}, {os.cpu_count()} logical cores" + (f", {isa}" if isa else "")
+
+
 def warm_up_jax():
   """Pays JAX's one-time backend and lowering setup before any engine is timed."""
   f = jax.vmap(lambda x: jax.lax.scan(lambda c, _: (c + 1.0, None), x, None, length=2)[0])
@@ -385,6 +408,7 @@ def child(engine, path, batches, steps, x64):
   emit(
     env={
       "backend": jax.default_backend(),
+      "host": host_cpu(),
       "devices": [str(dev) for dev in jax.devices()],
       "jax": jax.__version__,
       "x64": x64,
