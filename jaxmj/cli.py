@@ -1,6 +1,7 @@
 """`jaxmj simulate MODEL.xml`: compile, jit and run a batched simulation, then report speed.
 `jaxmj train ENV --algo ppo|sac|apg`: train a policy on a jaxmj.envs task (jaxmj[rl]).
 `jaxmj render MODEL.xml -o out.mp4`: simulate one world and write a video of it.
+`jaxmj cache [--clear]`: what the persistent cache below holds, or remove it.
 
 Every command keeps XLA's compiled programs in a persistent cache (default
 ~/.cache/jaxmj/xla, or $JAXMJ_CACHE_DIR; `--cache-dir`) of at most 2 GiB, the least recently
@@ -81,7 +82,7 @@ def _simulate(args) -> int:
 
   specs = ([jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding if shard else None)
             for x in leaves], jax.ShapeDtypeStruct((), jnp.int32))
-  traces = None if cache is None else os.path.join(cache, "jaxmj-traces")
+  traces = None if cache is None else os.path.join(cache, trace_cache.TRACES)
   t0 = time.perf_counter()
   try:
     if traces is None:  # no export: ~1 s less than a trace cache's first run
@@ -286,6 +287,27 @@ def _cache_directory(args) -> str | None:
   return None if args.no_cache else args.cache_dir or trace_cache.default_directory()
 
 
+def _cache(args) -> int:
+  """`jaxmj cache [--clear]`: the folder's compiled and traced programs, and their budgets."""
+  from jaxmj import trace_cache
+
+  folder = args.cache_dir or trace_cache.default_directory()
+  if args.clear:
+    gone = trace_cache.clear_cache(folder)
+    print(f"removed    XLA programs: {gone['compiled'][0]}, traced step loops: "
+          f"{gone['traced'][0]} ({(gone['compiled'][1] + gone['traced'][1]) / 2**20:.1f} MiB) "
+          f"from {folder}")
+    return 0
+  held = trace_cache.cache_usage(folder)
+  print(f"folder     {folder}")
+  for kind, what, budget in (("compiled", "XLA programs", trace_cache.XLA_MAX_BYTES),
+                             ("traced", "traced step loops", trace_cache.MAX_BYTES)):
+    count, size = held[kind]
+    print(f"{kind:<10} {what}: {count}, {size / 2**20:.1f} MiB (kept within {budget / 2**20:.0f} "
+          "MiB)")
+  return 0
+
+
 def _add_cache_arguments(parser) -> None:
   parser.add_argument("--cache-dir", default=None,
     help="persistent compilation cache (default $JAXMJ_CACHE_DIR or ~/.cache/jaxmj/xla)")
@@ -317,6 +339,11 @@ def main(argv=None) -> int:
                    help="shard the worlds over this many devices (divides --batch)")
   _add_train(sub)
   _add_render_parser(sub)
+  cache = sub.add_parser("cache", help="show what the persistent cache holds, or clear it")
+  cache.add_argument("--cache-dir", default=None,
+                     help="the cache folder (default $JAXMJ_CACHE_DIR or ~/.cache/jaxmj/xla)")
+  cache.add_argument("--clear", action="store_true",
+                     help="remove the compiled and traced programs (nothing else there)")
   args = parser.parse_args(argv)
   if args.command == "render":
     if args.key is not None and args.key.isdigit():
@@ -327,7 +354,8 @@ def main(argv=None) -> int:
   # every command is mostly tracing and compiling: the trainer's and the rollouts' programs
   # too, which the public functions' own relaxation covers only in part
   with relaxed_gc():
-    return {"train": _train, "render": _render}.get(args.command, _simulate)(args)
+    return {"train": _train, "render": _render, "cache": _cache}.get(
+      args.command, _simulate)(args)
 
 
 def _add_train(sub) -> None:

@@ -1,6 +1,8 @@
-"""`jaxmj simulate`: runs exactly the steps asked for; every error is one line, exit 2."""
+"""`jaxmj simulate`: runs exactly the steps asked for; every error is one line, exit 2.
+`jaxmj cache`: what the persistent cache holds, cleared on request."""
 
 import os
+import re
 import warnings
 
 import pytest
@@ -71,6 +73,21 @@ def test_a_cache_folder_written_unbounded_is_adopted_by_the_bounded_cache(capsys
   assert stamp == (cache / "old-cache").stat().st_mtime_ns
   written = {p.name.removesuffix("-cache") for p in cache.glob("*-cache")} - {"old"}
   assert written and all((cache / f"{k}-atime").exists() for k in written)
+
+
+def test_cache_command_reports_the_programs_and_clears_only_them(capsys, tmp_path):
+  cache = tmp_path / "xla"
+  assert run(capsys, "simulate", PENDULUM, "--steps", "4", "--chunk", "2", "--batch", "2",
+             "--quiet", "--cache-dir", str(cache))[0] == 0
+  (cache / "notes.txt").write_text("not the cache's")
+  rc, out, _ = run(capsys, "cache", "--cache-dir", str(cache))
+  programs = int(re.search(r"XLA programs: (\d+)", out)[1])
+  assert rc == 0 and programs > 0 and "traced step loops: 1," in out
+  rc, out, _ = run(capsys, "cache", "--cache-dir", str(cache), "--clear")
+  assert rc == 0 and f"XLA programs: {programs}, traced step loops: 1 (" in out
+  out = run(capsys, "cache", "--cache-dir", str(cache))[1]
+  assert "XLA programs: 0," in out and "traced step loops: 0," in out
+  assert (cache / "notes.txt").read_text() == "not the cache's"
 
 
 def test_version(capsys):
