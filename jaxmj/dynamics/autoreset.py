@@ -66,8 +66,9 @@ def _check_state(m: Model, d: Data, fields) -> tuple[Data, jnp.ndarray]:
   code = jnp.where(bad_pos, Warning.BADQPOS, Warning.BADQVEL)
   fresh = fresh.replace(warning=_count(fresh.warning, code, jnp.asarray(True)))
   reset = bad_pos | bad_vel
-  return d.replace(**{f: jax.tree.map(lambda a, b: jnp.where(reset, a, b),
-                                      getattr(fresh, f), getattr(d, f)) for f in fields}), reset
+  # mapped over d's fields (the structure comes from the first tree): see check_step
+  return d.replace(**{f: jax.tree.map(lambda b, a: jnp.where(reset, a, b),
+                                      getattr(d, f), getattr(fresh, f)) for f in fields}), reset
 
 
 def check_state(m: Model, d: Data) -> Data:
@@ -101,5 +102,9 @@ def check_step(m: Model, d_in: Data, d: Data, new: Data, reset: jnp.ndarray) -> 
     a, b, old = getattr(fresh, f), getattr(new, f), getattr(d_in, f)
     untouched = all(x is y for x, y in zip(jax.tree.leaves(b), jax.tree.leaves(old)))
     flag = bad_acc | reset if untouched and f not in _READ else bad_acc
-    out[f] = jax.tree.map(lambda x, y, flag=flag: jnp.where(flag, x, y), a, b)
+    # mapped over the new state's field first: the result takes its pytree structure, whose
+    # static parts are the input Data's objects (a Contact's bundle), so that jit's dispatch
+    # finds the next call's arguments identical to this one's, not merely equal (a deep
+    # comparison of numpy arrays on every call)
+    out[f] = jax.tree.map(lambda y, x, flag=flag: jnp.where(flag, x, y), b, a)
   return new.replace(**out)
