@@ -94,22 +94,26 @@ def _size(path: str) -> int:
     return 0
 
 
-def cache_usage(directory: str | None = None) -> dict[str, tuple[int, int]]:
-  """{"compiled": (programs, bytes), "traced": (step loops, bytes)} held in a cache folder
-  (default: default_directory()): what `jaxmj cache` reports."""
-  files = _cache_files(directory or default_directory())
+def _usage(files: dict[str, list[str]]) -> dict[str, tuple[int, int]]:
+  """(entries, bytes) of each kind of _cache_files' listing."""
   return {"compiled": (sum(f.endswith("-cache") for f in files["compiled"]),
                        sum(map(_size, files["compiled"]))),
           "traced": (sum(f.endswith(".exported") for f in files["traced"]),
                      sum(map(_size, files["traced"])))}
 
 
+def cache_usage(directory: str | None = None) -> dict[str, tuple[int, int]]:
+  """{"compiled": (programs, bytes), "traced": (step loops, bytes)} held in a cache folder
+  (default: default_directory()): what `jaxmj cache` reports."""
+  return _usage(_cache_files(directory or default_directory()))
+
+
 def clear_cache(directory: str | None = None) -> dict[str, tuple[int, int]]:
   """Removes the compiled and traced programs of a cache folder (default:
   default_directory()), nothing else in it; returns cache_usage's counts of what went."""
-  directory = directory or default_directory()
-  gone = cache_usage(directory)
-  for paths in _cache_files(directory).values():
+  files = _cache_files(directory or default_directory())
+  gone = _usage(files)  # from the listing removed, not from a second one
+  for paths in files.values():
     for path in paths:
       _remove(path)
   return gone
