@@ -14,7 +14,15 @@ the rest. What is measured:
   (cpu s)         the compile's process CPU time (XLA's threads summed): on a machine
                   other processes load, the figure to compare.
   batch-1 ms      median wall time of one call of the compiled `step` on a single world,
-                  `block_until_ready` included, after a warm-up call.
+                  `block_until_ready` included, after a warm-up call, on the same Data
+                  every call.
+  batch-1 loop ms a user's loop: `d = step(m, d)` fed back, the median over chunks of
+                  LOOP_CHUNK calls of a chunk's wall time per call, blocking at each
+                  chunk's end only (JAX dispatches asynchronously, as a user's loop runs).
+                  It differs from batch-1 ms where handing a step its own output back
+                  costs more or less than the same input again (jit compares each call's
+                  argument structure with the compiled one's). MuJoCo C has none: its
+                  `mj_step` already runs on its own output.
   steps/s @B      world-steps per second of the compiled rollout: B worlds times T steps
                   divided by the median wall time of 3 rollout calls (after a warm-up call);
                   `*` marks a median of fewer calls, when the measurement stalled (below).
@@ -140,6 +148,7 @@ def suite(name):
 QVEL_NOISE = 0.01
 LATENCY_MIN_CALLS = 20
 LATENCY_MIN_SECONDS = 1.0
+LOOP_CHUNK = 10  # calls of the fed-back loop between blocks (batch-1 loop ms)
 ROLLOUT_REPEATS = 3
 LOADED_CORES = 0.25  # other processes' average use from which a measurement is made again and named
 RECORD = "BENCH_RECORD "  # prefix of the result lines a child prints on stdout
@@ -317,6 +326,21 @@ def latency(compiled, m, d):
   return median_call_s(lambda: jax.block_until_ready(compiled(m, d)))
 
 
+def loop_latency(compiled, m, d):
+  """Median seconds a call of `d = compiled(m, d)` in a loop: chunks of LOOP_CHUNK calls, each
+  timed to its last output's `block_until_ready`, after a warm-up chunk."""
+  state = [d]
+
+  def chunk():
+    x = state[0]
+    for _ in range(LOOP_CHUNK):
+      x = compiled(m, x)
+    state[0] = jax.block_until_ready(x)
+
+  chunk()
+  return median_call_s(chunk) / LOOP_CHUNK
+
+
 def make_rollout(step, steps):
   """vmap over worlds of a `steps`-long scan of `step`; returns the final states."""
 
@@ -424,6 +448,7 @@ def child(engine, path, batches, steps, x64):
     emit(hlo=hlo_counts(step_exe.as_text()))
     with device_lock():
       emit(batch1_ms=1e3 * latency(step_exe, m, d))
+      emit(batch1_loop_ms=1e3 * loop_latency(step_exe, m, d))
     rollout = make_rollout(step, steps)
     for batch in batches:
       d0 = perturbed_batch(d, batch, jax.random.PRNGKey(batch))
@@ -555,7 +580,7 @@ def remeasure_loaded(args, engine, path, model, result):
 
 def columns(batches):
   return ["model", "engine", f"compile s @{batches[0]}", "(cpu s)", "step compile s",
-          "(cpu s)", "batch-1 ms"] + [f"steps/s @{b}" for b in batches]
+          "(cpu s)", "batch-1 ms", "loop ms"] + [f"steps/s @{b}" for b in batches]
 
 
 def row_values(result, batches):
@@ -567,6 +592,7 @@ def row_values(result, batches):
     result.get("step_compile_s"),
     result.get("step_compile_cpu_s"),
     result.get("batch1_ms"),
+    result.get("batch1_loop_ms"),
   ] + [rollout.get(str(b), {}).get("steps_per_s") for b in batches]
 
 
@@ -600,7 +626,7 @@ def format_table(results, ratios, batches):
   for model in dict.fromkeys(r["model"] for r in results):
     for r in (r for r in results if r["model"] == model):
       cells = [_cell(v, number) for v in row_values(r, batches)]
-      cells[5:] = [c + "*" * partial(r, b) for c, b in zip(cells[5:], batches, strict=True)]
+      cells[6:] = [c + "*" * partial(r, b) for c, b in zip(cells[6:], batches, strict=True)]
       rows.append([model, r["engine"], *cells])
       if "error" in r:
         failures.append(f"{r['engine']} on {model}: {r['error']}")
@@ -620,7 +646,8 @@ def format_markdown(results, batches, env):
   b = batches[0]
   head = (f"| model | jaxmj steps/s @{b} | MJX steps/s | jaxmj/MJX | MuJoCo C steps/s | "
           f"rollout compile s jaxmj / MJX | step compile s jaxmj / MJX | batch-1 ms jaxmj / "
-          f"MJX / C | step HLO instructions jaxmj / MJX | `while` jaxmj / MJX |")
+          f"MJX / C | batch-1 loop ms jaxmj / MJX | step HLO instructions jaxmj / MJX | "
+          f"`while` jaxmj / MJX |")
   lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
   fmt = lambda v, f="{:,.0f}": "-" if v is None else f.format(v)  # noqa: E731
   for model in dict.fromkeys(r["model"] for r in results):
@@ -634,6 +661,7 @@ def format_markdown(results, batches, env):
       f"{fmt(comp[0], '{:.1f}')} / {fmt(comp[1], '{:.1f}')}",
       f"{fmt(j.get('step_compile_s'), '{:.1f}')} / {fmt(x.get('step_compile_s'), '{:.1f}')}",
       " / ".join(fmt(r.get("batch1_ms"), "{:.3g}") for r in (j, x, c)),
+      " / ".join(fmt(r.get("batch1_loop_ms"), "{:.3g}") for r in (j, x)),
       " / ".join(fmt(h.get("instructions")) for h in hlo),
       " / ".join(fmt(h.get("while")) for h in hlo)]) + " |")
   envs = "; ".join(f"{k}: {v}" for k, v in env.items())

@@ -34,6 +34,19 @@ def test_latency_loop_runs_until_its_minimum_time(monkeypatch):
   assert len(calls) == 5
 
 
+def test_loop_latency_feeds_each_output_back(monkeypatch):
+  monkeypatch.setattr(bench, "LATENCY_MIN_SECONDS", 0.0)
+  seen = []
+
+  def step(m, d):
+    seen.append(d)
+    return d + 1
+
+  assert bench.loop_latency(step, "model", 0) >= 0.0
+  calls = bench.LOOP_CHUNK * (1 + bench.LATENCY_MIN_CALLS)  # a warm-up chunk, then the timed
+  assert seen == list(range(calls))
+
+
 def test_cpu_seconds_of_this_process_and_the_machine():
   if not os.path.exists("/proc/stat"):
     assert bench.busy_cpu_s() is None
