@@ -59,6 +59,22 @@ def full_precision(fn):
   return wrapped
 
 
+def traced_once(fn):
+  """fn(m, d) jitted, so that its trace is made once per Model structure, Data shapes and JAX
+  configuration and reused by every trace that calls it (the call is one `jit` equation, which
+  XLA inlines: the same program), and called under products_precision(m): what an enclosing
+  transformation traces from it at the call (jax.grad's and jax.vmap's rules for the `jit`
+  equation, the custom derivatives' own products) keeps exact arithmetic's precision."""
+  jitted = jax.jit(fn)
+
+  @functools.wraps(fn)
+  def call(m: Model, d: Data):
+    with products_precision(m):
+      return jitted(m, d)
+
+  return call
+
+
 def fwd_position(m: Model, d: Data) -> Data:
   """mj_fwdPosition: kinematics, com, camera and light poses, tendons, the joint-space inertia
   and its factorization, collision, transmission.

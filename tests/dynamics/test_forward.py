@@ -158,3 +158,41 @@ def test_forward_names_unsupported_features():
   # whole pipeline costs ~5x its compile).
   m = m.replace(opt=m.opt.replace(disableflags=int(jaxmj.DisableBit.CONTACT)))
   _forward(m, jaxmj.make_data(m))
+
+
+_TRACED_ONCE = """<mujoco model="traced_once"><worldbody><geom type="plane" size="1 1 .1"/>
+  <body pos="0 0 .3"><freejoint/><geom size=".05"/></body></worldbody></mujoco>"""
+
+
+def test_public_step_is_traced_once_for_every_enclosing_trace(monkeypatch):
+  # a training run traces an environment's step in several programs (rollouts, evaluation,
+  # under vmap and in loops): jaxmj.step is jitted, so they share one trace of the pipeline
+  from jaxmj.dynamics import forward as recipe
+
+  m = jaxmj.Model.from_xml_string(_TRACED_ONCE)
+  d = jaxmj.make_data(m)
+  traces = []
+  step1 = recipe._step1
+  monkeypatch.setattr(recipe, "_step1", lambda m, d: traces.append(1) or step1(m, d))
+  jax.clear_caches()  # no trace of an earlier test serves this model
+  try:
+    jax.jit(lambda d: jaxmj.step(m, d)).lower(d)
+    jax.jit(lambda d: jax.lax.fori_loop(0, 3, lambda _, d: jaxmj.step(m, d), d)).lower(d)
+    batch = jax.tree.map(lambda x: np.stack([x] * 4), d)
+    jax.jit(jax.vmap(lambda d: jaxmj.step(m, d))).lower(batch)
+    assert len(traces) == 1
+  finally:
+    jax.clear_caches()  # nor does this one's, made with the counting stage, serve later tests
+
+
+def test_public_step_computes_the_recipes_step_bit_for_bit():
+  from jaxmj.dynamics import forward as recipe
+
+  m = jaxmj.Model.from_xml_string(_TRACED_ONCE)
+  ours, theirs = jaxmj.make_data(m), jaxmj.make_data(m)
+  public, plain = jax.jit(jaxmj.step), jax.jit(recipe.step)
+  for _ in range(30):  # the ball falls onto the plane and bounces
+    ours, theirs = public(m, ours), plain(m, theirs)
+  assert int(np.asarray(ours.contact.active).sum()) or float(ours.qvel[2]) != 0.0
+  for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
+    np.testing.assert_array_equal(a, b)
