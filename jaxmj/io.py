@@ -25,12 +25,14 @@ def make_data(m: Model) -> Data:
   order = m.body_mocapid[mocap].argsort()
   mocap_bodies = mocap.nonzero()[0][order]
   return Data(
-    time=jnp.zeros((), dt), qpos=jnp.asarray(m.qpos0), qvel=z(nv), act=z(m.na),
+    # copies: a Data array sharing the Model's buffer could not be donated
+    # (`jax.jit(step, donate_argnums=1)`: XLA refuses a donated buffer that is also an input)
+    time=jnp.zeros((), dt), qpos=jnp.array(m.qpos0, copy=True), qvel=z(nv), act=z(m.na),
     plastic=plastic.init(m).astype(dt),
     qacc_warmstart=z(nv), ctrl=z(m.nu), qfrc_applied=z(nv), xfrc_applied=z(nb, 6),
     mocap_pos=m.body_pos[mocap_bodies], mocap_quat=m.body_quat[mocap_bodies],
     userdata=z(m.nuserdata), qacc=z(nv), act_dot=z(m.na),
-    eq_active=jnp.asarray(m.eq_active0, bool), qfrc_gravcomp=z(nv), qfrc_fluid=z(nv),
+    eq_active=jnp.array(m.eq_active0, bool, copy=True), qfrc_gravcomp=z(nv), qfrc_fluid=z(nv),
     xpos=z(nb, 3), xquat=z(nb, 4), xmat=z(nb, 3, 3), xipos=z(nb, 3), ximat=z(nb, 3, 3),
     xanchor=z(m.njnt, 3), xaxis=z(m.njnt, 3),
     geom_xpos=z(m.ngeom, 3), geom_xquat=z(m.ngeom, 4), geom_xmat=z(m.ngeom, 3, 3),

@@ -196,3 +196,17 @@ def test_public_step_computes_the_recipes_step_bit_for_bit():
   assert int(np.asarray(ours.contact.active).sum()) or float(ours.qvel[2]) != 0.0
   for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
     np.testing.assert_array_equal(a, b)
+
+
+def test_a_new_data_can_be_donated_to_a_jitted_step():
+  # make_data's qpos was the Model's qpos0 array itself, so XLA refused the donated Data
+  # ("Attempt to donate a buffer which is also used by the same call")
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "quadruped.xml"))
+  model_buffers = {x.unsafe_buffer_pointer() for x in jax.tree.leaves(m) if x.size}
+  for d in (jaxmj.make_data(m), jaxmj.reset(m)):
+    assert not model_buffers & {x.unsafe_buffer_pointer() for x in jax.tree.leaves(d) if x.size}
+  step = jax.jit(jaxmj.step, donate_argnums=1)
+  d = jaxmj.make_data(m)
+  for _ in range(2):
+    d = step(m, d)
+  np.testing.assert_allclose(float(d.time), 2 * float(m.opt.timestep), rtol=1e-6)
