@@ -109,6 +109,8 @@ from jaxmj.types import (
 copy_state = checks_data(checks_data(copy_state), argnum=2)
 rollout, transition_jacobians, set_const, camera_image = map(
   relaxes_gc, (rollout, transition_jacobians, set_const, camera_image))
+# called outside jit it ran operation by operation: 4 s a call on cartpole, 1 ms compiled
+transition_jacobians = traced_once(transition_jacobians, static_argnames=("chunk", "block"))
 
 __version__ = "0.1.0"
 

@@ -145,6 +145,18 @@ def test_transition_jacobians_batch_chunk_and_finite_difference_options():
       np.testing.assert_allclose(x, y, rtol=0, atol=1e-6 * max(1.0, np.max(np.abs(y))))
 
 
+def test_transition_jacobians_outside_jit_take_their_options_by_position_or_name():
+  # the public function is a jit of its own (chunk and block static, eps traced), so that
+  # a call outside jit runs compiled instead of operation by operation
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  d = jaxmj.make_data(m).replace(qvel=jnp.ones(m.nv))
+  for x, y in zip(jaxmj.transition_jacobians(m, d, None, 2), _jacobians(m, d)):
+    np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+  for x, y in zip(jaxmj.transition_jacobians(m, d, eps=jnp.float32(1e-3), chunk=None),
+                  _jacobians(m, d, eps=1e-3)):
+    np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+
+
 BALL_XML = """<mujoco><option timestep="0.004"/>
   <worldbody>
     <geom type="plane" size="3 3 .1"/>

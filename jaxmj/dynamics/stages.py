@@ -59,18 +59,19 @@ def full_precision(fn):
   return wrapped
 
 
-def traced_once(fn):
-  """fn(m, d) jitted, so that its trace is made once per Model structure, Data shapes and JAX
-  configuration and reused by every trace that calls it (the call is one `jit` equation, which
-  XLA inlines: the same program), and called under products_precision(m): what an enclosing
-  transformation traces from it at the call (jax.grad's and jax.vmap's rules for the `jit`
-  equation, the custom derivatives' own products) keeps exact arithmetic's precision."""
-  jitted = jax.jit(fn)
+def traced_once(fn, static_argnames: tuple[str, ...] = ()):
+  """fn(m, ...) jitted (`static_argnames` static), so that its trace is made once per Model
+  structure, argument shapes and JAX configuration and reused by every trace that calls it
+  (the call is one `jit` equation, which XLA inlines: the same program), and called under
+  products_precision(m): what an enclosing transformation traces from it at the call
+  (jax.grad's and jax.vmap's rules for the `jit` equation, the custom derivatives' own
+  products) keeps exact arithmetic's precision."""
+  jitted = jax.jit(fn, static_argnames=static_argnames)
 
   @functools.wraps(fn)
-  def call(m: Model, d: Data):
+  def call(m: Model, *args, **kwargs):
     with products_precision(m):
-      return jitted(m, d)
+      return jitted(m, *args, **kwargs)
 
   return call
 
