@@ -258,3 +258,16 @@ def test_inferred_inertia_differentiates_through_geom_sizes():
   eps = 1e-6
   fd = (vg(eps)[0] - vg(-eps)[0]) / (2 * eps)
   np.testing.assert_allclose(vg(0.0)[1], fd, rtol=1e-6)
+
+
+def test_set_const_outside_jit_takes_from_geoms_by_position_or_name():
+  # a jit of its own (from_geoms static): outside jit it ran operation by operation
+  from jaxmj.dynamics.set_const import set_const as recipe
+
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  m = m.replace(geom_size=m.geom_size * 1.1)
+  want = jax.jit(recipe, static_argnames="from_geoms")(m, from_geoms=True)
+  for got in (jaxmj.set_const(m, True), jaxmj.set_const(m, from_geoms=True)):
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+      np.testing.assert_array_equal(a, b)
+  assert float(jaxmj.statistic(m)["meanmass"]) > 0
