@@ -107,13 +107,13 @@ from jaxmj.types import (
   forward, fwd_acceleration, fwd_actuation, fwd_position, fwd_velocity, step, step1, step2,
   inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel))
 copy_state = checks_data(checks_data(copy_state), argnum=2)
-rollout, transition_jacobians, set_const, camera_image = map(
-  relaxes_gc, (rollout, transition_jacobians, set_const, camera_image))
+rollout, camera_image = map(relaxes_gc, (rollout, camera_image))
 # outside jit these ran operation by operation (cartpole: transition_jacobians 4 s a call,
 # set_const 0.12 s after a 14 s first call); jitted, and their traces shared, as above
-transition_jacobians = traced_once(transition_jacobians, static_argnames=("chunk", "block"))
-set_const = traced_once(set_const, static_argnames=("from_geoms",))
-statistic = traced_once(statistic)
+transition_jacobians = traced_once(relaxes_gc(transition_jacobians),
+                                   static_argnames=("chunk", "block"))
+set_const = traced_once(relaxes_gc(set_const), static_argnames=("from_geoms",))
+statistic = traced_once(relaxes_gc(statistic))
 
 __version__ = "0.1.0"
 
