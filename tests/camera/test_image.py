@@ -159,3 +159,27 @@ def test_vmap_over_worlds_and_camera_poses_equals_one_at_a_time():
       for k in one:
         np.testing.assert_allclose(batch[k][w, c], one[k], rtol=1e-12, atol=1e-12)
   assert np.any(np.asarray(batch["depth"][0, 0] != batch["depth"][1, 1]))
+
+
+def test_a_camera_and_option_set_is_traced_once_by_name_or_id_list_or_tuple(monkeypatch):
+  from jaxmj.camera import trace
+
+  m = jaxmj.Model.from_xml_string(PRIMITIVES)
+  d = jax.jit(jaxmj.forward)(m, jaxmj.make_data(m))
+  traces = []
+  nearest_hits = trace.nearest_hits
+  monkeypatch.setattr(trace, "nearest_hits", lambda *a: traces.append(1) or nearest_hits(*a))
+  jax.clear_caches()  # no trace of an earlier test serves this model
+  try:
+    first = jaxmj.camera_image(m, d, "front", H, W, ["depth", "rgb"], geomgroup=[1, 1, 1, 0])
+    again = jaxmj.camera_image(m, d, 0, H, W, ("depth", "rgb"), geomgroup=(1, 1, 1, 0))
+    jax.jit(lambda d: jaxmj.camera_image(m, d, 0, H, W, ("depth", "rgb"),
+                                         geomgroup=(True, True, True, False)))(d)
+    assert len(traces) == 1
+    jaxmj.camera_image(m, d, 0, H, W, ("rgb", "depth"))  # another option set: its own trace
+    assert len(traces) == 2
+  finally:
+    jax.clear_caches()  # nor does the counting trace serve later tests
+  assert list(first) == ["depth", "rgb"]  # in the order asked
+  for k in ("depth", "rgb"):
+    np.testing.assert_array_equal(first[k], again[k])
