@@ -106,6 +106,13 @@ from jaxmj.types import (
   traced_once(fn) for fn in (
   forward, fwd_acceleration, fwd_actuation, fwd_position, fwd_velocity, step, step1, step2,
   inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel))
+# utilities a notebook calls outside jit, jitted the same way (humanoid_floor, operation by
+# operation: solve_m 41 ms a call, energy_pos and integrate_pos 15; ray and multi_ray are
+# jits of their own, with their static options normalized: collision/ray.py)
+(full_m, mul_m, solve_m, energy_pos, energy_vel, contact_forces, integrate_pos,
+ differentiate_pos, normalize_quat) = (traced_once(fn) for fn in (
+  full_m, mul_m, solve_m, energy_pos, energy_vel, contact_forces, integrate_pos,
+  differentiate_pos, normalize_quat))
 copy_state = checks_data(checks_data(copy_state), argnum=2)
 rollout, camera_image = map(relaxes_gc, (rollout, camera_image))
 # outside jit these ran operation by operation (cartpole: transition_jacobians 4 s a call,

@@ -124,6 +124,35 @@ def test_ray_gradient_is_finite(scene):
   np.testing.assert_allclose(g, fd, atol=1e-6)
 
 
+def test_equal_ray_options_share_one_trace_and_wrong_shapes_are_named(scene, monkeypatch):
+  from jaxmj.collision import ray as ray_lib
+
+  m, mj, d, dj = scene
+  traces = []
+  candidates = ray_lib.candidates
+  monkeypatch.setattr(ray_lib, "candidates", lambda *a: traces.append(1) or candidates(*a))
+  pnt, vec = np.array([0.3, -0.2, 2.4]), np.array([0.05, 0.02, -1.0])
+  jax.clear_caches()  # no trace of an earlier test serves this model
+  try:
+    one = ray(m, dj, pnt, vec, geomgroup=[1, 1, 0, 1, 1, 1], bodyexclude=2)
+    two = ray(m, dj, list(pnt), vec, geomgroup=np.array([1, 1, 0, 1, 1, 1]),
+              bodyexclude=[2])
+    assert len(traces) == 1
+    fan = multi_ray(m, dj, pnt, np.stack([vec, -vec]), geomgroup=(1, 1, 0, 1, 1, 1),
+                    bodyexclude=2)
+    assert len(traces) == 2  # a fan is its own program
+  finally:
+    jax.clear_caches()  # nor does the counting trace serve later tests
+  ref_dist, ref_gid = _mj_ray(mj, d, pnt, vec, geomgroup=(1, 1, 0, 1, 1, 1), bodyexclude=2)
+  for dist, gid in (one, two, (fan[0][0], fan[1][0])):
+    assert int(gid) == ref_gid
+    np.testing.assert_allclose(dist, ref_dist, atol=1e-9, rtol=1e-9)
+  with pytest.raises(ValueError, match=r"ray: vec must have shape \(3,\)"):
+    ray(m, dj, pnt, np.stack([vec, vec]))
+  with pytest.raises(ValueError, match=r"multi_ray: vec must have shape \(nray, 3\)"):
+    multi_ray(m, dj, pnt, vec)
+
+
 HFIELD = """
 <mujoco>
   <asset>
