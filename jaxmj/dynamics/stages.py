@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmj.actuation import driver as actuation
 from jaxmj.collision import driver as collision
@@ -72,6 +74,27 @@ def traced_once(fn, static_argnames: tuple[str, ...] = ()):
   def call(m: Model, *args, **kwargs):
     with products_precision(m):
       return jitted(m, *args, **kwargs)
+
+  return call
+
+
+def traced_once_by_id(fn, id_names: tuple[str, ...], static_argnames: tuple[str, ...] = ()):
+  """traced_once(fn) with the index arguments `id_names` (a body, site or object id: the
+  functions index the Model's host arrays with a host id) static while each is an integer;
+  with an array id (traced: under vmap, or a jax scalar) fn itself runs, as before."""
+  jitted = traced_once(fn, static_argnames=id_names + static_argnames)
+  signature = inspect.signature(fn)
+
+  @functools.wraps(fn)
+  def call(*args, **kwargs):
+    bound = signature.bind(*args, **kwargs)
+    ids = {n: bound.arguments[n] for n in id_names if n in bound.arguments}
+    if not all(isinstance(v, (int, np.integer)) or (isinstance(v, np.ndarray) and v.ndim == 0
+                                                    and v.dtype.kind in "iu")
+               for v in ids.values()):
+      return fn(*args, **kwargs)
+    bound.arguments.update({n: int(v) for n, v in ids.items()})
+    return jitted(*bound.args, **bound.kwargs)
 
   return call
 
