@@ -113,9 +113,8 @@ from jaxmj.types import (
  differentiate_pos, normalize_quat) = (traced_once(fn) for fn in (
   full_m, mul_m, solve_m, energy_pos, energy_vel, contact_forces, integrate_pos,
   differentiate_pos, normalize_quat))
-# and those taking an object's id, static while it is a host integer (stages.py), so that a
-# notebook's loop over them (inverse kinematics with jac_site: 7.5 ms a call operation by
-# operation) runs compiled
+# and those taking an object's id, traced (stages.py), so that a notebook's loop over ids
+# (inverse kinematics with jac_site: 7.5 ms a call operation by operation) runs compiled
 jac, jac_dot = (traced_once_by_id(fn, ("body",)) for fn in (jac, jac_dot))
 jac_body, jac_body_com, jac_subtree_com = (
   traced_once_by_id(fn, ("body",)) for fn in (jac_body, jac_body_com, jac_subtree_com))
@@ -124,7 +123,7 @@ object_velocity, object_acceleration = (
   traced_once_by_id(fn, ("objid",), ("objtype", "local"))
   for fn in (object_velocity, object_acceleration))
 contact_force = traced_once_by_id(contact_force, ("i",))
-get_state, set_state = (traced_once_by_id(fn, ("sig",)) for fn in (get_state, set_state))
+get_state, set_state = (traced_once(fn, static_argnames=("sig",)) for fn in (get_state, set_state))
 copy_state = checks_data(checks_data(copy_state), argnum=2)
 rollout, camera_image = map(relaxes_gc, (rollout, camera_image))
 # outside jit these ran operation by operation (cartpole: transition_jacobians 4 s a call,

@@ -79,21 +79,20 @@ def traced_once(fn, static_argnames: tuple[str, ...] = ()):
 
 
 def traced_once_by_id(fn, id_names: tuple[str, ...], static_argnames: tuple[str, ...] = ()):
-  """traced_once(fn) with the index arguments `id_names` (a body, site or object id: the
-  functions index the Model's host arrays with a host id) static while each is an integer;
-  with an array id (traced: under vmap, or a jax scalar) fn itself runs, as before."""
-  jitted = traced_once(fn, static_argnames=id_names + static_argnames)
+  """traced_once(fn) whose index arguments `id_names` (a body, site or object id) are traced:
+  one trace serves every id (a loop over a model's bodies compiles once; a static id would
+  compile each), host integers passed as int32 scalars so that an int and a numpy integer
+  share it too. fn's results with a traced id equal those with a host id bit for bit."""
+  jitted = traced_once(fn, static_argnames=static_argnames)
   signature = inspect.signature(fn)
 
   @functools.wraps(fn)
   def call(*args, **kwargs):
     bound = signature.bind(*args, **kwargs)
-    ids = {n: bound.arguments[n] for n in id_names if n in bound.arguments}
-    if not all(isinstance(v, (int, np.integer)) or (isinstance(v, np.ndarray) and v.ndim == 0
-                                                    and v.dtype.kind in "iu")
-               for v in ids.values()):
-      return fn(*args, **kwargs)
-    bound.arguments.update({n: int(v) for n, v in ids.items()})
+    for n in id_names:
+      v = bound.arguments.get(n)
+      if isinstance(v, (int, np.integer)) or (isinstance(v, np.ndarray) and v.ndim == 0):
+        bound.arguments[n] = np.int32(v)
     return jitted(*bound.args, **bound.kwargs)
 
   return call
