@@ -28,7 +28,7 @@ from jaxmj.dynamics.transition import transition_jacobians
 from jaxmj.interop import to_mujoco
 from jaxmj.io import make_data, reset
 from jaxmj.mjcf.errors import MJCFError
-from jaxmj.names import id2name, name2id
+from jaxmj.names import id2name, name2id, object_count
 from jaxmj.rendering import render
 from jaxmj.sensor.driver import sensor_acc, sensor_pos, sensor_vel
 from jaxmj.smooth.energy import energy_pos, energy_vel
@@ -115,14 +115,18 @@ from jaxmj.types import (
   differentiate_pos, normalize_quat))
 # and those taking an object's id, traced (stages.py), so that a notebook's loop over ids
 # (inverse kinematics with jac_site: 7.5 ms a call operation by operation) runs compiled
-jac, jac_dot = (traced_once_by_id(fn, ("body",)) for fn in (jac, jac_dot))
-jac_body, jac_body_com, jac_subtree_com = (
-  traced_once_by_id(fn, ("body",)) for fn in (jac_body, jac_body_com, jac_subtree_com))
-jac_geom, jac_site = traced_once_by_id(jac_geom, ("geom",)), traced_once_by_id(jac_site, ("site",))
+_BODIES, _GEOMS, _SITES = (lambda a, t=t: object_count(a["m"], t)
+                           for t in (ObjType.BODY, ObjType.GEOM, ObjType.SITE))
+jac, jac_dot, jac_body, jac_body_com, jac_subtree_com = (
+  traced_once_by_id(fn, {"body": _BODIES})
+  for fn in (jac, jac_dot, jac_body, jac_body_com, jac_subtree_com))
+jac_geom = traced_once_by_id(jac_geom, {"geom": _GEOMS})
+jac_site = traced_once_by_id(jac_site, {"site": _SITES})
 object_velocity, object_acceleration = (
-  traced_once_by_id(fn, ("objid",), ("objtype", "local"))
+  traced_once_by_id(fn, {"objid": lambda a: object_count(a["m"], a["objtype"])},
+                    ("objtype", "local"))
   for fn in (object_velocity, object_acceleration))
-contact_force = traced_once_by_id(contact_force, ("i",))
+contact_force = traced_once_by_id(contact_force, {"i": lambda a: a["d"].contact.dist.shape[-1]})
 get_state, set_state = (traced_once(fn, static_argnames=("sig",)) for fn in (get_state, set_state))
 copy_state = checks_data(checks_data(copy_state), argnum=2)
 rollout, camera_image = map(relaxes_gc, (rollout, camera_image))

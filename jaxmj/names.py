@@ -58,6 +58,11 @@ def _tables(m) -> dict:
   return out
 
 
+def object_count(m: Model, objtype: ObjType | int | str) -> int:
+  """How many objects of type `objtype` m has (ids run from 0 to this, exclusive)."""
+  return len(_adrs(m, obj_type(objtype)))
+
+
 def name2id(m: Model, objtype: ObjType | int | str, name: str) -> int:
   """Id of the object of type `objtype` named `name`, or -1 if there is none (mj_name2id)."""
   return _tables(m).get(_ADR_FIELD.get(obj_type(objtype)), {}).get(name, -1)

@@ -78,21 +78,27 @@ def traced_once(fn, static_argnames: tuple[str, ...] = ()):
   return call
 
 
-def traced_once_by_id(fn, id_names: tuple[str, ...], static_argnames: tuple[str, ...] = ()):
-  """traced_once(fn) whose index arguments `id_names` (a body, site or object id) are traced:
-  one trace serves every id (a loop over a model's bodies compiles once; a static id would
-  compile each), host integers passed as int32 scalars so that an int and a numpy integer
-  share it too. fn's results with a traced id equal those with a host id bit for bit."""
+def traced_once_by_id(fn, ids: dict, static_argnames: tuple[str, ...] = ()):
+  """traced_once(fn) whose index arguments (a body, site or object id) are traced: one trace
+  serves every id (a loop over a model's bodies compiles once; a static id would compile
+  each), host integers passed as int32 scalars so that an int and a numpy integer share it
+  too. fn's results with a traced id equal those with a host id bit for bit.
+
+  ids: {argument name: count(arguments) -> how many ids there are}: a host id out of range
+  raises ValueError (traced, it would be clamped)."""
   jitted = traced_once(fn, static_argnames=static_argnames)
   signature = inspect.signature(fn)
 
   @functools.wraps(fn)
   def call(*args, **kwargs):
     bound = signature.bind(*args, **kwargs)
-    for n in id_names:
-      v = bound.arguments.get(n)
+    for name, count in ids.items():
+      v = bound.arguments.get(name)
       if isinstance(v, (int, np.integer)) or (isinstance(v, np.ndarray) and v.ndim == 0):
-        bound.arguments[n] = np.int32(v)
+        n = count(bound.arguments)
+        if not 0 <= v < n:
+          raise ValueError(f"{fn.__name__}: {name} {int(v)} is out of range (0 to {n - 1})")
+        bound.arguments[name] = np.int32(v)
     return jitted(*bound.args, **bound.kwargs)
 
   return call
