@@ -190,6 +190,26 @@ def _free_compiled_programs():
   gc.collect()
 
 
+@pytest.fixture
+def patch_traced():
+  """patch(module, name, value): sets a module constant that shapes traces (as
+  monkeypatch.setattr), with jax's caches cleared before the test goes on and after the
+  value is restored: jaxmj's public functions are jits, whose cached traces would neither see
+  the patch nor, in a later test, its undoing."""
+  undo = []
+
+  def patch(module, name, value):
+    undo.append((module, name, getattr(module, name)))
+    setattr(module, name, value)
+    jax.clear_caches()
+
+  yield patch
+  for module, name, value in reversed(undo):
+    setattr(module, name, value)
+  if undo:
+    jax.clear_caches()
+
+
 _CACHE_OPTIONS = ("jax_enable_compilation_cache", "jax_compilation_cache_dir",
                   "jax_compilation_cache_max_size", "jax_persistent_cache_min_compile_time_secs",
                   "jax_persistent_cache_min_entry_size_bytes")

@@ -56,11 +56,11 @@ def _check(f, x, eps=1e-6, rtol=1e-5):
 
 
 @pytest.mark.parametrize("bvh", [False, True], ids=["triangles", "clusters"])
-def test_depth_and_shading_gradients_match_finite_differences(monkeypatch, bvh):
+def test_depth_and_shading_gradients_match_finite_differences(patch_traced, bvh):
   """Depth and RGB sums over a patch w.r.t. a geom's position and size (reverse mode; for
   the mesh, through both the all-triangles test and the cluster traversal)."""
   if bvh:
-    monkeypatch.setattr(mesh_bvh, "BRUTE_FORCE_FACES", 0)
+    patch_traced(mesh_bvh, "BRUTE_FORCE_FACES", 0)
   m, d = _scene()
   seg = np.asarray(jax.jit(lambda d: jaxmj.camera_image(m, d, 0, H, W))(d)["segmentation"])
   for name in (("octa",) if bvh else ("ball", "box", "octa")):

@@ -89,9 +89,9 @@ def _interior(seg):
   (os.path.join(MODELS, "mesh_drop.xml"), "clusters"),
 ], ids=["primitives-fovy", "primitives-intrinsics", "primitives-free", "meshes", "hfield",
         "meshes-clusters"])
-def test_images_match_mujocos_renderer(gl, monkeypatch, scene, cam):
+def test_images_match_mujocos_renderer(gl, patch_traced, scene, cam):
   if cam == "clusters":  # small meshes through the cluster traversal too
-    monkeypatch.setattr(mesh_bvh, "BRUTE_FORCE_FACES", 0)
+    patch_traced(mesh_bvh, "BRUTE_FORCE_FACES", 0)
     cam = -1
   mjm, m = _load(scene)
   mjd = mujoco.MjData(mjm)
