@@ -87,7 +87,7 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
 
 # A jit of its own, every option static and hashable (camera_image normalizes them: a name to
 # an id, lists to tuples): outside any trace a call runs compiled (cartpole's 64 x 64 image
-# was 0.11 s a call operation by operation), and the traces that call it (a pixels
+# was 0.1-0.2 s a call operation by operation), and the traces that call it (a pixels
 # environment's reset and step) share one trace per model structure and option set.
 @functools.partial(jax.jit, static_argnames=("cam", "height", "width", "outputs", "shadows",
                                              "geomgroup", "tile", "tile_candidates",

@@ -85,7 +85,7 @@ def traced_once_by_id(fn, ids: dict, static_argnames: tuple[str, ...] = ()):
   too. fn's results with a traced id equal those with a host id bit for bit.
 
   ids: {argument name: count(arguments) -> how many ids there are}: a host id out of range
-  raises ValueError (traced, it would be clamped)."""
+  raises IndexError, as id2name and reset do (traced, it would be clamped)."""
   jitted = traced_once(fn, static_argnames=static_argnames)
   signature = inspect.signature(fn)
 
@@ -97,7 +97,7 @@ def traced_once_by_id(fn, ids: dict, static_argnames: tuple[str, ...] = ()):
       if isinstance(v, (int, np.integer)) or (isinstance(v, np.ndarray) and v.ndim == 0):
         n = count(bound.arguments)
         if not 0 <= v < n:
-          raise ValueError(f"{fn.__name__}: {name} {int(v)} is out of range (0 to {n - 1})")
+          raise IndexError(f"{fn.__name__}: {name} {int(v)} is out of range (0 to {n - 1})")
         bound.arguments[name] = np.int32(v)
     return jitted(*bound.args, **bound.kwargs)
 

@@ -147,9 +147,9 @@ def test_public_jacobians_trace_once_for_every_id_and_take_traced_ids(case, monk
   for i in range(m.nbody):
     np.testing.assert_allclose(batched[i], _mj_jac(mujoco.mj_jacBody, mj, md, i), atol=TOL)
   for bad in (m.nbody, -1):  # a traced id would be clamped: a host id is checked
-    with pytest.raises(ValueError, match=f"jac_body: body {bad} is out of range"):
+    with pytest.raises(IndexError, match=f"jac_body: body {bad} is out of range"):
       jaxmj.jac_body(m, d, bad)
-  with pytest.raises(ValueError, match="object_velocity: objid 99 is out of range"):
+  with pytest.raises(IndexError, match="object_velocity: objid 99 is out of range"):
     jaxmj.object_velocity(m, d, "site", 99)
 
 
