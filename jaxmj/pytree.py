@@ -157,6 +157,27 @@ class _Aux:
     return out
 
 
+def named_leaves(node, prefix: str = "") -> dict[str, Any]:
+  """{'qpos': array, 'contact.dist': array, 'opt.gravity': array, ...}: each leaf field of a
+  node (empty fields included), nested nodes and pytree-valued fields listed leaf by leaf."""
+  out = {}
+  for name in type(node)._leaf_names:
+    value = getattr(node, name)
+    if hasattr(type(value), "_leaf_names"):
+      out.update(named_leaves(value, f"{prefix}{name}."))
+      continue
+    leaves, _ = jax.tree_util.tree_flatten_with_path(value)
+    for path, leaf in leaves:
+      out[prefix + name + jax.tree_util.keystr(path)] = leaf
+  return out
+
+
+def named_shapes(node) -> dict[str, tuple]:
+  """{'qpos': (nq,), 'opt.gravity': (3,), ...}: named_leaves' shapes (arrays or
+  ShapeDtypeStructs)."""
+  return {k: tuple(getattr(v, "shape", ())) for k, v in named_leaves(node).items()}
+
+
 def _batch_shape(ref, rank: int) -> tuple | None:
   shape = getattr(ref, "shape", None)
   if shape is None or len(shape) < rank:

@@ -700,6 +700,10 @@ class Model:
   path: str = static()  # file the model was read from, "" for a string
   source: ModelSource | None = static(default=None)  # the MJCF and assets compiled, for
   # MuJoCo to compile again (jaxmj/interop.py); None for a Model built without one
+  # ((field, shape), ...) of every array field as compiled ('opt.gravity' for Option's), so
+  # that a public function refuses a field replaced by one of another shape by its name
+  # (datacheck.py); () for a Model built without the compiler
+  leaf_shapes: tuple = static(default=())
 
   @classmethod
   def from_xml_path(cls, path, assets: dict[str, bytes] | None = None) -> Model:

@@ -87,3 +87,60 @@ def test_check_adds_nothing_to_the_computation(md):
   checked = jaxmj.forward.__wrapped__  # inside the public function's jit (and gc wrapper)
   unchecked = checked.__wrapped__.__wrapped__
   assert str(jax.make_jaxpr(checked)(m, d)) == str(jax.make_jaxpr(unchecked)(m, d))
+
+
+@pytest.mark.parametrize("field, value, shape", [
+  ("body_mass", jnp.ones(7), (3,)),
+  ("dof_damping", jnp.ones((2, 1)), (2,)),
+  ("opt.gravity", jnp.ones(2), (3,)),
+])
+def test_model_field_of_another_shape_is_named(md, field, value, shape):
+  """A Model field replaced by an array of another shape is refused by name (it failed deep
+  inside JAX: 'mul got incompatible shapes for broadcasting')."""
+  m, d = md
+  if field.startswith("opt."):
+    m = m.replace(opt=m.opt.replace(**{field[4:]: value}))
+  else:
+    m = m.replace(**{field: value})
+  for call in (jaxmj.step, lambda m, d: jaxmj.rollout(m, d, nstep=2)):
+    with pytest.raises(ValueError) as info:
+      call(m, d)
+    assert str(info.value).endswith(
+      f"Model field '{field}' has shape {value.shape}, but model 'MuJoCo Model' was "
+      f"compiled with {shape}")
+
+
+def test_batch_of_models_without_vmap_says_to_vmap(md):
+  m, d = md
+  models = jax.tree.map(lambda x: jnp.stack([x] * 3), m)
+  with pytest.raises(ValueError, match=r"a batch of Models: map over it with "
+                                       r"jax.vmap\(jaxmj.step, in_axes=\(0, None\)\)"):
+    jaxmj.step(models, d)
+  out = jax.vmap(jaxmj.step, in_axes=(0, None))(models, d)
+  assert out.qpos.shape == (3, m.nq)
+
+
+def test_integer_state_is_refused_by_name_python_numbers_are_not(md):
+  """qpos=jnp.array([0, 1]) is an integer array: step promoted it, rollout failed on its scan's
+  carry types; both now name the field. A Python number (time=0) still works."""
+  m, d = md
+  for call in (jaxmj.step, lambda m, d: jaxmj.rollout(m, d, nstep=2)):
+    with pytest.raises(ValueError, match=r"Data field 'qpos' has dtype int(32|64), but model "
+                                         r"'MuJoCo Model' needs a float dtype"):
+      call(m, d.replace(qpos=jnp.array([0, 1])))
+  assert jaxmj.step(m, d.replace(time=0)).time.dtype == d.time.dtype
+
+
+def test_rollout_refuses_nstep_that_is_not_ctrls_length(md):
+  m, d = md
+  with pytest.raises(ValueError, match=r"nstep=10, but ctrl has shape \(5, 1\)"):
+    jaxmj.rollout(m, d, jnp.zeros((5, 1)), nstep=10)
+  final, traj = jaxmj.rollout(m, d, jnp.zeros((5, 1)), nstep=5)
+  assert traj["qpos"].shape == (5, m.nq)
+
+
+def test_compiled_model_records_every_array_fields_shape(md):
+  m, _ = md
+  recorded = dict(m.leaf_shapes)
+  assert recorded["body_mass"] == (3,) and recorded["opt.gravity"] == (3,)
+  assert recorded == {k: v.shape for k, v in jaxmj.pytree.named_leaves(m).items()}

@@ -139,7 +139,8 @@ def rollout(
 ) -> tuple[Data, dict[str, jnp.ndarray]]:
   """Steps `d` through a control sequence with one `lax.scan`, jitted.
 
-  ctrl: (T, nu) controls applied before each step; or None with `nstep=T` (controls held).
+  ctrl: (T, nu) controls applied before each step (`nstep`, if given too, must be T); or
+  None with `nstep=T` (controls held).
   Returns the final Data and a dict of the named Data fields after each step, each (T, ...).
   Stacking only `fields` keeps memory at T x state size rather than T x all of Data.
   rollout compiles once per model structure, T, `fields` and `checkpoint` and reuses that
@@ -155,6 +156,9 @@ def rollout(
   if ctrl is None and nstep is None:
     raise ValueError("rollout needs a ctrl sequence or nstep")
   ctrl = None if ctrl is None else jnp.asarray(ctrl)
+  if ctrl is not None and nstep is not None and (ctrl.ndim < 1 or ctrl.shape[0] != nstep):
+    raise ValueError(f"jaxmj.rollout: nstep={nstep}, but ctrl has shape {ctrl.shape}: one "
+                     "control row per step; pass ctrl of shape (nstep, nu), or ctrl alone")
   return _rollout(m, d, ctrl, nstep, tuple(fields), checkpoint)
 
 

@@ -34,6 +34,7 @@ from jaxmj.mjcf.errors import MJCFError
 from jaxmj.mjcf.passes import align, discard, fuse
 from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Defaults, Node
+from jaxmj.pytree import named_shapes
 from jaxmj.scan import ancestor_mask, depths
 from jaxmj.source import ModelSource
 from jaxmj.types import (
@@ -546,9 +547,10 @@ def _model(root, bodies, f, opt, size, path, source) -> Model:
     dof_hasfrictionloss=np.asarray(f["dof_frictionloss"]) > 0,
     jnt_limitboth=tendon.limit_both(f, "jnt"),
     unsupported=tuple(unsupported), model_name=model_name, path=path,
-    source=source,
+    source=source, leaf_shapes=(),
   )
   missing = fields - set(kw)
   if missing:
     raise MJCFError(f"internal: compiler did not produce {sorted(missing)}")
-  return Model(**kw)
+  m = Model(**kw)
+  return m.replace(leaf_shapes=tuple(named_shapes(m).items()))
