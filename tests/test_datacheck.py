@@ -144,3 +144,10 @@ def test_compiled_model_records_every_array_fields_shape(md):
   recorded = dict(m.leaf_shapes)
   assert recorded["body_mass"] == (3,) and recorded["opt.gravity"] == (3,)
   assert recorded == {k: v.shape for k, v in jaxmj.pytree.named_leaves(m).items()}
+
+
+def test_arguments_swapped_say_which_was_expected(md):
+  m, d = md
+  with pytest.raises(TypeError, match=r"jaxmj.step: expected a jaxmj.Model as the first "
+                                      r"argument, got Data"):
+    jaxmj.step(d, m)

@@ -72,6 +72,9 @@ def traced_once(fn, static_argnames: tuple[str, ...] = ()):
 
   @functools.wraps(fn)
   def call(m: Model, *args, **kwargs):
+    if not isinstance(m, Model):  # e.g. step(d, m): say so before reading m's options
+      raise TypeError(f"jaxmj.{fn.__name__}: expected a jaxmj.Model as the first argument, "
+                      f"got {type(m).__name__}")
     with products_precision(m):
       return jitted(m, *args, **kwargs)
 
