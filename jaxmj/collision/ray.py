@@ -162,52 +162,49 @@ def _mesh_cast(m: Model, sel: np.ndarray, lp, lv):
 def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
   """(len(sel),) distances to heightfield geoms `sel` (rays in each geom's frame), as
   mj_rayHfield: the nearest of the base box (below z = 0), and, if the ray enters the
-  elevation box (0 <= z <= size[2]), the surface triangles (two per cell, all cells; a cell
-  the ray does not cross cannot be hit) and the box's four sides where the hit lies below
-  the edge profile. Fields are padded to common sizes so all go through one vmap."""
+  elevation box (0 <= z <= size[2]), the surface triangles of the cells its segment inside
+  that box crosses (`_crossed_cells`) and the box's four sides where the hit lies below the
+  edge profile. Fields are padded to common sizes so all go through one vmap."""
   hid = m.geom_dataid[sel]
-  # The field's elevations and sizes are leaves (traced when the Model is a jit argument):
-  # gather them through static indices, padding with zeros (degenerate triangles).
-  ncell = int(max((m.hfield_nrow[h] - 1) * (m.hfield_ncol[h] - 1) for h in hid))
-  nedge = int(max(max(m.hfield_nrow[h], m.hfield_ncol[h]) for h in hid))
-  idx = np.zeros((len(sel), 2 * ncell, 3), np.int64)  # into hfield_data
-  unit = np.zeros((len(sel), 2 * ncell, 3, 2))  # x, y in units of size[0], size[1]
-  valid = np.zeros((len(sel), 2 * ncell), bool)
+  nrow, ncol = m.hfield_nrow[hid].astype(np.int32), m.hfield_ncol[hid].astype(np.int32)
+  nedge = int(max(nrow.max(), ncol.max()))
+  # x, y of the grid lines in units of size[0], size[1] (padded), as the field's vertices
+  unit = np.zeros((len(sel), 2, nedge))
   pidx = np.zeros((len(sel), 4, nedge), np.int64)  # elevation along -x, +x, -y, +y sides
   pvalid = np.zeros((len(sel), 4, nedge), bool)
-  nprof = np.zeros((len(sel), 4), np.int32)
   for k, h in enumerate(hid):
-    nrow, ncol, adr = int(m.hfield_nrow[h]), int(m.hfield_ncol[h]), int(m.hfield_adr[h])
-    flat = adr + np.arange(nrow * ncol).reshape(nrow, ncol)
-    grid = np.stack(np.broadcast_arrays(flat, np.linspace(-1, 1, ncol)[None, :],
-                                        np.linspace(-1, 1, nrow)[:, None]), -1)
-    a, b = grid[:-1, :-1].reshape(-1, 3), grid[1:, 1:].reshape(-1, 3)
-    c, e = grid[:-1, 1:].reshape(-1, 3), grid[1:, :-1].reshape(-1, 3)
-    for off, third in ((0, c), (ncell, e)):  # two triangles per cell
-      verts = np.stack([a, b, third], 1)  # (cells, 3, [data index, ux, uy])
-      idx[k, off:off + len(a)], unit[k, off:off + len(a)] = verts[..., 0], verts[..., 1:]
-      valid[k, off:off + len(a)] = True
+    nr, nc, adr = int(nrow[k]), int(ncol[k]), int(m.hfield_adr[h])
+    unit[k, 0, :nc], unit[k, 1, :nr] = np.linspace(-1, 1, nc), np.linspace(-1, 1, nr)
     # MuJoCo reads the x sides with a row stride of nrow (the same as ncol when square)
-    rows = np.minimum(np.arange(nrow) * nrow, nrow * ncol - ncol)
-    pidx[k, 0, :nrow], pidx[k, 1, :nrow] = adr + rows, adr + rows + ncol - 1
-    pidx[k, 2, :ncol] = adr + np.arange(ncol)
-    pidx[k, 3, :ncol] = adr + (nrow - 1) * ncol + np.arange(ncol)
-    pvalid[k, :2, :nrow] = pvalid[k, 2:, :ncol] = True
-    nprof[k] = (nrow, nrow, ncol, ncol)
+    rows = np.minimum(np.arange(nr) * nr, nr * nc - nc)
+    pidx[k, 0, :nr], pidx[k, 1, :nr] = adr + rows, adr + rows + nc - 1
+    pidx[k, 2, :nc] = adr + np.arange(nc)
+    pidx[k, 3, :nc] = adr + (nr - 1) * nc + np.arange(nc)
+    pvalid[k, :2, :nr] = pvalid[k, 2:, :nc] = True
+  nprof = np.stack([nrow, nrow, ncol, ncol], -1)
   data = jnp.asarray(m.hfield_data)
   size = jnp.asarray(m.hfield_size)[hid]
-  tri = jnp.concatenate([jnp.asarray(unit) * size[:, None, None, :2],
-                         (data[idx] * size[:, None, None, 2])[..., None]], axis=-1)
-  tri = jnp.where(valid[..., None, None], tri, 0.0)
   prof = jnp.where(pvalid, data[pidx], 0.0)
+  adr = m.hfield_adr[hid].astype(np.int32)
 
-  def one(size, tri, prof, nprof, p, v):
+  def one(size, unit, adr, nrow, ncol, prof, nprof, p, v):
     base = _box(jnp.array([size[0], size[1], 0.5 * size[3]]),
                 p - jnp.array([0.0, 0.0, -0.5 * size[3]]), v)
     top_size = jnp.array([size[0], size[1], 0.5 * size[2]])
     faces = box_faces(top_size, p - jnp.array([0.0, 0.0, 0.5 * size[2]]), v)
-    surface = _triangles(p, v, tri)
-    best = jnp.minimum(base, surface)
+    rows, cols, valid = _crossed_cells(size, nrow, ncol, nedge - 1, p, v)
+    at = lambda r, c: (jnp.clip(r, 0, nrow - 1), jnp.clip(c, 0, ncol - 1))  # noqa: E731
+
+    def vertex(r, c):
+      r, c = at(r, c)
+      z = data[adr + r * ncol + c] * size[2]
+      return jnp.stack([unit[0, c] * size[0], unit[1, r] * size[1], z], -1)
+
+    a, b = vertex(rows, cols), vertex(rows + 1, cols + 1)
+    tri = jnp.concatenate([jnp.stack([a, b, vertex(rows, cols + 1)], 1),
+                           jnp.stack([a, b, vertex(rows + 1, cols)], 1)])
+    hits = jnp.where(jnp.concatenate([valid, valid]), triangle_hits(p, v, tri), jnp.inf)
+    best = jnp.minimum(base, jnp.min(hits))
     spacing = jnp.array([2 * size[1] / (nprof[0] - 1), 2 * size[1] / (nprof[1] - 1),
                          2 * size[0] / (nprof[2] - 1), 2 * size[0] / (nprof[3] - 1)])
     for i in range(4):
@@ -222,7 +219,53 @@ def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
     entered = jnp.min(faces) < jnp.inf
     return jnp.where(entered, best, base)
 
-  return jax.vmap(one)(size, tri, prof, jnp.asarray(nprof), lp, lv)
+  return jax.vmap(one)(size, jnp.asarray(unit), adr, nrow, ncol, prof, jnp.asarray(nprof),
+                       lp, lv)
+
+
+def _crossed_cells(size, nrow, ncol, nmajor: int, p, v):
+  """The cells of a heightfield grid whose triangles the ray p + t v (t >= 0, field frame)
+  can hit: those its segment inside the elevation box crosses, one cell of padding around
+  them (mj_rayHfield's rectangle of cells has the same padding). A triangle the segment
+  does not cross cannot be hit, so the nearest hit is the one over every cell; MuJoCo tests
+  the segment's bounding rectangle of cells, up to the whole grid for a diagonal ray.
+
+  In cell units the segment runs along its major axis (the one it advances most on) at a
+  slope of at most one, so over each cell of that axis it spans at most two cells of the
+  other: four with the padding. Returns rows, cols (nmajor * 4,) int32 and which are
+  cells of the segment (nmajor: a static bound on the cells along either axis).
+  """
+  dx, dy = 2 * size[0] / (ncol - 1), 2 * size[1] / (nrow - 1)
+  lo, hi = jnp.stack([-size[0], -size[1], 0.0]), jnp.stack([size[0], size[1], size[2]])
+  moving = v != 0
+  inv = 1 / jnp.where(moving, v, 1.0)
+  t1, t2 = (lo - p) * inv, (hi - p) * inv
+  inside = (p >= lo) & (p <= hi)
+  near = jnp.where(moving, jnp.minimum(t1, t2), jnp.where(inside, -jnp.inf, jnp.inf))
+  far = jnp.where(moving, jnp.maximum(t1, t2), jnp.where(inside, jnp.inf, -jnp.inf))
+  enter, leave = jnp.maximum(jnp.max(near), 0.0), jnp.min(far)
+  crosses = enter <= leave
+  enter, leave = jnp.where(crosses, enter, 0.0), jnp.where(crosses, leave, 0.0)
+  u = (p[0] + jnp.stack([enter, leave]) * v[0] + size[0]) / dx  # segment ends, cell units
+  w = (p[1] + jnp.stack([enter, leave]) * v[1] + size[1]) / dy
+  # the axis from the direction alone, in products (no sum for XLA to contract into a fused
+  # multiply-add in one of the kernels it recomputes this in and not in another: a
+  # near-vertical ray's axis then flipped between the selects below)
+  along_u = jnp.abs(v[0]) * dy >= jnp.abs(v[1]) * dx
+  a, b = jnp.where(along_u, u, w), jnp.where(along_u, w, u)  # major, minor axis
+  na, nb = jnp.where(along_u, ncol, nrow) - 1, jnp.where(along_u, nrow, ncol) - 1
+  va, vb = jnp.where(along_u, v[0] * dy, v[1] * dx), jnp.where(along_u, v[1] * dx, v[0] * dy)
+  slope = jnp.where(va != 0, vb / jnp.where(va != 0, va, 1.0), 0.0)  # |slope| <= 1
+  amin, amax = jnp.minimum(a[0], a[1]), jnp.maximum(a[0], a[1])
+  i = jnp.arange(nmajor, dtype=jnp.int32)
+  ends = jnp.stack([jnp.clip(i, amin, amax), jnp.clip(i + 1, amin, amax)])
+  first = jnp.floor(jnp.min(b[0] + (ends - a[0]) * slope, axis=0)).astype(jnp.int32) - 1
+  i, j = jnp.repeat(i, 4), jnp.repeat(first, 4) + jnp.tile(jnp.arange(4, dtype=jnp.int32),
+                                                            nmajor)
+  valid = (crosses & (i < na) & (j >= 0) & (j < nb)
+           & (i >= jnp.floor(amin).astype(jnp.int32) - 1)
+           & (i < jnp.ceil(amax).astype(jnp.int32) + 1))
+  return jnp.where(along_u, j, i), jnp.where(along_u, i, j), valid
 
 
 # GeomType -> distance along the ray in the geom's local frame (inf for a miss).
