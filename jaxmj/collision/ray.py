@@ -181,22 +181,19 @@ def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
     pidx[k, 2, :nc] = adr + np.arange(nc)
     pidx[k, 3, :nc] = adr + (nr - 1) * nc + np.arange(nc)
     pvalid[k, :2, :nr] = pvalid[k, 2:, :nc] = True
-  nprof = np.stack([nrow, nrow, ncol, ncol], -1)
   data = jnp.asarray(m.hfield_data)
   size = jnp.asarray(m.hfield_size)[hid]
   prof = jnp.where(pvalid, data[pidx], 0.0)
   adr = m.hfield_adr[hid].astype(np.int32)
 
-  def one(size, unit, adr, nrow, ncol, prof, nprof, p, v):
+  def one(size, unit, adr, nrow, ncol, prof, p, v):
     base = _box(jnp.array([size[0], size[1], 0.5 * size[3]]),
                 p - jnp.array([0.0, 0.0, -0.5 * size[3]]), v)
     top_size = jnp.array([size[0], size[1], 0.5 * size[2]])
     faces = box_faces(top_size, p - jnp.array([0.0, 0.0, 0.5 * size[2]]), v)
     rows, cols, valid = _crossed_cells(size, nrow, ncol, nedge - 1, p, v)
-    at = lambda r, c: (jnp.clip(r, 0, nrow - 1), jnp.clip(c, 0, ncol - 1))  # noqa: E731
-
     def vertex(r, c):
-      r, c = at(r, c)
+      r, c = jnp.clip(r, 0, nrow - 1), jnp.clip(c, 0, ncol - 1)
       z = data[adr + r * ncol + c] * size[2]
       return jnp.stack([unit[0, c] * size[0], unit[1, r] * size[1], z], -1)
 
@@ -205,6 +202,7 @@ def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
                            jnp.stack([a, b, vertex(rows + 1, cols)], 1)])
     hits = jnp.where(jnp.concatenate([valid, valid]), triangle_hits(p, v, tri), jnp.inf)
     best = jnp.minimum(base, jnp.min(hits))
+    nprof = jnp.stack([nrow, nrow, ncol, ncol])  # profile points along -x, +x, -y, +y
     spacing = jnp.array([2 * size[1] / (nprof[0] - 1), 2 * size[1] / (nprof[1] - 1),
                          2 * size[0] / (nprof[2] - 1), 2 * size[0] / (nprof[3] - 1)])
     for i in range(4):
@@ -219,8 +217,7 @@ def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
     entered = jnp.min(faces) < jnp.inf
     return jnp.where(entered, best, base)
 
-  return jax.vmap(one)(size, jnp.asarray(unit), adr, nrow, ncol, prof, jnp.asarray(nprof),
-                       lp, lv)
+  return jax.vmap(one)(size, jnp.asarray(unit), adr, nrow, ncol, prof, lp, lv)
 
 
 def _crossed_cells(size, nrow, ncol, nmajor: int, p, v):
