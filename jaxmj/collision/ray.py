@@ -175,8 +175,7 @@ def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
   for k, h in enumerate(hid):
     nr, nc, adr = int(nrow[k]), int(ncol[k]), int(m.hfield_adr[h])
     unit[k, 0, :nc], unit[k, 1, :nr] = np.linspace(-1, 1, nc), np.linspace(-1, 1, nr)
-    # MuJoCo reads the x sides with a row stride of nrow (the same as ncol when square)
-    rows = np.minimum(np.arange(nr) * nr, nr * nc - nc)
+    rows = np.arange(nr) * nc
     pidx[k, 0, :nr], pidx[k, 1, :nr] = adr + rows, adr + rows + nc - 1
     pidx[k, 2, :nc] = adr + np.arange(nc)
     pidx[k, 3, :nc] = adr + (nr - 1) * nc + np.arange(nc)
