@@ -73,38 +73,6 @@ NORMALS = {
 }
 
 
-def _hfield_normals(m: Model, sel: np.ndarray, k, p):
-  """Normals (N, 3) at local hit points p (N, 3) on heightfield geoms sel[k] (N,): the
-  surface triangle's (the cell's split as mj_rayHfield's) where p lies on the surface, else
-  the face of the elevation-plus-base box nearest p."""
-  hid = jnp.asarray(m.geom_dataid[sel])[k]
-  size = jnp.asarray(m.hfield_size)[hid]
-  nrow, ncol = jnp.asarray(m.hfield_nrow)[hid], jnp.asarray(m.hfield_ncol)[hid]
-  adr = jnp.asarray(m.hfield_adr)[hid]
-  data = jnp.asarray(m.hfield_data)
-  gx = jnp.clip((p[:, 0] / size[:, 0] + 1) / 2 * (ncol - 1), 0, ncol - 1)
-  gy = jnp.clip((p[:, 1] / size[:, 1] + 1) / 2 * (nrow - 1), 0, nrow - 1)
-  j = jnp.clip(jnp.floor(gx), 0, ncol - 2).astype(jnp.int32)
-  i = jnp.clip(jnp.floor(gy), 0, nrow - 2).astype(jnp.int32)
-  fx, fy = gx - j, gy - i
-  z = lambda r, c: data[adr + r * ncol + c] * size[:, 2]  # noqa: E731
-  za, zb = z(i, j), z(i + 1, j + 1)
-  upper = fx >= fy  # the triangle (a, b, c) with c one column on; else (a, b, e)
-  zt = jnp.where(upper, z(i, j + 1), z(i + 1, j))
-  dx = 2 * size[:, 0] / (ncol - 1)
-  dy = 2 * size[:, 1] / (nrow - 1)
-  # Slopes of the triangle's plane: along x and y across the cell.
-  sx = jnp.where(upper, zt - za, zb - zt) / dx
-  sy = jnp.where(upper, zb - zt, zt - za) / dy
-  surface_n = jnp.stack([-sx, -sy, jnp.ones_like(sx)], -1)
-  zsurf = za + sx * fx * dx + sy * fy * dy
-  half = jnp.stack([size[:, 0], size[:, 1], 0.5 * (size[:, 2] + size[:, 3])], -1)
-  q = p - jnp.stack([0 * za, 0 * za, 0.5 * (size[:, 2] - size[:, 3])], -1)
-  box_gap = jnp.min(jnp.abs(jnp.abs(q) - half), -1)
-  box_n = jax.vmap(_box_normal)(half, q)
-  return jnp.where((jnp.abs(p[:, 2] - zsurf) <= box_gap)[:, None], surface_n, box_n)
-
-
 def _group_hits(m: Model, d: Data, sel: np.ndarray, gtype, pnt, vec,
                 tiles: cull.Tiles | None = None) -> Hits:
   """Nearest hit of each ray among the geoms `sel` of one type."""
@@ -123,12 +91,14 @@ def _group_hits(m: Model, d: Data, sel: np.ndarray, gtype, pnt, vec,
   local_n = None
   if gtype == GeomType.MESH:
     dist, k, local_n = mesh_bvh.mesh_hits(m, sel, lp, lv)
+  elif gtype == GeomType.HFIELD:
+    dist, normals = jax.vmap(lambda p, v: ray_lib.hfield_cast(m, sel, p, v, normals=True),
+                             (1, 1), (1, 1))(lp, lv)
+    k = jnp.argmin(dist, axis=0)
+    local_n = normals[k, n]
   else:
-    if gtype == GeomType.HFIELD:
-      dist = jax.vmap(lambda p, v: ray_lib.hfield_cast(m, sel, p, v), (1, 1), 1)(lp, lv)
-    else:
-      one = jax.vmap(ray_lib.RAY_FUNCS[gtype], (None, 0, 0))
-      dist = jax.vmap(one)(size, lp, lv)
+    one = jax.vmap(ray_lib.RAY_FUNCS[gtype], (None, 0, 0))
+    dist = jax.vmap(one)(size, lp, lv)
     k = jnp.argmin(dist, axis=0)
   return _surface(m, sel, gtype, k, dist[k, n], lp[k, n], lv[k, n], mat[k], vec, local_n)
 
@@ -139,9 +109,7 @@ def _surface(m: Model, sel, gtype, k, best, lp, lv, mat, vec, local_n=None) -> H
   hit = jnp.isfinite(best)
   # A finite stand-in where nothing is hit keeps the discarded normal's gradient finite.
   p = lp + jnp.where(hit, best, 0.0)[:, None] * lv
-  if gtype == GeomType.HFIELD:
-    local_n = _hfield_normals(m, sel, k, p)
-  elif gtype != GeomType.MESH:
+  if local_n is None:
     local_n = jax.vmap(NORMALS[gtype])(m.geom_size[sel][k], p)
   normal = unit(jnp.einsum("nij,nj->ni", mat, local_n))
   normal = jnp.where((jnp.sum(normal * vec, -1) > 0)[:, None], -normal, normal)

@@ -159,12 +159,15 @@ def _mesh_cast(m: Model, sel: np.ndarray, lp, lv):
   return jax.vmap(_triangles)(lp, lv, jnp.asarray(mesh_triangles(m, sel)))
 
 
-def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
+def hfield_cast(m: Model, sel: np.ndarray, lp, lv, normals: bool = False):
   """(len(sel),) distances to heightfield geoms `sel` (rays in each geom's frame), as
   mj_rayHfield: the nearest of the base box (below z = 0), and, if the ray enters the
   elevation box (0 <= z <= size[2]), the surface triangles of the cells its segment inside
   that box crosses (`_crossed_cells`) and the box's four sides where the hit lies below the
-  edge profile. Fields are padded to common sizes so all go through one vmap."""
+  edge profile. Fields are padded to common sizes so all go through one vmap.
+
+  normals (static): also return (len(sel), 3) unit normals at the hits in each geom's frame,
+  as mj_rayHfield's: the base box's face, the triangle's (pointing up) or the side's."""
   hid = m.geom_dataid[sel]
   nrow, ncol = m.hfield_nrow[hid].astype(np.int32), m.hfield_ncol[hid].astype(np.int32)
   nedge = int(max(nrow.max(), ncol.max()))
@@ -186,8 +189,11 @@ def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
   adr = m.hfield_adr[hid].astype(np.int32)
 
   def one(size, unit, adr, nrow, ncol, prof, p, v):
-    base = _box(jnp.array([size[0], size[1], 0.5 * size[3]]),
-                p - jnp.array([0.0, 0.0, -0.5 * size[3]]), v)
+    base_faces = box_faces(jnp.array([size[0], size[1], 0.5 * size[3]]),
+                           p - jnp.array([0.0, 0.0, -0.5 * size[3]]), v)
+    base = jnp.min(base_faces)
+    k = jnp.argmin(base_faces)
+    normal = jnp.eye(3, dtype=p.dtype)[k // 2] * jnp.where(k % 2 == 0, -1.0, 1.0)
     top_size = jnp.array([size[0], size[1], 0.5 * size[2]])
     faces = box_faces(top_size, p - jnp.array([0.0, 0.0, 0.5 * size[2]]), v)
     rows, cols, valid = _crossed_cells(size, nrow, ncol, nedge - 1, p, v)
@@ -200,6 +206,12 @@ def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
     tri = jnp.concatenate([jnp.stack([a, b, vertex(rows, cols + 1)], 1),
                            jnp.stack([a, b, vertex(rows + 1, cols)], 1)])
     hits = jnp.where(jnp.concatenate([valid, valid]), triangle_hits(p, v, tri), jnp.inf)
+    first = tri[jnp.argmin(hits)]
+    up = jnp.cross(first[1] - first[0], first[2] - first[0])
+    # sign: half the triangles are wound clockwise seen from above; the guard is for the
+    # degenerate triangles of masked cells (clipped vertices), never selected
+    up = up * jnp.sign(up[2]) / jnp.sqrt(jnp.maximum(up @ up, MINVAL * MINVAL))
+    normal = jnp.where(jnp.min(hits) < base, up, normal)
     best = jnp.minimum(base, jnp.min(hits))
     nprof = jnp.stack([nrow, nrow, ncol, ncol])  # profile points along -x, +x, -y, +y
     spacing = jnp.array([2 * size[1] / (nprof[0] - 1), 2 * size[1] / (nprof[1] - 1),
@@ -212,8 +224,12 @@ def hfield_cast(m: Model, sel: np.ndarray, lp, lv):
       k0 = t0.astype(jnp.int32)
       edge = prof[i, k0] * (t0 + 1 - t) + prof[i, k0 + 1] * (t - t0)
       below = jnp.isfinite(faces[i]) & (hit[2] / size[2] < edge)
-      best = jnp.where(below & (faces[i] < best), faces[i], best)
+      side = below & (faces[i] < best)
+      best = jnp.where(side, faces[i], best)
+      normal = jnp.where(side, jnp.eye(3, dtype=p.dtype)[i // 2] * (i % 2 * 2 - 1), normal)
     entered = jnp.min(faces) < jnp.inf
+    if normals:
+      return jnp.where(entered, best, base), normal
     return jnp.where(entered, best, base)
 
   return jax.vmap(one)(size, jnp.asarray(unit), adr, nrow, ncol, prof, lp, lv)

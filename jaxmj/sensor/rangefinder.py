@@ -2,7 +2,8 @@
 
 The normal is the outward normal of the hit geom at the hit point, whichever side the ray
 came from: each geom type has a function of the hit point in the geom's local frame (box
-and mesh also look at which face the ray met first).
+and mesh also look at which face the ray met first; a heightfield's normal comes from its
+ray cast, which knows whether the surface, a side or the base was hit).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
-from jaxmj.collision.ray import box_faces, candidates, cast, mesh_triangles, triangle_hits
+from jaxmj.collision.ray import (box_faces, candidates, cast, hfield_cast, mesh_triangles,
+                                 triangle_hits)
 from jaxmj.constants import MINVAL
 from jaxmj.types import Data, GeomType, Model
 
@@ -72,6 +74,8 @@ def hit_normal(m: Model, d: Data, ids: np.ndarray, pnt, vec, dist, geomid):
     h = lp + dist * lv
     if gtype == GeomType.MESH:
       local = jax.vmap(_mesh)(jnp.asarray(mesh_triangles(m, sel)), lp, lv)
+    elif gtype == GeomType.HFIELD:
+      local = hfield_cast(m, sel, lp, lv, normals=True)[1]
     elif gtype in _NORMALS:
       local = jax.vmap(_NORMALS[gtype])(m.geom_size[sel], h, lp, lv)
     else:

@@ -62,3 +62,57 @@ def test_rangefinder_normal_and_depth_match_mj_forward():
 
   assert_stage_matches((m, mj), _pos_sensors, mujoco.mj_forward, ["sensordata"],
                        seeds=range(16), tol=1e-9, state=state)
+
+
+def _hfield_xml() -> str:
+  rng = np.random.default_rng(3)
+  elevation = " ".join(f"{x:.3f}" for x in rng.uniform(0.2, 1, 9 * 6))
+  return f"""
+<mujoco>
+  <asset><hfield name="h" nrow="9" ncol="6" size="1.5 1 .6 .2" elevation="{elevation}"/></asset>
+  <worldbody>
+    <geom type="hfield" hfield="h" euler="0 0 20"/>
+    <body name="above" pos=".2 .1 1.2">
+      <joint name="yaw1" axis="0 0 1"/>
+      <joint name="pitch1" axis="0 1 0"/>
+      <site name="s"/>
+      <inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>
+    </body>
+    <body name="beside" pos="2.2 .3 .25">
+      <joint name="yaw2" axis="0 0 1"/>
+      <joint name="pitch2" axis="0 1 0"/>
+      <site name="t"/>
+      <inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>
+    </body>
+    <body name="below" pos="-.3 -.2 -.6">
+      <joint name="yaw3" axis="0 0 1"/>
+      <joint name="pitch3" axis="0 1 0"/>
+      <site name="u"/>
+      <inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>
+    </body>
+  </worldbody>
+  <sensor>
+    <rangefinder site="s" data="dist normal"/>
+    <rangefinder site="t" data="dist normal"/>
+    <rangefinder site="u" data="dist normal"/>
+  </sensor>
+</mujoco>"""
+
+
+def test_rangefinder_normals_on_a_heightfield_match_mj_forward():
+  """Rays from above (the surface's triangles), from beside the field, low (its elevation
+  box's sides, under the edge's profile) and from below (the base box) give mj_rayHfield's
+  normal, on a field with more rows than columns."""
+  m, mj = load_both(xml=_hfield_xml())
+  assert m.unsupported == ()
+  rng = np.random.default_rng(0)
+
+  def state(m, mj, seed):
+    d = mujoco.MjData(mj)
+    # yaw and pitch of each probe: down, level towards -x, up (a site's ray is its z axis)
+    d.qpos[:] = rng.uniform([-np.pi, 2.6, -0.4, -1.7, -np.pi, -0.6],
+                            [np.pi, 3.7, 0.4, -1.45, np.pi, 0.6])
+    return d
+
+  assert_stage_matches((m, mj), _pos_sensors, mujoco.mj_forward, ["sensordata"],
+                       seeds=range(24), tol=1e-9, state=state)
