@@ -67,29 +67,19 @@ def test_rangefinder_normal_and_depth_match_mj_forward():
 def _hfield_xml() -> str:
   rng = np.random.default_rng(3)
   elevation = " ".join(f"{x:.3f}" for x in rng.uniform(0.2, 1, 9 * 6))
+  probes = "\n".join(f"""    <body name="{name}" pos="{pos}">
+      <joint name="yaw{k}" axis="0 0 1"/>
+      <joint name="pitch{k}" axis="0 1 0"/>
+      <site name="{site}"/>
+      <inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>
+    </body>""" for k, (name, pos, site) in enumerate(
+    [("above", ".2 .1 1.2", "s"), ("beside", "2.2 .3 .25", "t"), ("below", "-.3 -.2 -.6", "u")]))
   return f"""
 <mujoco>
   <asset><hfield name="h" nrow="9" ncol="6" size="1.5 1 .6 .2" elevation="{elevation}"/></asset>
   <worldbody>
     <geom type="hfield" hfield="h" euler="0 0 20"/>
-    <body name="above" pos=".2 .1 1.2">
-      <joint name="yaw1" axis="0 0 1"/>
-      <joint name="pitch1" axis="0 1 0"/>
-      <site name="s"/>
-      <inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>
-    </body>
-    <body name="beside" pos="2.2 .3 .25">
-      <joint name="yaw2" axis="0 0 1"/>
-      <joint name="pitch2" axis="0 1 0"/>
-      <site name="t"/>
-      <inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>
-    </body>
-    <body name="below" pos="-.3 -.2 -.6">
-      <joint name="yaw3" axis="0 0 1"/>
-      <joint name="pitch3" axis="0 1 0"/>
-      <site name="u"/>
-      <inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/>
-    </body>
+{probes}
   </worldbody>
   <sensor>
     <rangefinder site="s" data="dist normal"/>
