@@ -111,7 +111,7 @@ def pytest_addoption(parser):
 # Moved to --runslow to bring the default suite back towards 15 minutes on 2 cores (it had
 # grown to 22): each took 8-58 s of process CPU time in a whole-suite run (2026-11-29; the
 # last four 15-44 s in ci63's, 2026-12-01, when the suite had crept back to 15-19 minutes;
-# the last nine 8-40 s of worker time in a 22-minute run, 2026-12-06),
+# the last eight 8-40 s of worker time in a 22-minute run, 2026-12-06),
 # and the default suite keeps a cheaper test of the same behaviour (another parameter, model
 # or test of the file). Node ids, parameters included; a stale id here only stops applying.
 # Not here: a test whose compiled programs a default sibling shares (a module fixture or
@@ -159,7 +159,6 @@ tests/smooth/test_mass_tangent.py::test_solve_m_tree_jvp_in_positions_matches_ce
 tests/dynamics/test_batch_grad.py::test_rollout_gradient_from_zero_velocity_under_gravity
 tests/test_grad_kernels_script.py::test_counts_a_contact_rollouts_forward_and_transposed_kernels_by_stage
 tests/test_loops.py::test_epa_first_pass_resumes_to_the_full_loops_result
-tests/collision/test_hfield.py::test_mujoco_cylinder_contact_on_heightfield_flips_under_one_ulp
 tests/solver/test_implicit.py::test_batch_gradient_is_each_worlds_own
 tests/collision/test_contact_cap.py::test_cap_batches_and_differentiates
 tests/dynamics/test_integrator.py::test_damping_set_at_run_time_acts_on_a_model_compiled_without_it[]

@@ -6,6 +6,8 @@ one vmapped collider per pair group of the static plan (plan.py), into fixed con
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -13,6 +15,7 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
 from jaxmj.collision import broadphase, cull, hfield, multiccd
+from jaxmj.collision.ccd import convex
 from jaxmj.collision.mesh import pair_arguments
 from jaxmj.collision.plan import CONVEX, HFIELD, colliders, collision_plan, refuse_capped
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
@@ -93,13 +96,69 @@ def slot_gap(m: Model) -> jnp.ndarray:
   return jnp.concatenate(out) if out else jnp.zeros(0)
 
 
-def _convex_group(m: Model, g1, g2, slots: int, geoms, reach, verts: tuple, near):
-  """(dist (npair, slots), pos, frame) of the GJK/EPA group: the search on near pairs only
-  (cull.near_only), the differentiable contacts from its plans on every pair."""
+class _Search(NamedTuple):
+  """A group's GJK/EPA searches before they run: `search` (None: convex.convex_plan with the
+  types traced), its per-pair arguments `args` (a, b, margin, type1, type2[, verts1,
+  verts2]), which of them to run (`near`), and `finish(plans)` -> (dist, pos, frame)."""
+
+  search: Callable | None
+  args: tuple
+  near: jnp.ndarray
+  finish: Callable
+
+
+def _convex_search(m: Model, g1, g2, slots: int, geoms, reach, verts: tuple, near) -> _Search:
+  """The convex group: the search on near pairs only (cull.near_only), the differentiable
+  contacts from its plans on every pair."""
   search, contact, polys = multiccd.group_collider(m, g1, g2, slots)
-  types = (m.geom_type[g1], m.geom_type[g2])
-  plans = cull.near_only(search, near, (*geoms, reach, *types, *verts))
-  return jax.vmap(contact)(plans, *geoms, reach, *types, *verts, *polys)
+  args = (*geoms, reach, m.geom_type[g1], m.geom_type[g2], *verts)
+  return _Search(search, args, near,
+                 lambda plans: jax.vmap(contact)(plans, *args, *polys))
+
+
+def _hfield_search(m: Model, g1, g2, geoms, reach, extra: tuple, near) -> _Search:
+  """The heightfield group: the prisms MuJoCo tests, of near pairs, searched."""
+  setup, contact, more = hfield.prism_stages(m, g1, g2)
+  args, live = setup(*geoms, reach, *extra, *more)
+  return _Search(None, args, (live & near[:, None]).reshape(-1),
+                 lambda plans: contact(plans, args, live, geoms[0]))
+
+
+def _run_searches(m: Model, searches: list) -> list:
+  """The plans of each _Search, from one cull.near_only loop over all of them: the convex
+  and heightfield groups then share one compiled GJK/EPA program (the bulk of either's
+  compile time) and one loop over their near pairs and live prisms. Types are traced where
+  more than one group runs; vertex arrays are padded to a common size with copies of the
+  first vertex (the support point and the index ties pick are unchanged)."""
+  tol, iterations = m.opt.ccd_tolerance, m.opt.ccd_iterations
+
+  def traced(a, b, margin, t1, t2, verts1=None, verts2=None):
+    return convex.convex_plan(t1, t2, a, b, margin, tol, iterations=iterations,
+                              verts1=verts1, verts2=verts2)
+
+  if len(searches) == 1:
+    s = searches[0]
+    return [cull.near_only(s.search or traced, s.near, s.args)]
+  args = [s.args if len(s.args) == 7 else (*s.args, None, None) for s in searches]
+  dtype = args[0][0].pos.dtype
+  merged = []
+  for k in range(7):
+    parts = [a[k] for a in args]
+    if k >= 5:  # vertex arrays: absent (None) in a group without meshes
+      if all(x is None for x in parts):
+        merged.append(None)
+        continue
+      nvert = max(x.shape[1] for x in parts if x is not None)
+      parts = [jnp.zeros((len(a[3]), nvert, 3), dtype) if x is None else
+               jnp.concatenate([x, jnp.repeat(x[:, :1], nvert - x.shape[1], axis=1)], axis=1)
+               for x, a in zip(parts, args)]
+    merged.append(jax.tree.map(lambda *x: jnp.concatenate(
+      [jnp.asarray(y, dtype if jnp.issubdtype(jnp.result_type(y), jnp.floating) else None)
+       for y in x]), *parts))
+  plans = cull.near_only(traced, jnp.concatenate([s.near for s in searches]), tuple(merged))
+  ends = np.cumsum([len(a[3]) for a in args])
+  return [jax.tree.map(lambda x, lo=lo, hi=hi: x[lo:hi], plans)
+          for lo, hi in zip([0, *ends[:-1]], ends)]
 
 
 def collision(m: Model, d: Data, from_kinematics: bool = False) -> Data:
@@ -277,10 +336,9 @@ def _collide(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list | N
   chosen: per group None or the pairs max_geom_pairs keeps (_nearest_pairs), the only ones
   that group then collides; pair: _collided(plan, chosen); fixed: see _frames."""
   table = colliders()
-  iterations = m.opt.ccd_iterations
   chosen = chosen or [None] * len(plan["groups"])
   far = _far(m, d, plan, every, reach, chosen, pair)
-  dists, poss, frames, at = [], [], [], 0
+  results, masks, searches, at = [], [], {}, 0
   for group, c in zip(plan["groups"], chosen):
     g1, g2 = group["g1"], group["g2"]
     cut = slice(at, at + len(g1))
@@ -292,18 +350,25 @@ def _collide(m: Model, d: Data, plan: dict, every: dict, reach, chosen: list | N
     geoms = [GeomFrame(*_frames(m, d, g, fixed), size=m.geom_size[g]) for g in (g1, g2)]
     extra = pair_arguments(m, group["types"], g1, g2)
     if group["types"] == CONVEX:
-      dist, pos, fr = _convex_group(m, g1, g2, group["slots"], geoms, reach[cut], extra,
-                                    ~far[near])
-    elif group["types"] == HFIELD:  # batched over the group by the collider itself
-      fn, more = hfield.collider(m, g1, g2, m.opt.ccd_tolerance, iterations)
-      dist, pos, fr = fn(*geoms, reach[cut], *extra, *more)
+      searches[len(results)] = _convex_search(m, g1, g2, group["slots"], geoms, reach[cut],
+                                              extra, ~far[near])
+      results.append(None)
+    elif group["types"] == HFIELD:
+      searches[len(results)] = _hfield_search(m, g1, g2, geoms, reach[cut], extra, ~far[near])
+      results.append(None)
     else:
       fn = table[group["types"]][0]
-      dist, pos, fr = jax.vmap(fn)(*geoms, reach[cut], *extra)
+      results.append(jax.vmap(fn)(*geoms, reach[cut], *extra))
+    masks.append(far[near])
+  if searches:
+    for k, plans in zip(searches, _run_searches(m, list(searches.values()))):
+      results[k] = searches[k].finish(plans)
+  dists, poss, frames = [], [], []
+  for (dist, pos, fr), mask in zip(results, masks):
     # masked here, in the group's own kernels: masking after the concatenation fuses the
     # colliders differently and moves plane-capsule distances by an ulp (its dot products
     # are not guarded against fused multiply-adds)
-    dists.append(jnp.where(far[near].reshape((-1,) + (1,) * (dist.ndim - 1)), NO_CONTACT, dist))
+    dists.append(jnp.where(mask.reshape((-1,) + (1,) * (dist.ndim - 1)), NO_CONTACT, dist))
     poss.append(pos.reshape(-1, 3))
     frames.append(fr.reshape(-1, 3, 3))
   dist = jnp.concatenate([x.reshape(-1) for x in dists])

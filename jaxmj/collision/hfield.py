@@ -13,9 +13,11 @@ and its size is static: `m.geom_hfieldwindow` (compiled from geom_rbound, the ma
 hfield_size) bounds how many grid columns / rows a geom's bounding box, grown by the margin,
 can span. Every pair gets one slot
 per prism of its window, slots outside the geom's box or past MuJoCo's 50 read dist = 1e10.
-All heightfield pairs form one group with the geom types traced, so the prism-vs-geom
-GJK/EPA is compiled once for all of them (a prism is a 6-vertex convex mesh), and the prisms
-of all pairs go through it as one flat batch.
+All heightfield pairs form one group with the geom types traced (a prism is a 6-vertex convex
+mesh), and the driver runs the live prisms of all pairs through the GJK/EPA search in the
+same loop as the convex group's near pairs (driver._run_searches): one compiled search for
+both groups (dm_control's quadruped.xml compiled two, and its terrain group alone took 46 of
+its step's 88 s of compile), and no search of a prism MuJoCo skips.
 """
 
 from __future__ import annotations
@@ -125,24 +127,25 @@ def _pair_setup(hf: GeomFrame, geom: GeomFrame, margin, type2, verts2, hsize, nr
   return rel, prism, near & overlap & inside & tall
 
 
-def _prism_contact(p, rel: GeomFrame, margin, code, verts2, *, tolerance, iterations: int):
-  """The convex search of one prism (6, 3) against the geom, both in the heightfield frame:
-  (dist, pos (3,), frame (3, 3)) in that frame."""
+def _prism_frame(p):
+  """The search's frame of a prism (6, 3): its vertex centre (mjc_prism_center), where GJK
+  starts; the vertices are points of the heightfield frame the search runs in."""
   dtype = p.dtype
-  center = (p[0] + p[1] + p[2] + p[3] + p[4] + p[5]) * (1.0 / 6.0)  # mjc_prism_center
-  frame = GeomFrame(center, jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype))
-  return convex.collide_convex(convex.PRISM, code, frame, rel, margin, tolerance,
-                               iterations=iterations, verts1=p, verts2=verts2)
+  center = (p[0] + p[1] + p[2] + p[3] + p[4] + p[5]) * (1.0 / 6.0)
+  return GeomFrame(center, jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype))
 
 
-def collider(m, g1: np.ndarray, g2: np.ndarray, tolerance, iterations: int):
-  """The group's collider fn(hf, geom, margin, type2, hsize, nrow, ncol, adr, rbound[, verts2])
-  on the whole group (every argument has a leading pair axis; no vmap needed), and the
-  per-pair extra arguments (everything after `margin`). Returns (dist (npair, P),
-  pos (npair, P, 3), frame (npair, P, 3, 3)), P = slots(m, g2).
+def prism_stages(m, g1: np.ndarray, g2: np.ndarray):
+  """The group's collider in two stages around the GJK/EPA search, so that the driver can run
+  that search in one call with the convex group's (one compiled search, not two).
 
-  The prisms of all pairs go through one flat vmap of the convex search: a vmap over pairs
-  of a vmap over prisms would batch (and lower) the large GJK/EPA program twice."""
+  Returns (setup, contact, extra). setup(hf, geom, margin, type2, hsize, nrow, ncol, adr,
+  rbound[, verts2]) (every argument with a leading pair axis; `extra` are the arguments after
+  `margin`) -> (args, live): the search's per-prism arguments (a, b, margin, type1, type2,
+  verts1, verts2), each (npair * P, ...), P = slots(m, g2), for `convex.convex_plan`, and
+  which prisms MuJoCo tests (npair, P). contact(plans, args, live, hf) -> (dist (npair, P),
+  pos (npair, P, 3), frame (npair, P, 3, 3)) from the search's plans of every prism (those of
+  prisms not live may be anything)."""
   cols, rows = (int(x) for x in np.max(m.geom_hfieldwindow[g2], axis=0))
   hid = m.geom_dataid[g1]
   has_mesh = bool(np.any(m.geom_type[g2] == GeomType.MESH))
@@ -151,18 +154,25 @@ def collider(m, g1: np.ndarray, g2: np.ndarray, tolerance, iterations: int):
   if has_mesh:
     is_mesh = jnp.asarray(m.geom_type[g2] == GeomType.MESH)[:, None, None]
     extra.append(jnp.where(is_mesh, m.mesh_hullvert[np.maximum(m.geom_dataid[g2], 0)], 0.0))
-  setup = functools.partial(_pair_setup, data=m.hfield_data, cols=cols, rows=rows)
-  search = functools.partial(_prism_contact, tolerance=tolerance, iterations=iterations)
+  pair_setup = functools.partial(_pair_setup, data=m.hfield_data, cols=cols, rows=rows)
 
-  def fn(hf, geom, margin, type2, hsize, nrow, ncol, adr, rbound, verts2=None):
-    rel, prism, live = jax.vmap(setup)(hf, geom, margin, type2, verts2, hsize, nrow, ncol, adr,
-                                       rbound)
+  def setup(hf, geom, margin, type2, hsize, nrow, ncol, adr, rbound, verts2=None):
+    rel, prism, live = jax.vmap(pair_setup)(hf, geom, margin, type2, verts2, hsize, nrow, ncol,
+                                            adr, rbound)
+    nprism = live.shape[1]
+    per_prism = lambda x: None if x is None else jnp.repeat(x, nprism, axis=0)  # noqa: E731
+    prism = prism.reshape(-1, 6, 3)
+    code = per_prism(type2.astype(jnp.int32))
+    args = (jax.vmap(_prism_frame)(prism), jax.tree.map(per_prism, rel), per_prism(margin),
+            jnp.full(code.shape, convex.PRISM, jnp.int32), code, prism, per_prism(verts2))
+    return args, live
+
+  def contact(plans, args, live, hf):
+    a, b, margin, type1, type2, verts1, verts2 = args
+    one = lambda plan, a, b, margin, t1, t2, v1, v2: convex.contact_from_plan(  # noqa: E731
+      plan, t1, t2, a, b, margin, verts1=v1, verts2=v2)
+    dist, lpos, lframe = jax.vmap(one)(plans, *args)
     npair, nprism = live.shape
-    per_prism = lambda x: None if x is None else jnp.repeat(x, nprism, axis=0)
-    code = type2.astype(jnp.int32)
-    dist, lpos, lframe = jax.vmap(search)(
-      prism.reshape(-1, 6, 3), jax.tree.map(per_prism, rel), per_prism(margin),
-      per_prism(code), per_prism(verts2))
     dist = dist.reshape(npair, nprism)
     found = live & (dist < 0.5 * NO_CONTACT)
     kept = found & (jnp.cumsum(found, axis=1) <= MAX_CONTACTS)
@@ -172,4 +182,4 @@ def collider(m, g1: np.ndarray, g2: np.ndarray, tolerance, iterations: int):
     cframe = convex.make_frame(to_global(hf.mat, lframe[:, 0].reshape(npair, nprism, 3)))
     return jnp.where(kept, dist, NO_CONTACT), cpos, cframe
 
-  return fn, tuple(extra)
+  return setup, contact, tuple(extra)

@@ -13,8 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
-from jaxmj.collision.ray import (box_faces, candidates, cast, hfield_cast, mesh_triangles,
-                                 triangle_hits)
+from jaxmj.collision.ray import (
+  box_faces,
+  candidates,
+  cast,
+  hfield_cast,
+  mesh_triangles,
+  triangle_hits,
+)
 from jaxmj.constants import MINVAL
 from jaxmj.types import Data, GeomType, Model
 
