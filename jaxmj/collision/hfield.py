@@ -168,7 +168,6 @@ def prism_stages(m, g1: np.ndarray, g2: np.ndarray):
     return args, live
 
   def contact(plans, args, live, hf):
-    a, b, margin, type1, type2, verts1, verts2 = args
     one = lambda plan, a, b, margin, t1, t2, v1, v2: convex.contact_from_plan(  # noqa: E731
       plan, t1, t2, a, b, margin, verts1=v1, verts2=v2)
     dist, lpos, lframe = jax.vmap(one)(plans, *args)
