@@ -695,6 +695,10 @@ class Model:
   # of heightfield cells the geom's bounding box can span on any heightfield, from the
   # compiled geom_rbound and hfield_size: it sizes the heightfield contact slots, so a geom
   # grown or a heightfield shrunk at run time past these values misses cells
+  sensor_hfieldwindow: np.ndarray = static()  # (nsensor, 2) int32  jaxmj: (columns, rows)
+  # of heightfield cells a collision sensor's geom can span on the heightfield it is measured
+  # against, looking as far as the compiled sensor_cutoff (as geom_hfieldwindow; zeros for
+  # other sensors)
   unsupported: tuple = static()  # ((feature, DisableBit mask that turns it off), ...)
   model_name: str = static()
   path: str = static()  # file the model was read from, "" for a string

@@ -58,8 +58,8 @@ SIZES = ("nq", "nv", "nbody", "njnt", "ngeom", "nsite", "nmocap", "nkey", "ntree
 # jaxmj fields with these prefixes that mjModel lacks (documented in types.Model).
 JAXMJ_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss",
               "mesh_hullnum", "mesh_hullvert", "geom_inertiakind", "geom_meshinertia",
-              "geom_density", "geom_mass", "geom_hfieldwindow", "tendon_hasfrictionloss",
-              "tendon_hasarmature", "jnt_limitboth", "tendon_limitboth",
+              "geom_density", "geom_mass", "geom_hfieldwindow", "sensor_hfieldwindow",
+              "tendon_hasfrictionloss", "tendon_hasarmature", "jnt_limitboth", "tendon_limitboth",
               "body_fluidellipsoid",
               "wrap_sideid", "actuator_slots"}
 def load_both(path: str | None = None, xml: str | None = None):

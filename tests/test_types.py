@@ -15,7 +15,7 @@ import jaxmj
 MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss", "unsupported",
               "model_name", "path", "opt", "names", "mesh_hullnum", "mesh_hullvert",
               "geom_inertiakind", "geom_meshinertia", "geom_density", "geom_mass",
-              "geom_hfieldwindow", "tendon_hasfrictionloss", "wrap_sideid",
+              "geom_hfieldwindow", "sensor_hfieldwindow", "tendon_hasfrictionloss", "wrap_sideid",
               "body_fluidellipsoid", "tendon_hasarmature",
               "jnt_limitboth", "tendon_limitboth", "actuator_slots", "source", "ndamped",
               "leaf_shapes"}

@@ -135,7 +135,7 @@ def _prism_frame(p):
   return GeomFrame(center, jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype))
 
 
-def prism_stages(m, g1: np.ndarray, g2: np.ndarray):
+def prism_stages(m, g1: np.ndarray, g2: np.ndarray, window: tuple[int, int] | None = None):
   """The group's collider in two stages around the GJK/EPA search, so that the driver can run
   that search in one call with the convex group's (one compiled search, not two).
 
@@ -145,8 +145,11 @@ def prism_stages(m, g1: np.ndarray, g2: np.ndarray):
   verts1, verts2), each (npair * P, ...), P = slots(m, g2), for `convex.convex_plan`, and
   which prisms MuJoCo tests (npair, P). contact(plans, args, live, hf) -> (dist (npair, P),
   pos (npair, P, 3), frame (npair, P, 3, 3)) from the search's plans of every prism (those of
-  prisms not live may be anything)."""
-  cols, rows = (int(x) for x in np.max(m.geom_hfieldwindow[g2], axis=0))
+  prisms not live may be anything). window: (columns, rows) of the cells searched (default
+  the geoms' geom_hfieldwindow, sized for the collision margins)."""
+  if window is None:
+    window = np.max(m.geom_hfieldwindow[g2], axis=0)
+  cols, rows = (int(x) for x in window)
   hid = m.geom_dataid[g1]
   has_mesh = bool(np.any(m.geom_type[g2] == GeomType.MESH))
   extra = [jnp.asarray(m.geom_type[g2]), m.hfield_size[hid], jnp.asarray(m.hfield_nrow[hid]),

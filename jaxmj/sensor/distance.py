@@ -2,10 +2,14 @@
 
 MuJoCo 4.0 (nativeccd, its default) measures pairs its collision table sends to the convex
 collider, box-box included, with one GJK/EPA query cut off at distmax; every other pair
-calls its collision function with margin = distmax and keeps the closest contact. Here the
+calls its collision function with margin = distmax and keeps the closest contact (pairs
+without a collision function, plane-plane or heightfield-heightfield, read distmax). Here the
 GJK/EPA pairs run through `convex.collide_convex` with margin = distmax: the core pass then
 gives the exact separation below distmax, and EPA on the margin-inflated shapes the depth
-of a penetration. Pairs are grouped by collider, each group one vmapped call.
+of a penetration. Heightfield pairs run the heightfield collider (its prisms under the geom,
+the first 50 contacts) with margin = distmax, over a window of cells sized for the sensor's
+cutoff (Model.sensor_hfieldwindow). Pairs are grouped by collider, each group one vmapped
+call.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision import mesh, primitive
+from jaxmj.collision import cull, hfield, mesh, primitive
 from jaxmj.collision.ccd import convex
 from jaxmj.collision.ccd.convex import collide_convex
 from jaxmj.collision.mesh import pair_arguments
@@ -23,14 +27,20 @@ from jaxmj.constants import MINVAL
 from jaxmj.types import DisableBit, GeomType, ObjType
 
 _CCD = "ccd"  # group key of the pairs MuJoCo measures with one GJK/EPA query
+_HFIELD = "hfield"  # group key of the heightfield pairs
+_NONE = "none"  # pairs MuJoCo has no collision function for: they read distmax
 
 
 def _table() -> dict:
-  """(type1, type2) -> _CCD, or (collider, takes_mesh_vertices) for the rest."""
+  """(type1, type2) -> _CCD, _HFIELD, _NONE, or (collider, takes_mesh_vertices)."""
   table = {k: (fn, False) for k, (fn, _) in primitive.COLLIDERS.items()}
   table.update({k: (fn, True) for k, (fn, _) in mesh.COLLIDERS.items()})
   for k in (*convex.CONVEX_PAIRS, *mesh.CONVEX_MESH_PAIRS, (GeomType.BOX, GeomType.BOX)):
     table[k] = _CCD
+  table.update({(GeomType.HFIELD, t): _HFIELD for t in hfield.GEOM_TYPES})
+  table.update({k: _NONE for k in ((GeomType.PLANE, GeomType.PLANE),
+                                   (GeomType.PLANE, GeomType.HFIELD),
+                                   (GeomType.HFIELD, GeomType.HFIELD))})
   return table
 
 
@@ -64,6 +74,29 @@ def _ccd(m, d, a: np.ndarray, b: np.ndarray, distmax):
   return pick(dist), pick(pos), pick(normal)
 
 
+def _hfield(m, d, a: np.ndarray, b: np.ndarray, distmax, window: tuple[int, int]):
+  """(dist, pos, normal) of the closest of a heightfield collider's contacts (a: the
+  heightfields): its prisms within `window` cells, searched with margin = distmax."""
+  setup, contact, extra = hfield.prism_stages(m, a, b, window)
+  hf = _frames(m, d, a)
+  args, live = setup(hf, _frames(m, d, b), distmax, *extra)
+  if live.shape[1] == 0:  # a grid of one row or column: no prisms
+    return distmax, jnp.zeros((len(a), 3), distmax.dtype), jnp.zeros((len(a), 3), distmax.dtype)
+  tol, iterations = m.opt.ccd_tolerance, m.opt.ccd_iterations
+
+  def search(a, b, margin, t1, t2, verts1=None, verts2=None):
+    return convex.convex_plan(t1, t2, a, b, margin, tol, iterations=iterations,
+                              verts1=verts1, verts2=verts2)
+
+  plans = cull.near_only(search, live.reshape(-1), args)
+  cd, cpos, cframe = contact(plans, args, live, hf)
+  k = jnp.argmin(cd, axis=1)  # the first of the smallest, in MuJoCo's loop order
+  dist = jnp.take_along_axis(cd, k[:, None], 1)[:, 0]
+  pos = jnp.take_along_axis(cpos, k[:, None, None], 1)[:, 0]
+  normal = jnp.take_along_axis(cframe, k[:, None, None, None], 1)[:, 0, 0]
+  return dist, pos, normal
+
+
 def _collider(m, d, key, a: np.ndarray, b: np.ndarray, distmax):
   """(dist, pos, normal) of the closest contact of a primitive or plane-mesh collider."""
   fn, takes_mesh = _table()[key]
@@ -78,10 +111,14 @@ def _collider(m, d, key, a: np.ndarray, b: np.ndarray, distmax):
   return dist, pos, normal
 
 
-def geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax):
+def geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax,
+                  hfield_window: tuple[int, int] = (0, 0)):
   """mj_geomDistance for pairs of geoms: (dist (n,), fromto (n, 6)); dist = distmax and
   fromto = 0 where the surfaces are farther apart than distmax. fromto runs from the
-  nearest point on geom g1 to the one on g2 (through each other in penetration)."""
+  nearest point on geom g1 to the one on g2 (through each other in penetration).
+  hfield_window: (columns, rows) of heightfield cells searched around a geom measured
+  against a heightfield (Model.sensor_hfieldwindow: enough for distmax up to the compiled
+  cutoffs)."""
   dist = jnp.broadcast_to(distmax, g1.shape).astype(d.qpos.dtype)
   fromto = jnp.zeros(g1.shape + (6,), d.qpos.dtype)
   flip = m.geom_type[g1] > m.geom_type[g2]
@@ -94,7 +131,10 @@ def geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax):
       names = "-".join(t.name.lower() for t in key)
       raise NotImplementedError(f"collision sensors (distance, normal, fromto) on {names} "
                                 "geom pairs are not supported by jaxmj yet")
-    groups.setdefault(_CCD if table[key] == _CCD else key, []).append(i)
+    group = table[key]
+    if group == _NONE:
+      continue
+    groups.setdefault(group if isinstance(group, str) else key, []).append(i)
   if _CCD in groups and m.opt.disableflags & DisableBit.NATIVECCD:
     # MuJoCo then measures these pairs with libccd, whose distances differ (jaxmj/dynamics/flags.py)
     raise NotImplementedError("flag nativeccd disabled: collision sensors (distance, normal, "
@@ -103,6 +143,8 @@ def geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax):
     sel = np.array(sel)
     if key == _CCD:
       best, pos, normal = _ccd(m, d, a[sel], b[sel], dist[sel])
+    elif key == _HFIELD:
+      best, pos, normal = _hfield(m, d, a[sel], b[sel], dist[sel], hfield_window)
     else:
       best, pos, normal = _collider(m, d, key, a[sel], b[sel], dist[sel])
     normal = jnp.where(flip[sel][:, None], -normal, normal)
@@ -139,7 +181,8 @@ def collision(kind: str):
     else:
       g1, g2 = (np.array(c) for c in zip(*pairs))
       owner = np.array(owner)
-      pd, pft = geom_distance(m, d, g1, g2, cutoff[owner])
+      window = tuple(int(x) for x in np.max(m.sensor_hfieldwindow[g.ids], axis=0))
+      pd, pft = geom_distance(m, d, g1, g2, cutoff[owner], window)
       # First pair (in MuJoCo's loop order) attaining the smallest distance, per sensor.
       width = max(np.bincount(owner, minlength=n))
       slot = np.full((n, width), -1)

@@ -1,8 +1,9 @@
-"""Collision sensors (distance, normal, fromto) on pairs with meshes and on the pairs MuJoCo
-4.0 measures with GJK/EPA (box-box, ellipsoids, cylinders, meshes), against mj_forward.
+"""Collision sensors (distance, normal, fromto) on pairs with meshes, on the pairs MuJoCo
+4.0 measures with GJK/EPA (box-box, ellipsoids, cylinders, meshes) and on heightfields,
+against mj_forward.
 
-The GJK/EPA search compiles slowly on CPU, so those pairs are a slow test; the plane-mesh
-collider (no search) runs in the default suite.
+The GJK/EPA search compiles slowly on CPU, so those pairs are slow tests; the plane-mesh
+collider (no search) and the pairs with no collision function run in the default suite.
 """
 
 import numpy as np
@@ -75,3 +76,76 @@ def test_convex_pair_distances_match_mj_forward():
     <fromto body1="b" geom2="cyl" cutoff="1"/>
   </sensor></mujoco>"""
   _compare(xml, 3, 1e-6)
+
+
+def _hfield_scene(sensors: str, nrow: int = 13, ncol: int = 11) -> str:
+  """A heightfield in body "ground" (MuJoCo measures a body's heightfield geoms; it refuses
+  a heightfield named as geom1 or geom2) and a free body "b" with a sphere and a mesh."""
+  rng = np.random.default_rng(3)
+  elevation = " ".join(f"{v:.3f}" for v in rng.uniform(0, 1, nrow * ncol))
+  return f"""<mujoco><asset>
+    <hfield name="h" nrow="{nrow}" ncol="{ncol}" size="1.5 1 .5 .2" elevation="{elevation}"/>
+    <mesh name="tet" vertex="0 0 0  .2 0 0  0 .25 0  0 0 .15"/></asset><worldbody>
+    <body name="ground" pos=".1 -.2 0" euler="0 0 20">
+      <geom name="field" type="hfield" hfield="h"/></body>
+    <body name="b" pos="0 0 1"><freejoint/><geom name="ball" size=".12"/>
+      <geom name="tet" type="mesh" mesh="tet" pos=".15 0 0"/></body>
+  </worldbody><sensor>{sensors}</sensor></mujoco>"""
+
+
+@pytest.mark.slow
+def test_heightfield_distances_match_mj_forward():
+  """A body's heightfield geoms, both argument orders: MuJoCo runs the heightfield collider
+  with margin = cutoff and keeps the closest of its first 50 contacts. Over the states:
+  separated within the cutoff, penetrating, beyond it. With cutoff 2 most of the window's
+  240 prisms are in reach and the nearest is seldom among the first 50: that sensor fails
+  without MuJoCo's cap."""
+  xml = _hfield_scene("""
+    <distance body1="b" body2="ground" cutoff=".6"/>
+    <distance body1="ground" body2="b" cutoff="0"/>
+    <distance body1="b" body2="ground" cutoff="2"/>
+    <fromto body1="ground" body2="b" cutoff=".6"/>
+    <fromto body1="b" body2="ground" cutoff=".3"/>""")
+  m, mj = load_both(xml=xml)
+  assert m.unsupported == ()
+  seen = set()
+
+  def state(m, mj, seed):
+    rng = np.random.default_rng(seed)
+    d = mujoco.MjData(mj)
+    d.qpos[:3] = rng.uniform([-1.4, -1.1, -0.2], [1.4, 1.1, 1.4])
+    q = rng.normal(size=4)
+    d.qpos[3:7] = q / np.linalg.norm(q)
+    return d
+
+  def check(d, md, seed):
+    dist = md.sensordata[0]
+    seen.add("beyond" if dist >= 0.6 else "inside" if dist < 0 else "near")
+
+  assert_stage_matches((m, mj), _pos_sensors, mujoco.mj_forward, ["sensordata"],
+                       seeds=range(8), tol=1e-9, rtol=1e-7, state=state, check=check)
+  assert seen == {"beyond", "inside", "near"}
+
+
+def test_heightfield_named_as_a_geom_is_refused_as_by_mujoco():
+  for side in ("geom1", "geom2"):
+    other = "geom2" if side == "geom1" else "geom1"
+    xml = _hfield_scene(f'<distance {side}="field" {other}="ball"/>')
+    with pytest.raises(ValueError, match="height fields are not supported"):
+      mujoco.MjModel.from_xml_string(xml)
+    refused = f"attribute '{side}': height fields are not supported"
+    with pytest.raises(jaxmj.MJCFError, match=refused):
+      jaxmj.Model.from_xml_string(xml)
+
+
+def test_pairs_without_a_collision_function_read_the_cutoff():
+  """Heightfield-heightfield and plane-heightfield pairs: MuJoCo has no collision function
+  for them, so mj_geomDistance returns distmax (no search is compiled)."""
+  xml = _hfield_scene("""<distance body1="ground" body2="other" cutoff=".4"/>
+                         <fromto body1="other" body2="ground" cutoff=".4"/>""").replace(
+    "</worldbody>", '<body name="other" pos="0 0 .1"><geom type="hfield" hfield="h"/>'
+    '<geom type="plane" size="1 1 .1"/></body></worldbody>')
+  _m, mj = load_both(xml=xml)
+  assert_stage_matches(xml, _pos_sensors, mujoco.mj_forward, ["sensordata"], seeds=range(1),
+                       tol=0.0)
+  assert mj.nsensordata == 7

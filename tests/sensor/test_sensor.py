@@ -144,7 +144,6 @@ def test_sensor_stage_vmaps_and_differentiates():
 
 
 @pytest.mark.parametrize("sensor, feature", [
-  ('<distance geom1="a" geom2="e"/>', "hfield-sphere geom pairs"),
   ('<insidesite objtype="geom" objname="e" site="s" enclosed="true"/>',
    "enclosed='true' of hfield objects"),
 ])

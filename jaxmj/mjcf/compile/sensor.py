@@ -12,7 +12,7 @@ import numpy as np
 from jaxmj.mjcf.spec import schema
 from jaxmj.mjcf.spec.parse import Node
 from jaxmj.sensor.driver import SUPPORTED
-from jaxmj.types import DisableBit, JointType, ObjType, SensorType, Stage
+from jaxmj.types import DisableBit, GeomType, JointType, ObjType, SensorType, Stage
 
 REAL, POSITIVE, AXIS, QUATERNION = 0, 1, 2, 3  # mjtDataType
 
@@ -185,6 +185,11 @@ def _sensor(node: Node, ids: dict, f: dict) -> dict:
                          "geom" + side)
     if obj == ref:
       raise node.error("1st body/geom must be different from 2nd body/geom", "geom2")
+    # MuJoCo's check names geoms only: a body's heightfield geoms are measured (mjc_ConvexHField)
+    for side, (otype, oid) in (("1", obj), ("2", ref)):
+      if otype == ObjType.GEOM and f["geom_type"][oid] == GeomType.HFIELD:
+        raise node.error("height fields are not supported in geom distance sensors",
+                         "geom" + side)
   elif tag == "contact":
     obj, ref = _contact_objects(node, ids)
     bits, width = _fields(node, node.attrs.get("data", "found"), CONTACT_DATA)
