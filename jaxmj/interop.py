@@ -271,7 +271,22 @@ def _edits(mujoco, m: Model, mjm, ref) -> Model:
       m.stat, **{k: tuple(map(float, v)) if np.ndim(v) else float(v) for k, v in stat.items()})
   if "geom_size" in changes:
     changes["geom_mass"] = _as_field(_geom_mass(m, changes["geom_size"]), m.geom_mass)
-  return m.replace(**changes) if changes else m
+  if not changes:
+    return m
+  m = m.replace(**changes)
+  if _WINDOW_INPUTS & changes.keys():  # the heightfield windows are sized from these
+    from jaxmj.mjcf.assets import hfieldgrid
+
+    m = m.replace(**hfieldgrid.window_fields(
+      {name: np.asarray(getattr(m, name)) for name in _WINDOW_FIELDS}))
+  return m
+
+
+_WINDOW_INPUTS = {"geom_rbound", "geom_margin", "geom_gap", "hfield_size", "sensor_cutoff"}
+_WINDOW_FIELDS = ("geom_margin", "geom_gap", "geom_type", "geom_rbound", "geom_dataid",
+                  "hfield_size", "hfield_nrow", "hfield_ncol", "body_geomadr", "body_geomnum",
+                  "sensor_type", "sensor_objtype", "sensor_objid", "sensor_reftype",
+                  "sensor_refid", "sensor_cutoff")
 
 
 def _geom_mass(m: Model, size) -> np.ndarray:

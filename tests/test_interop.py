@@ -206,3 +206,23 @@ def test_solver_iterations_given_in_the_file_carry_over():
                                              "cartpole.xml"))
   mjm, _ = to_mujoco(m, jaxmj.make_data(m))
   assert (mjm.opt.iterations, mjm.opt.ls_iterations) == (1, 4)
+
+
+def test_edited_margins_and_cutoffs_resize_the_heightfield_windows():
+  """An MjModel whose margins or sensor cutoffs were edited converts to the windows of cells
+  a compile with those values gives (the heightfield collider and sensors search them)."""
+  def scene(margin, cutoff):
+    return f"""<mujoco><asset><hfield name="h" nrow="13" ncol="11" size="1.5 1 .5 .2"/>
+      </asset><worldbody><body name="ground"><geom type="hfield" hfield="h"/></body>
+      <body name="b" pos="0 0 1"><freejoint/><geom size=".12" margin="{margin}"/></body>
+      </worldbody><sensor><distance body1="b" body2="ground" cutoff="{cutoff}"/></sensor>
+      </mujoco>"""
+
+  mjm = mujoco.MjModel.from_xml_string(scene(0, 0.1))
+  mjm.geom_margin[1], mjm.sensor_cutoff[0] = 0.3, 1.0
+  edited = from_mujoco(mjm)
+  compiled = jaxmj.Model.from_xml_string(scene(0.3, 1.0))
+  small = jaxmj.Model.from_xml_string(scene(0, 0.1))
+  for name in ("geom_hfieldwindow", "sensor_hfieldwindow"):
+    np.testing.assert_array_equal(getattr(edited, name), getattr(compiled, name))
+    assert np.any(getattr(edited, name) > getattr(small, name))
