@@ -4,6 +4,7 @@ fixed tendon at its limit, a joint equality, a muscle with activation, a hinge w
 friction, and a free box sliding on a plane -- per friction cone and contact condim, with
 the contact set and every row's solver state unchanged by the probes (the default suite runs
 pyramidal condim 3; --runslow adds condim 1 and 4 and the elliptic cone, condim 3, 4, 6).
+A ball sliding on a heightfield (--runslow) holds the heightfield collider to the same contract.
 Also: gradients are finite at tricky states (a sphere exactly touching the plane, a resting
 stack, singular configurations).
 """
@@ -100,6 +101,63 @@ def _check(cone, condim):
 ])
 def test_rollout_gradient_of_every_constraint_family(cone, condim):
   _check(cone, condim)
+
+
+def _heightfield_setup():
+  """A ball sliding over a heightfield, resting in one triangle's interior (one prism in
+  contact through the rollout: the window holds 24 others, none within reach)."""
+  nrow = ncol = 6
+  size = (1.0, 1.0, 0.3, 0.1)
+  elevation = np.random.default_rng(4).uniform(0.2, 1, (nrow, ncol))
+  xml = f"""<mujoco><option timestep="0.004"/><asset><hfield name="h" nrow="{nrow}"
+    ncol="{ncol}" size="{' '.join(map(str, size))}"
+    elevation="{' '.join(f'{v:.4f}' for v in elevation.ravel())}"/></asset><worldbody>
+    <geom type="hfield" hfield="h" friction=".6 .02 .002"/>
+    <body><freejoint/><geom size=".1" friction=".6 .02 .002"/></body></worldbody></mujoco>"""
+  m = jaxmj.Model.from_xml_string(xml)
+  # triangle k=1 of cell (row 2, column 3): grid points (c-1, r), (c, r+1), (c, r)
+  heights = size[2] * np.asarray(m.hfield_data).reshape(nrow, ncol)  # normalized data
+  grid = lambda c, r: np.array([-1 + 2 * c / (ncol - 1), -1 + 2 * r / (nrow - 1),  # noqa: E731
+                                heights[r, c]])
+  tri = [grid(2, 2), grid(3, 3), grid(3, 2)]
+  normal = np.cross(tri[1] - tri[0], tri[2] - tri[0])
+  normal *= np.sign(normal[2]) / np.linalg.norm(normal)
+  qpos = np.concatenate([sum(tri) / 3 + (0.1 - 1e-4) * normal, [1, 0, 0, 0]])
+  d = jaxmj.make_data(m).replace(qpos=jnp.asarray(qpos))
+  proj = jnp.asarray(np.random.default_rng(0).normal(size=m.nq + m.nv))
+
+  def loss(v):
+    final, traj = jaxmj.rollout(m, d.replace(qvel=v), nstep=NSTEP,
+                                fields=("efc_state", "efc_active"))
+    return proj @ jnp.concatenate([final.qpos, final.qvel]), (traj["efc_state"],
+                                                                traj["efc_active"])
+
+  return loss, jnp.asarray([0.3, -0.2, 0.0, 0.5, 0.4, -0.3])
+
+
+@pytest.mark.slow
+def test_rollout_gradient_on_a_heightfield():
+  """The heightfield collider's contact (a prism searched by GJK/EPA) differentiates like
+  the primitives': jvp and grad of a sliding ball's rollout against central differences."""
+  loss, qvel = _heightfield_setup()
+  value_and_grad = jax.jit(jax.value_and_grad(loss, has_aux=True))
+  jvp = jax.jit(lambda v, t: jax.jvp(lambda x: loss(x)[0], (v,), (t,))[1])
+  (_, aux), g = value_and_grad(qvel)
+  assert np.all(np.isfinite(g))
+  # one pyramidal contact (4 rows) every step, the same rows
+  active = np.asarray(aux[1])
+  assert np.all(active.sum(axis=1) == 4) and np.all(active == active[0])
+  rng = np.random.default_rng(1)
+  for _ in range(2):
+    t = jnp.asarray(rng.normal(size=qvel.shape))
+    (fp, ap), _ = value_and_grad(qvel + FD_EPS * t)
+    (fm, am), _ = value_and_grad(qvel - FD_EPS * t)
+    for a in (ap, am):
+      np.testing.assert_array_equal(a[0], aux[0])
+      np.testing.assert_array_equal(a[1], aux[1])
+    fd = (float(fp) - float(fm)) / (2 * FD_EPS)
+    np.testing.assert_allclose(float(g @ t), fd, rtol=RTOL)
+    np.testing.assert_allclose(float(jvp(qvel, t)), fd, rtol=RTOL)
 
 
 def test_gradient_finite_when_exactly_touching():
