@@ -11,6 +11,7 @@ from jaxmj.camera.image import camera_image
 from jaxmj.collision.ray import multi_ray, ray
 from jaxmj.constraint.extforce import rne_post_constraint
 from jaxmj.datacheck import checks_data
+from jaxmj.distance import geom_distance
 from jaxmj.dynamics.forward import (
   forward,
   fwd_acceleration,
@@ -155,8 +156,8 @@ __all__ = [
   # equality, integrators, inverse dynamics
   "EqType", "inverse", "step1", "step2",
   # sensors and rays
-  "SensorType", "multi_ray", "ray", "rne_post_constraint", "sensor_acc", "sensor_pos",
-  "sensor_vel",
+  "SensorType", "geom_distance", "multi_ray", "ray", "rne_post_constraint", "sensor_acc",
+  "sensor_pos", "sensor_vel",
   # derivatives
   "set_const", "statistic", "transition_jacobians",
   # MuJoCo interop and rendering (need the mujoco package: jaxmj[mujoco], jaxmj[render])

@@ -111,7 +111,7 @@ def _collider(m, d, key, a: np.ndarray, b: np.ndarray, distmax):
   return dist, pos, normal
 
 
-def geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax,
+def pair_distances(m, d, g1: np.ndarray, g2: np.ndarray, distmax,
                   hfield_window: tuple[int, int] = (0, 0)):
   """mj_geomDistance for pairs of geoms: (dist (n,), fromto (n, 6)); dist = distmax and
   fromto = 0 where the surfaces are farther apart than distmax. fromto runs from the
@@ -129,7 +129,7 @@ def geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax,
     key = (GeomType(int(key[0])), GeomType(int(key[1])))
     if key not in table:
       names = "-".join(t.name.lower() for t in key)
-      raise NotImplementedError(f"collision sensors (distance, normal, fromto) on {names} "
+      raise NotImplementedError(f"geom distances (collision sensors, geom_distance) on {names} "
                                 "geom pairs are not supported by jaxmj yet")
     group = table[key]
     if group == _NONE:
@@ -137,8 +137,8 @@ def geom_distance(m, d, g1: np.ndarray, g2: np.ndarray, distmax,
     groups.setdefault(group if isinstance(group, str) else key, []).append(i)
   if _CCD in groups and m.opt.disableflags & DisableBit.NATIVECCD:
     # MuJoCo then measures these pairs with libccd, whose distances differ (jaxmj/dynamics/flags.py)
-    raise NotImplementedError("flag nativeccd disabled: collision sensors (distance, normal, "
-                              "fromto) on convex geom pairs are not supported by jaxmj")
+    raise NotImplementedError("flag nativeccd disabled: geom distances (collision sensors, "
+                              "geom_distance) on convex geom pairs are not supported by jaxmj")
   for key, sel in sorted(groups.items(), key=lambda kv: str(kv[0])):
     sel = np.array(sel)
     if key == _CCD:
@@ -182,7 +182,7 @@ def collision(kind: str):
       g1, g2 = (np.array(c) for c in zip(*pairs))
       owner = np.array(owner)
       window = tuple(int(x) for x in np.max(m.sensor_hfieldwindow[g.ids], axis=0))
-      pd, pft = geom_distance(m, d, g1, g2, cutoff[owner], window)
+      pd, pft = pair_distances(m, d, g1, g2, cutoff[owner], window)
       # First pair (in MuJoCo's loop order) attaining the smallest distance, per sensor.
       width = max(np.bincount(owner, minlength=n))
       slot = np.full((n, width), -1)

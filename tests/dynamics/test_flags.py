@@ -187,10 +187,10 @@ def test_nativeccd_disabled_refused_for_distance_sensors_on_convex_pairs(g1, g2,
     mujoco.mj_forward(mj, d)
     out.append(d.sensordata[0])
   assert (abs(out[0] - out[1]) > 1e-3) == libccd
-  from jaxmj.sensor.distance import geom_distance
+  from jaxmj.sensor.distance import pair_distances
 
   m = jaxmj.Model.from_xml_string(SENSED.format(g1=g1, g2=g2, flag="disable"))
-  measure = lambda d: geom_distance(m, d, np.array([0]), np.array([1]), 1.0)
+  measure = lambda d: pair_distances(m, d, np.array([0]), np.array([1]), 1.0)
   if libccd:
     with pytest.raises(NotImplementedError, match="nativeccd disabled"):
       jax.eval_shape(measure, jaxmj.make_data(m))

@@ -6,6 +6,7 @@ The GJK/EPA search compiles slowly on CPU, so those pairs are slow tests; the pl
 collider (no search) and the pairs with no collision function run in the default suite.
 """
 
+import jax
 import numpy as np
 import pytest
 
@@ -149,3 +150,63 @@ def test_pairs_without_a_collision_function_read_the_cutoff():
   assert_stage_matches(xml, _pos_sensors, mujoco.mj_forward, ["sensordata"], seeds=range(1),
                        tol=0.0)
   assert mj.nsensordata == 7
+
+
+GEOM_DISTANCE_SCENE = """<mujoco><worldbody>
+  <geom name="floor" type="plane" size="2 2 .1"/>
+  <geom name="block" type="box" size=".1 .15 .1" pos=".5 .4 .1" euler="0 0 25"/>
+  <body name="b" pos="0 0 .3"><freejoint/><geom name="ball" size=".1"/>
+    <geom name="rod" type="capsule" size=".05 .1" pos=".3 0 0" euler="20 30 0"/></body>
+</worldbody></mujoco>"""
+
+
+def test_geom_distance_matches_mj_geomDistance():
+  """jaxmj.geom_distance, one pair and many, against mujoco.mj_geomDistance on primitive
+  pairs (separated, penetrating, beyond distmax; both argument orders)."""
+  m, mj = load_both(xml=GEOM_DISTANCE_SCENE)
+  pairs = [(2, 0), (0, 3), (2, 1), (1, 3), (3, 2)]
+  distmax = np.array([0.5, 0.5, 0.2, 1.0, 0.5])
+  rng = np.random.default_rng(0)
+  kinematics = jax.jit(jaxmj.smooth.kinematics.kinematics)  # all the distance reads
+  seen = set()
+  for _ in range(4):
+    md = mujoco.MjData(mj)
+    md.qpos[:3] = rng.uniform([-0.2, -0.2, 0.0], [0.6, 0.5, 0.4])
+    q = rng.normal(size=4)
+    md.qpos[3:7] = q / np.linalg.norm(q)
+    mujoco.mj_forward(mj, md)
+    d = kinematics(m, jaxmj.make_data(m).replace(qpos=md.qpos.copy()))
+    dist, fromto = jaxmj.geom_distance(m, d, *zip(*pairs), distmax)
+    for k, (a, b) in enumerate(pairs):
+      ft = np.zeros(6)
+      want = mujoco.mj_geomDistance(mj, md, a, b, distmax[k], ft)
+      seen.add("beyond" if want >= distmax[k] else "inside" if want < 0 else "near")
+      np.testing.assert_allclose(float(dist[k]), want, atol=1e-12)
+      np.testing.assert_allclose(np.asarray(fromto[k]), ft, atol=1e-12)
+    one, one_ft = jaxmj.geom_distance(m, d, 3, 2, 0.5)  # one pair: a scalar and a (6,)
+    assert one.shape == () and one_ft.shape == (6,)
+    np.testing.assert_allclose(np.asarray(one_ft), np.asarray(fromto[-1]), atol=1e-15)
+  assert seen == {"beyond", "inside", "near"}
+
+
+def test_geom_distance_differentiates_and_refuses_bad_ids():
+  m = jaxmj.Model.from_xml_string(GEOM_DISTANCE_SCENE)
+  d0 = jaxmj.make_data(m)
+
+  @jax.jit
+  def dist(x):  # kinematics is all the distance reads
+    d = jaxmj.smooth.kinematics.kinematics(m, d0.replace(qpos=d0.qpos.at[:3].set(x)))
+    return jaxmj.geom_distance(m, d, 2, 1, 2.0)[0]
+
+  x = np.array([0.1, 0.2, 0.35])
+  grad = jax.jit(jax.grad(dist))(x)
+  fd = [(dist(x + e) - dist(x - e)) / 2e-6 for e in 1e-6 * np.eye(3)]
+  np.testing.assert_allclose(grad, fd, atol=1e-7)
+  with pytest.raises(IndexError, match="geom2 9 is out of range"):
+    jaxmj.geom_distance(m, d0, 0, 9)
+  with pytest.raises(ValueError, match="2 and 1 ids"):
+    jaxmj.geom_distance(m, d0, [0, 1], [2])
+  xml = _hfield_scene('<distance body1="b" body2="ground"/>')
+  m = jaxmj.Model.from_xml_string(xml)
+  with pytest.raises(NotImplementedError, match="distance sensor on the heightfield's body"):
+    jaxmj.geom_distance(m, jaxmj.make_data(m), 1, 0)

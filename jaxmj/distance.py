@@ -1,0 +1,65 @@
+"""mj_geomDistance as a public function: the signed distance between two geoms, for costs
+that keep bodies apart (trajectory optimization) and for queries in a notebook.
+
+The geoms' types decide which collider measures them (sensor/distance.py, MuJoCo 4.0's
+choice), so the ids are static: one trace per set of pairs, distmax and the state traced.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmj.datacheck import checks_data
+from jaxmj.dynamics.stages import traced_once
+from jaxmj.sensor.distance import pair_distances
+from jaxmj.tracing_gc import relaxes_gc
+from jaxmj.types import GeomType, Model
+
+
+def _distances(m, d, geom1: tuple, geom2: tuple, distmax):
+  return pair_distances(m, d, np.array(geom1, np.int64), np.array(geom2, np.int64), distmax)
+
+
+_distances.__name__ = "geom_distance"  # what the Model and Data checks' errors name
+
+_jitted = traced_once(relaxes_gc(checks_data(_distances)), static_argnames=("geom1", "geom2"))
+
+
+def _ids(m, name: str, ids) -> tuple:
+  arr = np.asarray(ids)
+  if arr.ndim > 1 or not np.issubdtype(arr.dtype, np.integer):
+    raise TypeError(f"geom_distance: {name} must be a geom id or a sequence of geom ids, got "
+                    f"{ids!r}")
+  bad = arr[(arr < 0) | (arr >= m.ngeom)]
+  if bad.size:
+    raise IndexError(f"geom_distance: {name} {int(bad[0])} is out of range (0 to "
+                     f"{m.ngeom - 1})")
+  return tuple(int(i) for i in np.atleast_1d(arr))
+
+
+def geom_distance(m, d, geom1, geom2, distmax=1.0):
+  """mj_geomDistance: the smallest signed distance between geoms geom1 and geom2 (negative in
+  penetration), searched up to distmax, and fromto (6,): the nearest point on geom1, then
+  the one on geom2 (world frame), zeros when nothing is within distmax (dist = distmax).
+
+  geom1, geom2: geom ids (host ints), or equal-length sequences of ids for many pairs in one
+  call (then dist (n,) and fromto (n, 6)); they are static. distmax: a scalar or one per
+  pair, traced. Reads d.geom_xpos and d.geom_xmat (after kinematics, e.g. `forward`).
+  Differentiable in d and m. Heightfield pairs are not supported here (a heightfield's
+  window of cells is sized when the model compiles): measure them with a distance sensor on
+  the heightfield's body.
+  """
+  if not isinstance(m, Model):
+    raise TypeError(f"jaxmj.geom_distance: expected a jaxmj.Model as the first argument, got "
+                    f"{type(m).__name__}")
+  g1, g2 = _ids(m, "geom1", geom1), _ids(m, "geom2", geom2)
+  if len(g1) != len(g2):
+    raise ValueError(f"geom_distance: geom1 and geom2 have {len(g1)} and {len(g2)} ids")
+  if any(int(m.geom_type[g]) == GeomType.HFIELD for g in g1 + g2):
+    raise NotImplementedError("geom_distance on heightfield geoms is not supported by jaxmj: "
+                              "measure them with a distance sensor on the heightfield's body")
+  dist, fromto = _jitted(m, d, geom1=g1, geom2=g2, distmax=jnp.asarray(distmax))
+  if np.ndim(geom1) == 0 and np.ndim(geom2) == 0:
+    return dist[0], fromto[0]
+  return dist, fromto
