@@ -70,25 +70,35 @@ def _setup(cone, condim):
   return loss, jnp.asarray(qvel)
 
 
-def _check(cone, condim):
-  loss, qvel = _setup(cone, condim)
+def _check_against_central_differences(loss, qvel, rows):
+  """grad and jvp of loss(qvel) -> (value, aux) along random directions against central
+  differences, with aux (per-step row arrays) unchanged by the probes; rows(aux) asserts
+  which rows the rollout has."""
   value_and_grad = jax.jit(jax.value_and_grad(loss, has_aux=True))
   jvp = jax.jit(lambda v, t: jax.jvp(lambda x: loss(x)[0], (v,), (t,))[1])
   (_, aux), g = value_and_grad(qvel)
   assert np.all(np.isfinite(g))
-  types = np.asarray(aux[1])
-  # every family has rows: limits (joint 3, tendon 4), equality 0, dof friction 1, contact
-  assert {0, 1, 3, 4} <= set(types.ravel().tolist()) and types.max() >= 5
+  rows(aux)
   rng = np.random.default_rng(1)
   for _ in range(2):
     t = jnp.asarray(rng.normal(size=qvel.shape))
     (fp, ap), _ = value_and_grad(qvel + FD_EPS * t)
     (fm, am), _ = value_and_grad(qvel - FD_EPS * t)
     for a in (ap, am):
-      np.testing.assert_array_equal(a[0], aux[0])
+      for x, y in zip(a, aux):
+        np.testing.assert_array_equal(x, y)
     fd = (float(fp) - float(fm)) / (2 * FD_EPS)
     np.testing.assert_allclose(float(g @ t), fd, rtol=RTOL)
     np.testing.assert_allclose(float(jvp(qvel, t)), fd, rtol=RTOL)
+
+
+def _check(cone, condim):
+  def rows(aux):
+    types = np.asarray(aux[1])
+    # every family has rows: limits (joint 3, tendon 4), equality 0, dof friction 1, contact
+    assert {0, 1, 3, 4} <= set(types.ravel().tolist()) and types.max() >= 5
+
+  _check_against_central_differences(*_setup(cone, condim), rows)
 
 
 @pytest.mark.parametrize("cone,condim", [
@@ -139,25 +149,11 @@ def _heightfield_setup():
 def test_rollout_gradient_on_a_heightfield():
   """The heightfield collider's contact (a prism searched by GJK/EPA) differentiates like
   the primitives': jvp and grad of a sliding ball's rollout against central differences."""
-  loss, qvel = _heightfield_setup()
-  value_and_grad = jax.jit(jax.value_and_grad(loss, has_aux=True))
-  jvp = jax.jit(lambda v, t: jax.jvp(lambda x: loss(x)[0], (v,), (t,))[1])
-  (_, aux), g = value_and_grad(qvel)
-  assert np.all(np.isfinite(g))
-  # one pyramidal contact (4 rows) every step, the same rows
-  active = np.asarray(aux[1])
-  assert np.all(active.sum(axis=1) == 4) and np.all(active == active[0])
-  rng = np.random.default_rng(1)
-  for _ in range(2):
-    t = jnp.asarray(rng.normal(size=qvel.shape))
-    (fp, ap), _ = value_and_grad(qvel + FD_EPS * t)
-    (fm, am), _ = value_and_grad(qvel - FD_EPS * t)
-    for a in (ap, am):
-      np.testing.assert_array_equal(a[0], aux[0])
-      np.testing.assert_array_equal(a[1], aux[1])
-    fd = (float(fp) - float(fm)) / (2 * FD_EPS)
-    np.testing.assert_allclose(float(g @ t), fd, rtol=RTOL)
-    np.testing.assert_allclose(float(jvp(qvel, t)), fd, rtol=RTOL)
+  def rows(aux):  # one pyramidal contact (4 rows) every step, the same rows
+    active = np.asarray(aux[1])
+    assert np.all(active.sum(axis=1) == 4) and np.all(active == active[0])
+
+  _check_against_central_differences(*_heightfield_setup(), rows)
 
 
 def test_gradient_finite_when_exactly_touching():
