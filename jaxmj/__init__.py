@@ -23,7 +23,7 @@ from jaxmj.dynamics.forward import (
   step2,
 )
 from jaxmj.dynamics.inverse import inverse
-from jaxmj.dynamics.set_const import set_const, statistic
+from jaxmj.dynamics.set_const import set_const, set_total_mass, statistic, total_mass
 from jaxmj.dynamics.stages import traced_once, traced_once_by_id
 from jaxmj.dynamics.transition import transition_jacobians
 from jaxmj.interop import to_mujoco
@@ -34,6 +34,7 @@ from jaxmj.rendering import render
 from jaxmj.sensor.driver import sensor_acc, sensor_pos, sensor_vel
 from jaxmj.smooth.energy import energy_pos, energy_vel
 from jaxmj.smooth.support import (
+  apply_ft,
   contact_force,
   contact_forces,
   differentiate_pos,
@@ -123,6 +124,7 @@ jac, jac_dot, jac_body, jac_body_com, jac_subtree_com = (
   for fn in (jac, jac_dot, jac_body, jac_body_com, jac_subtree_com))
 jac_geom = traced_once_by_id(jac_geom, {"geom": _GEOMS})
 jac_site = traced_once_by_id(jac_site, {"site": _SITES})
+apply_ft = traced_once_by_id(relaxes_gc(checks_data(apply_ft)), {"body": _BODIES})
 object_velocity, object_acceleration = (
   traced_once_by_id(fn, {"objid": lambda a: object_count(a["m"], a["objtype"])},
                     ("objtype", "local"))
@@ -137,6 +139,7 @@ transition_jacobians = traced_once(relaxes_gc(transition_jacobians),
                                    static_argnames=("chunk", "block"))
 set_const = traced_once(relaxes_gc(set_const), static_argnames=("from_geoms",))
 statistic = traced_once(relaxes_gc(statistic))
+total_mass, set_total_mass = (traced_once(fn) for fn in (total_mass, set_total_mass))
 
 __version__ = "0.1.0"
 
@@ -149,7 +152,8 @@ __all__ = [
   "State", "copy_state", "extract_state", "get_state", "reset_where", "set_state",
   "state_size",
   # utilities (engine_support)
-  "bind", "contact_force", "contact_forces", "differentiate_pos", "energy_pos", "energy_vel",
+  "apply_ft", "bind", "contact_force", "contact_forces", "differentiate_pos", "energy_pos",
+  "energy_vel",
   "full_m", "integrate_pos", "jac", "jac_body", "jac_body_com", "jac_dot", "jac_geom",
   "jac_site", "jac_subtree_com", "local2global", "mul_m", "normalize_quat",
   "object_acceleration", "object_velocity", "solve_m",
@@ -159,7 +163,7 @@ __all__ = [
   "SensorType", "geom_distance", "multi_ray", "ray", "rne_post_constraint", "sensor_acc",
   "sensor_pos", "sensor_vel",
   # derivatives
-  "set_const", "statistic", "transition_jacobians",
+  "set_const", "set_total_mass", "statistic", "total_mass", "transition_jacobians",
   # MuJoCo interop and rendering (need the mujoco package: jaxmj[mujoco], jaxmj[render])
   "render", "to_mujoco",
   # the ray-cast camera (pure JAX)

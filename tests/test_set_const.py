@@ -271,3 +271,22 @@ def test_set_const_outside_jit_takes_from_geoms_by_position_or_name():
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
       np.testing.assert_array_equal(a, b)
   assert float(jaxmj.statistic(m)["meanmass"]) > 0
+
+
+def test_total_mass_and_set_total_mass_match_mujoco():
+  """mj_getTotalmass, and mj_setTotalmass then mj_setConst, against jaxmj's (set_total_mass
+  then set_const), and one compile serving a batch of randomized totals."""
+  path = os.path.join(MODELS, "humanoid.xml")
+  mm, m = mujoco.MjModel.from_xml_path(path), jaxmj.Model.from_xml_path(path)
+  np.testing.assert_allclose(float(jaxmj.total_mass(m)), mujoco.mj_getTotalmass(mm), rtol=1e-15)
+  scaled = jaxmj.set_total_mass(m, 71.5)
+  mujoco.mj_setTotalmass(mm, 71.5)
+  np.testing.assert_allclose(scaled.body_mass, mm.body_mass, rtol=1e-15)
+  np.testing.assert_allclose(scaled.body_inertia, mm.body_inertia, rtol=1e-15)
+  np.testing.assert_allclose(float(jaxmj.total_mass(scaled)), 71.5, rtol=1e-14)
+  ref = _mujoco_constants(mm, mm.body_mass.copy(), mm.body_inertia.copy())
+  _assert_fields(_set_const(scaled), ref)
+  totals = jax.vmap(lambda x: jaxmj.total_mass(jaxmj.set_total_mass(m, x)))(
+    jnp.array([40.0, 60.0, 80.0]))
+  np.testing.assert_allclose(totals, [40.0, 60.0, 80.0], rtol=1e-14)
+

@@ -204,6 +204,20 @@ def _dof_invweight0(m: Model, minv, inv_mass):
   return jnp.where(simple, inv_mass[m.dof_bodyid], w)
 
 
+def total_mass(m: Model) -> jax.Array:
+  """mj_getTotalmass: the sum of the bodies' masses (the world's excluded)."""
+  return jnp.sum(m.body_mass[1:])
+
+
+def set_total_mass(m: Model, mass) -> Model:
+  """mj_setTotalmass: m with every body's mass and inertia scaled by one factor, so that the
+  masses sum to `mass` (traced: vmap over randomized totals, grad). As in MuJoCo the
+  derived constants are left for `set_const` to recompute (set_const(set_total_mass(m, x)))."""
+  scale = jnp.maximum(MINVAL, mass / jnp.maximum(MINVAL, total_mass(m)))
+  scale = jnp.where(jnp.arange(m.nbody) > 0, scale, 1.0)
+  return m.replace(body_mass=m.body_mass * scale, body_inertia=m.body_inertia * scale[:, None])
+
+
 def statistic(m: Model) -> dict:
   """mjModel.stat as MuJoCo's compiler computes it at qpos0 from m's current leaves:
   meaninertia (mean diagonal of qM), meanmass and meansize (means over the bodies but the

@@ -27,7 +27,8 @@ from jaxmj.smooth.qpos import differentiate_pos, integrate_pos, normalize_quat
 from jaxmj.types import Cone, Data, Model, ObjType, SameFrame
 
 __all__ = [
-  "contact_force", "contact_forces", "differentiate_pos", "full_m", "integrate_pos", "jac",
+  "apply_ft", "contact_force", "contact_forces", "differentiate_pos", "full_m", "integrate_pos",
+  "jac",
   "jac_body", "jac_body_com", "jac_dot", "jac_geom", "jac_site", "jac_subtree_com",
   "local2global", "mul_m", "normalize_quat", "object_acceleration", "object_velocity",
   "solve_m",
@@ -65,6 +66,18 @@ def local2global(d: Data, pos: jnp.ndarray, quat: jnp.ndarray, body,
   else:
     xmat = d.ximat[body]
   return xpos, xmat
+
+
+def apply_ft(m: Model, d: Data, force: jnp.ndarray, torque: jnp.ndarray, point: jnp.ndarray,
+             body) -> jnp.ndarray:
+  """mj_applyFT: the generalized force (nv,) of a global force and torque (3,) acting at the
+  global point (3,) moving with `body` (MuJoCo adds it to a qfrc_target; add it to, e.g.,
+  d.qfrc_applied). Reads cdof and subtree_com (after com_pos)."""
+  jacp, jacr = jac(m, d, point, body)
+  force, torque = jnp.asarray(force), jnp.asarray(torque)
+  # J' f row by row, as mju_mulMatTVec accumulates; the force's, then the torque's
+  qforce = jacp[0] * force[0] + jacp[1] * force[1] + jacp[2] * force[2]
+  return qforce + (jacr[0] * torque[0] + jacr[1] * torque[1] + jacr[2] * torque[2])
 
 
 def _object_frame(m: Model, d: Data, objtype, objid):

@@ -1,4 +1,4 @@
-"""The utility API (jaxmj.support) against MuJoCo's mj_jac*, mj_objectVelocity,
+"""The utility API (jaxmj.support) against MuJoCo's mj_jac*, mj_applyFT, mj_objectVelocity,
 mj_local2Global, mj_differentiatePos, mj_normalizeQuat, mj_contactForce, and against
 jax.jacfwd of the kinematics."""
 
@@ -73,6 +73,24 @@ def test_jac_at_a_point_and_its_time_derivative_equal_mujoco(case):
     np.testing.assert_allclose(support.jac(m, d, jnp.asarray(point), b), (jacp, jacr), atol=TOL)
     mujoco.mj_jacDot(mj, md, jacp, jacr, point, b)
     np.testing.assert_allclose(support.jac_dot(m, d, jnp.asarray(point), b), (jacp, jacr),
+                               atol=TOL)
+
+
+def test_apply_ft_equals_mj_applyFT(case):
+  """jaxmj.apply_ft (one trace for every body id) against mj_applyFT into a zero target; its
+  generalized force does the virtual work of the force and torque."""
+  m, mj, d, md = case
+  rng = np.random.default_rng(1)
+  for b in range(m.nbody):
+    force, torque = rng.normal(size=3), rng.normal(size=3)
+    point = md.xpos[b] + rng.normal(size=3)
+    want = np.zeros(mj.nv)
+    mujoco.mj_applyFT(mj, md, force, torque, point, b, want)
+    ours = jaxmj.apply_ft(m, d, force, torque, point, b)
+    np.testing.assert_allclose(ours, want, atol=TOL)
+    jacp, jacr = support.jac(m, d, jnp.asarray(point), b)
+    qvel = rng.normal(size=mj.nv)
+    np.testing.assert_allclose(ours @ qvel, force @ (jacp @ qvel) + torque @ (jacr @ qvel),
                                atol=TOL)
 
 
