@@ -24,7 +24,7 @@ from jaxmj.dynamics.forward import (
 )
 from jaxmj.dynamics.inverse import inverse
 from jaxmj.dynamics.set_const import set_const, set_total_mass, statistic, total_mass
-from jaxmj.dynamics.stages import traced_once, traced_once_by_id
+from jaxmj.dynamics.stages import pipeline_function, traced_once, traced_once_by_id
 from jaxmj.dynamics.transition import transition_jacobians
 from jaxmj.interop import to_mujoco
 from jaxmj.io import make_data, reset
@@ -108,6 +108,11 @@ from jaxmj.types import (
   traced_once(fn) for fn in (
   forward, fwd_acceleration, fwd_actuation, fwd_position, fwd_velocity, step, step1, step2,
   inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel))
+# MuJoCo's pipeline functions one at a time (MJX's names), checked and jitted the same way
+(kinematics, com_pos, camlight, tendon, crb, factor_m, transmission, com_vel, passive, rne,
+ make_constraint) = (traced_once(relaxes_gc(checks_data(pipeline_function(name)))) for name in (
+  "kinematics", "com_pos", "camlight", "tendon", "crb", "factor_m", "transmission", "com_vel",
+  "passive", "rne", "make_constraint"))
 # utilities a notebook calls outside jit, jitted the same way (humanoid_floor, operation by
 # operation: solve_m 41 ms a call, energy_pos and integrate_pos 15; ray and multi_ray are
 # jits of their own, with their static options normalized: collision/ray.py)
@@ -148,6 +153,9 @@ __all__ = [
   "Model", "ObjType", "Option", "Solver", "Warning", "forward", "fwd_acceleration",
   "fwd_actuation", "fwd_position", "fwd_velocity", "id2name", "make_data", "name2id", "reset",
   "rollout", "step",
+  # MuJoCo's pipeline functions one at a time
+  "camlight", "com_pos", "com_vel", "crb", "factor_m", "kinematics", "make_constraint",
+  "passive", "rne", "tendon", "transmission",
   # state
   "State", "copy_state", "extract_state", "get_state", "reset_where", "set_state",
   "state_size",

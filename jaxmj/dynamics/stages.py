@@ -157,6 +157,35 @@ def fwd_constraint(m: Model, d: Data) -> Data:
               ("mj_solNoSlip", noslip.noslip))
 
 
+# MuJoCo's pipeline functions one at a time, under MJX's names (mjx.kinematics, ...): each
+# (Model, Data) -> Data, reading what MuJoCo's reads (kinematics before com_pos, ...).
+# MuJoCo's mj_collision is fwd_position's (the name `collision` is the subpackage's).
+PIPELINE_FUNCTIONS = {
+  "kinematics": ("mj_kinematics", kinematics.kinematics),
+  "com_pos": ("mj_comPos", com.com_pos),
+  "camlight": ("mj_camlight", camlight.camlight),
+  "tendon": ("mj_tendon", tendon.tendon),
+  "crb": ("mj_crb", mass.crb),
+  "factor_m": ("mj_factorM", mass.factor_m),
+  "transmission": ("mj_transmission", actuation.transmission),
+  "com_vel": ("mj_comVel", com.com_vel),
+  "passive": ("mj_passive", passive.passive),
+  "rne": ("mj_rne", rne.rne),
+  "make_constraint": ("mj_makeConstraint", constraint.make_constraint),
+}
+
+
+def pipeline_function(name: str):
+  """PIPELINE_FUNCTIONS[name] under its MuJoCo name's scope and products_precision."""
+  scope, fn = PIPELINE_FUNCTIONS[name]
+
+  @functools.wraps(fn)
+  def stage(m: Model, d: Data) -> Data:
+    return run_stages(m, d, (scope, fn))
+
+  return stage
+
+
 def run_stages(m: Model, d: Data, *stages) -> Data:
   """d through each (name, stage) in turn, each under `jax.named_scope(name)`, so that its ops
   carry the MuJoCo function's name in profiles and HLO dumps, with products_precision(m)."""
