@@ -34,6 +34,7 @@ from jaxmj.rendering import render
 from jaxmj.sensor.driver import sensor_acc, sensor_pos, sensor_vel
 from jaxmj.smooth.energy import energy_pos, energy_vel
 from jaxmj.smooth.support import (
+  angmom_mat,
   apply_ft,
   contact_force,
   contact_forces,
@@ -45,6 +46,7 @@ from jaxmj.smooth.support import (
   jac_body_com,
   jac_dot,
   jac_geom,
+  jac_point_axis,
   jac_site,
   jac_subtree_com,
   local2global,
@@ -129,7 +131,9 @@ jac, jac_dot, jac_body, jac_body_com, jac_subtree_com = (
   for fn in (jac, jac_dot, jac_body, jac_body_com, jac_subtree_com))
 jac_geom = traced_once_by_id(jac_geom, {"geom": _GEOMS})
 jac_site = traced_once_by_id(jac_site, {"site": _SITES})
-apply_ft = traced_once_by_id(relaxes_gc(checks_data(apply_ft)), {"body": _BODIES})
+apply_ft, jac_point_axis, angmom_mat = (
+  traced_once_by_id(relaxes_gc(checks_data(fn)), {"body": _BODIES})
+  for fn in (apply_ft, jac_point_axis, angmom_mat))
 object_velocity, object_acceleration = (
   traced_once_by_id(fn, {"objid": lambda a: object_count(a["m"], a["objtype"])},
                     ("objtype", "local"))
@@ -160,10 +164,10 @@ __all__ = [
   "State", "copy_state", "extract_state", "get_state", "reset_where", "set_state",
   "state_size",
   # utilities (engine_support)
-  "apply_ft", "bind", "contact_force", "contact_forces", "differentiate_pos", "energy_pos",
-  "energy_vel",
+  "angmom_mat", "apply_ft", "bind", "contact_force", "contact_forces", "differentiate_pos",
+  "energy_pos", "energy_vel",
   "full_m", "integrate_pos", "jac", "jac_body", "jac_body_com", "jac_dot", "jac_geom",
-  "jac_site", "jac_subtree_com", "local2global", "mul_m", "normalize_quat",
+  "jac_point_axis", "jac_site", "jac_subtree_com", "local2global", "mul_m", "normalize_quat",
   "object_acceleration", "object_velocity", "solve_m",
   # equality, integrators, inverse dynamics
   "EqType", "inverse", "step1", "step2",

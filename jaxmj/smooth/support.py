@@ -21,17 +21,17 @@ from jaxmj.smooth.jac import (
   jac_geom,
   jac_site,
   jac_subtree_com,
+  point_jacobians,
 )
 from jaxmj.smooth.mass import mul_m, solve_m
 from jaxmj.smooth.qpos import differentiate_pos, integrate_pos, normalize_quat
 from jaxmj.types import Cone, Data, Model, ObjType, SameFrame
 
 __all__ = [
-  "apply_ft", "contact_force", "contact_forces", "differentiate_pos", "full_m", "integrate_pos",
-  "jac",
-  "jac_body", "jac_body_com", "jac_dot", "jac_geom", "jac_site", "jac_subtree_com",
-  "local2global", "mul_m", "normalize_quat", "object_acceleration", "object_velocity",
-  "solve_m",
+  "angmom_mat", "apply_ft", "contact_force", "contact_forces", "differentiate_pos", "full_m",
+  "integrate_pos", "jac", "jac_body", "jac_body_com", "jac_dot", "jac_geom", "jac_point_axis",
+  "jac_site", "jac_subtree_com", "local2global", "mul_m", "normalize_quat",
+  "object_acceleration", "object_velocity", "solve_m",
 ]
 
 
@@ -78,6 +78,42 @@ def apply_ft(m: Model, d: Data, force: jnp.ndarray, torque: jnp.ndarray, point: 
   # J' f row by row, as mju_mulMatTVec accumulates; the force's, then the torque's
   qforce = jacp[0] * force[0] + jacp[1] * force[1] + jacp[2] * force[2]
   return qforce + (jacr[0] * torque[0] + jacr[1] * torque[1] + jacr[2] * torque[2])
+
+
+def jac_point_axis(m: Model, d: Data, point: jnp.ndarray, axis: jnp.ndarray,
+                   body) -> tuple[jnp.ndarray, jnp.ndarray]:
+  """mj_jacPointAxis: the Jacobians (3, nv) of the global `point` (3,) moving with `body` and
+  of the global `axis` (3,) turning with it (each column: the rotational column x axis)."""
+  jacp, jacr = jac(m, d, point, body)
+  a = jnp.asarray(axis)
+  return jacp, jnp.stack([jacr[1] * a[2] - jacr[2] * a[1], jacr[2] * a[0] - jacr[0] * a[2],
+                          jacr[0] * a[1] - jacr[1] * a[0]])
+
+
+def angmom_mat(m: Model, d: Data, body) -> jnp.ndarray:
+  """mj_angmomMat: (3, nv) matrix whose product with qvel is the angular momentum of the
+  subtree of `body` about its centre of mass (d.subtree_com[body]), world frame. Reads
+  ximat, xipos, cdof, subtree_com (after com_pos)."""
+  ids = np.arange(m.nbody)
+  # [b, a]: body a is b or one of its ancestors (the subtree of a holds b)
+  holds = np.zeros((m.nbody, m.nbody), bool)
+  for b in ids:
+    a = b
+    while True:
+      holds[b, a] = True
+      if a == 0:
+        break
+      a = int(m.body_parentid[a])
+  inside = jnp.asarray(holds)[:, body]  # (nbody,)
+  jacp, jacr = point_jacobians(m, d, ids, d.xipos)  # (nbody, 3, nv)
+  # ximat diag(inertia) ximat' jacr: each body's own angular momentum in the world frame
+  inertia = jnp.einsum("bij,bj,bkj->bik", d.ximat, m.body_inertia, d.ximat)
+  term1 = jnp.einsum("bik,bkv->biv", inertia, jacr)
+  # mass (xipos - subtree com) x jacp: the moment of its linear momentum
+  com = d.xipos - d.subtree_com[body]
+  term2 = m.body_mass[:, None, None] * jnp.cross(com[:, :, None], jacp, axisa=1, axisb=1,
+                                                  axisc=1)
+  return jnp.sum(jnp.where(inside[:, None, None], term1 + term2, 0.0), axis=0)
 
 
 def _object_frame(m: Model, d: Data, objtype, objid):

@@ -1,6 +1,6 @@
-"""The utility API (jaxmj.support) against MuJoCo's mj_jac*, mj_applyFT, mj_objectVelocity,
-mj_local2Global, mj_differentiatePos, mj_normalizeQuat, mj_contactForce, and against
-jax.jacfwd of the kinematics."""
+"""The utility API (jaxmj.support) against MuJoCo's mj_jac*, mj_applyFT, mj_angmomMat,
+mj_objectVelocity, mj_local2Global, mj_differentiatePos, mj_normalizeQuat, mj_contactForce,
+and against jax.jacfwd of the kinematics."""
 
 import os
 
@@ -91,6 +91,23 @@ def test_apply_ft_equals_mj_applyFT(case):
     jacp, jacr = support.jac(m, d, jnp.asarray(point), b)
     qvel = rng.normal(size=mj.nv)
     np.testing.assert_allclose(ours @ qvel, force @ (jacp @ qvel) + torque @ (jacr @ qvel),
+                               atol=TOL)
+
+
+def test_angmom_mat_and_jac_point_axis_equal_mujoco(case):
+  """jaxmj.angmom_mat (every body's subtree) and jac_point_axis against mj_angmomMat and
+  mj_jacPointAxis."""
+  m, mj, d, md = case
+  rng = np.random.default_rng(2)
+  for b in range(m.nbody):
+    want = np.zeros((3, mj.nv))
+    mujoco.mj_angmomMat(mj, md, want, b)
+    np.testing.assert_allclose(jaxmj.angmom_mat(m, d, b), want,
+                               atol=TOL * max(1.0, np.abs(want).max()))
+    point, axis = md.xpos[b] + rng.normal(size=3), rng.normal(size=3)
+    jacp, jaca = np.zeros((3, mj.nv)), np.zeros((3, mj.nv))
+    mujoco.mj_jacPointAxis(mj, md, jacp, jaca, point, axis, b)
+    np.testing.assert_allclose(jaxmj.jac_point_axis(m, d, point, axis, b), (jacp, jaca),
                                atol=TOL)
 
 
