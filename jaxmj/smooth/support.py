@@ -13,6 +13,7 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.names import obj_type
+from jaxmj.scan import body_plan
 from jaxmj.smooth.jac import (
   jac,
   jac_body,
@@ -95,16 +96,7 @@ def angmom_mat(m: Model, d: Data, body) -> jnp.ndarray:
   subtree of `body` about its centre of mass (d.subtree_com[body]), world frame. Reads
   ximat, xipos, cdof, subtree_com (after com_pos)."""
   ids = np.arange(m.nbody)
-  # [b, a]: body a is b or one of its ancestors (the subtree of a holds b)
-  holds = np.zeros((m.nbody, m.nbody), bool)
-  for b in ids:
-    a = b
-    while True:
-      holds[b, a] = True
-      if a == 0:
-        break
-      a = int(m.body_parentid[a])
-  inside = jnp.asarray(holds)[:, body]  # (nbody,)
+  inside = jnp.asarray(body_plan(m)["subtree"] > 0)[body]  # (nbody,) the subtree's bodies
   jacp, jacr = point_jacobians(m, d, ids, d.xipos)  # (nbody, 3, nv)
   # ximat diag(inertia) ximat' jacr: each body's own angular momentum in the world frame
   inertia = jnp.einsum("bij,bj,bkj->bik", d.ximat, m.body_inertia, d.ximat)
