@@ -45,8 +45,10 @@ def _framevel(angular: bool):
   return fn
 
 
-def _subtree_vel(m, d: Data):
-  """mj_subtreeVel: (nbody, 3) subtree com velocity and angular momentum about it."""
+def subtree_vel(m, d: Data):
+  """mj_subtreeVel: (subtree_linvel, subtree_angmom), each (nbody, 3), world frame: the
+  linear velocity of each body's subtree's centre of mass and the subtree's angular momentum
+  about it. Reads cvel, xipos, ximat and subtree_com (after com_vel, as MuJoCo's)."""
   subtree = jnp.asarray(body_plan(m)["subtree"], d.qvel.dtype)
   vel = velocity(m, d, ObjType.BODY, np.arange(m.nbody))
   ang, lin = vel[:, :3], vel[:, 3:]
@@ -61,11 +63,11 @@ def _subtree_vel(m, d: Data):
 
 
 def _subtreelinvel(m, d, g):
-  return _subtree_vel(m, d)[0][g.obj]
+  return subtree_vel(m, d)[0][g.obj]
 
 
 def _subtreeangmom(m, d, g):
-  return _subtree_vel(m, d)[1][g.obj]
+  return subtree_vel(m, d)[1][g.obj]
 
 
 T = SensorType

@@ -1,6 +1,6 @@
 """The utility API (jaxmj.support) against MuJoCo's mj_jac*, mj_applyFT, mj_angmomMat,
-mj_objectVelocity, mj_local2Global, mj_differentiatePos, mj_normalizeQuat, mj_contactForce,
-and against jax.jacfwd of the kinematics."""
+mj_subtreeVel, mj_objectVelocity, mj_local2Global, mj_differentiatePos, mj_normalizeQuat,
+mj_contactForce, and against jax.jacfwd of the kinematics."""
 
 import os
 
@@ -109,6 +109,14 @@ def test_angmom_mat_and_jac_point_axis_equal_mujoco(case):
     mujoco.mj_jacPointAxis(mj, md, jacp, jaca, point, axis, b)
     np.testing.assert_allclose(jaxmj.jac_point_axis(m, d, point, axis, b), (jacp, jaca),
                                atol=TOL)
+
+
+def test_subtree_vel_equals_mj_subtreeVel(case):
+  m, mj, d, md = case
+  mujoco.mj_subtreeVel(mj, md)
+  linvel, angmom = jaxmj.subtree_vel(m, d)
+  np.testing.assert_allclose(linvel, md.subtree_linvel, atol=TOL)
+  np.testing.assert_allclose(angmom, md.subtree_angmom, atol=TOL)
 
 
 def test_jacobian_equals_jacfwd_of_kinematics(case):
