@@ -30,7 +30,7 @@ LAYERS = [
   ("dynamics", ["jaxmj.dynamics"]),
   ("public", ["jaxmj", "jaxmj.bind", "jaxmj.physics", "jaxmj.conformance", "jaxmj.cli",
               "jaxmj.envs", "jaxmj.interop", "jaxmj.rendering", "jaxmj.camera",
-              "jaxmj.trace_cache"]),
+              "jaxmj.trace_cache", "jaxmj.distance"]),
 ]
 
 # Imports inside functions: each is one of these, with its reason.
@@ -57,6 +57,8 @@ INNER_IMPORTS = {
   "the MjModel holds exactly with the compiler's own volume formulas",
   ("jaxmj.interop", "jaxmj.mjcf.errors"): "an MjModel's MJCF naming files that are not found "
   "is refused with the way out",
+  ("jaxmj.interop", "jaxmj.mjcf.assets.hfieldgrid"): "an MjModel with edited margins or sensor "
+  "cutoffs gets the heightfield windows the compiler would size for them",
   ("jaxmj.mjcf.compile.build", "jaxmj.dynamics.lengthrange"): "the compiler simulates to "
   "find muscle length ranges (mj_setLengthRange), only for models that need it",
   ("jaxmj.mjcf.spec.parse", "jaxmj.mjcf.spec.urdf"): "a <robot> document is read by the URDF "
