@@ -130,12 +130,7 @@ def _run_searches(m: Model, searches: list) -> list:
   compile time) and one loop over their near pairs and live prisms. Types are traced where
   more than one group runs; vertex arrays are padded to a common size with copies of the
   first vertex (the support point and the index ties pick are unchanged)."""
-  tol, iterations = m.opt.ccd_tolerance, m.opt.ccd_iterations
-
-  def traced(a, b, margin, t1, t2, verts1=None, verts2=None):
-    return convex.convex_plan(t1, t2, a, b, margin, tol, iterations=iterations,
-                              verts1=verts1, verts2=verts2)
-
+  traced = convex.traced_types_search(m.opt.ccd_tolerance, m.opt.ccd_iterations)
   if len(searches) == 1:
     s = searches[0]
     return [cull.near_only(s.search or traced, s.near, s.args)]

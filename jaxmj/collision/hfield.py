@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
+from jaxmj.collision import cull
 from jaxmj.collision.ccd import convex
 from jaxmj.collision.ccd import support as ccd_support
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
@@ -185,3 +186,15 @@ def prism_stages(m, g1: np.ndarray, g2: np.ndarray, window: tuple[int, int] | No
     return jnp.where(kept, dist, NO_CONTACT), cpos, cframe
 
   return setup, contact, tuple(extra)
+
+
+def collide(m, g1: np.ndarray, g2: np.ndarray, hf: GeomFrame, geom: GeomFrame, margin,
+            window: tuple[int, int] | None = None):
+  """The group's contacts with its prisms searched on their own (the driver merges them into
+  the convex group's search instead): (dist (npair, P), pos (npair, P, 3), frame (npair, P,
+  3, 3)), as prism_stages' contact; hf, geom, margin with a leading pair axis."""
+  setup, contact, extra = prism_stages(m, g1, g2, window)
+  args, live = setup(hf, geom, margin, *extra)
+  search = convex.traced_types_search(m.opt.ccd_tolerance, m.opt.ccd_iterations)
+  return contact(cull.near_only(search, live.reshape(-1), args), args, live, hf)
+

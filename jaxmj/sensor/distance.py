@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision import cull, hfield, mesh, primitive
+from jaxmj.collision import hfield, mesh, primitive
 from jaxmj.collision.ccd import convex
 from jaxmj.collision.ccd.convex import collide_convex
 from jaxmj.collision.mesh import pair_arguments
@@ -74,27 +74,22 @@ def _ccd(m, d, a: np.ndarray, b: np.ndarray, distmax):
   return pick(dist), pick(pos), pick(normal)
 
 
-def _hfield(m, d, a: np.ndarray, b: np.ndarray, distmax, window: tuple[int, int]):
-  """(dist, pos, normal) of the closest of a heightfield collider's contacts (a: the
-  heightfields): its prisms within `window` cells, searched with margin = distmax."""
-  setup, contact, extra = hfield.prism_stages(m, a, b, window)
-  hf = _frames(m, d, a)
-  args, live = setup(hf, _frames(m, d, b), distmax, *extra)
-  if live.shape[1] == 0:  # a grid of one row or column: no prisms
-    return distmax, jnp.zeros((len(a), 3), distmax.dtype), jnp.zeros((len(a), 3), distmax.dtype)
-  tol, iterations = m.opt.ccd_tolerance, m.opt.ccd_iterations
-
-  def search(a, b, margin, t1, t2, verts1=None, verts2=None):
-    return convex.convex_plan(t1, t2, a, b, margin, tol, iterations=iterations,
-                              verts1=verts1, verts2=verts2)
-
-  plans = cull.near_only(search, live.reshape(-1), args)
-  cd, cpos, cframe = contact(plans, args, live, hf)
-  k = jnp.argmin(cd, axis=1)  # the first of the smallest, in MuJoCo's loop order
+def _closest(cd, cpos, cframe):
+  """(dist, pos, normal) of each pair's first contact of smallest distance (loop order)."""
+  k = jnp.argmin(cd, axis=1)
   dist = jnp.take_along_axis(cd, k[:, None], 1)[:, 0]
   pos = jnp.take_along_axis(cpos, k[:, None, None], 1)[:, 0]
   normal = jnp.take_along_axis(cframe, k[:, None, None, None], 1)[:, 0, 0]
   return dist, pos, normal
+
+
+def _hfield(m, d, a: np.ndarray, b: np.ndarray, distmax, window: tuple[int, int]):
+  """(dist, pos, normal) of the closest of a heightfield collider's contacts (a: the
+  heightfields): its prisms within `window` cells, searched with margin = distmax."""
+  if min(window) == 0:  # a grid of one row or column: no prisms
+    zeros = jnp.zeros((len(a), 3), distmax.dtype)
+    return distmax, zeros, zeros
+  return _closest(*hfield.collide(m, a, b, _frames(m, d, a), _frames(m, d, b), distmax, window))
 
 
 def _collider(m, d, key, a: np.ndarray, b: np.ndarray, distmax):
@@ -103,16 +98,11 @@ def _collider(m, d, key, a: np.ndarray, b: np.ndarray, distmax):
   extra = ()
   if takes_mesh:
     extra = pair_arguments(m, key, a, b)
-  cd, cpos, cframe = jax.vmap(fn)(_frames(m, d, a), _frames(m, d, b), distmax, *extra)
-  k = jnp.argmin(cd, axis=1)
-  dist = jnp.take_along_axis(cd, k[:, None], 1)[:, 0]
-  pos = jnp.take_along_axis(cpos, k[:, None, None], 1)[:, 0]
-  normal = jnp.take_along_axis(cframe, k[:, None, None, None], 1)[:, 0, 0]
-  return dist, pos, normal
+  return _closest(*jax.vmap(fn)(_frames(m, d, a), _frames(m, d, b), distmax, *extra))
 
 
 def pair_distances(m, d, g1: np.ndarray, g2: np.ndarray, distmax,
-                  hfield_window: tuple[int, int] = (0, 0)):
+                   hfield_window: tuple[int, int] = (0, 0)):
   """mj_geomDistance for pairs of geoms: (dist (n,), fromto (n, 6)); dist = distmax and
   fromto = 0 where the surfaces are farther apart than distmax. fromto runs from the
   nearest point on geom g1 to the one on g2 (through each other in penetration).

@@ -417,6 +417,18 @@ def convex_plan(type1, type2, g1: GeomFrame, g2: GeomFrame, margin, tolerance=1e
   return _plan_jit(*codes, *rest, iterations=iterations)
 
 
+def traced_types_search(tolerance, iterations: int):
+  """convex_plan as a search over per-pair arguments (a, b, margin, type1, type2[, verts1,
+  verts2]) with the geom types traced (cull.near_only's `search`): the heightfield prisms'
+  search, alone or merged with the convex group's."""
+
+  def search(a, b, margin, type1, type2, verts1=None, verts2=None):
+    return convex_plan(type1, type2, a, b, margin, tolerance, iterations=iterations,
+                       verts1=verts1, verts2=verts2)
+
+  return search
+
+
 def _plan(code1, code2, g1, g2, margin, tolerance, verts1, verts2, *, iterations):
   d = g1.pos - g2.pos
   # a zero the compiler cannot fold (a sum of squares of traced data is never negative)
