@@ -13,11 +13,14 @@ from jaxmj.constraint.extforce import rne_post_constraint
 from jaxmj.datacheck import checks_data
 from jaxmj.distance import geom_distance
 from jaxmj.dynamics.forward import (
+  euler,
   forward,
   fwd_acceleration,
   fwd_position,
   fwd_velocity,
+  implicit,
   rollout,
+  rungekutta4,
   step,
   step1,
   step2,
@@ -91,26 +94,27 @@ from jaxmj.types import (
 # traces runs with the garbage collector's thresholds raised (tracing_gc.py: 10-20% of a
 # trace went to collections).
 (forward, fwd_acceleration, fwd_actuation, fwd_position, fwd_velocity, step, step1,
- step2, inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel, energy_pos,
- energy_vel, get_state, set_state, reset_where, contact_force, contact_forces, full_m, jac,
- jac_body, jac_body_com, jac_dot, jac_geom, jac_site, jac_subtree_com, mul_m,
- object_acceleration, object_velocity, solve_m, ray, multi_ray) = (
+ step2, euler, implicit, rungekutta4, inverse, rne_post_constraint, sensor_acc, sensor_pos,
+ sensor_vel, energy_pos, energy_vel, get_state, set_state, reset_where, contact_force,
+ contact_forces, full_m, jac, jac_body, jac_body_com, jac_dot, jac_geom, jac_site,
+ jac_subtree_com, mul_m, object_acceleration, object_velocity, solve_m, ray, multi_ray) = (
   relaxes_gc(checks_data(fn)) for fn in (
   forward, fwd_acceleration, fwd_actuation, fwd_position, fwd_velocity, step, step1,
-  step2, inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel, energy_pos,
-  energy_vel, get_state, set_state, reset_where, contact_force, contact_forces, full_m, jac,
-  jac_body, jac_body_com, jac_dot, jac_geom, jac_site, jac_subtree_com, mul_m,
-  object_acceleration, object_velocity, solve_m, ray, multi_ray))
+  step2, euler, implicit, rungekutta4, inverse, rne_post_constraint, sensor_acc, sensor_pos,
+  sensor_vel, energy_pos, energy_vel, get_state, set_state, reset_where, contact_force,
+  contact_forces, full_m, jac, jac_body, jac_body_com, jac_dot, jac_geom, jac_site,
+  jac_subtree_com, mul_m, object_acceleration, object_velocity, solve_m, ray, multi_ray))
 # The pipeline's (Model, Data) -> Data functions are jitted (stages.traced_once): Brax's PPO
 # traces an environment's reset and step in its training, evaluation and reset programs, and
 # `jaxmj train` traced forward 6 times and step 8 times a run; now once each. Outside any
 # trace a call runs the compiled function, not thousands of single operations. The Data check
 # and the relaxed collector run inside, when traced. `jax.clear_caches()` drops the traces.
 (forward, fwd_acceleration, fwd_actuation, fwd_position, fwd_velocity, step, step1, step2,
- inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel) = (
+ euler, implicit, rungekutta4, inverse, rne_post_constraint, sensor_acc, sensor_pos,
+ sensor_vel) = (
   traced_once(fn) for fn in (
   forward, fwd_acceleration, fwd_actuation, fwd_position, fwd_velocity, step, step1, step2,
-  inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel))
+  euler, implicit, rungekutta4, inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel))
 # MuJoCo's pipeline functions one at a time (MJX's names), checked and jitted the same way
 (kinematics, com_pos, camlight, tendon, crb, factor_m, transmission, com_vel, passive, rne,
  make_constraint) = (traced_once(relaxes_gc(checks_data(pipeline_function(name)))) for name in (
@@ -171,8 +175,8 @@ __all__ = [
   "full_m", "integrate_pos", "jac", "jac_body", "jac_body_com", "jac_dot", "jac_geom",
   "jac_point_axis", "jac_site", "jac_subtree_com", "local2global", "mul_m", "normalize_quat",
   "object_acceleration", "object_velocity", "solve_m", "subtree_vel",
-  # equality, integrators, inverse dynamics
-  "EqType", "inverse", "step1", "step2",
+  # equality, integrators (MuJoCo's mj_Euler, mj_implicit, mj_RungeKutta), inverse dynamics
+  "EqType", "euler", "implicit", "inverse", "rungekutta4", "step1", "step2",
   # sensors and rays
   "SensorType", "geom_distance", "multi_ray", "ray", "rne_post_constraint", "sensor_acc",
   "sensor_pos", "sensor_vel",

@@ -71,23 +71,72 @@ def step(m: Model, d: Data) -> Data:
   d = _compare_fwd_inv(m, _acceleration_stages(m, _step1(m, d_in)))
   pushed = history.push(m, d)  # the samples of this step, read only by later steps
   d = history.delay_sensors(m, d)
-  if m.opt.integrator == Integrator.RK4:
-    with jax.named_scope("mj_RungeKutta"):
-      new = integrator.rk4(m, d, _forward_skip_sensor)
-  else:
-    new = _integrate(m, d)
-  new = plastic.update(m, d, new)  # spring references yield at the new positions
-  return autoreset.check_step(m, d_in, d, new.replace(history=pushed), reset)
+  new = _advance(m, d, pushed, _integrator_name(m))
+  return autoreset.check_step(m, d_in, d, new, reset)
 
 
-def _integrate(m: Model, d: Data) -> Data:
-  """mj_Euler or mj_implicit after a forward pass (RK4 needs forward: see step), under its
-  MuJoCo name as a named scope (profiles and HLO dumps, as run_stages)."""
+def _integrator_name(m: Model, rk4: bool = True) -> str:
+  """The MuJoCo function that integrates m's integrator (RK4 models with Euler where `rk4`
+  is False: step2, as in MuJoCo, which cannot rerun forward there)."""
+  if m.opt.integrator == Integrator.RK4 and rk4:
+    return "mj_RungeKutta"
   if m.opt.integrator in (Integrator.IMPLICIT, Integrator.IMPLICITFAST):
-    with jax.named_scope("mj_implicit"):
-      return integrator.implicit(m, d)
-  with jax.named_scope("mj_Euler"):
-    return integrator.euler(m, d)
+    return "mj_implicit"
+  return "mj_Euler"
+
+
+_INTEGRATORS = {
+  "mj_Euler": integrator.euler,
+  "mj_implicit": integrator.implicit,
+  "mj_RungeKutta": lambda m, d: integrator.rk4(m, d, _forward_skip_sensor),
+}
+
+
+def _advance(m: Model, d: Data, pushed: jnp.ndarray, name: str) -> Data:
+  """MuJoCo's integrator `name` from a forward pass `d` (sensordata as forward leaves it),
+  under that name as a named scope (profiles and HLO dumps, as run_stages); then the spring
+  references yield at the new positions, and the history `pushed` (history.push of the
+  computed sensor values) is stored."""
+  with jax.named_scope(name):
+    new = _INTEGRATORS[name](m, d)
+  return plastic.update(m, d, new).replace(history=pushed)
+
+
+def _integrate_after_forward(m: Model, d: Data, name: str) -> Data:
+  """MuJoCo's integrator `name` called by the user on a Data that went through forward:
+  the history records computed values, so sensors with a history are computed again
+  (forward left their delayed or held values in sensordata), as mj_advance does."""
+  fresh = sensor.sensor_fresh(m, d, acc=True)
+  return _advance(m, d, history.push(m, fresh), name)
+
+
+@full_precision
+def euler(m: Model, d: Data) -> Data:
+  """mj_Euler on a Data after `forward`: semi-implicit Euler (joint damping implicit unless
+  eulerdamp is disabled), whatever integrator the model names. Advances qpos, qvel, act,
+  time, qacc_warmstart, spring references and the history; no divergence check or reset
+  (mj_step's, in `step`). With `forward` it is `step` for an Euler model."""
+  return _integrate_after_forward(m, d, "mj_Euler")
+
+
+@full_precision
+def implicit(m: Model, d: Data) -> Data:
+  """mj_implicit on a Data after `forward`: implicit-in-velocity Euler, the full derivative
+  or implicitfast's as the model's integrator says (MuJoCo's mj_implicit refuses other
+  integrators, and so does this). Advances what `euler` does."""
+  if m.opt.integrator not in (Integrator.IMPLICIT, Integrator.IMPLICITFAST):
+    raise ValueError(f"jaxmj.implicit: model {m.model_name!r} has integrator "
+                     f"{Integrator(m.opt.integrator).name}; mj_implicit needs IMPLICIT or "
+                     "IMPLICITFAST (use euler or rungekutta4, or set m.opt.integrator)")
+  return _integrate_after_forward(m, d, "mj_implicit")
+
+
+@full_precision
+def rungekutta4(m: Model, d: Data) -> Data:
+  """mj_RungeKutta(N=4) on a Data after `forward`: RK4 on (qpos, qvel, act), running forward
+  (without sensors) at the three later stages, whatever integrator the model names.
+  Advances what `euler` does; qacc becomes the stages' combined acceleration."""
+  return _integrate_after_forward(m, d, "mj_RungeKutta")
 
 
 # step for rollout's scan: reverse mode keeps fewer arrays per step (jaxmj/dynamics/checkpoint.py)
@@ -124,8 +173,7 @@ def step2(m: Model, d: Data) -> Data:
   d = _compare_fwd_inv(m, _acceleration_stages(m, sensor.sensor_fresh(m, d)))
   pushed = history.push(m, d)
   d = history.delay_sensors(m, d)
-  new = plastic.update(m, d, _integrate(m, d))
-  return autoreset.check_acc(m, d, new.replace(history=pushed))
+  return autoreset.check_acc(m, d, _advance(m, d, pushed, _integrator_name(m, rk4=False)))
 
 
 def rollout(

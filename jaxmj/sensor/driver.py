@@ -100,8 +100,10 @@ def sensor_acc(m, d: Data) -> Data:
   return _stage(m, d, Stage.ACC)
 
 
-def sensor_fresh(m, d: Data) -> Data:
-  """The position- and velocity-stage sensors that own a history buffer, computed again:
-  after step1 their sensordata holds delayed or held values, while the buffer records
-  computed ones (mj_step2 pushes computed values too)."""
-  return _stage(m, _stage(m, d, Stage.POS, True), Stage.VEL, True)
+def sensor_fresh(m, d: Data, acc: bool = False) -> Data:
+  """The position- and velocity-stage sensors that own a history buffer (and with `acc` the
+  acceleration-stage ones), computed again: after step1 (forward) their sensordata holds
+  delayed or held values, while the buffer records computed ones (mj_step2 pushes computed
+  values too, and mj_advance computes a delayed sensor's)."""
+  d = _stage(m, _stage(m, d, Stage.POS, True), Stage.VEL, True)
+  return _stage(m, d, Stage.ACC, True) if acc else d

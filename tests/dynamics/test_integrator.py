@@ -266,3 +266,56 @@ def test_rk4_fast_spin_uses_the_exact_dexp_inverse():
   mujoco.mj_step(mj, dm)
   np.testing.assert_allclose(d.qpos, dm.qpos, atol=1e-12)
   np.testing.assert_allclose(d.qvel, dm.qvel, atol=1e-10)
+
+
+# ARM with a yielding spring, sensors with histories (delayed, held at an interval, and an
+# acceleration-stage one) and a delayed actuator: what mj_advance updates besides the state
+HISTORY_ARM = ARM.replace('stiffness="2"', 'stiffness="2" springyield=".05"').replace(
+  "</mujoco>", """<sensor><jointpos joint="h1" nsample="3" interp="linear" delay="0.007"/>
+  <jointvel joint="h2" nsample="2" interval="0.01"/>
+  <accelerometer site="tip" nsample="2" delay="0.005"/></sensor></mujoco>""").replace(
+  '<geom type="ellipsoid"', '<site name="tip"/><geom type="ellipsoid"').replace(
+  '<motor joint="h1" gear="2"/>', '<motor joint="h1" gear="2" nsample="2" delay="0.005"/>')
+
+_BY_NAME = {"Euler": ("euler", lambda mj, dm: mujoco.mj_Euler(mj, dm)),
+            "RK4": ("rungekutta4", lambda mj, dm: mujoco.mj_RungeKutta(mj, dm, 4)),
+            "implicit": ("implicit", lambda mj, dm: mujoco.mj_implicit(mj, dm)),
+            "implicitfast": ("implicit", lambda mj, dm: mujoco.mj_implicit(mj, dm))}
+
+
+@pytest.mark.parametrize("integ", [
+  "Euler", pytest.param("RK4", marks=pytest.mark.slow),
+  pytest.param("implicit", marks=pytest.mark.slow), "implicitfast"])
+def test_integrator_by_name_after_forward_matches_mujoco(integ):
+  """jaxmj.euler / implicit / rungekutta4 after forward, as mj_Euler / mj_implicit /
+  mj_RungeKutta after mj_forward: state, time, warmstart, spring references and history."""
+  name, mj_integrate = _BY_NAME[integ]
+  m, mj = load_both(xml=HISTORY_ARM.format(integ=integ))
+  dm, d = _start(m, mj)
+  fwd = jax.jit(jaxmj.forward, compiler_options=FAST)
+  integrate = jax.jit(getattr(jaxmj, name), compiler_options=FAST)
+  for _ in range(4):
+    mujoco.mj_forward(mj, dm)
+    mj_integrate(mj, dm)
+    d = integrate(m, fwd(m, d))
+    for f in ("qpos", "qvel", "act", "time", "qacc_warmstart", "history", "plastic"):
+      np.testing.assert_allclose(getattr(d, f), getattr(dm, f), atol=1e-11, err_msg=f)
+
+
+def test_integrator_by_name_after_forward_is_step():
+  """For a model of that integrator, forward then the integrator is step (to the last bit a
+  separate compile may round differently)."""
+  m, mj = load_both(xml=HISTORY_ARM.format(integ="implicitfast"))
+  _, d = _start(m, mj)
+  a = jax.jit(lambda m, d: jaxmj.implicit(m, jaxmj.forward(m, d)))(m, d)
+  b = jax.jit(jaxmj.step)(m, d)
+  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+    np.testing.assert_allclose(x, y, rtol=1e-14, atol=1e-15)
+
+
+def test_implicit_refuses_an_explicit_model_as_mujoco_does():
+  m, mj = load_both(xml=ARM.format(integ="Euler"))
+  with pytest.raises(mujoco.FatalError, match="implicit"):
+    mujoco.mj_implicit(mj, mujoco.MjData(mj))
+  with pytest.raises(ValueError, match="IMPLICIT or IMPLICITFAST"):
+    jaxmj.implicit(m, jaxmj.make_data(m))
