@@ -7,9 +7,11 @@ choice), so the ids are static: one trace per set of pairs, distmax and the stat
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.collision.hfield import cells_spanned
 from jaxmj.datacheck import checks_data
 from jaxmj.dynamics.stages import traced_once
 from jaxmj.sensor.distance import pair_distances
@@ -17,13 +19,43 @@ from jaxmj.tracing_gc import relaxes_gc
 from jaxmj.types import GeomType, Model
 
 
-def _distances(m, d, geom1: tuple, geom2: tuple, distmax):
-  return pair_distances(m, d, np.array(geom1, np.int64), np.array(geom2, np.int64), distmax)
+def _distances(m, d, geom1: tuple, geom2: tuple, distmax, window: tuple[int, int]):
+  return pair_distances(m, d, np.array(geom1, np.int64), np.array(geom2, np.int64), distmax,
+                        window)
 
 
 _distances.__name__ = "geom_distance"  # what the Model and Data checks' errors name
 
-_jitted = traced_once(relaxes_gc(checks_data(_distances)), static_argnames=("geom1", "geom2"))
+_jitted = traced_once(relaxes_gc(checks_data(_distances)),
+                      static_argnames=("geom1", "geom2", "window"))
+
+
+def _hfield_window(m, g1: tuple, g2: tuple, distmax) -> tuple[int, int]:
+  """(columns, rows) of heightfield cells searched around the geoms measured against a
+  heightfield: the cells a geom's bounding sphere grown by distmax can span (the collision
+  sensors' sizing), from the Model's and distmax's values where they are concrete; where one
+  is traced (a Model or distmax passed through jit or vmap) the whole grid, which gives the
+  same result (cells outside the geom's box are masked) at more cost. (0, 0): no such pair."""
+  hf = m.geom_type == GeomType.HFIELD
+  pairs = [(a, b, k) for k, (a, b) in enumerate(zip(g1, g2)) if hf[a] != hf[b]]
+  if not pairs:
+    return (0, 0)
+  values = (m.geom_rbound, m.hfield_size, distmax)
+  concrete = not any(isinstance(x, jax.core.Tracer) for x in values)
+  if concrete:
+    rbound, size = np.asarray(m.geom_rbound), np.asarray(m.hfield_size)
+    reach = np.broadcast_to(np.asarray(distmax, float), (len(g1),))
+  out = np.zeros(2, np.int32)
+  for a, b, k in pairs:
+    field, other = (a, b) if hf[a] else (b, a)
+    hid = int(m.geom_dataid[field])
+    nrow, ncol = int(m.hfield_nrow[hid]), int(m.hfield_ncol[hid])
+    if concrete:
+      span = cells_spanned(size[hid], nrow, ncol, rbound[other] + max(reach[k], 0.0))
+    else:
+      span = np.array([ncol - 1, nrow - 1]) if min(nrow, ncol) >= 2 else np.zeros(2, np.int32)
+    out = np.maximum(out, span)
+  return int(out[0]), int(out[1])
 
 
 def _ids(m, name: str, ids) -> tuple:
@@ -46,9 +78,13 @@ def geom_distance(m, d, geom1, geom2, distmax=1.0):
   geom1, geom2: geom ids (host ints), or equal-length sequences of ids for many pairs in one
   call (then dist (n,) and fromto (n, 6)); they are static. distmax: a scalar or one per
   pair, traced. Reads d.geom_xpos and d.geom_xmat (after kinematics, e.g. `forward`).
-  Differentiable in d and m. Heightfield pairs are not supported here (a heightfield's
-  window of cells is sized when the model compiles): measure them with a distance sensor on
-  the heightfield's body.
+  Differentiable in d and m.
+
+  A pair with a heightfield is measured as MuJoCo measures it (its prisms under the geom,
+  the closest of the first 50 contacts with margin = distmax), over the cells the geom's
+  bounding sphere grown by distmax can span: sized from the Model's and distmax's values,
+  so called with a traced Model or distmax (inside jit or vmap) it searches the whole grid,
+  same result, more work; close over the Model and pass distmax as a number to keep it small.
   """
   if not isinstance(m, Model):
     raise TypeError(f"jaxmj.geom_distance: expected a jaxmj.Model as the first argument, got "
@@ -56,10 +92,8 @@ def geom_distance(m, d, geom1, geom2, distmax=1.0):
   g1, g2 = _ids(m, "geom1", geom1), _ids(m, "geom2", geom2)
   if len(g1) != len(g2):
     raise ValueError(f"geom_distance: geom1 and geom2 have {len(g1)} and {len(g2)} ids")
-  if any(int(m.geom_type[g]) == GeomType.HFIELD for g in g1 + g2):
-    raise NotImplementedError("geom_distance on heightfield geoms is not supported by jaxmj: "
-                              "measure them with a distance sensor on the heightfield's body")
-  dist, fromto = _jitted(m, d, geom1=g1, geom2=g2, distmax=jnp.asarray(distmax))
+  window = _hfield_window(m, g1, g2, distmax)
+  dist, fromto = _jitted(m, d, geom1=g1, geom2=g2, distmax=jnp.asarray(distmax), window=window)
   if np.ndim(geom1) == 0 and np.ndim(geom2) == 0:
     return dist[0], fromto[0]
   return dist, fromto

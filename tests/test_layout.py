@@ -76,6 +76,8 @@ MJCF_REACHES = {
   "jaxmj.smooth.kinematics": "the sameframe classes' frame test (frames_near, same_rotation), "
   "which kinematics applies again to frames moved at run time",
   "jaxmj.collision.plan": "<size memory>: the arena holds the plan's contact slots",
+  "jaxmj.collision.hfield": "the heightfield windows' size (cells_spanned), which "
+  "jaxmj.geom_distance also computes at call time",
   "jaxmj.constraint.layout": "<size memory>: the arena holds the layout's efc rows",
   "jaxmj.sensor.driver": "sensor types the runtime lacks are refused when compiling",
   "jaxmj.dynamics.lengthrange": "mj_setLengthRange's simulation (inside build, see above)",

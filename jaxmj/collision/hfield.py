@@ -41,6 +41,22 @@ GEOM_TYPES = (GeomType.SPHERE, GeomType.CAPSULE, GeomType.ELLIPSOID, GeomType.CY
               GeomType.BOX, GeomType.MESH)
 
 
+def cells_spanned(hsize, nrow: int, ncol: int, reach) -> np.ndarray:
+  """(..., 2) int32 (columns, rows) of a heightfield's cells that a box of half-size `reach`
+  (host numbers, any shape) can span: at most ceil(2 reach / cell) + 1 (MuJoCo floors one
+  end and ceils the other), capped by the grid; zeros for a grid of one row or column.
+  hsize: the heightfield's size (4,), host numbers. Host side: the compiler sizes
+  geom_hfieldwindow and sensor_hfieldwindow with it, jaxmj.geom_distance its own windows."""
+  reach = np.asarray(reach, float)
+  out = np.zeros(reach.shape + (2,), np.int32)
+  if nrow < 2 or ncol < 2:
+    return out
+  for axis, (half, n) in enumerate(((float(hsize[0]), ncol), (float(hsize[1]), nrow))):
+    cell = 2 * half / (n - 1)
+    out[..., axis] = np.minimum(np.ceil(2 * reach / cell - 1e-9).astype(np.int64) + 1, n - 1)
+  return out
+
+
 def slots(m, g2: np.ndarray) -> int:
   """Contact slots per pair of a heightfield group: two prisms per cell of the window."""
   cols, rows = np.max(m.geom_hfieldwindow[g2], axis=0)

@@ -206,7 +206,37 @@ def test_geom_distance_differentiates_and_refuses_bad_ids():
     jaxmj.geom_distance(m, d0, 0, 9)
   with pytest.raises(ValueError, match="2 and 1 ids"):
     jaxmj.geom_distance(m, d0, [0, 1], [2])
-  xml = _hfield_scene('<distance body1="b" body2="ground"/>')
-  m = jaxmj.Model.from_xml_string(xml)
-  with pytest.raises(NotImplementedError, match="distance sensor on the heightfield's body"):
-    jaxmj.geom_distance(m, jaxmj.make_data(m), 1, 0)
+
+
+@pytest.mark.parametrize("distmax", [0.3, pytest.param(2.0, marks=pytest.mark.slow)])
+def test_geom_distance_on_heightfield_pairs_matches_mj_geomDistance(distmax):
+  """Heightfield pairs, both argument orders, against mj_geomDistance (the prisms under the
+  geom, the closest of the first 50 contacts): separated, penetrating, beyond distmax; at
+  distmax 2 the cap binds. The window is sized from distmax; a traced Model searches the
+  whole grid, with the same result (slow)."""
+  m, mj = load_both(xml=_hfield_scene('<distance body1="b" body2="ground"/>'))
+  kinematics = jax.jit(jaxmj.kinematics)
+  pairs = [(1, 0), (0, 1), (2, 0), (0, 2)]
+  rng = np.random.default_rng(1)
+  seen = set()
+  for _ in range(4):
+    md = mujoco.MjData(mj)
+    md.qpos[:3] = rng.uniform([-1.4, -1.1, -0.2], [1.4, 1.1, 1.4])
+    q = rng.normal(size=4)
+    md.qpos[3:7] = q / np.linalg.norm(q)
+    mujoco.mj_forward(mj, md)
+    d = kinematics(m, jaxmj.make_data(m).replace(qpos=md.qpos.copy()))
+    dist, fromto = jaxmj.geom_distance(m, d, *zip(*pairs), distmax)
+    for k, (a, b) in enumerate(pairs):
+      ft = np.zeros(6)
+      want = mujoco.mj_geomDistance(mj, md, a, b, distmax, ft)
+      seen.add("beyond" if want >= distmax else "inside" if want < 0 else "near")
+      np.testing.assert_allclose(float(dist[k]), want, atol=1e-12)
+      np.testing.assert_allclose(np.asarray(fromto[k]), ft, atol=1e-12)
+  # at distmax 2 no sampled state is beyond reach or penetrating: "near" is what it tests
+  assert seen == ({"beyond", "inside", "near"} if distmax < 1 else {"near"})
+  if distmax > 1:  # (slow) a traced Model at distmax 0.3: the whole grid, not 5 x 8 cells
+    want = jaxmj.geom_distance(m, d, *zip(*pairs), 0.3)
+    traced = jax.jit(lambda m, d: jaxmj.geom_distance(m, d, *zip(*pairs), 0.3))(m, d)
+    for x, y in zip(traced, want):
+      np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxmj.collision.hfield import cells_spanned
+
 
 def window_fields(f: dict) -> dict:
   """geom_hfieldwindow (ngeom, 2) int32: (columns, rows) of heightfield cells a geom's
@@ -30,19 +32,10 @@ def window_fields(f: dict) -> dict:
 
 
 def _span(f: dict, hid: int, reach) -> np.ndarray:
-  """(..., 2) (columns, rows) of heightfield hid's cells a box of half-size `reach` can span:
-  at most ceil(2 reach / cell) + 1 (MuJoCo floors one end and ceils the other), capped by
-  the grid."""
-  reach = np.asarray(reach, float)
-  out = np.zeros(reach.shape + (2,), np.int32)
-  s = np.asarray(f["hfield_size"], float).reshape(-1, 4)[hid]
-  nr, nc = int(f["hfield_nrow"][hid]), int(f["hfield_ncol"][hid])
-  if nr < 2 or nc < 2:
-    return out
-  for axis, (half, n) in enumerate(((s[0], nc), (s[1], nr))):
-    cell = 2 * half / (n - 1)
-    out[..., axis] = np.minimum(np.ceil(2 * reach / cell - 1e-9).astype(np.int64) + 1, n - 1)
-  return out
+  """(..., 2) (columns, rows) of heightfield hid's cells a box of half-size `reach` can span
+  (collision/hfield.py's cells_spanned: the runtime's window)."""
+  size = np.asarray(f["hfield_size"], float).reshape(-1, 4)[hid]
+  return cells_spanned(size, int(f["hfield_nrow"][hid]), int(f["hfield_ncol"][hid]), reach)
 
 
 _COLLISION_SENSORS = (39, 40, 41)  # mjSENS_GEOMDIST, GEOMNORMAL, GEOMFROMTO
