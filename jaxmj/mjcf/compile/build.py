@@ -23,6 +23,7 @@ from jaxmj.mjcf.compile import (
   frames,
   inertia,
   plastic,
+  replicate,
   sensor,
   setconst,
   sleep,
@@ -93,6 +94,7 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
     if "settotalmass" in n.attrs:
       warnings.warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
                     "MuJoCo and will be removed in a future release", stacklevel=3)
+  root = replicate.expand(root, compiler)
   if compiler["discardvisual"]:
     root = discard.strip_materials(root)
   defaults = parse.parse_defaults(root)

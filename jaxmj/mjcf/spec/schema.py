@@ -638,3 +638,12 @@ ATTRS["size"].update({f"nuser_{k}": (I, -1) for k in ("body", "jnt", "geom", "si
                                                       "tendon", "actuator", "sensor")})
 for _tag in ("body", "joint", "geom", "site"):
   ATTRS[_tag]["user"] = (fv(-1), None)
+
+# ---- <replicate> (expanded into frames before compiling: jaxmj/mjcf/compile/replicate.py) ----
+ATTRS["replicate"] = {"count": (I, None), "offset": (fv(3), (0.0, 0.0, 0.0)),
+                      "euler": (fv(3), (0.0, 0.0, 0.0)), "sep": (S, ""),
+                      "childclass": (S, None)}
+for _tag in ("worldbody", "body", "frame"):
+  CHILDREN[_tag] += ("replicate",)
+CHILDREN["replicate"] = CHILDREN["frame"]
+del UNSUPPORTED["replicate"]
