@@ -25,6 +25,7 @@ from jaxmj.dynamics.forward import (
   step1,
   step2,
 )
+from jaxmj.dynamics.integrator import deriv_smooth_vel
 from jaxmj.dynamics.inverse import inverse
 from jaxmj.dynamics.set_const import set_const, set_total_mass, statistic, total_mass
 from jaxmj.dynamics.stages import pipeline_function, traced_once, traced_once_by_id
@@ -37,6 +38,7 @@ from jaxmj.rendering import render
 from jaxmj.sensor.driver import sensor_acc, sensor_pos, sensor_vel
 from jaxmj.sensor.velocity import subtree_vel
 from jaxmj.smooth.energy import energy_pos, energy_vel
+from jaxmj.smooth.rne import xfrc_accumulate
 from jaxmj.smooth.support import (
   angmom_mat,
   apply_ft,
@@ -117,9 +119,16 @@ from jaxmj.types import (
   euler, implicit, rungekutta4, inverse, rne_post_constraint, sensor_acc, sensor_pos, sensor_vel))
 # MuJoCo's pipeline functions one at a time (MJX's names), checked and jitted the same way
 (kinematics, com_pos, camlight, tendon, crb, factor_m, transmission, com_vel, passive, rne,
- make_constraint) = (traced_once(relaxes_gc(checks_data(pipeline_function(name)))) for name in (
+ make_constraint, solve) = (traced_once(relaxes_gc(checks_data(pipeline_function(name))))
+                            for name in (
   "kinematics", "com_pos", "camlight", "tendon", "crb", "factor_m", "transmission", "com_vel",
-  "passive", "rne", "make_constraint"))
+  "passive", "rne", "make_constraint", "solve"))
+# MJX's names for what jaxmj has under MuJoCo's: mjx.rne_postconstraint, mjx.xfrc_accumulate
+# (mj_xfrcAccumulate: the (nv,) generalized force of xfrc_applied), mjx.deriv_smooth_vel
+rne_postconstraint = rne_post_constraint
+xfrc_accumulate = traced_once(relaxes_gc(checks_data(xfrc_accumulate)))
+deriv_smooth_vel = traced_once(relaxes_gc(checks_data(deriv_smooth_vel)),
+                               static_argnames=("flg_bias",))
 # utilities a notebook calls outside jit, jitted the same way (humanoid_floor, operation by
 # operation: solve_m 41 ms a call, energy_pos and integrate_pos 15; ray and multi_ray are
 # jits of their own, with their static options normalized: collision/ray.py)
@@ -165,7 +174,9 @@ __all__ = [
   "rollout", "step",
   # MuJoCo's pipeline functions one at a time
   "camlight", "com_pos", "com_vel", "crb", "factor_m", "kinematics", "make_constraint",
-  "passive", "rne", "tendon", "transmission",
+  "passive", "rne", "solve", "tendon", "transmission",
+  # MJX's names for MuJoCo functions listed elsewhere here
+  "deriv_smooth_vel", "rne_postconstraint", "xfrc_accumulate",
   # state
   "State", "copy_state", "extract_state", "get_state", "reset_where", "set_state",
   "state_size",

@@ -147,6 +147,14 @@ def _dexpinv(m: Model, theta: jnp.ndarray, qvel: jnp.ndarray) -> jnp.ndarray:
   return qvel.at[idx].set(k)
 
 
+def deriv_smooth_vel(m: Model, d: Data, flg_bias: bool = False) -> jnp.ndarray:
+  """mjd_smooth_vel (MJX's deriv_smooth_vel): the (nv, nv) derivative of the smooth forces
+  with respect to qvel (see smooth_vel_derivative), dense, on a Data after `forward` (or
+  fwd_velocity). flg_bias: include -d qfrc_bias / d qvel, as MuJoCo's implicit integrator
+  does; without it (the default, MJX's) implicitfast's matrix."""
+  return smooth_vel_derivative(m, d, bool(flg_bias))
+
+
 def smooth_vel_derivative(m: Model, d: Data, bias: bool) -> jnp.ndarray:
   """mjd_smooth_vel: (nv, nv) derivative of the smooth forces w.r.t. qvel, in M's sparsity.
 

@@ -172,6 +172,7 @@ PIPELINE_FUNCTIONS = {
   "passive": ("mj_passive", passive.passive),
   "rne": ("mj_rne", rne.rne),
   "make_constraint": ("mj_makeConstraint", constraint.make_constraint),
+  "solve": ("mj_fwdConstraint", fwd_constraint),
 }
 
 

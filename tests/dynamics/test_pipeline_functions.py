@@ -3,6 +3,7 @@ chained in MuJoCo's order they fill the fields fwd_position and fwd_velocity fil
 same values (to the last bits a separate compile may round differently: 1e-12), and
 kinematics alone gives mj_kinematics' frames."""
 
+import copy
 import os
 
 import jax
@@ -58,3 +59,64 @@ def test_kinematics_alone_matches_mj_kinematics():
   for field in ("xpos", "xquat", "xipos", "geom_xpos", "site_xpos"):
     np.testing.assert_allclose(getattr(d, field), getattr(md, field), atol=1e-12,
                                err_msg=field)
+
+
+DAMPED_ARM = """<mujoco><option integrator="{integ}"><flag contact="disable"/></option><worldbody>
+<body pos="0 0 1"><joint name="h1" axis="0 1 0" damping=".3"/>
+  <geom type="capsule" fromto="0 0 0 .5 0 0" size=".05"/>
+  <body pos=".5 0 0"><joint name="h2" axis="1 1 0" damping=".1"/>
+    <geom type="box" size=".2 .05 .03" pos=".2 0 0"/>
+    <body pos=".4 0 0"><joint type="ball" damping=".05"/>
+      <geom type="ellipsoid" size=".1 .05 .08" pos=".1 0 0"/></body></body></body>
+</worldbody>
+<tendon><fixed name="t" damping=".4"><joint joint="h1" coef="1"/><joint joint="h2" coef="-.5"/>
+</fixed></tendon>
+<actuator><position joint="h2" kp="5" kv=".5"/><velocity joint="h1" kv="3"/></actuator>
+</mujoco>"""
+
+
+def _dense_qderiv(mj, md) -> np.ndarray:
+  """MuJoCo's qDeriv (the D sparsity: rows of D_rownnz entries at D_colind) as (nv, nv)."""
+  out = np.zeros((mj.nv, mj.nv))
+  for i in range(mj.nv):
+    adr = mj.D_rowadr[i]
+    cols = mj.D_colind[adr:adr + mj.D_rownnz[i]]
+    out[i, cols] = md.qDeriv[adr:adr + mj.D_rownnz[i]]
+  return out
+
+
+def test_deriv_smooth_vel_is_the_matrix_mujocos_implicit_integrators_use():
+  """mjd_smooth_vel as mj_implicit leaves it in qDeriv: without the bias derivative under
+  implicitfast (MJX's deriv_smooth_vel), with it under implicit."""
+  m, mj = load_both(xml=DAMPED_ARM.format(integ="implicitfast"))
+  md0 = random_state(m, mj, 0)
+  md0.ctrl[:] = [0.3, -0.2]
+  d = jaxmj.forward(m, to_jaxmj(m, md0).replace(ctrl=md0.ctrl.copy()))
+  for integ, bias in ((mujoco.mjtIntegrator.mjINT_IMPLICITFAST, False),
+                      (mujoco.mjtIntegrator.mjINT_IMPLICIT, True)):
+    mj.opt.integrator = integ
+    md = copy.copy(md0)
+    mujoco.mj_step(mj, md)  # qDeriv of the state before the step
+    got = jaxmj.deriv_smooth_vel(m, d, flg_bias=bias) if bias else jaxmj.deriv_smooth_vel(m, d)
+    np.testing.assert_allclose(got, _dense_qderiv(mj, md), atol=1e-12)
+
+
+def test_solve_and_xfrc_accumulate_fill_what_forward_fills():
+  """mjx.solve (mj_fwdConstraint) after the stages before it gives forward's constraint
+  solution; xfrc_accumulate is the xfrc_applied share of MuJoCo's qfrc_smooth."""
+  m, mj = load_both(os.path.join(MODELS, "box_stack.xml"))
+  md = random_state(m, mj, 1)
+  md.xfrc_applied[1:] = np.random.default_rng(0).normal(size=(mj.nbody - 1, 6))
+  mujoco.mj_forward(mj, md)
+  d0 = to_jaxmj(m, md).replace(xfrc_applied=md.xfrc_applied.copy())
+  d = jaxmj.fwd_acceleration(m, jaxmj.fwd_actuation(m, jaxmj.fwd_velocity(
+    m, jaxmj.fwd_position(m, d0))))
+  d = jaxmj.solve(m, d)
+  want = jaxmj.forward(m, d0)
+  for f in ("qacc", "qfrc_constraint", "efc_force"):
+    np.testing.assert_allclose(getattr(d, f), getattr(want, f), rtol=1e-9, atol=1e-10, err_msg=f)
+  np.testing.assert_allclose(d.qacc, md.qacc, rtol=1e-8, atol=1e-8)
+  share = md.qfrc_smooth - (md.qfrc_passive - md.qfrc_bias + md.qfrc_applied
+                            + md.qfrc_actuator)
+  np.testing.assert_allclose(jaxmj.xfrc_accumulate(m, d), share, atol=1e-12)
+  assert jaxmj.rne_postconstraint is jaxmj.rne_post_constraint
