@@ -160,18 +160,17 @@ GEOM_DISTANCE_SCENE = """<mujoco><worldbody>
 </worldbody></mujoco>"""
 
 
-def test_geom_distance_matches_mj_geomDistance():
-  """jaxmj.geom_distance, one pair and many, against mujoco.mj_geomDistance on primitive
-  pairs (separated, penetrating, beyond distmax; both argument orders)."""
-  m, mj = load_both(xml=GEOM_DISTANCE_SCENE)
-  pairs = [(2, 0), (0, 3), (2, 1), (1, 3), (3, 2)]
-  distmax = np.array([0.5, 0.5, 0.2, 1.0, 0.5])
-  rng = np.random.default_rng(0)
-  kinematics = jax.jit(jaxmj.smooth.kinematics.kinematics)  # all the distance reads
+def _geom_distances_match(m, mj, pairs, distmax, box, seed, nstate=4):
+  """geom_distance of `pairs` against mj_geomDistance at `nstate` random states of the free
+  body (position uniform in box = (low, high), random orientation). Returns (the kinds of
+  distance seen: beyond distmax, inside, near; the last state's Data)."""
+  distmax = np.broadcast_to(distmax, (len(pairs),))
+  rng = np.random.default_rng(seed)
+  kinematics = jax.jit(jaxmj.kinematics)  # all the distance reads
   seen = set()
-  for _ in range(4):
+  for _ in range(nstate):
     md = mujoco.MjData(mj)
-    md.qpos[:3] = rng.uniform([-0.2, -0.2, 0.0], [0.6, 0.5, 0.4])
+    md.qpos[:3] = rng.uniform(*box)
     q = rng.normal(size=4)
     md.qpos[3:7] = q / np.linalg.norm(q)
     mujoco.mj_forward(mj, md)
@@ -183,10 +182,22 @@ def test_geom_distance_matches_mj_geomDistance():
       seen.add("beyond" if want >= distmax[k] else "inside" if want < 0 else "near")
       np.testing.assert_allclose(float(dist[k]), want, atol=1e-12)
       np.testing.assert_allclose(np.asarray(fromto[k]), ft, atol=1e-12)
-    one, one_ft = jaxmj.geom_distance(m, d, 3, 2, 0.5)  # one pair: a scalar and a (6,)
-    assert one.shape == () and one_ft.shape == (6,)
-    np.testing.assert_allclose(np.asarray(one_ft), np.asarray(fromto[-1]), atol=1e-15)
+  return seen, d
+
+
+def test_geom_distance_matches_mj_geomDistance():
+  """jaxmj.geom_distance, one pair and many, against mujoco.mj_geomDistance on primitive
+  pairs (separated, penetrating, beyond distmax; both argument orders)."""
+  m, mj = load_both(xml=GEOM_DISTANCE_SCENE)
+  pairs = [(2, 0), (0, 3), (2, 1), (1, 3), (3, 2)]
+  distmax = np.array([0.5, 0.5, 0.2, 1.0, 0.5])
+  seen, d = _geom_distances_match(m, mj, pairs, distmax, ([-0.2, -0.2, 0.0], [0.6, 0.5, 0.4]),
+                                  seed=0)
   assert seen == {"beyond", "inside", "near"}
+  fromto = jaxmj.geom_distance(m, d, *zip(*pairs), distmax)[1]
+  one, one_ft = jaxmj.geom_distance(m, d, 3, 2, 0.5)  # one pair: a scalar and a (6,)
+  assert one.shape == () and one_ft.shape == (6,)
+  np.testing.assert_allclose(np.asarray(one_ft), np.asarray(fromto[-1]), atol=1e-15)
 
 
 def test_geom_distance_differentiates_and_refuses_bad_ids():
@@ -215,24 +226,9 @@ def test_geom_distance_on_heightfield_pairs_matches_mj_geomDistance(distmax):
   distmax 2 the cap binds. The window is sized from distmax; a traced Model searches the
   whole grid, with the same result (slow)."""
   m, mj = load_both(xml=_hfield_scene('<distance body1="b" body2="ground"/>'))
-  kinematics = jax.jit(jaxmj.kinematics)
   pairs = [(1, 0), (0, 1), (2, 0), (0, 2)]
-  rng = np.random.default_rng(1)
-  seen = set()
-  for _ in range(4):
-    md = mujoco.MjData(mj)
-    md.qpos[:3] = rng.uniform([-1.4, -1.1, -0.2], [1.4, 1.1, 1.4])
-    q = rng.normal(size=4)
-    md.qpos[3:7] = q / np.linalg.norm(q)
-    mujoco.mj_forward(mj, md)
-    d = kinematics(m, jaxmj.make_data(m).replace(qpos=md.qpos.copy()))
-    dist, fromto = jaxmj.geom_distance(m, d, *zip(*pairs), distmax)
-    for k, (a, b) in enumerate(pairs):
-      ft = np.zeros(6)
-      want = mujoco.mj_geomDistance(mj, md, a, b, distmax, ft)
-      seen.add("beyond" if want >= distmax else "inside" if want < 0 else "near")
-      np.testing.assert_allclose(float(dist[k]), want, atol=1e-12)
-      np.testing.assert_allclose(np.asarray(fromto[k]), ft, atol=1e-12)
+  seen, d = _geom_distances_match(m, mj, pairs, distmax,
+                                  ([-1.4, -1.1, -0.2], [1.4, 1.1, 1.4]), seed=1)
   # at distmax 2 no sampled state is beyond reach or penetrating: "near" is what it tests
   assert seen == ({"beyond", "inside", "near"} if distmax < 1 else {"near"})
   if distmax > 1:  # (slow) a traced Model at distmax 0.3: the whole grid, not 5 x 8 cells
