@@ -30,7 +30,7 @@ from jaxmj.dynamics.inverse import inverse
 from jaxmj.dynamics.set_const import set_const, set_total_mass, statistic, total_mass
 from jaxmj.dynamics.stages import pipeline_function, traced_once, traced_once_by_id
 from jaxmj.dynamics.transition import transition_jacobians
-from jaxmj.interop import to_mujoco
+from jaxmj.interop import data_from_mujoco, to_mujoco
 from jaxmj.io import make_data, reset
 from jaxmj.mjcf.errors import MJCFError
 from jaxmj.names import id2name, name2id, object_count
@@ -194,7 +194,7 @@ __all__ = [
   # derivatives
   "set_const", "set_total_mass", "statistic", "total_mass", "transition_jacobians",
   # MuJoCo interop and rendering (need the mujoco package: jaxmj[mujoco], jaxmj[render])
-  "render", "to_mujoco",
+  "data_from_mujoco", "render", "to_mujoco",
   # the ray-cast camera (pure JAX)
   "camera_image",
   # XLA's persistent compilation cache, bounded (what every `jaxmj` command turns on)

@@ -1,5 +1,6 @@
-"""jaxmj <-> MuJoCo's own structures: `to_mujoco` (Model, Data -> MjModel, MjData) and
-`from_mujoco` (MjModel or MjSpec -> Model). Host side; needs MuJoCo's Python package
+"""jaxmj <-> MuJoCo's own structures: `to_mujoco` (Model, Data -> MjModel, MjData),
+`from_mujoco` (MjModel or MjSpec -> Model) and `data_from_mujoco` (MjData -> Data, MJX's
+put_data). Host side; needs MuJoCo's Python package
 (`pip install 'jaxmj[mujoco]'`), imported only when these functions run.
 
 A Model keeps the MJCF it was compiled from (`Model.source`). `to_mujoco` has MuJoCo compile
@@ -19,12 +20,14 @@ import os
 import tempfile
 import weakref
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.io import make_data
 from jaxmj.smooth.kinematics import applied_sameframe
 from jaxmj.source import ModelSource
-from jaxmj.state import STATE_FIELD, State, components
+from jaxmj.state import STATE_FIELD, State, components, set_state, state_size
 from jaxmj.types import Data, Model, Option
 
 # MjModels made by to_mujoco -> the source MuJoCo compiled them from, for from_mujoco
@@ -193,6 +196,31 @@ def to_mujoco(m: Model, d: Data | None = None, *, forward: bool = True):
   if not batch:
     return models[0], datas[0]
   return (models if len(models) > 1 else models[0]), datas
+
+
+def data_from_mujoco(m: Model, mjd) -> Data:
+  """A Data holding the state of MuJoCo's MjData `mjd` (mjSTATE_INTEGRATION: time, qpos,
+  qvel, act, warmstart, history, controls, applied forces, mocap poses, equality switches),
+  as mjx.put_data gives MJX's; e.g. to start from mj_resetDataKeyframe or a state MuJoCo
+  simulated. A list of MjData gives a batch (leading axis). Every other field is make_data's:
+  `forward` (or `step`) computes them. The inverse of to_mujoco's state transfer."""
+  mujoco = require_mujoco()
+  datas = list(mjd) if isinstance(mjd, (list, tuple)) else [mjd]
+  sig = int(State.INTEGRATION)
+  size = state_size(m, sig)
+  d0 = make_data(m)
+  out = []
+  for x in datas:
+    n = mujoco.mj_stateSize(x.model, sig)
+    if n != size:
+      raise ValueError(f"data_from_mujoco: the MjData's integration state has {n} numbers, "
+                       f"model {m.model_name!r} needs {size}: an MjData of another model?")
+    state = np.empty(n)
+    mujoco.mj_getState(x.model, x, state, sig)
+    out.append(set_state(m, d0, jnp.asarray(state, d0.qpos.dtype), sig))
+  if not isinstance(mjd, (list, tuple)):
+    return out[0]
+  return jax.tree.map(lambda *xs: jnp.stack(xs), *out)
 
 
 def _spec_source(spec, assets: dict | None) -> ModelSource:

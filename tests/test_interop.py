@@ -74,6 +74,31 @@ def test_batched_data_gives_one_mjdata_per_world():
     np.testing.assert_allclose(mjd.xpos, batch.xpos[i], rtol=0, atol=1e-12)
 
 
+def test_data_from_mujoco_takes_mujocos_state_one_world_or_a_batch():
+  """MJX's put_data: a keyframe MuJoCo reset to (and a batch of states) steps as in MuJoCo,
+  and a state round-trips through to_mujoco exactly."""
+  m = jaxmj.Model.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  d = moved(m)
+  back = jaxmj.data_from_mujoco(m, to_mujoco(m, d, forward=False)[1])
+  state = jaxmj.State.INTEGRATION
+  np.testing.assert_array_equal(jaxmj.get_state(m, back, state), jaxmj.get_state(m, d, state))
+  mjm = mujoco.MjModel.from_xml_path(os.path.join(MODELS, "cartpole.xml"))
+  datas = [mujoco.MjData(mjm) for _ in range(2)]
+  for i, mjd in enumerate(datas):
+    mjd.qpos[:] = [0.1 * i, 0.3]
+    mjd.qvel[:] = [0.2, -0.1 * i]
+    mjd.ctrl[:] = 0.5
+  batch = jaxmj.data_from_mujoco(m, datas)
+  assert batch.qpos.shape == (2, m.nq)
+  stepped = jax.jit(jax.vmap(jaxmj.step, in_axes=(None, 0)))(m, batch)
+  for i, mjd in enumerate(datas):
+    mujoco.mj_step(mjm, mjd)
+    np.testing.assert_allclose(stepped.qpos[i], mjd.qpos, atol=1e-12)
+  other = mujoco.MjModel.from_xml_path(os.path.join(MODELS, "pendulum.xml"))
+  with pytest.raises(ValueError, match="another model"):
+    jaxmj.data_from_mujoco(m, mujoco.MjData(other))
+
+
 @pytest.mark.parametrize("name", ["humanoid.xml", "mesh_drop.xml", "tendon_arm.xml"])
 def test_from_mujoco_of_to_mujoco_is_the_same_model(name):
   m = jaxmj.Model.from_xml_path(os.path.join(MODELS, name))
