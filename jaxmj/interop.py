@@ -208,19 +208,20 @@ def data_from_mujoco(m: Model, mjd) -> Data:
   datas = list(mjd) if isinstance(mjd, (list, tuple)) else [mjd]
   sig = int(State.INTEGRATION)
   size = state_size(m, sig)
-  d0 = make_data(m)
-  out = []
-  for x in datas:
+  states = np.empty((len(datas), size))
+  for x, state in zip(datas, states):
     n = mujoco.mj_stateSize(x.model, sig)
     if n != size:
       raise ValueError(f"data_from_mujoco: the MjData's integration state has {n} numbers, "
                        f"model {m.model_name!r} needs {size}: an MjData of another model?")
-    state = np.empty(n)
     mujoco.mj_getState(x.model, x, state, sig)
-    out.append(set_state(m, d0, jnp.asarray(state, d0.qpos.dtype), sig))
-  if not isinstance(mjd, (list, tuple)):
-    return out[0]
-  return jax.tree.map(lambda *xs: jnp.stack(xs), *out)
+  d0 = make_data(m)
+  out = _put_states(m, d0, jnp.asarray(states, d0.qpos.dtype), sig)
+  return out if isinstance(mjd, (list, tuple)) else jax.tree.map(lambda x: x[0], out)
+
+
+# set_state over a batch of state vectors in one compiled call, traced once per Model structure
+_put_states = jax.jit(jax.vmap(set_state, in_axes=(None, None, 0, None)), static_argnums=3)
 
 
 def _spec_source(spec, assets: dict | None) -> ModelSource:
