@@ -22,20 +22,30 @@ def _magnetometer(m, d, g):
 
 
 def _camprojection(m, d, g):
-  """Pixel coordinates (origin top left) of the site in the camera's image (pinhole from
-  fovy and resolution; the camera looks along its -z axis, y up)."""
+  """Pixel coordinates (origin top left) of the site in the camera's image, as MuJoCo's
+  cam_project: pinhole focal lengths from the intrinsics over the sensor size (x and y on
+  their own) when the camera has a sensor size, else from fovy and the image height (the
+  principal point is not used); the camera looks along its -z axis, y up. A site on the
+  camera's plane divides by mjMINVAL with the sign of its z (positive at exactly 0)."""
   cam = g.ref
-  if np.any(np.asarray(m.cam_sensorsize)[cam] > 0):
-    raise NotImplementedError("camprojection with a camera sensorsize (intrinsic focal "
-                              "lengths) is not supported by jaxmj yet")
   p = mat_t_vec(d.cam_xmat[cam], d.site_xpos[g.obj] - d.cam_xpos[cam])
-  res = jnp.asarray(np.asarray(m.cam_resolution)[cam], p.dtype)
-  fovy = jnp.asarray(np.asarray(m.cam_fovy)[cam], p.dtype)
-  focal = 0.5 * res[:, 1] / jnp.tan(jnp.deg2rad(fovy) / 2)
-  depth = -p[:, 2]
-  depth = jnp.where(jnp.abs(depth) < MINVAL, MINVAL, depth)
-  u = focal * p[:, 0] / depth + 0.5 * res[:, 0]
-  v = -focal * p[:, 1] / depth + 0.5 * res[:, 1]
+  res = np.asarray(m.cam_resolution)[cam].astype(np.float64)
+  size = np.asarray(m.cam_sensorsize, np.float64)[cam]
+  intrinsic = np.asarray(m.cam_intrinsic, np.float64)[cam]
+  fovy = np.asarray(m.cam_fovy, np.float64)[cam]
+  square = 0.5 / np.tan(fovy * np.pi / 360.0) * res[:, 1]
+  physical = (size[:, 0] != 0) & (size[:, 1] != 0)
+  # MuJoCo divides its float32 intrinsics by the float32 sensor size in float32
+  f32 = np.float32
+  safe = np.where(size == 0, 1.0, size).astype(f32)
+  focal = [(intrinsic[:, k].astype(f32) / safe[:, k] * res[:, k].astype(f32)).astype(np.float64)
+           for k in (0, 1)]
+  fx = np.where(physical, focal[0], square)
+  fy = np.where(physical, focal[1], square)
+  z = p[:, 2]
+  denom = jnp.where(jnp.abs(z) < MINVAL, jnp.where(z < 0, -MINVAL, MINVAL), z)
+  u = -fx * (p[:, 0] / denom) + 0.5 * res[:, 0]
+  v = fy * (p[:, 1] / denom) + 0.5 * res[:, 1]
   return jnp.stack([u, v], axis=-1)
 
 

@@ -143,6 +143,25 @@ def test_sensor_stage_vmaps_and_differentiates():
   np.testing.assert_allclose(jac[:, 0], fd, atol=1e-6)
 
 
+CAMPROJECTION = """<mujoco><worldbody>
+  <camera name="plain" pos="0 -2 1" xyaxes="1 0 0 0 .5 1" resolution="320 240" fovy="50"/>
+  <camera name="physical" pos=".3 -1.5 .8" xyaxes="1 .2 0 0 .5 1" resolution="640 480"
+          sensorsize=".006 .004" focal=".004 .005" principalpixel="10 -5"/>
+  <body pos="0 0 .5"><freejoint/><geom size=".1"/><site name="s" pos=".05 0 0"/></body>
+  <site name="on_plane" pos=".1 -2 1"/>
+</worldbody><sensor><camprojection site="s" camera="plain"/>
+  <camprojection site="s" camera="physical"/><camprojection site="on_plane" camera="plain"/>
+</sensor></mujoco>"""
+
+
+def test_camprojection_with_fovy_or_a_sensor_size_matches_mj_forward():
+  """Focal lengths from fovy, or from the intrinsics over the sensor size (in float32, as
+  MuJoCo; the principal point unused), and a site on the camera's plane (z = 0: MuJoCo
+  divides by +mjMINVAL)."""
+  assert_stage_matches(CAMPROJECTION, jaxmj.forward, mujoco.mj_forward, ["sensordata"],
+                       seeds=range(2), tol=0.0, rtol=1e-14)
+
+
 @pytest.mark.parametrize("sensor, feature", [
   ('<insidesite objtype="geom" objname="e" site="s" enclosed="true"/>',
    "enclosed='true' of hfield objects"),
