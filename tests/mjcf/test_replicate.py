@@ -1,6 +1,7 @@
 """<replicate> against MuJoCo 4.0's reader: the copies' poses (euler(i * euler) and the
 accumulated offset), their names (sep and a zero-padded index; nested replicates carry the
-inner suffix first), childclass, and a short trajectory of the replicated bodies."""
+inner suffix first) and camera / light targets, childclass, and a short trajectory of the
+replicated bodies."""
 
 import pytest
 
@@ -14,7 +15,9 @@ SCENE = """<mujoco><compiler angle="{angle}" eulerseq="{seq}"/>
 <default><default class="small"><geom rgba="1 0 0 1" size=".03"/></default></default>
 <worldbody><geom type="plane" size="3 3 .1"/>
   <replicate count="{count}" offset=".3 .1 0" euler="{euler}" sep="-">
+    <camera name="follow" mode="targetbody" target="b" pos="0 -1 1"/>
     <body name="b" pos=".5 0 .2"><freejoint name="j"/><geom name="g" size=".05"/>
+      <light name="spot" mode="targetbody" target="b" pos="0 0 1"/>
       <replicate count="3" offset="0 0 .1" euler="0 0 {quarter}" childclass="small">
         <site name="s"/><geom name="h"/></replicate>
     </body>
@@ -43,7 +46,7 @@ def test_replicated_model_compiles_as_mujoco(angle, seq, euler, count):
   m, mj = load_both(xml=_scene(angle, seq, euler, count))
   assert model_differences(m, mj, atol=1e-12) == []
   for objtype, n in (("body", mj.nbody), ("geom", mj.ngeom), ("site", mj.nsite),
-                     ("joint", mj.njnt)):
+                     ("joint", mj.njnt), ("camera", mj.ncam), ("light", mj.nlight)):
     kind = getattr(mujoco.mjtObj, f"mjOBJ_{'JOINT' if objtype == 'joint' else objtype.upper()}")
     assert [jaxmj.id2name(m, objtype, i) for i in range(n)] == [
       mujoco.mj_id2name(mj, kind, i) for i in range(n)]

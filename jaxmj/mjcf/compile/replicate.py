@@ -4,7 +4,9 @@ MuJoCo's reader (xml_native_reader.cc) parses the replicate's children once into
 then attaches that frame `count` times and deletes the original: copy i sits in a frame at
 pos_i with orientation euler(i * euler) (recomputed from the angles, not accumulated, for
 precision), where pos_0 = 0 and pos_{i+1} = pos_i + mat(quat_i) offset (mjuu_frameaccum);
-every name in copy i gets the suffix sep + i, zero-padded to the digits of count. Here each
+every name in copy i gets the suffix sep + i, zero-padded to the digits of count, and so do
+the camera and light targets inside it (measured: a target outside the copy is then
+unknown, in MuJoCo as here). Here each
 copy becomes a <frame> node in the replicate's place, so the compiler sees frames it
 already knows, in MuJoCo's order (a nested replicate is expanded first, so its names carry
 the inner suffix, then the outer one).
@@ -62,9 +64,16 @@ def _copies(node: Node, deg: bool, seq: str) -> list[Node]:
   return out
 
 
+# references inside a body subtree that name another element of the model: MuJoCo's attach
+# renames them with the copy (a target outside the replicate then names no body, in MuJoCo
+# too); asset and default-class references keep their names
+_REFERENCES = {"camera": ("target",), "light": ("target",)}
+
+
 def _renamed(node: Node, suffix: str) -> Node:
   attrs = dict(node.attrs)
-  if "name" in attrs:
-    attrs["name"] += suffix
+  for key in ("name",) + _REFERENCES.get(node.tag, ()):
+    if key in attrs:
+      attrs[key] += suffix
   return dataclasses.replace(node, attrs=attrs,
                              children=[_renamed(c, suffix) for c in node.children])
