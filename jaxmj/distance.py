@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision.hfield import cells_spanned
+from jaxmj.collision.hfield import GEOM_TYPES, cells_spanned
 from jaxmj.datacheck import checks_data
 from jaxmj.dynamics.stages import traced_once
 from jaxmj.sensor.distance import pair_distances
@@ -37,7 +37,9 @@ def _hfield_window(m, g1: tuple, g2: tuple, distmax) -> tuple[int, int]:
   is traced (a Model or distmax passed through jit or vmap) the whole grid, which gives the
   same result (cells outside the geom's box are masked) at more cost. (0, 0): no such pair."""
   hf = m.geom_type == GeomType.HFIELD
-  pairs = [(a, b, k) for k, (a, b) in enumerate(zip(g1, g2)) if hf[a] != hf[b]]
+  # the pairs the heightfield collider measures (plane-heightfield reads distmax)
+  pairs = [(a, b, k) for k, (a, b) in enumerate(zip(g1, g2))
+           if hf[a] != hf[b] and GeomType(int(m.geom_type[b if hf[a] else a])) in GEOM_TYPES]
   if not pairs:
     return (0, 0)
   values = (m.geom_rbound, m.hfield_size, distmax)

@@ -30,18 +30,15 @@ def _camprojection(m, d, g):
   cam = g.ref
   p = mat_t_vec(d.cam_xmat[cam], d.site_xpos[g.obj] - d.cam_xpos[cam])
   res = np.asarray(m.cam_resolution)[cam].astype(np.float64)
-  size = np.asarray(m.cam_sensorsize, np.float64)[cam]
-  intrinsic = np.asarray(m.cam_intrinsic, np.float64)[cam]
   fovy = np.asarray(m.cam_fovy, np.float64)[cam]
   square = 0.5 / np.tan(fovy * np.pi / 360.0) * res[:, 1]
-  physical = (size[:, 0] != 0) & (size[:, 1] != 0)
   # MuJoCo divides its float32 intrinsics by the float32 sensor size in float32
-  f32 = np.float32
-  safe = np.where(size == 0, 1.0, size).astype(f32)
-  focal = [(intrinsic[:, k].astype(f32) / safe[:, k] * res[:, k].astype(f32)).astype(np.float64)
-           for k in (0, 1)]
-  fx = np.where(physical, focal[0], square)
-  fy = np.where(physical, focal[1], square)
+  size = np.asarray(m.cam_sensorsize, np.float32)[cam]
+  intrinsic = np.asarray(m.cam_intrinsic, np.float32)[cam]
+  physical = (size[:, 0] != 0) & (size[:, 1] != 0)
+  focal = intrinsic[:, :2] / np.where(size == 0, np.float32(1), size) * res.astype(np.float32)
+  fx = np.where(physical, focal[:, 0], square)
+  fy = np.where(physical, focal[:, 1], square)
   z = p[:, 2]
   denom = jnp.where(jnp.abs(z) < MINVAL, jnp.where(z < 0, -MINVAL, MINVAL), z)
   u = -fx * (p[:, 0] / denom) + 0.5 * res[:, 0]

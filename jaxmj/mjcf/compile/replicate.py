@@ -34,7 +34,7 @@ def _expand(node: Node, deg: bool, seq: str) -> Node:
     return node
   children = []
   for child in node.children:
-    child = _expand(child, deg, seq) if child.tag in _HOLDERS or child.tag == "mujoco" else child
+    child = _expand(child, deg, seq) if child.tag in _HOLDERS else child
     children.extend(_copies(child, deg, seq) if child.tag == "replicate" else [child])
   return dataclasses.replace(node, children=children)
 
