@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
+from jaxmj.collision.common import normalize3
 from jaxmj.collision.ray import (
   box_faces,
   candidates,
@@ -22,7 +23,7 @@ from jaxmj.collision.ray import (
   triangle_hits,
 )
 from jaxmj.constants import MINVAL
-from jaxmj.types import Data, GeomType, Model
+from jaxmj.types import Data, GeomType, Model, ObjType
 
 
 def _unit(v):
@@ -93,9 +94,78 @@ def hit_normal(m: Model, d: Data, ids: np.ndarray, pnt, vec, dist, geomid):
   return out
 
 
+def camera_pixel_rays(m: Model, cams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """Static per-pixel ray constants of cameras `cams` (n,), all of one resolution (W, H), as
+  mju_camIntrinsics and mju_camPixelRay compute them: (n, H * W, 3) perspective directions
+  (px / fx, -py / fy, -1) and orthographic origin offsets (px / fx, -py / fy, 0) * fovy / 2,
+  camera frame, pixels row by row from the top left. fx, fy: from the intrinsics over the
+  sensor size (in float32, as MuJoCo's float fields compute them) when both sizes are set,
+  else from fovy and the height; orthographic cameras map the image onto [-1, 1]."""
+  width, height = (int(v) for v in m.cam_resolution[cams[0]])
+  w, h = float(width), float(height)
+  size = np.asarray(m.cam_sensorsize, np.float32)[cams]
+  intrinsic = np.asarray(m.cam_intrinsic, np.float32)[cams]
+  fovy = np.asarray(m.cam_fovy, np.float64)[cams]
+  physical = (size[:, 0] != 0) & (size[:, 1] != 0)
+  safe = np.where(size == 0, np.float32(1), size)
+  focal = intrinsic[:, :2] / safe * np.array([width, height], np.float32)
+  centre = intrinsic[:, 2:] / safe * np.array([width, height], np.float32)
+  square = 0.5 / np.tan(fovy * np.pi / 360.0) * h
+  ortho = np.asarray(m.cam_projection)[cams] != 0
+  fx = np.where(ortho, w / 2.0, np.where(physical, focal[:, 0], square))
+  fy = np.where(ortho, h / 2.0, np.where(physical, focal[:, 1], square))
+  cx = np.where(ortho, w / 2.0, np.where(physical, centre[:, 0], w / 2.0))
+  cy = np.where(ortho, h / 2.0, np.where(physical, centre[:, 1], h / 2.0))
+  row, col = (a.ravel().astype(np.float64) for a in np.indices((height, width)))
+  px = col + 0.5 - cx[:, None]
+  py = row + 0.5 - cy[:, None]
+  x, y = px / fx[:, None], -py / fy[:, None]
+  direction = np.stack([x, y, -np.ones_like(x)], -1)
+  half = (fovy / 2)[:, None]
+  offset = np.stack([x * half, y * half, np.zeros_like(x)], -1)
+  return direction, offset
+
+
+def _camera_rangefinder(m, d, g):
+  """Camera rangefinders (one ray per pixel, the camera's body excluded), as MuJoCo's depth
+  image: a perspective camera's rays leave its position along unit directions through the
+  pixel centres; an orthographic camera's leave the pixel centres on its image plane
+  (height fovy, in length units) along -z. Fields per pixel, pixels row by row; depth is the
+  distance along the optical axis (-1 for a miss)."""
+  ids = candidates(m)
+  cams = np.asarray(g.obj)
+  direction, offset = camera_pixel_rays(m, cams)
+  ortho = (np.asarray(m.cam_projection)[cams] != 0)[:, None, None]
+  pos, mat = d.cam_xpos[cams], d.cam_xmat[cams]
+  z = math.opaque_zero(pos[0, 0] * pos[0, 0]) if m.opt.exact else None
+  rotate = jax.vmap(jax.vmap(lambda r, v: math.mat_vec3(r, v, z), (None, 0)))
+  perspective = jax.vmap(jax.vmap(lambda v: normalize3(v)[0]))(
+    rotate(mat, jnp.asarray(direction, pos.dtype)))
+  vec = jnp.where(ortho, -mat[:, None, :, 2], perspective)
+  pnt = jnp.where(ortho, pos[:, None] + rotate(mat, jnp.asarray(offset, pos.dtype)),
+                  pos[:, None])
+  exclude = jnp.asarray(m.cam_bodyid[cams])
+  dist, gid = jax.vmap(jax.vmap(lambda p, v, b: cast(m, d, ids, p, v, b), (0, 0, None)))(
+    pnt, vec, exclude)
+  hit = (dist >= 0)[..., None]
+  point = jnp.where(hit, pnt + math.nofma(vec * dist[..., None], z), 0.0)
+  along = math.nofma((point - pos[:, None]) * mat[:, None, :, 2], z)
+  along = (along[..., 0] + along[..., 1]) + along[..., 2]
+  fields = {0: dist[..., None], 1: jnp.where(hit, vec, 0.0), 2: pnt, 3: point,
+            5: jnp.where(hit, -along[..., None], -1.0)}
+  if g.intprm[0] >> 4 & 1:
+    normal = jax.vmap(jax.vmap(lambda p, v, x, i: hit_normal(m, d, ids, p, v, x, i)))(
+      pnt, vec, dist, gid)
+    fields[4] = jnp.where(hit, normal, 0.0)
+  out = jnp.concatenate([fields[k] for k in range(6) if g.intprm[0] >> k & 1], axis=-1)
+  return out.reshape(len(cams), -1)
+
+
 def rangefinder(m, d, g):
-  """Site rangefinders: fields dist, dir, origin, point, normal, depth (= dist for a site)
-  of the ray along the site's z axis, its own body excluded."""
+  """Rangefinders. On a site: fields dist, dir, origin, point, normal, depth (= dist) of the
+  ray along the site's z axis, its own body excluded. On a camera: _camera_rangefinder."""
+  if g.objtype == ObjType.CAMERA:
+    return _camera_rangefinder(m, d, g)
   ids = candidates(m)
   pnt, vec = d.site_xpos[g.obj], d.site_xmat[g.obj][:, :, 2]
   exclude = jnp.asarray(m.site_bodyid[g.obj])

@@ -37,6 +37,7 @@ EVERY = """
   <touch site="s" name="touch"/><accelerometer site="s" cutoff="3"/><velocimeter site="s"/>
   <gyro site="s2" noise="0.1"/><force site="s2"/><torque site="s2" user="1 2 3"/>
   <magnetometer site="s"/><rangefinder site="s" data="dist dir point normal"/>
+  <rangefinder camera="c1" data="origin depth"/>
   <jointpos joint="hinge"/><jointvel joint="slide"/><jointactuatorfrc joint="hinge"/>
   <ballquat joint="ball"/><ballangvel joint="ball"/><jointlimitpos joint="hinge"/>
   <jointlimitvel joint="hinge"/><jointlimitfrc joint="hinge"/>
@@ -113,7 +114,7 @@ def test_no_sensors():
   ('<contact num="0"/>', "num", "positive"),
   ('<clock name="x"/><clock name="x"/>', "name", "repeated sensor name 'x'"),
   ('<camprojection site="s" camera="cam"/>', "camera", "unknown camera 'cam'"),
-  ('<rangefinder camera="c1"/>', "camera", "rangefinders on cameras"),
+  ('<rangefinder camera="c1" site="s"/>', "camera", "at most one of site and camera"),
   ('<jointpos joint="hinge" delay="0.01"/>', "delay", "nsample"),
   ('<jointpos joint="ball"/>', "joint", "slide or hinge"),
   ('<ballangvel joint="slide"/>', "joint", "must be ball"),
@@ -124,9 +125,8 @@ def test_bad_sensors_are_named(sensors, attribute, message):
   with pytest.raises(jaxmj.MJCFError, match=message) as info:
     jaxmj.Model.from_xml_string(xml)
   assert info.value.attribute == attribute
-  if "rangefinder camera" not in sensors:  # MuJoCo agrees the file is bad
-    with pytest.raises(ValueError):
-      mujoco.MjModel.from_xml_string(xml)
+  with pytest.raises(ValueError):  # MuJoCo agrees the file is bad
+    mujoco.MjModel.from_xml_string(xml)
 
 
 def test_contact_section_takes_no_sensor_attributes():

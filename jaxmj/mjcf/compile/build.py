@@ -135,8 +135,8 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
   f.update(_contact(root, bodies, defaults, f))
   f.update(equality.compile_equality(root, bodies, defaults, f))
   f.update(fluid.compile_fluid(bodies, f))
-  f.update(sensor.compile_sensors(root, bodies, f))
   f.update(camlight.compile_camlights(root, bodies, f))
+  f.update(sensor.compile_sensors(root, bodies, f))  # camera rangefinders: cam_resolution
   f.update(vis=visual.compile_visual(root), stat=visual.compile_statistic(root, f))
   f.update(custom.compile_custom(root))
   f.update(asset.finalize(f))

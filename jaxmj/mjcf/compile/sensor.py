@@ -164,13 +164,17 @@ def _sensor(node: Node, ids: dict, f: dict) -> dict:
       rt = _FRAME_TYPES[node.attrs["reftype"]]
       ref = (int(rt), _find(node, "refname", ObjType.BODY if rt == ObjType.XBODY else rt, ids))
   elif tag == "rangefinder":
-    if node.attrs.get("camera") is not None:
-      raise node.error("rangefinders on cameras (one ray per pixel) are not supported by jaxmj "
-                       "yet", "camera")
-    if node.attrs.get("site") is None:
+    on_camera = node.attrs.get("camera") is not None
+    if on_camera and node.attrs.get("site") is not None:
+      raise node.error("at most one of site and camera may be given", "camera")
+    if not on_camera and node.attrs.get("site") is None:
       raise node.error("rangefinder needs a site or a camera", "site")
-    obj = (int(ObjType.SITE), _find(node, "site", ObjType.SITE, ids))
     intprm[0], dim = _fields(node, node.attrs.get("data", "dist"), RANGEFINDER_DATA)
+    if on_camera:  # one ray per pixel of the camera's resolution, row by row
+      obj = (int(ObjType.CAMERA), _find(node, "camera", ObjType.CAMERA, ids))
+      dim *= int(np.prod(f["cam_resolution"][obj[1]]))
+    else:
+      obj = (int(ObjType.SITE), _find(node, "site", ObjType.SITE, ids))
   elif tag == "camprojection":
     for a in ("site", "camera"):
       if node.attrs.get(a) is None:
