@@ -1,7 +1,8 @@
 """Per-tile culling of primitive geoms, so a pixel's cost grows with the geoms it can hit.
 
 The image is cut into square tiles of pixels; each tile's rays lie in a pyramid from the
-camera whose four side planes are static (camera frame, from the intrinsics). Per world, a
+camera (perspective) or a box along its axis (orthographic) whose four side planes are
+static (camera frame, from the intrinsics). Per world, a
 primitive geom is a candidate of a tile when its bounding sphere (centre geom_xpos, radius
 from geom_size, so edited sizes stay covered) reaches into that pyramid; each ray is then
 intersected with its tile's candidates only, K at a time, nearest first by index order.
@@ -27,14 +28,18 @@ CULLED = (GeomType.SPHERE, GeomType.CAPSULE, GeomType.ELLIPSOID, GeomType.CYLIND
 
 
 class Tiles(NamedTuple):
-  """Camera rays laid out tile by tile: planes (T, 4, 3) inward unit normals of each tile's
-  pyramid (camera frame), K the candidates intersected per chunk, and the camera's pose
-  (position (3,), orientation (3, 3), global) that every ray starts from."""
+  """Camera rays laid out tile by tile: planes (T, 4, 3) inward unit normals of the side
+  planes of each tile's pyramid or box and their offsets (T, 4) (camera frame: a point c is
+  inside where planes . c + offsets >= 0), K the candidates intersected per chunk, the
+  camera's pose (position (3,), orientation (3, 3), global) and the rays' origins (T, P, 3)
+  in its frame (None: every ray starts at the camera, perspective)."""
 
   planes: np.ndarray
+  offsets: np.ndarray
   candidates: int
   cam_pos: jax.Array
   cam_mat: jax.Array
+  origins: np.ndarray | None = None
 
 
 def padded_shape(height: int, width: int, tile: int) -> tuple[int, int]:
@@ -56,15 +61,23 @@ def from_tiles(t, height: int, width: int, tile: int):
   return img.reshape(hp, wp, *t.shape[1:])[:height, :width]
 
 
-def tile_planes(tiled_dirs: np.ndarray) -> np.ndarray:
-  """(T, 4, 3) inward unit normals of the planes through the camera and each tile's outer
-  pixel centres, from its rays' camera-frame directions (T, P, 3) (x, y, -1)."""
-  x, y = tiled_dirs[..., 0], tiled_dirs[..., 1]
+def tile_planes(tiled_origins: np.ndarray, tiled_dirs: np.ndarray,
+                orthographic: bool) -> tuple[np.ndarray, np.ndarray]:
+  """Inward unit normals (T, 4, 3) and offsets (T, 4) of each tile's side planes through its
+  outer pixel centres, from its rays' camera-frame origins and directions (T, P, 3):
+  perspective, planes through the camera ((x, y, -1) directions); orthographic, planes
+  along the axis ((x, y, 0) origins)."""
+  xy = tiled_origins if orthographic else tiled_dirs
+  x, y = xy[..., 0], xy[..., 1]
   x0, x1, y0, y1 = x.min(1), x.max(1), y.min(1), y.max(1)
   one, zero = np.ones_like(x0), np.zeros_like(x0)
+  if orthographic:
+    n = np.stack([np.stack([one, zero, zero], -1), np.stack([-one, zero, zero], -1),
+                  np.stack([zero, one, zero], -1), np.stack([zero, -one, zero], -1)], 1)
+    return n, np.stack([-x0, x1, -y0, y1], 1)
   n = np.stack([np.stack([one, zero, x0], -1), np.stack([-one, zero, -x1], -1),
                 np.stack([zero, one, y0], -1), np.stack([zero, -one, -y1], -1)], 1)
-  return n / np.linalg.norm(n, axis=-1, keepdims=True)
+  return n / np.linalg.norm(n, axis=-1, keepdims=True), np.zeros(n.shape[:2])
 
 
 def bounding_radius(gtype: GeomType, size):
@@ -86,7 +99,8 @@ def tile_candidates(tiles: Tiles, gtype: GeomType, size, pos):
   centre = (pos - tiles.cam_pos) @ tiles.cam_mat  # camera frame
   # Rounding of the ray functions must not drop a geom grazing a tile's edge.
   radius = bounding_radius(gtype, size) * (1 + 1e-6) + 1e-9
-  reach = jnp.einsum("tjk,gk->tgj", jnp.asarray(tiles.planes, pos.dtype), centre)
+  reach = jnp.einsum("tjk,gk->tgj", jnp.asarray(tiles.planes, pos.dtype), centre) + (
+    jnp.asarray(tiles.offsets, pos.dtype)[:, None])
   inside = jnp.all(reach >= -radius[None, :, None], -1) & (centre[:, 2] <= radius)[None]
   order = jnp.argsort(~inside, axis=-1, stable=True)
   return order, jnp.sum(inside, -1)
@@ -101,6 +115,10 @@ def nearest_candidate(tiles: Tiles, gtype: GeomType, size, mat, pos, vec):
   k = tiles.candidates
   ntile = planes.shape[0]
   rays = vec.reshape(ntile, -1, 3)
+  origins = None
+  if tiles.origins is not None:
+    cam_pos, cam_mat = (jax.lax.stop_gradient(a) for a in (tiles.cam_pos, tiles.cam_mat))
+    origins = cam_pos + jnp.asarray(tiles.origins, vec.dtype) @ cam_mat.T  # (T, P, 3)
   order, count = tile_candidates(tiles, gtype, size, pos)
   chunks = -(-size.shape[0] // k)
   order = jnp.pad(order, ((0, 0), (0, chunks * k - size.shape[0])))
@@ -109,9 +127,14 @@ def nearest_candidate(tiles: Tiles, gtype: GeomType, size, mat, pos, vec):
   def chunk(state):
     c, best, slot = state
     idx = jax.lax.dynamic_slice_in_dim(order, c * k, k, axis=1)  # (T, K)
-    lp = jnp.einsum("tkji,tkj->tki", mat[idx], tiles.cam_pos - pos[idx])
     lv = jnp.einsum("tkji,tpj->tkpi", mat[idx], rays)
-    dist = jax.vmap(hit_one)(size[idx], lp, lv)  # (T, K, P)
+    if origins is None:
+      lp = jnp.einsum("tkji,tkj->tki", mat[idx], tiles.cam_pos - pos[idx])
+      dist = jax.vmap(hit_one)(size[idx], lp, lv)  # (T, K, P)
+    else:
+      lp = jnp.einsum("tkji,tkpj->tkpi", mat[idx], origins[:, None] - pos[idx][:, :, None])
+      dist = jax.vmap(jax.vmap(jax.vmap(ray_lib.RAY_FUNCS[gtype], (None, 0, 0))))(
+        size[idx], lp, lv)
     valid = c * k + jnp.arange(k) < count[:, None]
     dist = jnp.where(valid[..., None], dist, jnp.inf)
     j = jnp.argmin(dist, 1)

@@ -1,8 +1,10 @@
 """One ray per pixel of a model camera or of MuJoCo's free camera, as mujoco.Renderer frames it.
 
-A ray's direction is xmat @ (x, y, -1) with (x, y) on the image plane at unit distance, so
-the distance along it (in units of the direction) is the depth along the optical axis, the
-quantity MuJoCo's depth rendering gives.
+A perspective camera's ray leaves the camera along xmat @ (x, y, -1), (x, y) on the image
+plane at unit distance; an orthographic camera's leaves the point xmat @ (x, y, 0) of the
+camera's plane along xmat @ (0, 0, -1), (x, y) in length units. Either way the distance
+along a ray (in units of its direction) is the depth along the optical axis, the quantity
+MuJoCo's depth rendering gives.
 """
 
 from __future__ import annotations
@@ -13,34 +15,49 @@ import numpy as np
 from jaxmj.types import Data, Model
 
 
+def orthographic(m: Model, cam: int) -> bool:
+  """Whether model camera `cam` (-1: the free camera, vis.global_.orthographic) projects
+  orthographically."""
+  if cam >= 0:
+    return bool(m.cam_projection[cam] != 0)
+  return bool(int(m.vis.global_["orthographic"]))
+
+
 def image_plane(m: Model, cam: int, height: int, width: int) -> tuple[float, ...]:
-  """(left, right, bottom, top) of the image on the plane at unit distance in front of the
-  camera, as mjv_updateCamera and mjr_setView compute the frustum: from the camera's
-  intrinsics when it has a sensor size, else from its vertical field of view (cam = -1: the
-  free camera's, vis.global_.fovy) and the image's aspect ratio."""
-  if cam >= 0 and m.cam_projection[cam] != 0:
-    raise NotImplementedError("camera_image: orthographic cameras are not supported by jaxmj "
-                              "yet")
-  if cam >= 0 and m.cam_sensorsize[cam, 1] > 0:
+  """(left, right, bottom, top) of the image, as mjv_cameraFrustum and mjr_setView compute
+  the frustum. Perspective: on the plane at unit distance in front of the camera, from the
+  camera's intrinsics when it has a sensor size, else from its vertical field of view (cam =
+  -1: the free camera's, vis.global_.fovy) and the image's aspect ratio. Orthographic: on
+  the camera's plane in length units, fovy high (MuJoCo reads fovy as a length there) and
+  as wide as the aspect ratio makes it."""
+  fovy = float(m.cam_fovy[cam]) if cam >= 0 else float(m.vis.global_["fovy"])
+  if orthographic(m, cam):
+    top = fovy / 2
+  elif cam >= 0 and m.cam_sensorsize[cam, 1] > 0:
     fx, fy, px, py = (float(v) for v in m.cam_intrinsic[cam])
     sx, sy = (float(v) for v in m.cam_sensorsize[cam])
     return (px - sx / 2) / fx, (px + sx / 2) / fx, -(sy / 2 + py) / fy, (sy / 2 - py) / fy
-  fovy = float(m.cam_fovy[cam]) if cam >= 0 else float(m.vis.global_["fovy"])
-  top = float(np.tan(np.deg2rad(fovy) / 2))
+  else:
+    top = float(np.tan(np.deg2rad(fovy) / 2))
   half = top * width / height
   return -half, half, -top, top
 
 
-def pixel_directions(m: Model, cam: int, height: int, width: int, rows: int | None = None,
-                     cols: int | None = None) -> np.ndarray:
-  """(height, width, 3) ray directions in the camera frame (x right, y up, looking along -z)
-  through the pixel centres, row 0 at the top of the image; rows, cols: that many pixels
-  of the same spacing (more than height, width: the image padded below and right)."""
+def pixel_rays(m: Model, cam: int, height: int, width: int, rows: int | None = None,
+               cols: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+  """Ray origins and directions (height, width, 3) each, camera frame (x right, y up,
+  looking along -z), through the pixel centres, row 0 at the top of the image; rows, cols:
+  that many pixels of the same spacing (more than height, width: the image padded below
+  and right). Perspective: origins 0, directions (x, y, -1); orthographic: origins
+  (x, y, 0), directions (0, 0, -1)."""
   left, right, bottom, top = image_plane(m, cam, height, width)
   x = left + (np.arange(cols or width) + 0.5) / width * (right - left)
   y = top - (np.arange(rows or height) + 0.5) / height * (top - bottom)
   xy = np.stack(np.meshgrid(x, y), axis=-1)
-  return np.concatenate([xy, -np.ones((*xy.shape[:2], 1))], axis=-1)
+  zero, one = np.zeros((*xy.shape[:2], 1)), np.ones((*xy.shape[:2], 1))
+  if orthographic(m, cam):
+    return np.concatenate([xy, zero], -1), np.concatenate([0 * xy, -one], -1)
+  return np.concatenate([0 * xy, zero], -1), np.concatenate([xy, -one], -1)
 
 
 def free_camera_pose(m: Model) -> tuple[np.ndarray, np.ndarray]:

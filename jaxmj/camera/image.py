@@ -100,13 +100,16 @@ def ray_cast_images(m: Model, d: Data, rgba: jax.Array | None, *, cam: int, heig
   ids = visible_geoms(m, geomgroup)
   pos, mat = frustum.camera_pose(m, d, cam)
   rows, cols = (height, width) if tile is None else cull.padded_shape(height, width, tile)
-  local = frustum.pixel_directions(m, cam, height, width, rows, cols)
+  ortho = frustum.orthographic(m, cam)
+  origin, local = frustum.pixel_rays(m, cam, height, width, rows, cols)
   tiles = None
   if tile is not None:
-    local = cull.to_tiles(local, tile)
-    tiles = cull.Tiles(cull.tile_planes(local), tile_candidates, pos, mat)
+    origin, local = cull.to_tiles(origin, tile), cull.to_tiles(local, tile)
+    tiles = cull.Tiles(*cull.tile_planes(origin, local, ortho), tile_candidates, pos, mat,
+                       origin if ortho else None)
   vec = jnp.asarray(local.reshape(-1, 3), pos.dtype) @ mat.T
-  hits = trace.nearest_hits(m, d, ids, pos, vec, tiles)
+  pnt = pos + jnp.asarray(origin.reshape(-1, 3), pos.dtype) @ mat.T if ortho else pos
+  hits = trace.nearest_hits(m, d, ids, pnt, vec, tiles)
   hit = hits.geomid >= 0
 
   def as_image(x):
@@ -125,14 +128,14 @@ def ray_cast_images(m: Model, d: Data, rgba: jax.Array | None, *, cam: int, heig
     return blocked < max_dist
 
   if softness is not None and {"rgb", "depth"} & set(outputs):
-    depth, rgb = soft.soft_image(m, d, ids, pos, mat, vec, softness, far, tiles, rgba,
+    depth, rgb = soft.soft_image(m, d, ids, pnt, vec, pos, mat, softness, far, tiles, rgba,
                                  occluded if shadows else None)
     out.update({"depth": as_image(depth), "rgb": as_image(rgb)})
     return {k: out[k] for k in outputs}
   if "depth" in outputs:
     out["depth"] = as_image(jnp.where(hit, hits.dist, far))
   if "rgb" in outputs:
-    point = pos + jnp.where(hit, hits.dist, 0.0)[:, None] * vec
+    point = pnt + jnp.where(hit, hits.dist, 0.0)[:, None] * vec
     rgb = shade.shade(m, d, pos, mat, point, hits.normal, hits.geomid,
                       occluded if shadows else None, rgba)
     out["rgb"] = as_image(rgb)

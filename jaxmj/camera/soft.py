@@ -111,21 +111,21 @@ def _type_layers(m: Model, d: Data, sel, gtype, pnt, vec, softness):
   return jax.nn.sigmoid(-miss / softness).T, dist.T, normal.swapaxes(0, 1)
 
 
-def soft_image(m: Model, d: Data, ids: np.ndarray, cam_pos, cam_mat, vec, softness: float,
-               far: float, tiles=None, rgba=None, occluded=None):
-  """Depth (N,) and RGB (N, 3) of camera rays vec (N, 3) from cam_pos with soft
-  silhouettes of the primitives among geom ids `ids` (tiles, rgba, occluded: as for
-  trace.nearest_hits and shade.shade)."""
+def soft_image(m: Model, d: Data, ids: np.ndarray, pnt, vec, cam_pos, cam_mat,
+               softness: float, far: float, tiles=None, rgba=None, occluded=None):
+  """Depth (N,) and RGB (N, 3) of camera rays from pnt ((3,) or (N, 3)) along vec (N, 3)
+  with soft silhouettes of the primitives among geom ids `ids`, seen by the camera at
+  cam_pos, cam_mat (tiles, rgba, occluded: as for trace.nearest_hits and shade.shade)."""
   soft_types = tuple(SDF)
   alphas, dists, normals, geoms = [], [], [], []
   for gtype in soft_types:
     sel = ids[m.geom_type[ids] == gtype]
     if len(sel):
-      a, z, n = _type_layers(m, d, sel, gtype, cam_pos, vec, softness)
+      a, z, n = _type_layers(m, d, sel, gtype, pnt, vec, softness)
       alphas.append(a), dists.append(z), normals.append(n)
       geoms.append(np.broadcast_to(sel, a.shape))
   rest = ids[~np.isin(m.geom_type[ids], soft_types)]
-  hard = trace.nearest_hits(m, d, rest, cam_pos, vec, tiles)
+  hard = trace.nearest_hits(m, d, rest, pnt, vec, tiles)
   hit = hard.geomid >= 0
   alphas.append(hit[:, None].astype(vec.dtype))
   dists.append(jnp.where(hit, hard.dist, far)[:, None])
@@ -138,7 +138,8 @@ def soft_image(m: Model, d: Data, ids: np.ndarray, cam_pos, cam_mat, vec, softne
   normal = jnp.take_along_axis(normal, order[..., None], 1)
   through = jnp.cumprod(1 - alpha, 1)
   weight = alpha * jnp.concatenate([jnp.ones_like(through[:, :1]), through[:, :-1]], 1)
-  point = cam_pos + jnp.minimum(dist, far)[..., None] * vec[:, None]
+  origin = jnp.broadcast_to(pnt, vec.shape)[:, None]
+  point = origin + jnp.minimum(dist, far)[..., None] * vec[:, None]
   colour = shade.shade(m, d, cam_pos, cam_mat, point.reshape(-1, 3), normal.reshape(-1, 3),
                        geom.reshape(-1), occluded, rgba).reshape(*alpha.shape, 3)
   depth = jnp.sum(weight * jnp.minimum(dist, far), 1) + through[:, -1] * far

@@ -23,6 +23,8 @@ PRIMITIVES = """<mujoco><worldbody>
   <camera name="front" pos="0 -2.2 1.2" xyaxes="1 0 0 0 .5 1" fovy="50"/>
   <camera name="sensor" pos="0.2 -2 1.4" xyaxes="1 0 0 0 .6 1" sensorsize="0.01 0.008"
           focal="0.008 0.009" principal="0.0005 -0.0003" resolution="32 24"/>
+  <camera name="ortho" pos="0 -2.2 1.2" xyaxes="1 0 0 0 .5 1" fovy="1.6"
+          projection="orthographic"/>
   <geom type="plane" size="2 2 .1" rgba=".3 .5 .3 1"/>
   <geom type="sphere" size=".25" pos="-.6 0 .3" rgba="1 0 0 1"/>
   <geom type="capsule" size=".1 .2" pos="0 0 .35" euler="30 0 0" rgba="0 1 0 1"/>
@@ -83,12 +85,14 @@ def _interior(seg):
 
 
 @pytest.mark.parametrize("scene, cam", [
-  (PRIMITIVES, 0), (PRIMITIVES, 1), (PRIMITIVES, -1),
+  (PRIMITIVES, 0), (PRIMITIVES, 1), (PRIMITIVES, -1), (PRIMITIVES, "ortho"),
+  (PRIMITIVES.replace("<worldbody>", '<visual><global orthographic="true" fovy="2.5"/>'
+                      "</visual><worldbody>"), -1),
   (os.path.join(MODELS, "mesh_drop.xml"), -1),
   (os.path.join(MODELS, "terrain.xml"), -1),
   (os.path.join(MODELS, "mesh_drop.xml"), "clusters"),
-], ids=["primitives-fovy", "primitives-intrinsics", "primitives-free", "meshes", "hfield",
-        "meshes-clusters"])
+], ids=["primitives-fovy", "primitives-intrinsics", "primitives-free", "primitives-ortho",
+        "primitives-free-ortho", "meshes", "hfield", "meshes-clusters"])
 def test_images_match_mujocos_renderer(gl, patch_traced, scene, cam):
   if cam == "clusters":  # small meshes through the cluster traversal too
     patch_traced(mesh_bvh, "BRUTE_FORCE_FACES", 0)

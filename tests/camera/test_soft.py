@@ -8,6 +8,7 @@ Colours: vmapping over colour sets compiles the camera once and each image shows
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jaxmj
 from jaxmj.smooth.kinematics import kinematics
@@ -15,6 +16,7 @@ from jaxmj.smooth.kinematics import kinematics
 XML = """<mujoco><worldbody>
   <light pos=".5 -1 2" dir="-.2 .4 -1"/>
   <camera name="c" pos="0 -2 .5" xyaxes="1 0 0 0 0 1" fovy="40"/>
+  <camera name="ortho" pos="0 -2 .5" xyaxes="1 0 0 0 0 1" fovy="1.2" projection="orthographic"/>
   <geom type="plane" size="2 2 .1" rgba=".3 .5 .3 1"/>
   <body name="ball" pos="-.3 0 .5"><joint type="slide" axis="1 0 0"/>
     <geom name="ball" type="sphere" size=".25" rgba=".8 .3 .2 1"/></body>
@@ -67,9 +69,10 @@ def test_soft_silhouettes_carry_gradients_across_edges():
   np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-7 * np.abs(fd).max())
 
 
-def test_small_softness_gives_the_exact_image_away_from_edges():
+@pytest.mark.parametrize("cam", ["c", "ortho"])
+def test_small_softness_gives_the_exact_image_away_from_edges(cam):
   m, d = _scene()
-  render = jax.jit(lambda d, s: jaxmj.camera_image(m, d, "c", H, W, softness=s),
+  render = jax.jit(lambda d, s: jaxmj.camera_image(m, d, cam, H, W, softness=s),
                    static_argnums=1)
   exact, soft = render(d, None), render(d, 1e-4)
   seg = np.asarray(exact["segmentation"])

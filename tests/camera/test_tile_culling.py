@@ -17,11 +17,14 @@ from jaxmj.camera import cull
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import bench_camera  # noqa: E402
 
-LOW_CAMERA = '<camera name="low" pos="0 -1.6 .5" xyaxes="1 0 0 0 .3 1" fovy="60"/>'
+LOW_CAMERA = ('<camera name="low" pos="0 -1.6 .5" xyaxes="1 0 0 0 .3 1" fovy="60"/>'
+              '<camera name="ortho" pos="0 -1.6 1" xyaxes="1 0 0 0 .6 1" fovy="1.4" '
+              'projection="orthographic"/>')
 
 
 def grid_xml():
-  """bench_camera's grid of the five primitive types, 6 x 6, seen by a low camera."""
+  """bench_camera's grid of the five primitive types, 6 x 6, seen by a low camera and an
+  orthographic one."""
   return bench_camera.grid_xml(6, camera=LOW_CAMERA)
 
 
@@ -31,7 +34,7 @@ def grid():
   return m, jax.jit(jaxmj.forward)(m, jaxmj.make_data(m))
 
 
-@pytest.mark.parametrize("cam, k", [(-1, 1), (-1, 3), ("low", 2)])
+@pytest.mark.parametrize("cam, k", [(-1, 1), (-1, 3), ("low", 2), ("ortho", 2)])
 def test_culled_images_equal_unculled_ones(grid, cam, k):
   m, d = grid
   h, w = 21, 30  # 3 x 4 tiles of 8, the last ones partly outside the image
@@ -55,9 +58,9 @@ def test_a_tile_sees_the_geoms_its_pixels_hit_and_few_others(grid):
   h = w = 32
   seg = np.asarray(jaxmj.camera_image(m, d, -1, h, w, ("segmentation",), tile=None)[
     "segmentation"])[..., 0]
-  local = cull.to_tiles(jaxmj.camera.frustum.pixel_directions(m, -1, h, w), 8)
+  origin, local = (cull.to_tiles(a, 8) for a in jaxmj.camera.frustum.pixel_rays(m, -1, h, w))
   pos, mat = jaxmj.camera.frustum.camera_pose(m, d, -1)
-  tiles = cull.Tiles(cull.tile_planes(local), 4, pos, mat)
+  tiles = cull.Tiles(*cull.tile_planes(origin, local, False), 4, pos, mat)
   boxes = np.flatnonzero(m.geom_type == jaxmj.GeomType.BOX)
   order, count = cull.tile_candidates(tiles, jaxmj.GeomType.BOX, m.geom_size[boxes],
                                       d.geom_xpos[boxes])
