@@ -5,6 +5,9 @@
     d = jax.jit(jaxmj.step)(m, d)
 """
 
+from types import ModuleType as _ModuleType
+
+from jaxmj import collision
 from jaxmj.actuation.driver import fwd_actuation
 from jaxmj.bind import bind
 from jaxmj.camera.image import camera_image
@@ -123,6 +126,18 @@ from jaxmj.types import (
                             for name in (
   "kinematics", "com_pos", "camlight", "tendon", "crb", "factor_m", "transmission", "com_vel",
   "passive", "rne", "make_constraint", "solve"))
+# mjx.collision's name is jaxmj's collision subpackage: the package is also callable,
+# jaxmj.collision(m, d) (mj_collision: contacts from the geom frames d holds; differentiated
+# in geom_xpos and geom_xmat as they come), so MJX code runs as written.
+_collision_stage = traced_once(relaxes_gc(checks_data(pipeline_function("collision"))))
+
+
+class _CallableCollision(_ModuleType):
+  def __call__(self, m: Model, d: Data) -> Data:
+    return _collision_stage(m, d)
+
+
+collision.__class__ = _CallableCollision
 # MJX's names for what jaxmj has under MuJoCo's: mjx.rne_postconstraint, mjx.xfrc_accumulate
 # (mj_xfrcAccumulate: the (nv,) generalized force of xfrc_applied), mjx.deriv_smooth_vel
 rne_postconstraint = rne_post_constraint

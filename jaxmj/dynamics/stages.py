@@ -159,12 +159,12 @@ def fwd_constraint(m: Model, d: Data) -> Data:
 
 # MuJoCo's pipeline functions one at a time, under MJX's names (mjx.kinematics, ...): each
 # (Model, Data) -> Data, reading what MuJoCo's reads (kinematics before com_pos, ...).
-# MuJoCo's mj_collision is fwd_position's (the name `collision` is the subpackage's).
 PIPELINE_FUNCTIONS = {
   "kinematics": ("mj_kinematics", kinematics.kinematics),
   "com_pos": ("mj_comPos", com.com_pos),
   "camlight": ("mj_camlight", camlight.camlight),
   "tendon": ("mj_tendon", tendon.tendon),
+  "collision": ("mj_collision", collision.collision),
   "crb": ("mj_crb", mass.crb),
   "factor_m": ("mj_factorM", mass.factor_m),
   "transmission": ("mj_transmission", actuation.transmission),

@@ -13,7 +13,8 @@ from mujoco_compare import load_both, mujoco, random_state, to_jaxmj
 
 import jaxmj
 
-POSITION = ("kinematics", "com_pos", "camlight", "tendon", "crb", "factor_m", "transmission")
+POSITION = ("kinematics", "com_pos", "camlight", "tendon", "crb", "factor_m", "collision",
+            "transmission")
 VELOCITY = ("com_vel", "passive", "rne", "make_constraint")
 
 
@@ -37,18 +38,30 @@ def test_chained_pipeline_functions_fill_what_the_stages_fill():
   for name in POSITION:
     d = getattr(jaxmj, name)(m, d)
   want = jaxmj.fwd_position(m, d0)
-  # mj_collision is fwd_position's alone
-  contact = {k for k in _leaves(d) if k.startswith((".contact", ".ncon"))}
-  _assert_same(d, want, contact)
+  _assert_same(d, want, set())
   want = jaxmj.fwd_velocity(m, want)
   # mj_fwdVelocity's own lines (no function of their own): tendon and actuator velocities,
   # which mj_passive reads
   d = d.replace(ten_velocity=want.ten_velocity, actuator_velocity=want.actuator_velocity)
   for name in VELOCITY:
     d = getattr(jaxmj, name)(m, d)
-  _assert_same(d, want, contact)
+  _assert_same(d, want, set())
   filled = {k for k, x in _leaves(d).items() if not np.array_equal(x, _leaves(d0)[k])}
   assert {".cvel", ".qfrc_passive", ".qfrc_bias", ".ten_length", ".efc_J"} <= filled
+
+
+def test_collision_is_callable_as_mjx_collision_and_finds_mujocos_contacts():
+  """jaxmj.collision, the subpackage, is also MJX's collision(m, d): after kinematics it
+  fills the contacts mj_collision finds (a resting stack: 1e-12)."""
+  m, mj = load_both(os.path.join(MODELS, "box_stack.xml"))
+  md = random_state(m, mj, 0)
+  mujoco.mj_forward(mj, md)
+  d = jaxmj.collision(m, jaxmj.kinematics(m, to_jaxmj(m, md)))
+  active = np.asarray(d.contact.active)
+  assert active.sum() == md.ncon > 0
+  np.testing.assert_allclose(np.sort(np.asarray(d.contact.dist)[active]),
+                             np.sort(md.contact.dist), atol=1e-12)
+  assert jaxmj.collision.plan.collision_plan(m)["groups"]  # still the subpackage
 
 
 def test_kinematics_alone_matches_mj_kinematics():
