@@ -1,10 +1,10 @@
 """Per-tile culling of primitive geoms, so a pixel's cost grows with the geoms it can hit.
 
 The image is cut into square tiles of pixels; each tile's rays lie in a pyramid from the
-camera (perspective) or a box along its axis (orthographic) whose four side planes are
-static (camera frame, from the intrinsics). Per world, a
-primitive geom is a candidate of a tile when its bounding sphere (centre geom_xpos, radius
-from geom_size, so edited sizes stay covered) reaches into that pyramid; each ray is then
+camera (perspective) or a prism along its axis (orthographic) whose four side planes are
+static (camera frame, from the intrinsics). Per world, a primitive geom is a candidate of a
+tile when its bounding sphere (centre geom_xpos, radius from geom_size, so edited sizes stay
+covered) reaches into that pyramid or prism; each ray is then
 intersected with its tile's candidates only, K at a time, nearest first by index order.
 A tile with more than K candidates takes further chunks of K in a while loop (run as long
 as the busiest tile of the batch needs), so the result is exact for any K: K trades the
@@ -29,7 +29,7 @@ CULLED = (GeomType.SPHERE, GeomType.CAPSULE, GeomType.ELLIPSOID, GeomType.CYLIND
 
 class Tiles(NamedTuple):
   """Camera rays laid out tile by tile: planes (T, 4, 3) inward unit normals of the side
-  planes of each tile's pyramid or box and their offsets (T, 4) (camera frame: a point c is
+  planes of each tile's pyramid or prism and their offsets (T, 4) (camera frame: a point c is
   inside where planes . c + offsets >= 0), K the candidates intersected per chunk, the
   camera's pose (position (3,), orientation (3, 3), global) and the rays' origins (T, P, 3)
   in its frame (None: every ray starts at the camera, perspective)."""

@@ -94,7 +94,7 @@ def hit_normal(m: Model, d: Data, ids: np.ndarray, pnt, vec, dist, geomid):
   return out
 
 
-def camera_pixel_rays(m: Model, cams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _camera_pixel_rays(m: Model, cams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
   """Static per-pixel ray constants of cameras `cams` (n,), all of one resolution (W, H), as
   mju_camIntrinsics and mju_camPixelRay compute them: (n, H * W, 3) perspective directions
   (px / fx, -py / fy, -1) and orthographic origin offsets (px / fx, -py / fy, 0) * fovy / 2,
@@ -134,7 +134,7 @@ def _camera_rangefinder(m, d, g):
   distance along the optical axis (-1 for a miss)."""
   ids = candidates(m)
   cams = np.asarray(g.obj)
-  direction, offset = camera_pixel_rays(m, cams)
+  direction, offset = _camera_pixel_rays(m, cams)
   ortho = (np.asarray(m.cam_projection)[cams] != 0)[:, None, None]
   pos, mat = d.cam_xpos[cams], d.cam_xmat[cams]
   z = math.opaque_zero(pos[0, 0] * pos[0, 0]) if m.opt.exact else None
