@@ -30,6 +30,7 @@ from jaxmj.dynamics.forward import (
 )
 from jaxmj.dynamics.integrator import deriv_smooth_vel
 from jaxmj.dynamics.inverse import inverse
+from jaxmj.dynamics.inverse_jacobians import InverseJacobians, inverse_jacobians
 from jaxmj.dynamics.set_const import set_const, set_total_mass, statistic, total_mass
 from jaxmj.dynamics.stages import pipeline_function, traced_once, traced_once_by_id
 from jaxmj.dynamics.transition import transition_jacobians
@@ -176,6 +177,8 @@ rollout, camera_image = map(relaxes_gc, (rollout, camera_image))
 # set_const 0.12 s after a 14 s first call); jitted, and their traces shared, as above
 transition_jacobians = traced_once(relaxes_gc(transition_jacobians),
                                    static_argnames=("chunk", "block"))
+inverse_jacobians = traced_once(relaxes_gc(checks_data(inverse_jacobians)),
+                                static_argnames=("flg_actuation",))
 set_const = traced_once(relaxes_gc(set_const), static_argnames=("from_geoms",))
 statistic = traced_once(relaxes_gc(statistic))
 total_mass, set_total_mass = (traced_once(fn) for fn in (total_mass, set_total_mass))
@@ -188,7 +191,8 @@ __all__ = [
   "fwd_actuation", "fwd_position", "fwd_velocity", "id2name", "make_data", "name2id", "reset",
   "rollout", "step",
   # MuJoCo's pipeline functions one at a time
-  "camlight", "com_pos", "com_vel", "crb", "factor_m", "kinematics", "make_constraint",
+  "camlight", "collision", "com_pos", "com_vel", "crb", "factor_m", "kinematics",
+  "make_constraint",
   "passive", "rne", "solve", "tendon", "transmission",
   # MJX's names for MuJoCo functions listed elsewhere here
   "deriv_smooth_vel", "rne_postconstraint", "xfrc_accumulate",
@@ -207,7 +211,8 @@ __all__ = [
   "SensorType", "geom_distance", "multi_ray", "ray", "rne_post_constraint", "sensor_acc",
   "sensor_pos", "sensor_vel",
   # derivatives
-  "set_const", "set_total_mass", "statistic", "total_mass", "transition_jacobians",
+  "InverseJacobians", "inverse_jacobians", "set_const", "set_total_mass", "statistic",
+  "total_mass", "transition_jacobians",
   # MuJoCo interop and rendering (need the mujoco package: jaxmj[mujoco], jaxmj[render])
   "data_from_mujoco", "render", "to_mujoco",
   # the ray-cast camera (pure JAX)

@@ -118,12 +118,12 @@ def transition_jacobians(m: Model, d: Data, eps: float | None = None,
   sizes = (m.nv, m.nv, m.na, m.nu)
   zq, zv, za, zu = (jnp.zeros(k, dt) for k in sizes)
   if eps is None:
-    (y_q, s_q), qacc = _tangents(lambda dq: f(dq, zv, za, zu), (zq,), chunk, aux=True)
+    (y_q, s_q), qacc = tangents(lambda dq: f(dq, zv, za, zu), (zq,), chunk, aux=True)
     f_r = _transition(*_at_solution(m, d, qacc))
-    y_r, s_r = _tangents(lambda dv, da, du: f_r(zq, dv, da, du), (zv, za, zu), chunk)
+    y_r, s_r = tangents(lambda dv, da, du: f_r(zq, dv, da, du), (zv, za, zu), chunk)
     jy, js = jnp.concatenate([y_q, y_r]).T, jnp.concatenate([s_q, s_r]).T
   else:
-    jy, js = _central(lambda dx: f(*_split(dx, sizes)), sum(sizes), dt, eps)
+    jy, js = central(lambda dx: f(*split(dx, sizes)), sum(sizes), dt, eps)
     jy, js = jy.T, js.T
   nx = 2 * m.nv + m.na
   return jy[:, :nx], jy[:, nx:], js[:, :nx], js[:, nx:]
@@ -210,12 +210,12 @@ def _contacts_inactive(m: Model, d: Data) -> jax.Array:
   return all_out_of_reach(m, kinematics(m, d))
 
 
-def _split(x, sizes):
+def split(x, sizes):
   """x (..., sum(sizes)) cut into consecutive pieces of those sizes on its last axis."""
   return tuple(jnp.split(x, np.cumsum(sizes)[:-1], axis=-1))
 
 
-def _tangents(g, zeros, chunk: int | None, aux: bool = False):
+def tangents(g, zeros, chunk: int | None, aux: bool = False):
   """g's tangent map at `zeros` applied to each basis direction of its concatenated
   arguments: (outputs' tangents, one row per direction), g linearized once. aux: g returns
   (outputs, aux) and so does this, with aux's value."""
@@ -223,7 +223,7 @@ def _tangents(g, zeros, chunk: int | None, aux: bool = False):
   tangent = out[1]
   sizes = [z.shape[0] for z in zeros]
   n = sum(sizes)
-  apply = jax.vmap(lambda e: tangent(*_split(e, sizes)))
+  apply = jax.vmap(lambda e: tangent(*split(e, sizes)))
   if chunk is None or chunk >= n:
     res = apply(jnp.eye(n, dtype=zeros[0].dtype))
   else:
@@ -235,9 +235,9 @@ def _tangents(g, zeros, chunk: int | None, aux: bool = False):
   return (res, out[2]) if aux else res
 
 
-def _central(f, n: int, dt, eps):
-  """Centred differences of f at 0 (n,), every column in one vmapped batch: the
-  outputs' columns, one row per direction."""
+def central(f, n: int, dt, eps):
+  """Centred differences of f at 0 (n,), every column in one vmapped batch: each output
+  (a pytree of arrays) with one row per direction."""
   ex = jnp.eye(n, dtype=dt) * eps
-  y, s = jax.vmap(f)(jnp.concatenate([ex, -ex]))
-  return (y[:n] - y[n:]) / (2 * eps), (s[:n] - s[n:]) / (2 * eps)
+  out = jax.vmap(f)(jnp.concatenate([ex, -ex]))
+  return jax.tree.map(lambda y: (y[:n] - y[n:]) / (2 * eps), out)
