@@ -5,6 +5,7 @@ surrounding box from inside: normals point out of the hit geom either way. A ray
 misses (the second site's) gives zeros.
 """
 
+import jax
 import numpy as np
 import pytest
 
@@ -165,3 +166,26 @@ def test_camera_rangefinders_match_mj_forward():
 
   assert_stage_matches((m, mj), sensors, mujoco.mj_forward, ["sensordata"],
                        seeds=range(6), tol=1e-12, state=state)
+
+
+def test_camera_depth_images_carry_gradients():
+  """A depth image's derivative w.r.t. the camera's position (through the rays' hits, the
+  misses' constant -1 aside) is its central finite differences'."""
+  depth_only = "\n".join(line for line in CAMERA_XML.splitlines()
+                         if "<rangefinder" not in line or "dist dir" not in line)
+  m = jaxmj.Model.from_xml_string(depth_only)  # the orthographic and the fovy camera's
+  assert m.nsensor == 2
+  d0 = jaxmj.make_data(m)
+  cols = np.arange(m.nsensordata)
+
+  def depth(x):
+    d = jaxmj.kinematics(m, d0.replace(qpos=d0.qpos.at[:3].add(x)))
+    return jaxmj.sensor_pos(m, jaxmj.camlight(m, jaxmj.com_pos(m, d))).sensordata[cols].sum()
+
+  x = np.array([0.01, -0.02, 0.03])
+  grad = jax.jit(jax.grad(depth))(x)
+  f = jax.jit(depth)
+  eps = 1e-6
+  fd = [(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in np.eye(3)]
+  assert np.abs(grad).min() > 1
+  np.testing.assert_allclose(grad, fd, rtol=1e-6)
