@@ -12,6 +12,7 @@ from jaxmj.actuation.driver import fwd_actuation
 from jaxmj.bind import bind
 from jaxmj.camera.image import camera_image
 from jaxmj.collision.ray import multi_ray, ray
+from jaxmj.constraint.contact_force import contact_force, contact_forces
 from jaxmj.constraint.extforce import rne_post_constraint
 from jaxmj.datacheck import checks_data
 from jaxmj.distance import geom_distance
@@ -46,8 +47,6 @@ from jaxmj.smooth.rne import xfrc_accumulate
 from jaxmj.smooth.support import (
   angmom_mat,
   apply_ft,
-  contact_force,
-  contact_forces,
   differentiate_pos,
   full_m,
   integrate_pos,

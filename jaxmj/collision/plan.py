@@ -203,6 +203,37 @@ def contact_slots(m: Model) -> dict:
   return {"ncon": cap["ncon"], "dim": cap["dim"], "geom1": None, "geom2": None}
 
 
+def contact_keys(m: Model, plan: dict) -> list:
+  """Sort key of every contact slot in mj_collision's order: body pairs by signature (an
+  explicit <pair> before the dynamic contacts of its body pair), geom pairs within a body
+  pair in loop order (midphase: sorted by (geom1, geom2)), then the collider's own order."""
+  midphase = not int(m.opt.disableflags) & DisableBit.MIDPHASE
+  body, gnum, bvh = m.geom_bodyid, m.body_geomnum, m.body_bvhadr
+  keys = [None] * plan["ncon"]
+  for grp in plan["groups"]:
+    for r, (g1, g2, p) in enumerate(zip(grp["g1"], grp["g2"], grp["pair"])):
+      b1, b2 = int(body[g1]), int(body[g2])
+      if p >= 0:
+        k = (int(m.pair_signature[p]), 0, int(p), 0)
+      else:
+        lo, hi = (g1, g2) if b1 < b2 else (g2, g1)
+        tree = midphase and bvh[b1] >= 0 and bvh[b2] >= 0 and not gnum[b1] == gnum[b2] == 1
+        ga, gb = (int(g1), int(g2)) if tree else (int(lo), int(hi))
+        k = ((min(b1, b2) << 16) + max(b1, b2), 1, ga, gb)
+      for s in range(grp["slots"]):
+        keys[grp["start"] + r * grp["slots"] + s] = (*k, s)
+  return keys
+
+
+def contact_rank(m: Model) -> np.ndarray:
+  """(ncon,) int: each contact slot's rank in mj_collision's order (contact_keys), so that
+  the active slots sorted by it come in the order of MuJoCo's d.contact."""
+  keys = contact_keys(m, collision_plan(m))
+  rank = np.empty(len(keys), np.int64)
+  rank[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+  return rank
+
+
 def refuse_capped(m: Model, feature: str) -> None:
   """Raises NotImplementedError when max_contact_points or max_geom_pairs binds in `m`:
   `feature` reads which geoms each slot holds as static."""

@@ -25,11 +25,11 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.constraint import equality
+from jaxmj.constraint.contact_force import contact_forces
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.scan import body_plan
 from jaxmj.smooth import armature, passive, tendon, wrap
 from jaxmj.smooth.com import subtree_product
-from jaxmj.smooth.support import contact_forces
 from jaxmj.types import Data, DisableBit, EqType, Model, TrnType
 
 
@@ -139,7 +139,7 @@ def rne_post_constraint(m: Model, d: Data) -> Data:
   """mj_rnePostConstraint: cacc, cfrc_ext, cfrc_int with the final qacc (com frame).
 
   cacc includes gravity as an upward acceleration of the world. cfrc_ext holds xfrc_applied,
-  contact forces (support.contact_forces), connect and weld constraint forces and spatial
+  contact forces (contact_force.py), connect and weld constraint forces and spatial
   tendon forces (equality_wrenches, tendon_wrenches) on each body, moved to the com-frame
   origin; cfrc_int is the force each body receives from its parent. Reads cdof, cdof_dot,
   cinert, cvel,

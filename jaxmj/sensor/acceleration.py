@@ -9,10 +9,10 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.collision.ray import RAY_FUNCS
+from jaxmj.constraint import contact_force
 from jaxmj.sensor.contact import contact
 from jaxmj.sensor.limit import limit
 from jaxmj.sensor.objects import acceleration, actuator_output, mat_t_vec
-from jaxmj.smooth import support
 from jaxmj.types import ConstraintType, GeomType, ObjType, SensorType, TrnType
 
 
@@ -23,7 +23,7 @@ def _touch(m, d, g):
   ncon = d.contact.dist.shape[0]
   if ncon == 0 or d.efc_force.shape[0] == 0:
     return jnp.zeros((n, 1), d.qpos.dtype)
-  normal_force = support.contact_forces(m, d)[:, 0]
+  normal_force = contact_force.contact_forces(m, d)[:, 0]
   body = m.site_bodyid[g.obj]
   b1, b2 = d.contact.bodies(m.geom_bodyid)
   on1 = body[:, None] == b1[None]

@@ -1,7 +1,7 @@
 """The contact sensor of MuJoCo 4.0 (the mjSENS_CONTACT case of mj_computeSensorAcc).
 
 Contacts are matched against the sensor's two sides (geom, body, subtree or site criteria),
-reduced to `num` slots (none: slot order; mindist; maxforce; netforce: one synthetic
+reduced to `num` slots (none: MuJoCo's contact order; mindist; maxforce; netforce: one synthetic
 contact) and the requested data fields are extracted in the direction side 1 -> side 2.
 Reversing a matched contact rotates its frame 180 degrees about tangent2: normal and
 tangent flip, and so do the tangent2 components of force, torque and relative velocity.
@@ -13,11 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision.plan import refuse_capped
+from jaxmj.collision.plan import contact_rank, refuse_capped
 from jaxmj.constants import MINVAL
+from jaxmj.constraint import contact_force
 from jaxmj.scan import body_plan
 from jaxmj.sensor.inside import inside_geom
-from jaxmj.smooth import support
 from jaxmj.types import ObjType
 
 # mjtConDataType order: found force torque dist pos normal tangent linvel angvel.
@@ -110,7 +110,7 @@ def contact(m, d, g):
   refuse_capped(m, "the contact sensor")
   match, flipped = _matches(m, d, g)
   need_force = bits & FORCE_BITS or reduce in (MAXFORCE, NETFORCE)
-  frc = support.contact_forces(m, d) if need_force else None
+  frc = contact_force.contact_forces(m, d) if need_force else None
   if reduce == NETFORCE:
     out = _netforce(m, d, g, match, flipped, frc)
     return jnp.concatenate([out, jnp.zeros((n, (num - 1) * width), dt)], axis=-1)
@@ -118,8 +118,8 @@ def contact(m, d, g):
     key = jnp.broadcast_to(c.dist, (n, ncon))
   elif reduce == MAXFORCE:
     key = -jnp.broadcast_to(jnp.linalg.norm(frc[:, :3], axis=-1), (n, ncon))
-  else:
-    key = jnp.broadcast_to(jnp.arange(ncon, dtype=dt), (n, ncon))
+  else:  # MuJoCo's contact order
+    key = jnp.broadcast_to(jnp.asarray(contact_rank(m), dt), (n, ncon))
   order = jnp.argsort(jnp.where(match, key, jnp.inf), axis=1, stable=True)[:, :num]
   found = jnp.sum(match, axis=1)
   sign = jnp.take_along_axis(jnp.where(jnp.asarray(flipped), -1.0, 1.0), order, 1)

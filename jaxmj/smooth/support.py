@@ -1,5 +1,5 @@
 """Utilities MuJoCo users reach for (engine_support): Jacobians, frames, object velocities,
-positions on the joint manifold, contact forces.
+positions on the joint manifold (contact forces: constraint/contact_force.py).
 
 Every function is pure and works under jit, vmap and grad. Object ids may be Python ints or
 traced integers; object types are host values (an ObjType or its name). Jacobians are dense
@@ -26,10 +26,10 @@ from jaxmj.smooth.jac import (
 )
 from jaxmj.smooth.mass import mul_m, solve_m
 from jaxmj.smooth.qpos import differentiate_pos, integrate_pos, normalize_quat
-from jaxmj.types import Cone, Data, Model, ObjType, SameFrame
+from jaxmj.types import Data, Model, ObjType, SameFrame
 
 __all__ = [
-  "angmom_mat", "apply_ft", "contact_force", "contact_forces", "differentiate_pos", "full_m",
+  "angmom_mat", "apply_ft", "differentiate_pos", "full_m",
   "integrate_pos", "jac", "jac_body", "jac_body_com", "jac_dot", "jac_geom", "jac_point_axis",
   "jac_site", "jac_subtree_com", "local2global", "mul_m", "normalize_quat",
   "object_acceleration", "object_velocity", "solve_m",
@@ -152,43 +152,3 @@ def object_acceleration(m: Model, d: Data, objtype, objid, local: bool = False) 
   acc = _transform_motion(d.cacc[body], pos, com, rot, local)
   vel = _transform_motion(d.cvel[body], pos, com, rot, local)
   return acc.at[3:].add(jnp.cross(vel[:3], vel[3:]))
-
-
-# ---------------------------------------------------------------- contact forces
-
-
-def decode_pyramid(pyramid: jnp.ndarray, mu: jnp.ndarray, dim: int) -> jnp.ndarray:
-  """mju_decodePyramid: (..., dim) contact-frame force from the (..., 2(dim-1)) forces on
-  the pyramid's edges; mu: (..., 5) friction coefficients."""
-  if dim == 1:
-    return pyramid[..., :1]
-  normal = jnp.sum(pyramid, axis=-1, keepdims=True)
-  tangent = (pyramid[..., 0::2] - pyramid[..., 1::2]) * mu[..., : dim - 1]
-  return jnp.concatenate([normal, tangent], axis=-1)
-
-
-def contact_forces(m: Model, d: Data) -> jnp.ndarray:
-  """mj_contactForce for every contact slot: (ncon, 6) normal force, two tangential forces
-  and three torques in the contact frame (zeros past `dim`, and for inactive slots).
-
-  Slots are fixed per model (each candidate geom pair owns its own), so the shape is static
-  under jit; `d.contact.active` (ncon,) marks the slots in contact now, and outside jit
-  `contact_forces(m, d)[d.contact.active]` lists only those, in the order of `d.contact`."""
-  c = d.contact
-  out = jnp.zeros((len(c.dim), 6), d.efc_force.dtype)
-  pyramidal = m.opt.cone == Cone.PYRAMIDAL
-  for dim in np.unique(c.dim):
-    sel = np.flatnonzero(c.dim == dim)
-    nrow = 2 * (dim - 1) if pyramidal and dim > 1 else dim
-    rows = d.efc_force[c.efc_address[sel][:, None] + np.arange(nrow)]
-    if pyramidal:
-      force = decode_pyramid(rows, c.friction[sel], int(dim))
-    else:
-      force = rows
-    out = out.at[sel, :dim].set(force)
-  return jnp.where(c.active[:, None], out, 0.0)
-
-
-def contact_force(m: Model, d: Data, i) -> jnp.ndarray:
-  """mj_contactForce: (6,) force and torque of contact slot `i` in its contact frame."""
-  return contact_forces(m, d)[i]

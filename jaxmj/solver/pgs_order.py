@@ -27,9 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision.plan import collision_plan, refuse_capped
+from jaxmj.collision.plan import collision_plan, contact_keys, refuse_capped
 from jaxmj.constraint.layout import efc_layout
-from jaxmj.types import DisableBit, Model
+from jaxmj.types import Model
 
 _U32 = jnp.uint32
 _MUL_HI, _MUL_LO = 0x5851F42D, 0x4C957F2D  # PCG32's 64-bit multiplier, as two 32-bit halves
@@ -121,32 +121,11 @@ def init_state(ni: int, nb: int):
 # ------------------------------------------------------------------ MuJoCo's contact order
 
 
-def _contact_keys(m: Model, plan: dict) -> list:
-  """Sort key of every contact slot in mj_collision's order: body pairs by signature (an
-  explicit <pair> before the dynamic contacts of its body pair), geom pairs within a body
-  pair in loop order (midphase: sorted by (geom1, geom2)), then the collider's own order."""
-  midphase = not int(m.opt.disableflags) & DisableBit.MIDPHASE
-  body, gnum, bvh = m.geom_bodyid, m.body_geomnum, m.body_bvhadr
-  keys = [None] * plan["ncon"]
-  for grp in plan["groups"]:
-    for r, (g1, g2, p) in enumerate(zip(grp["g1"], grp["g2"], grp["pair"])):
-      b1, b2 = int(body[g1]), int(body[g2])
-      if p >= 0:
-        k = (int(m.pair_signature[p]), 0, int(p), 0)
-      else:
-        lo, hi = (g1, g2) if b1 < b2 else (g2, g1)
-        tree = midphase and bvh[b1] >= 0 and bvh[b2] >= 0 and not gnum[b1] == gnum[b2] == 1
-        ga, gb = (int(g1), int(g2)) if tree else (int(lo), int(hi))
-        k = ((min(b1, b2) << 16) + max(b1, b2), 1, ga, gb)
-      for s in range(grp["slots"]):
-        keys[grp["start"] + r * grp["slots"] + s] = (*k, s)
-  return keys
-
-
 def mujoco_efc_order(m: Model, contact_dims) -> np.ndarray:
   """(nefc,) int: each efc row's position in MuJoCo's row order, were every contact slot
   active (ranks among the active rows are then MuJoCo's). Non-contact rows already come in
-  MuJoCo's order; contact rows follow `_contact_keys`. contact_dims: Contact.dim (static)."""
+  MuJoCo's order; contact rows follow collision/plan.py's `contact_keys`. contact_dims:
+  Contact.dim (static)."""
   refuse_capped(m, "MuJoCo's contact row order (the PGS solver, noslip)")
   layout = efc_layout(m, contact_dims)
   order = np.arange(layout.nefc)
@@ -154,7 +133,7 @@ def mujoco_efc_order(m: Model, contact_dims) -> np.ndarray:
   slots = np.flatnonzero(adr >= 0)
   if not len(slots):
     return order
-  keys = _contact_keys(m, collision_plan(m))
+  keys = contact_keys(m, collision_plan(m))
   nrows = np.bincount(np.asarray(layout.con_slot), minlength=len(adr))
   pos = layout.contact0
   for s in sorted(slots, key=lambda s: keys[s]):

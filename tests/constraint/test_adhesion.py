@@ -56,6 +56,38 @@ def test_adhesion_rows_and_forces_match_mujoco(cone, condim):
                                np.sort(getattr(dm, name)), rtol=0, atol=tol, err_msg=name)
 
 
+def test_contact_forces_and_force_sensors_report_the_net_force_as_mujoco():
+  """mj_contactForce reports the net interface force, the cone force less the contact's
+  adhesion: so do contact_forces, the touch and contact sensors and cfrc_ext (1e-6, the
+  solver's tolerance). The contact sensor (reduce none) lists MuJoCo's first contacts in
+  mj_collision's order, where the explicit pair's body pair sorts last."""
+  xml = XML.format(cone="pyramidal", condim=3).replace(
+    '<geom name="box" type="box" size=".1 .1 .1"/>',
+    '<geom name="box" type="box" size=".1 .1 .1"/><site name="s" type="box" size=".2 .2 .2"/>')
+  xml = xml.replace("</mujoco>", """<sensor><touch site="s"/>
+    <contact body1="world" data="found force" num="3"/></sensor></mujoco>""")
+  m, mj = load_both(xml=xml)
+  dm = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, dm)
+  d = jax.jit(jaxmj.forward, compiler_options=FAST)(m, to_jaxmj(m, dm))
+  forces = np.asarray(jaxmj.contact_forces(m, d))
+  active = np.flatnonzero(np.asarray(d.contact.active))
+  assert len(active) == dm.ncon > 0
+  res = np.zeros(6)
+  for i in range(dm.ncon):
+    mujoco.mj_contactForce(mj, dm, i, res)
+    c = dm.contact[i]
+    k = [k for k in active if {int(d.contact.geom1[k]), int(d.contact.geom2[k])} == set(
+      c.geom) and np.allclose(d.contact.pos[k], c.pos, atol=1e-9)]
+    assert len(k) == 1
+    np.testing.assert_allclose(forces[k[0]], res, atol=SOLVED)
+  assert all(c.adhesion > 0 for c in dm.contact[:dm.ncon])  # every force is net of a pull
+  np.testing.assert_allclose(d.sensordata, dm.sensordata, atol=SOLVED)
+  mujoco.mj_rnePostConstraint(mj, dm)
+  post = jaxmj.rne_post_constraint(m, d)
+  np.testing.assert_allclose(post.cfrc_ext, dm.cfrc_ext, atol=SOLVED)
+
+
 @pytest.mark.slow
 def test_adhesive_trajectory_matches_mj_step():
   m, mj, dm, _ = _state("pyramidal", 3)
