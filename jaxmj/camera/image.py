@@ -9,8 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.camera import cull, frustum, shade, soft, trace
+from jaxmj.camera import frustum, shade, soft
 from jaxmj.collision import ray as ray_lib
+from jaxmj.collision.raycast import cull, trace
 from jaxmj.names import name2id
 from jaxmj.types import Data, Model, ObjType
 
@@ -47,7 +48,7 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
   compiled outside jit too). To batch cameras, vmap over d.cam_xpos / d.cam_xmat with one
   camera id (same intrinsics).
 
-  tile, tile_candidates: culling (camera/cull.py): each tile x tile block of pixels
+  tile, tile_candidates: culling (collision/raycast/cull.py): each tile x tile block of pixels
   intersects only the primitives whose bounding spheres reach into it, tile_candidates of
   them at a time (more take further passes: exact for any value); types with at most
   tile_candidates geoms, planes, meshes and heightfields are tested by every pixel. The

@@ -21,8 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.camera import cull, shade, trace
+from jaxmj.camera import shade
 from jaxmj.collision import ray as ray_lib
+from jaxmj.collision.raycast import cull, trace
 from jaxmj.types import Data, GeomType, Model
 
 GOLDEN_STEPS = 48  # interval shrinks 0.618^48 ~ 1e-10 of the bounding sphere's width

@@ -22,6 +22,7 @@ from jaxmj.collision.ray import (
   mesh_triangles,
   triangle_hits,
 )
+from jaxmj.collision.raycast import trace
 from jaxmj.constants import MINVAL
 from jaxmj.types import Data, GeomType, Model, ObjType
 
@@ -131,7 +132,10 @@ def _camera_rangefinder(m, d, g):
   image: a perspective camera's rays leave its position along unit directions through the
   pixel centres; an orthographic camera's leave the pixel centres on its image plane
   (height fovy, in length units) along -z. Fields per pixel, pixels row by row; depth is the
-  distance along the optical axis (-1 for a miss)."""
+  distance along the optical axis (-1 for a miss). The rays go through the camera image's
+  tile culling (collision/raycast): casting every pixel against every geom made
+  humanoid_floor's step with a 32 x 24 depth camera 6.6x slower (scripts/bench_rangefinder.py,
+  README)."""
   ids = candidates(m)
   cams = np.asarray(g.obj)
   direction, offset = _camera_pixel_rays(m, cams)
@@ -144,9 +148,18 @@ def _camera_rangefinder(m, d, g):
   vec = jnp.where(ortho, -mat[:, None, :, 2], perspective)
   pnt = jnp.where(ortho, pos[:, None] + rotate(mat, jnp.asarray(offset, pos.dtype)),
                   pos[:, None])
-  exclude = jnp.asarray(m.cam_bodyid[cams])
-  dist, gid = jax.vmap(jax.vmap(lambda p, v, b: cast(m, d, ids, p, v, b), (0, 0, None)))(
-    pnt, vec, exclude)
+  width, height = (int(v) for v in m.cam_resolution[cams[0]])
+  hits = []
+  for i, cam in enumerate(cams):  # each camera's image culled per tile, its body excluded
+    image = lambda x: np.asarray(x).reshape(height, width, 3)  # noqa: E731
+    orthographic = bool(ortho[i, 0, 0])
+    hits.append(trace.image_hits(
+      m, d, ids[m.geom_bodyid[ids] != m.cam_bodyid[cam]], pos[i], mat[i],
+      image(offset[i] if orthographic else np.zeros_like(offset[i])), image(direction[i]),
+      pnt[i].reshape(height, width, 3) if orthographic else pos[i],
+      vec[i].reshape(height, width, 3), orthographic))
+  dist = jnp.stack([jnp.where(jnp.isfinite(h.dist), h.dist, -1.0) for h in hits])
+  gid = jnp.stack([h.geomid for h in hits])
   hit = (dist >= 0)[..., None]
   point = jnp.where(hit, pnt + math.nofma(vec * dist[..., None], z), 0.0)
   along = math.nofma((point - pos[:, None]) * mat[:, None, :, 2], z)

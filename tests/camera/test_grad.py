@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxmj
-from jaxmj.camera import mesh_bvh
+from jaxmj.collision.raycast import mesh_bvh
 
 XML = """<mujoco><worldbody>
   <light pos=".5 -1 2" dir="-.2 .4 -1" castshadow="false"/>

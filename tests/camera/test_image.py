@@ -14,7 +14,7 @@ from conftest import MODELS
 from mujoco_compare import jit_fast
 
 import jaxmj
-from jaxmj.camera import mesh_bvh
+from jaxmj.collision.raycast import mesh_bvh
 
 H, W = 24, 32
 PRIMITIVES = """<mujoco><worldbody>
@@ -166,7 +166,7 @@ def test_vmap_over_worlds_and_camera_poses_equals_one_at_a_time():
 
 
 def test_a_camera_and_option_set_is_traced_once_by_name_or_id_list_or_tuple(monkeypatch):
-  from jaxmj.camera import trace
+  from jaxmj.collision.raycast import trace
 
   m = jaxmj.Model.from_xml_string(PRIMITIVES)
   d = jax.jit(jaxmj.forward)(m, jaxmj.make_data(m))

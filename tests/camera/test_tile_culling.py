@@ -1,4 +1,4 @@
-"""Per-tile culling (jaxmj/camera/cull.py) changes nothing in the images: a grid of many
+"""Per-tile culling (jaxmj/collision/raycast/cull.py) changes nothing in the images: a grid of many
 primitives rendered with and without it, with candidate lists short enough to overflow, at
 an image size that is not a whole number of tiles; and its gradients are the finite
 differences'."""
@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 
 import jaxmj
-from jaxmj.camera import cull
+from jaxmj.collision.raycast import cull
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import bench_camera  # noqa: E402

@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.camera import cull, mesh_bvh
 from jaxmj.collision import ray as ray_lib
+from jaxmj.collision.raycast import cull, mesh_bvh
 from jaxmj.types import Data, GeomType, Model
 
 
@@ -136,3 +136,28 @@ def nearest_hits(m: Model, d: Data, ids: np.ndarray, pnt, vec,
   n = jnp.arange(vec.shape[0])
   return Hits(dist[k, n], jnp.stack([g.geomid for g in groups])[k, n],
               jnp.stack([g.normal for g in groups])[k, n])
+
+
+def image_hits(m: Model, d: Data, ids: np.ndarray, cam_pos, cam_mat, origins: np.ndarray,
+               dirs: np.ndarray, pnt, vec, orthographic: bool, tile: int = 8,
+               candidates: int = 4) -> Hits:
+  """nearest_hits of one camera's image of rays, culled per tile x tile block (cull.py):
+  origins, dirs (H, W, 3) the rays in the camera frame (static: they place the tiles'
+  planes; perspective directions (x, y, -1), orthographic origins (x, y, 0)), pnt ((3,) or
+  (H, W, 3)) and vec (H, W, 3) the same rays in the global frame, the camera at cam_pos,
+  cam_mat. The image is padded to whole tiles with its edge rays. Hits of the H * W rays,
+  row by row."""
+  h, w = dirs.shape[:2]
+  hp, wp = cull.padded_shape(h, w, tile)
+
+  def tiled(a, xp):
+    a = xp.pad(a, ((0, hp - h), (0, wp - w), (0, 0)), mode="edge")
+    return cull.to_tiles(a, tile)
+
+  tiled_origins, tiled_dirs = tiled(origins, np), tiled(dirs, np)
+  tiles = cull.Tiles(*cull.tile_planes(tiled_origins, tiled_dirs, orthographic), candidates,
+                     cam_pos, cam_mat, tiled_origins if orthographic else None)
+  if orthographic:
+    pnt = tiled(jnp.broadcast_to(pnt, vec.shape), jnp).reshape(-1, 3)
+  hits = nearest_hits(m, d, ids, pnt, tiled(vec, jnp).reshape(-1, 3), tiles)
+  return Hits(*(cull.from_tiles(x, h, w, tile).reshape(h * w, *x.shape[1:]) for x in hits))
