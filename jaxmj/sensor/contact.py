@@ -1,6 +1,7 @@
 """The contact sensor of MuJoCo 4.0 (the mjSENS_CONTACT case of mj_computeSensorAcc).
 
-Contacts are matched against the sensor's two sides (geom, body, subtree or site criteria),
+Contacts (every one MuJoCo lists: out to margin + gap, the gap layer's without rows or force)
+are matched against the sensor's two sides (geom, body, subtree or site criteria),
 reduced to `num` slots (none: MuJoCo's contact order; mindist; maxforce; netforce: one synthetic
 contact) and the requested data fields are extracted in the direction side 1 -> side 2.
 Reversing a matched contact rotates its frame 180 degrees about tangent2: normal and
@@ -13,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.collision.driver import slot_gap
 from jaxmj.collision.plan import contact_rank, refuse_capped
 from jaxmj.constants import MINVAL
 from jaxmj.constraint import contact_force
@@ -52,7 +54,9 @@ def _matches(m, d, g):
     s2 = [_side(m, g.reftype, r, c.geom1), _side(m, g.reftype, r, c.geom2)]
     direct[k] = s1[0] & s2[1]
     flipped[k] = s1[1] & s2[0] & ~direct[k]
-  match = jnp.asarray(direct | flipped) & c.active[None]
+  # every contact MuJoCo lists: those out to margin + gap too, which have no rows
+  listed = c.dist < c.includemargin + slot_gap(m)
+  match = jnp.asarray(direct | flipped) & listed[None]
   if site:
     local = jnp.einsum("nji,cnj->cni", d.site_xmat[g.obj],
                        c.pos[:, None] - d.site_xpos[g.obj][None])

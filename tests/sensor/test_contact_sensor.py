@@ -1,7 +1,8 @@
 """Contact sensor fields linvel/angvel and reduce="netforce" against mj_forward (MuJoCo 4.0).
 
 A box resting on the floor with a ball on top, all moving: the sensors match the box's
-contacts from both sides (direct and reversed), so flipped frames are covered.
+contacts from both sides (direct and reversed), so flipped frames are covered. Contacts in
+the gap layer (no rows) are matched as MuJoCo lists them.
 """
 
 import numpy as np
@@ -65,6 +66,30 @@ def test_contact_linvel_angvel_netforce_match_mj_forward():
 
   assert_stage_matches((m, mj), jaxmj.forward, mujoco.mj_forward, [], seeds=range(3),
                        state=state, check=check)
+
+
+GAP = """<mujoco><worldbody><geom name="floor" type="plane" size="2 2 .1"/>
+  <body name="hover" pos="0 0 .17"><freejoint/>
+    <geom type="sphere" size=".1" margin=".02" gap=".1"/></body>
+  <body name="rest" pos=".5 0 .11"><freejoint/>
+    <geom type="sphere" size=".1" margin=".02" gap=".1"/></body>
+</worldbody><sensor>
+  <contact geom1="floor" data="found force dist normal" num="2"/>
+  <contact body1="hover" data="found dist"/><contact body1="hover" reduce="mindist"/>
+</sensor></mujoco>"""
+
+
+def test_contacts_in_the_gap_layer_are_listed_without_force():
+  """MuJoCo lists contacts out to margin + gap, those beyond the margin without rows: the
+  contact sensor matches them too (found, dist, normal; force 0), in MuJoCo's order."""
+  m, mj = load_both(xml=GAP)
+
+  def check(out, d, seed):
+    assert d.ncon == 2 and d.contact[0].efc_address == -1  # the hovering sphere's
+    np.testing.assert_allclose(out.sensordata, d.sensordata, atol=1e-8)
+
+  assert_stage_matches((m, mj), jaxmj.forward, mujoco.mj_forward, [], seeds=range(1),
+                       state=lambda m, mj, seed: mujoco.MjData(mj), check=check)
 
 
 def test_netforce_with_linvel_is_an_error():
