@@ -385,6 +385,9 @@ class Model:
   geom_adhesion: jax.Array  # (ngeom,)  adhesive pull of contacts, force (summed per pair)
   pair_adhesion: jax.Array  # (npair,)  the explicit pair's adhesion
   flg_adhesion: int = static()  # 1 if any geom or pair adhesion is nonzero
+  # jaxmj: 1 if flg_adhesion and a geom or pair gap > 0 (compiled values): every contact slot
+  # then owns a frictionless row for an adhering contact in its gap layer (MuJoCo 4.0's)
+  flg_adhesiongap: int = static()
 
   # ---- contact surface velocity (jaxmj/constraint/surfacevel.py) ----
   geom_surfacevel: jax.Array  # (ngeom, 6)  surface velocity in the geom frame: lin, ang

@@ -112,7 +112,8 @@ def pytest_addoption(parser):
 # grown to 22): each took 8-58 s of process CPU time in a whole-suite run (2026-11-29; the
 # last four 15-44 s in ci63's, 2026-12-01, when the suite had crept back to 15-19 minutes;
 # the last eight 8-40 s of worker time in a 22-minute run, 2026-12-06; the last 11 s alone,
-# 2026-12-07, its "scene" sibling has a free box in contact, actuators and sensors),
+# 2026-12-07, its "scene" sibling has a free box in contact, actuators and sensors, and the
+# gap row's condim-1 case, 7 s, beside its elliptic sibling that also pushes),
 # and the default suite keeps a cheaper test of the same behaviour (another parameter, model
 # or test of the file). Node ids, parameters included; a stale id here only stops applying.
 # Not here: a test whose compiled programs a default sibling shares (a module fixture or
@@ -167,6 +168,7 @@ tests/solver/test_tree_blocks.py::test_forward_matches_mujoco_with_and_without_c
 tests/solver/test_tree_blocks.py::test_forward_matches_mujoco_with_and_without_coupling[True-elliptic-3]
 tests/test_derivative.py::test_transition_jacobians_match_mjd_transitionFD[arm_undamped]
 tests/dynamics/test_inverse_jacobians.py::test_inverse_jacobians_match_mjd_inverseFD[box_stack]
+tests/constraint/test_adhesion.py::test_adhering_contacts_in_the_gap_layer_get_one_frictionless_row[pyramidal-1--3.0]
 """.split())
 
 

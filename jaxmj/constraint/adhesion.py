@@ -10,6 +10,13 @@ reports efc_force as the shifted force (mj_contactForce subtracts a again).
 
 a per contact: the explicit <pair>'s adhesion, else the higher-priority geom's, else the
 sum of the two geoms' values (measured on mujoco 4.0.0).
+
+With a gap, MuJoCo 4.0 lists contacts out to margin + gap; those beyond the margin have no
+rows, except an adhering one (a > 0): it gets one frictionless row, whatever its condim and
+cone, and pulls like the others. The row is a contact row like any (its aref from the
+distance past the margin, shifted by a R): usually satisfied (force 0, the net force -a), it
+turns active and pushes when the bodies approach fast enough (mujoco 4.0.0, probed). jaxmj
+gives every slot of such a model that row too (layout.py's con_gap), used in the gap layer.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmj.collision.driver import slot_gap
 from jaxmj.collision.plan import collision_plan, refuse_capped
 from jaxmj.types import Data, Model
 
@@ -35,9 +43,22 @@ def slot_adhesion(m: Model) -> jnp.ndarray:
   return jnp.concatenate(out) if out else jnp.zeros(0)
 
 
+def gap_layer(m: Model, d: Data) -> jnp.ndarray:
+  """(ncon,) bool: the slots holding an adhering contact in its gap layer (includemargin <=
+  dist < includemargin + gap, adhesion > 0), which MuJoCo 4.0 gives one frictionless row
+  (dim 1, whatever its condim and cone) and whose pull enters qfrc_passive; all False
+  unless m.flg_adhesiongap."""
+  c = d.contact
+  if not m.flg_adhesiongap:
+    return jnp.zeros(c.dist.shape, bool)
+  return (~c.active & (c.dist < c.includemargin + slot_gap(m))
+          & (slot_adhesion(m) > 0))
+
+
 def efc_share(m: Model, d: Data, lay) -> jnp.ndarray | None:
-  """(nefc,) normal force each row carries for its contact's adhesion (0 off contacts and
-  on elliptic friction rows); None when the model has no adhesion."""
+  """(nefc,) normal force each row carries for its contact's adhesion (0 off contacts, on
+  elliptic friction rows and on the rows a contact does not use: its cone's in the gap
+  layer, its gap row below the margin); None when the model has no adhesion."""
   if not m.flg_adhesion or lay.nc == 0:
     return None
   refuse_capped(m, "contact adhesion (geom or pair adhesion)")
@@ -45,6 +66,7 @@ def efc_share(m: Model, d: Data, lay) -> jnp.ndarray | None:
   dim = np.asarray(d.contact.dim)[slot]
   weight = np.where(lay.con_pyramid, 1.0 / (2 * np.maximum(dim - 1, 1)),
                     np.where(lay.con_j == 0, 1.0, 0.0))
-  a = jnp.where(d.contact.active, slot_adhesion(m), 0.0)[slot]
+  used = jnp.where(lay.con_gap, gap_layer(m, d)[slot], d.contact.active[slot])
+  a = jnp.where(used, slot_adhesion(m)[slot], 0.0)
   share = jnp.zeros(lay.nefc, a.dtype)
   return share.at[lay.contact0:].set(a * weight)

@@ -2,7 +2,8 @@
 
 The solver's contact force is the cone force; with contact adhesion it carries the pull
 shifted in (adhesion.py), and MuJoCo reports the net interface force, that force's normal
-component less the contact's adhesion.
+component less the contact's adhesion. An adhering contact in the gap layer reports its one
+frictionless row's force less its adhesion; other contacts without rows, zeros.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.constraint.adhesion import slot_adhesion
+from jaxmj.constraint.adhesion import gap_layer, slot_adhesion
+from jaxmj.constraint.layout import efc_layout
 from jaxmj.types import Cone, Data, Model
 
 
@@ -44,9 +46,17 @@ def contact_forces(m: Model, d: Data) -> jnp.ndarray:
     else:
       force = rows
     out = out.at[sel, :dim].set(force)
+  used = c.active
+  if m.flg_adhesiongap and len(c.dim):  # an adhering gap-layer contact: its own row's force
+    lay = efc_layout(m, c.dim)
+    gap_row = np.zeros(len(c.dim), np.int64)
+    gap_row[lay.con_slot[lay.con_gap]] = lay.contact0 + np.flatnonzero(lay.con_gap)
+    gap = gap_layer(m, d)
+    out = out.at[:, 0].set(jnp.where(gap, d.efc_force[gap_row], out[:, 0]))
+    used = used | gap
   if m.flg_adhesion and len(c.dim):
     out = out.at[:, 0].add(-slot_adhesion(m).astype(out.dtype))
-  return jnp.where(c.active[:, None], out, 0.0)
+  return jnp.where(used[:, None], out, 0.0)
 
 
 def contact_force(m: Model, d: Data, i) -> jnp.ndarray:

@@ -54,6 +54,7 @@ class EfcLayout:
   con_j: np.ndarray  # (nc,) index of the row within its contact
   con_pyramid: np.ndarray  # (nc,) bool
   con_elliptic: np.ndarray  # (nc,) bool (condim > 1, elliptic cone)
+  con_gap: np.ndarray  # (nc,) bool: the slot's gap-layer row (flg_adhesiongap), after its own
   friction_ten: np.ndarray  # tendon of each tendon friction-loss row (after the dof rows)
   limit_ten: np.ndarray  # tendon of each tendon limit row (after the joint rows)
   limit_side: np.ndarray  # (nl_joint,) int: 0 the nearer end, -1 lower, +1 upper
@@ -112,25 +113,27 @@ def _build_layout(m, fric, dims, off, cone) -> EfcLayout:
   nf, nl = len(fric) + len(ften), len(jnt) + len(lten)
   c0 = ne + nf + nl
   adr = np.full(len(dims), -1, np.int32)
-  rows = {k: [] for k in ("slot", "k", "edge", "sign", "first", "j", "pyr", "ell", "type")}
+  rows = {k: [] for k in ("slot", "k", "edge", "sign", "first", "j", "pyr", "ell", "type",
+                          "gap")}
+
+  def add(s, k, edge, sign, first, j, pyr, ell, kind, gap=False):
+    for key, v in zip(rows, (s, k, edge, sign, first, j, pyr, ell, kind, gap)):
+      rows[key].append(v)
+
   for s, dim in enumerate(dims if contacts_on else ()):
     n = rows_per_contact(dim, cone)
     first = len(rows["slot"])
     adr[s] = c0 + first
+    pyr = dim > 1 and cone == Cone.PYRAMIDAL
+    kind = (ConstraintType.CONTACT_FRICTIONLESS if dim == 1 else
+            ConstraintType.CONTACT_PYRAMIDAL if pyr else ConstraintType.CONTACT_ELLIPTIC)
     for j in range(n):
-      pyr = dim > 1 and cone == Cone.PYRAMIDAL
       k = 1 + j // 2 if pyr else j
-      rows["slot"].append(s)
-      rows["k"].append(k)
-      rows["edge"].append(k - 1 if pyr else -1)
-      rows["sign"].append((1.0 if j % 2 == 0 else -1.0) if pyr else 0.0)
-      rows["first"].append(first)
-      rows["j"].append(j)
-      rows["pyr"].append(pyr)
-      rows["ell"].append(dim > 1 and not pyr)
-      rows["type"].append(ConstraintType.CONTACT_FRICTIONLESS if dim == 1 else
-                          ConstraintType.CONTACT_PYRAMIDAL if pyr else
-                          ConstraintType.CONTACT_ELLIPTIC)
+      add(s, k, k - 1 if pyr else -1, (1.0 if j % 2 == 0 else -1.0) if pyr else 0.0, first,
+          j, pyr, dim > 1 and not pyr, kind)
+    if m.flg_adhesiongap:  # MuJoCo gives an adhering gap-layer contact one such row
+      add(s, 0, -1, 0.0, len(rows["slot"]), 0, False, False,
+          ConstraintType.CONTACT_FRICTIONLESS, True)
   nc = len(rows["slot"])
   i32 = lambda x: np.asarray(x, np.int32).reshape(-1)
   efc_type = np.concatenate([
@@ -148,6 +151,7 @@ def _build_layout(m, fric, dims, off, cone) -> EfcLayout:
     con_edge=i32(rows["edge"]), con_sign=np.asarray(rows["sign"], np.float64),
     con_first=i32(rows["first"]), con_j=i32(rows["j"]),
     con_pyramid=np.asarray(rows["pyr"], bool), con_elliptic=np.asarray(rows["ell"], bool),
+    con_gap=np.asarray(rows["gap"], bool),
     friction_ten=ften, limit_ten=lten, limit_side=jside, limit_ten_side=tside)
 
 

@@ -17,7 +17,9 @@ driver.py stacks in MuJoCo's order (equality rows: equality.py; tendon rows: ten
 * Contacts: one block per contact slot of `Data.contact`: condim 1 -> 1 frictionless row;
   pyramidal cones 2 * (condim - 1) rows (edges J_n +- mu_i J_i); elliptic cones condim rows
   (normal, tangents, then torsion and rolling from the rotational Jacobian). Active when
-  `contact.active`.
+  `contact.active`. With adhesion and a gap (Model.flg_adhesiongap) each block ends in a
+  frictionless row of its own, active for an adhering contact in the gap layer
+  (adhesion.gap_layer).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.constants import MINVAL
+from jaxmj.constraint.adhesion import gap_layer
 from jaxmj.constraint.layout import EfcLayout
 from jaxmj.scan import body_plan
 from jaxmj.types import Data, Model
@@ -404,5 +407,7 @@ def contact_rows(m: Model, d: Data, lay: EfcLayout, f: ContactFactors | None) ->
     lay.nc, m.nv, dt, J=J, pos=jnp.where(normal_row, dist, 0.0),
     margin=jnp.where(normal_row, margin, 0.0), imp_pos=dist, imp_margin=margin, diag=diag,
     solref=con.solref[slot], solreffriction=con.solreffriction[slot],
-    solimp=con.solimp[slot], active=con.active[slot],
+    solimp=con.solimp[slot],
+    active=jnp.where(lay.con_gap, gap_layer(m, d)[slot], con.active[slot]) if lay.con_gap.any()
+    else con.active[slot],
     elliptic_friction=lay.con_elliptic & (lay.con_j > 0))

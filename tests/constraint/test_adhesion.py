@@ -95,6 +95,64 @@ def test_adhesive_trajectory_matches_mj_step():
   assert err < SOLVED
 
 
+GAP = """<mujoco><option gravity="0 0 -1" cone="{cone}"/><worldbody>
+<geom name="floor" type="plane" size="2 2 .1"/>
+<body pos="0 0 .17"><freejoint/>
+  <geom type="sphere" size=".1" margin=".02" gap=".1" adhesion="3" condim="{condim}"/>
+  <site name="s" type="sphere" size=".2"/></body>
+<body pos=".5 0 .11"><freejoint/><geom type="box" size=".1 .1 .1" margin=".02" gap=".1"/></body>
+<body pos="-.5 0 .12"><freejoint/><geom type="capsule" size=".05 .1" euler="90 0 0" gap=".1"/>
+</body></worldbody>
+<sensor><touch site="s"/><contact geom1="floor" data="found force dist" num="3"/></sensor>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("cone,condim,vz", [("pyramidal", 3, 0.0), ("elliptic", 4, -3.0),
+                                            ("pyramidal", 1, -3.0)])
+def test_adhering_contacts_in_the_gap_layer_get_one_frictionless_row(cone, condim, vz):
+  """With a gap, MuJoCo 4.0 gives an adhering contact past the margin one frictionless row
+  whatever its condim and cone, and pulls it in qfrc_passive; a non-adhering one (the box,
+  the capsule) has none. At rest the row is satisfied (force 0: the net force is the pull);
+  approaching fast it turns active and pushes. Rows, forces, contact forces and sensors as
+  MuJoCo's (1e-10; the solver's 1e-6)."""
+  m, mj = load_both(xml=GAP.format(cone=cone, condim=condim))
+  assert m.unsupported == () and m.flg_adhesiongap
+  dm = mujoco.MjData(mj)
+  dm.qvel[2] = vz
+  mujoco.mj_forward(mj, dm)
+  gap = [c.efc_address >= 0 and c.dist > c.includemargin for c in dm.contact[:dm.ncon]]
+  assert sum(gap) == 1 and dm.ncon == 1 + 4 + 2
+  d = jax.jit(jaxmj.forward, compiler_options=FAST)(m, to_jaxmj(m, dm))
+  active = np.asarray(d.efc_active)
+  assert active.sum() == dm.nefc
+  np.testing.assert_array_equal(np.sort(np.asarray(d.efc_type)[active]), np.sort(dm.efc_type))
+  np.testing.assert_allclose(d.qfrc_passive, dm.qfrc_passive, rtol=0, atol=EXACT)
+  for name in ("efc_aref", "efc_force"):
+    np.testing.assert_allclose(np.sort(np.asarray(getattr(d, name))[active]),
+                               np.sort(getattr(dm, name)), rtol=0,
+                               atol=EXACT if name == "efc_aref" else SOLVED, err_msg=name)
+  np.testing.assert_allclose(d.qacc, dm.qacc, rtol=0, atol=SOLVED)
+  np.testing.assert_allclose(d.sensordata, dm.sensordata, rtol=0, atol=SOLVED)
+  forces = np.asarray(jaxmj.contact_forces(m, d))
+  i = gap.index(True)
+  res = np.zeros(6)
+  mujoco.mj_contactForce(mj, dm, i, res)
+  assert (res[0] > 0) == (vz < 0)  # pushing when approaching fast, else the pull -3
+  k = int(np.argmin(np.abs(np.asarray(d.contact.dist) - dm.contact[i].dist)))
+  np.testing.assert_allclose(forces[k], res, atol=SOLVED)
+
+
+def test_trajectory_through_the_gap_layer_matches_mj_step():
+  """Adhering bodies falling through the gap layer onto the floor (rows switching from the
+  gap row to the cone's and back as they bounce)."""
+  m, mj = load_both(xml=GAP.format(cone="pyramidal", condim=3).replace(
+    'gravity="0 0 -1"', 'gravity="0 0 -9.81" timestep=".002"'))
+  dm = mujoco.MjData(mj)
+  dm.qpos[2] += 0.1
+  err, *_ = rollout_error(m, mj, 150, dm=dm)
+  assert err < SOLVED
+
+
 GAP_ACTUATORS = """<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
 <body name="ball" pos=".5 0 .115"><freejoint/><geom size=".11" gap=".01"/></body>
 <body name="ball2" pos="0 0 .105"><freejoint/><geom size=".11" gap=".01"/></body></worldbody>

@@ -193,9 +193,8 @@ def test_geom_adhesion_and_surfacevel_compile():
   assert mj.geom_surfacevel[0].tolist() == [1, 2, 0, 0, 0, 0]
   features = " ".join(name for name, _ in m.unsupported)
   assert "surface" not in features
-  # adhesion runs unless a gap layer is present (its rows there are not implemented)
-  gap = bool(np.any(mj.geom_gap > 0) or np.any(mj.pair_gap > 0))
-  assert ("adhesion" in features) == gap
+  assert "adhesion" not in features  # with a gap layer too
+  assert m.flg_adhesiongap == int(bool(np.any(mj.geom_gap > 0) or np.any(mj.pair_gap > 0)))
   assert m.flg_adhesion == mj.flg_adhesion == 1 and m.flg_surfacevel == mj.flg_surfacevel == 1
 
 

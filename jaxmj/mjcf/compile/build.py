@@ -517,10 +517,8 @@ def _model(root, bodies, f, opt, size, path, source) -> Model:
 
   unsupported = []
   f["flg_adhesion"] = int(np.any(f["geom_adhesion"] != 0) or np.any(f["pair_adhesion"] != 0))
-  if f["flg_adhesion"] and (np.any(f["geom_gap"] > 0) or np.any(f["pair_gap"] > 0)):
-    # gap-layer contacts have no rows in jaxmj; MuJoCo's pull on them is not pinned down
-    unsupported.append(("contact adhesion with a geom or pair gap",
-                        int(DisableBit.CONTACT | DisableBit.CONSTRAINT)))
+  f["flg_adhesiongap"] = int(bool(f["flg_adhesion"]) and bool(
+    np.any(f["geom_gap"] > 0) or np.any(f["pair_gap"] > 0)))
   f["flg_surfacevel"] = int(np.any(f["geom_surfacevel"] != 0))
   unsupported += sensor.unsupported(f)
   unsupported += actuator.unsupported(f)
