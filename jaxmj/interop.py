@@ -303,6 +303,9 @@ def _edits(mujoco, m: Model, mjm, ref) -> Model:
   if not changes:
     return m
   m = m.replace(**changes)
+  if _ADHESION_INPUTS & changes.keys():  # the gap-layer rows are laid out from these
+    m = m.replace(flg_adhesiongap=int(bool(m.flg_adhesion) and any(
+      bool(np.any(np.asarray(getattr(m, k)) > 0)) for k in ("geom_gap", "pair_gap"))))
   if _WINDOW_INPUTS & changes.keys():  # the heightfield windows are sized from these
     from jaxmj.mjcf.assets import hfieldgrid
 
@@ -312,6 +315,7 @@ def _edits(mujoco, m: Model, mjm, ref) -> Model:
 
 
 _WINDOW_INPUTS = {"geom_rbound", "geom_margin", "geom_gap", "hfield_size", "sensor_cutoff"}
+_ADHESION_INPUTS = {"flg_adhesion", "geom_gap", "pair_gap"}
 _WINDOW_FIELDS = ("geom_margin", "geom_gap", "geom_type", "geom_rbound", "geom_dataid",
                   "hfield_size", "hfield_nrow", "hfield_ncol", "body_geomadr", "body_geomnum",
                   "sensor_type", "sensor_objtype", "sensor_objid", "sensor_reftype",

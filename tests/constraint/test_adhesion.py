@@ -153,6 +153,20 @@ def test_trajectory_through_the_gap_layer_matches_mj_step():
   assert err < SOLVED
 
 
+def test_from_mujoco_lays_out_gap_rows_for_a_gap_set_in_memory():
+  """An MjModel whose gap was set after compiling (not in its MJCF) gets the gap rows."""
+  mj = mujoco.MjModel.from_xml_string(GAP.format(cone="pyramidal", condim=3).replace(
+    'gap=".1"', ""))
+  mj.geom_gap[:] = 0.1
+  m = jaxmj.Model.from_mujoco(mj)
+  assert m.flg_adhesiongap
+  dm = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, dm)
+  d = jax.jit(jaxmj.forward, compiler_options=FAST)(m, to_jaxmj(m, dm))
+  assert np.asarray(d.efc_active).sum() == dm.nefc
+  np.testing.assert_allclose(d.qacc, dm.qacc, rtol=0, atol=SOLVED)
+
+
 GAP_ACTUATORS = """<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
 <body name="ball" pos=".5 0 .115"><freejoint/><geom size=".11" gap=".01"/></body>
 <body name="ball2" pos="0 0 .105"><freejoint/><geom size=".11" gap=".01"/></body></worldbody>
