@@ -75,6 +75,7 @@ from jaxmj.solver.problem import (
   Problem,
   cone_layout,
   constraint_update,
+  contact_mu,
   dual_state,
   ext,
   hessian,
@@ -793,8 +794,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     cones = cone_layout(np.asarray(con.efc_address)[sel], np.asarray(con.dim)[sel])
     elliptic_normal = static_mask(nefc, np.asarray(con.efc_address)[sel])
     fric = con.friction[jnp.asarray(np.flatnonzero(sel))]
-    # mjContact.mu: friction[0] * sqrt(R[1] / R[0]) with R[1] = R[0] / impratio
-    mu = fric[:, 0] * jnp.sqrt(1.0 / jnp.maximum(MINVAL, m.opt.impratio))
+    mu = contact_mu(d, np.asarray(con.efc_address)[sel], fric)
   islands = {}
   if not m.opt.disabled(DisableBit.ISLAND):
     islands = dict(dof_island=d.dof_island, efc_island=d.efc_island,

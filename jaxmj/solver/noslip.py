@@ -41,6 +41,7 @@ from jaxmj.solver import pgs_order
 from jaxmj.solver.problem import (
   Cones,
   cone_layout,
+  contact_mu,
   dual_state,
   ext,
   make_problem,
@@ -176,7 +177,7 @@ def noslip(m: Model, d: Data) -> Data:
     sel = np.asarray(con.dim) > 1
     cones = cone_layout(np.asarray(con.efc_address)[sel], np.asarray(con.dim)[sel])
     fric = con.friction[jnp.asarray(np.flatnonzero(sel))]
-    mu = fric[:, 0] * jnp.sqrt(1.0 / jnp.maximum(MINVAL, m.opt.impratio))
+    mu = contact_mu(d, np.asarray(con.efc_address)[sel], fric)
     fric_slot = jnp.asarray(con.friction, dt).reshape(-1, 5)
   p = make_problem(d.qM, d.qacc_smooth, d.qfrc_smooth, d.efc_J, d.efc_D, d.efc_R, d.efc_aref,
                d.efc_frictionloss, d.efc_type, d.efc_active, cones, fric, mu)

@@ -291,6 +291,14 @@ def qcqp(a, b, d, r, live):
   return res * dd, (la != 0) & ~fail
 
 
+def contact_mu(d, adr: np.ndarray, fric: jax.Array) -> jax.Array:
+  """mjContact.mu of elliptic contacts whose rows start at `adr` (static), friction (n, 5):
+  friction[0] * sqrt(R[1] / R[0]) from their first two rows' R, as mj_makeImpedance computes
+  it (R[1] = R[0] / impratio; the quotient's rounding decides cones on their boundary, where
+  PGS puts them: sqrt(1 / impratio) made a boundary cone CONE where MuJoCo's is SATISFIED)."""
+  return fric[:, 0] * jnp.sqrt(d.efc_R[adr + 1] / d.efc_R[adr])
+
+
 def dual_state(p: Problem, force, floss) -> jax.Array:
   """dualState: the constraint state implied by dual forces."""
   is_fric, is_ineq = p.is_fric, p.is_ineq
