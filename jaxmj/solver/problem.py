@@ -294,8 +294,8 @@ def qcqp(a, b, d, r, live):
 def contact_mu(d, adr: np.ndarray, fric: jax.Array) -> jax.Array:
   """mjContact.mu of elliptic contacts whose rows start at `adr` (static), friction (n, 5):
   friction[0] * sqrt(R[1] / R[0]) from their first two rows' R, as mj_makeImpedance computes
-  it (R[1] = R[0] / impratio; the quotient's rounding decides cones on their boundary, where
-  PGS puts them: sqrt(1 / impratio) made a boundary cone CONE where MuJoCo's is SATISFIED)."""
+  it (R[1] = R[0] / impratio: sqrt(1 / impratio) is an ulp off for a third of R values at
+  impratio 3, and an ulp decides the state of a cone on its boundary, where PGS puts them)."""
   return fric[:, 0] * jnp.sqrt(d.efc_R[adr + 1] / d.efc_R[adr])
 
 
