@@ -51,6 +51,7 @@ def gap_layer(m: Model, d: Data) -> jnp.ndarray:
   c = d.contact
   if not m.flg_adhesiongap:
     return jnp.zeros(c.dist.shape, bool)
+  refuse_capped(m, "contact adhesion with a gap")
   return (~c.active & (c.dist < c.includemargin + slot_gap(m))
           & (slot_adhesion(m) > 0))
 

@@ -28,8 +28,8 @@ class InverseJacobians(NamedTuple):
 
   DfDq, DfDv, DfDa: (nv, nv), DfDq[i, j] = d qfrc_inverse[j] / d qpos_i.
   DsDq, DsDv, DsDa: (nv, nsensordata).
-  DmDq: (nv, nv, nv), DmDq[i] = d qM / d qpos_i, dense (MuJoCo's (nv, nC) holds the
-    entries of its compressed M: DmDq[i][M_rowadr..M_colind]).
+  DmDq: (nv, nv, nv), DmDq[i] = d qM / d qpos_i, dense (MuJoCo's (nv, nC) holds its
+    compressed M's entries: row r's are DmDq[i][r, M_colind[M_rowadr[r]:][:M_rownnz[r]]]).
   """
 
   DfDq: jax.Array
