@@ -18,7 +18,7 @@ MODEL_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss", 
               "geom_hfieldwindow", "sensor_hfieldwindow", "tendon_hasfrictionloss", "wrap_sideid",
               "body_fluidellipsoid", "tendon_hasarmature",
               "jnt_limitboth", "tendon_limitboth", "actuator_slots", "source", "ndamped",
-              "leaf_shapes"}
+              "leaf_shapes", "flg_adhesiongap"}
 # dense d.M / d.qLD; masks; the last iteration's entry of mjData.solver (mjSolverStat)
 DATA_ONLY = {"qM", "qLD", "qLDiagInv", "warning", "efc_active", "solver_improvement",
              "solver_gradient"}
