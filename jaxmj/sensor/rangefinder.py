@@ -139,25 +139,30 @@ def _camera_rangefinder(m, d, g):
   ids = candidates(m)
   cams = np.asarray(g.obj)
   direction, offset = _camera_pixel_rays(m, cams)
-  ortho = (np.asarray(m.cam_projection)[cams] != 0)[:, None, None]
   pos, mat = d.cam_xpos[cams], d.cam_xmat[cams]
   z = math.opaque_zero(pos[0, 0] * pos[0, 0]) if m.opt.exact else None
-  rotate = jax.vmap(jax.vmap(lambda r, v: math.mat_vec3(r, v, z), (None, 0)))
-  perspective = jax.vmap(jax.vmap(lambda v: normalize3(v)[0]))(
-    rotate(mat, jnp.asarray(direction, pos.dtype)))
-  vec = jnp.where(ortho, -mat[:, None, :, 2], perspective)
-  pnt = jnp.where(ortho, pos[:, None] + rotate(mat, jnp.asarray(offset, pos.dtype)),
-                  pos[:, None])
+  rotate = jax.vmap(lambda r, v: math.mat_vec3(r, v, z), (None, 0))
   width, height = (int(v) for v in m.cam_resolution[cams[0]])
-  hits = []
+  npix = width * height
+  pnts, vecs, hits = [], [], []
   for i, cam in enumerate(cams):  # each camera's image culled per tile, its body excluded
-    image = lambda x: np.asarray(x).reshape(height, width, 3)  # noqa: E731
-    orthographic = bool(ortho[i, 0, 0])
+    orthographic = bool(m.cam_projection[cam] != 0)
+    if orthographic:  # from the pixel centres along -z
+      pnt = pos[i] + rotate(mat[i], jnp.asarray(offset[i], pos.dtype))
+      vec = jnp.broadcast_to(-mat[i, :, 2], (npix, 3))
+      origins = offset[i]
+    else:  # perspective: from the camera through the pixel centres, unit directions
+      pnt = jnp.broadcast_to(pos[i], (npix, 3))
+      vec = jax.vmap(lambda v: normalize3(v)[0])(
+        rotate(mat[i], jnp.asarray(direction[i], pos.dtype)))
+      origins = np.zeros_like(offset[i])
+    image = lambda x: x.reshape(height, width, 3)  # noqa: E731
     hits.append(trace.image_hits(
-      m, d, ids[m.geom_bodyid[ids] != m.cam_bodyid[cam]], pos[i], mat[i],
-      image(offset[i] if orthographic else np.zeros_like(offset[i])), image(direction[i]),
-      pnt[i].reshape(height, width, 3) if orthographic else pos[i],
-      vec[i].reshape(height, width, 3), orthographic))
+      m, d, ids[m.geom_bodyid[ids] != m.cam_bodyid[cam]], pos[i], mat[i], image(origins),
+      image(direction[i]), image(pnt) if orthographic else pos[i], image(vec), orthographic))
+    pnts.append(pnt)
+    vecs.append(vec)
+  pnt, vec = jnp.stack(pnts), jnp.stack(vecs)
   dist = jnp.stack([jnp.where(jnp.isfinite(h.dist), h.dist, -1.0) for h in hits])
   gid = jnp.stack([h.geomid for h in hits])
   hit = (dist >= 0)[..., None]

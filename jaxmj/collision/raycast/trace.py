@@ -157,7 +157,7 @@ def image_hits(m: Model, d: Data, ids: np.ndarray, cam_pos, cam_mat, origins: np
   tiled_origins, tiled_dirs = tiled(origins, np), tiled(dirs, np)
   tiles = cull.Tiles(*cull.tile_planes(tiled_origins, tiled_dirs, orthographic), candidates,
                      cam_pos, cam_mat, tiled_origins if orthographic else None)
-  if orthographic:
-    pnt = tiled(jnp.broadcast_to(pnt, vec.shape), jnp).reshape(-1, 3)
+  if jnp.ndim(pnt) == 3:  # one origin per ray
+    pnt = tiled(pnt, jnp).reshape(-1, 3)
   hits = nearest_hits(m, d, ids, pnt, tiled(vec, jnp).reshape(-1, 3), tiles)
   return Hits(*(cull.from_tiles(x, h, w, tile).reshape(h * w, *x.shape[1:]) for x in hits))
