@@ -114,6 +114,31 @@ def final_states(dm, solver):
   return out
 
 
+SATISFIED = int(mujoco.mjtConstraintState.mjCNSTRSTATE_SATISFIED)
+CONE = int(mujoco.mjtConstraintState.mjCNSTRSTATE_CONE)
+
+
+def on_cone_edge(dm, rtol=1e-12):
+  """(nefc,) bool: rows of elliptic contacts whose MuJoCo force lies on the friction cone's
+  surface to round-off (0 < mu N and |mu N - T| <= rtol mu N in dualState's terms). PGS
+  projects sliding cones onto that surface, where dualState's `mu N >= T` (SATISFIED, else
+  CONE) is decided by the last bit: jaxmj's forces, from its own collisions, differ from
+  MuJoCo's in the 11th digit, and the bit flips with XLA's optimization level (a condim-4
+  cone here: SATISFIED at XLA's defaults, CONE at the suite's
+  --xla_backend_optimization_level=0, its forces 1.9e-10 of 1.2e5 apart). Either state is
+  accepted there; the forces themselves are held above."""
+  edge = np.zeros(dm.nefc, bool)
+  elliptic = dm.efc_type == mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC
+  for k in range(dm.ncon):
+    rows = np.flatnonzero(elliptic & (dm.efc_id == k))
+    if rows.size:
+      con = dm.contact[k]
+      n = dm.efc_force[rows[0]] / con.mu
+      t = np.linalg.norm(dm.efc_force[rows[1:]] / con.friction[:con.dim - 1])
+      edge[rows] = n > 0 and abs(con.mu * n - t) <= rtol * con.mu * n
+  return edge
+
+
 def check(solver, cone, iterations=100):
   xml = XML.format(cone=cone, solver=solver, iterations=iterations)
   m, mj = jaxmj.Model.from_xml_string(xml), mujoco.MjModel.from_xml_string(xml)
@@ -134,8 +159,10 @@ def check(solver, cone, iterations=100):
   close(np.asarray(d.efc_J)[rows_ours], J[rows_ref], "efc_J")
   for f in ROW_FIELDS:
     close(np.asarray(getattr(d, f))[rows_ours], getattr(dm, f)[rows_ref], f)
-  np.testing.assert_array_equal(np.asarray(d.efc_state)[rows_ours],
-                                final_states(dm, solver)[rows_ref])
+  ours, ref = np.asarray(d.efc_state)[rows_ours], final_states(dm, solver)[rows_ref]
+  edge = on_cone_edge(dm)[rows_ref]
+  np.testing.assert_array_equal(ours[~edge], ref[~edge])
+  assert set(ours[edge].tolist()) <= {SATISFIED, CONE}, ours[edge]
   close(d.qfrc_constraint, dm.qfrc_constraint, "qfrc_constraint")
   close(d.qacc, dm.qacc, "qacc")
   assert not np.asarray(d.warning).any()
