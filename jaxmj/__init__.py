@@ -9,11 +9,24 @@ from types import ModuleType as _ModuleType
 
 from jaxmj import collision
 from jaxmj.actuation.driver import fwd_actuation
+from jaxmj.actuation.history import (
+  init_ctrl_history,
+  init_sensor_history,
+  read_ctrl,
+  read_sensor,
+)
 from jaxmj.bind import bind
 from jaxmj.camera.image import camera_image
 from jaxmj.collision.ray import multi_ray, ray
 from jaxmj.constraint.contact_force import contact_force, contact_forces
 from jaxmj.constraint.extforce import rne_post_constraint
+from jaxmj.constraint.support import (
+  is_dual,
+  is_pyramidal,
+  is_sparse,
+  mul_jac_t_vec,
+  mul_jac_vec,
+)
 from jaxmj.datacheck import checks_data
 from jaxmj.distance import geom_distance
 from jaxmj.dynamics.forward import (
@@ -45,6 +58,7 @@ from jaxmj.sensor.velocity import subtree_vel
 from jaxmj.smooth.energy import energy_pos, energy_vel
 from jaxmj.smooth.rne import xfrc_accumulate
 from jaxmj.smooth.support import (
+  add_m,
   angmom_mat,
   apply_ft,
   differentiate_pos,
@@ -60,10 +74,12 @@ from jaxmj.smooth.support import (
   jac_subtree_com,
   local2global,
   mul_m,
+  mul_m2,
   normalize_quat,
   object_acceleration,
   object_velocity,
   solve_m,
+  solve_m2,
 )
 from jaxmj.state import (
   State,
@@ -152,6 +168,16 @@ deriv_smooth_vel = traced_once(relaxes_gc(checks_data(deriv_smooth_vel)),
   full_m, mul_m, solve_m, energy_pos, energy_vel, contact_forces, integrate_pos,
   differentiate_pos, normalize_quat))
 subtree_vel = traced_once(relaxes_gc(checks_data(subtree_vel)))
+(mul_m2, solve_m2, add_m, mul_jac_vec, mul_jac_t_vec) = (
+  traced_once(relaxes_gc(checks_data(fn)))
+  for fn in (mul_m2, solve_m2, add_m, mul_jac_vec, mul_jac_t_vec))
+# a buffer's size (by the object's id) and the interpolation shape the read: host values
+read_ctrl, read_sensor = (traced_once(relaxes_gc(checks_data(fn)),
+                                      static_argnames=("id", "interp"))
+                          for fn in (read_ctrl, read_sensor))
+# not jitted: a host array of times is checked for order, as MuJoCo does, before use
+init_ctrl_history, init_sensor_history = (relaxes_gc(checks_data(fn))
+                                          for fn in (init_ctrl_history, init_sensor_history))
 # and those taking an object's id, traced (stages.py), so that a notebook's loop over ids
 # (inverse kinematics with jac_site: 7.5 ms a call operation by operation) runs compiled
 _BODIES, _GEOMS, _SITES = (lambda a, t=t: object_count(a["m"], t)
@@ -204,6 +230,12 @@ __all__ = [
   "full_m", "integrate_pos", "jac", "jac_body", "jac_body_com", "jac_dot", "jac_geom",
   "jac_point_axis", "jac_site", "jac_subtree_com", "local2global", "mul_m", "normalize_quat",
   "object_acceleration", "object_velocity", "solve_m", "subtree_vel",
+  # the inertia's square root and products (mj_mulM2, mj_solveM2, mj_addM)
+  "add_m", "mul_m2", "solve_m2",
+  # the constraint Jacobian's products and the model's kinds (engine_core_constraint)
+  "is_dual", "is_pyramidal", "is_sparse", "mul_jac_t_vec", "mul_jac_vec",
+  # control and sensor histories (mj_readCtrl, mj_readSensor, mj_init*History)
+  "init_ctrl_history", "init_sensor_history", "read_ctrl", "read_sensor",
   # equality, integrators (MuJoCo's mj_Euler, mj_implicit, mj_RungeKutta), inverse dynamics
   "EqType", "euler", "implicit", "inverse", "rungekutta4", "step1", "step2",
   # sensors and rays

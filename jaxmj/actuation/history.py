@@ -217,3 +217,85 @@ def push(m: Model, d: Data) -> jax.Array:
     buf = buf.at[tcol].set(jnp.where(due[:, None], new_t, times))
     buf = buf.at[vcol].set(jnp.where(due[:, None, None], new_v, values))
   return buf
+
+
+# ---------------------------------------------------------------- MuJoCo's history API
+
+
+def _buffer(m: Model, kind: str, i: int) -> tuple[int, int, int, int]:
+  """(nsample, interp, dim, history address) of actuator or sensor i (a host int)."""
+  hist, adr, dims, count = ((m.actuator_history, m.actuator_historyadr, m.actuator_ctrlnum,
+                             m.nu) if kind == "actuator" else
+                            (m.sensor_history, m.sensor_historyadr, m.sensor_dim, m.nsensor))
+  i = int(i)
+  if not 0 <= i < count:
+    raise ValueError(f"invalid {kind} id {i} (the model has {count})")
+  return int(hist[i, 0]), int(hist[i, 1]), int(dims[i]), int(adr[i])
+
+
+def read_ctrl(m: Model, d: Data, id: int, time, interp: int = -1) -> jax.Array:
+  """mj_readCtrl: actuator `id`'s ctrl (ctrlnum,) as its delay sees it at `time`: the
+  buffer's value at time - actuator_delay, held (interp 0), linear (1) or cubic (2); -1
+  takes the actuator's own interp. Without a buffer, the current ctrl. `id` and `interp`
+  are host ints (the buffer's size shapes the result); `time` may be traced."""
+  n, own, dim, adr = _buffer(m, "actuator", id)
+  start = int(m.actuator_ctrladr[int(id)])
+  if n == 0:
+    return d.ctrl[start:start + dim]
+  t = jnp.reshape(jnp.asarray(time, d.history.dtype) - m.actuator_delay[int(id)], (1,))
+  return _read(d.history, np.array([adr]), n, dim, own if interp < 0 else interp, t)[0]
+
+
+def read_sensor(m: Model, d: Data, id: int, time, interp: int = -1) -> jax.Array:
+  """mj_readSensor: sensor `id`'s value (dim,) in its history at time - sensor_delay (interp
+  as read_ctrl); without a buffer, its current sensordata. Host `id` and `interp`."""
+  n, own, dim, adr = _buffer(m, "sensor", id)
+  if n == 0:
+    start = int(m.sensor_adr[int(id)])
+    return d.sensordata[start:start + dim]
+  t = jnp.reshape(jnp.asarray(time, d.history.dtype) - m.sensor_delay[int(id)], (1,))
+  return _read(d.history, np.array([adr]), n, dim, own if interp < 0 else interp, t)[0]
+
+
+def _init_buffer(m: Model, d: Data, kind: str, id: int, times, values, user) -> Data:
+  n, _, dim, adr = _buffer(m, kind, id)
+  if n == 0:
+    raise ValueError(f"{kind} {int(id)} has no history buffer")
+  buf = jnp.asarray(d.history)
+  values = jnp.asarray(values, buf.dtype)
+  if values.size != n * dim:
+    raise ValueError(f"{kind} {int(id)}'s buffer holds {n} samples of {dim}: got values "
+                     f"{tuple(values.shape)}")
+  values = values.reshape(n, dim)
+  if times is None:
+    # the stored samples' times and order stay: values go oldest first from the newest's
+    # successor, where the ring buffer's oldest sample is (MuJoCo 4.0, probed)
+    slot = (buf[adr + 1].astype(jnp.int32) + 1 + jnp.arange(n)) % n
+  else:
+    if not isinstance(times, jax.core.Tracer) and np.any(np.diff(np.asarray(times)) < MINVAL):
+      raise ValueError(f"times must be strictly increasing, got {np.asarray(times)}")
+    times = jnp.asarray(times, buf.dtype)
+    if times.shape != (n,):
+      raise ValueError(f"{kind} {int(id)}'s buffer holds {n} samples: got times "
+                       f"{tuple(times.shape)}")
+    buf = buf.at[adr + 1].set(n - 1).at[adr + 2:adr + 2 + n].set(times)
+    slot = jnp.arange(n)
+  buf = buf.at[adr].set(user)
+  rows = adr + 2 + n + dim * slot[:, None] + np.arange(dim)
+  return d.replace(history=buf.at[rows].set(values))
+
+
+def init_ctrl_history(m: Model, d: Data, id: int, times, values) -> Data:
+  """mj_initCtrlHistory: d with actuator `id`'s buffer set to `values` (nsample, ctrlnum)
+  at `times` (nsample,), oldest first, strictly increasing; with times None the stored
+  samples keep their times and `values` replace theirs, oldest first. The user slot is
+  kept. Host `id`."""
+  n, _, _, adr = _buffer(m, "actuator", id)
+  user = d.history[adr] if n else 0.0
+  return _init_buffer(m, d, "actuator", id, times, values, user)
+
+
+def init_sensor_history(m: Model, d: Data, id: int, times, values, phase) -> Data:
+  """mj_initSensorHistory: as init_ctrl_history for sensor `id`'s buffer (values (nsample,
+  dim)), its user slot set to `phase` (an interval sensor's last computation time)."""
+  return _init_buffer(m, d, "sensor", id, times, values, phase)

@@ -9,6 +9,7 @@ traced integers; object types are host values (an ObjType or its name). Jacobian
 from __future__ import annotations
 
 import jax.numpy as jnp
+import jax.scipy.linalg
 import numpy as np
 
 from jaxmj import math
@@ -29,10 +30,10 @@ from jaxmj.smooth.qpos import differentiate_pos, integrate_pos, normalize_quat
 from jaxmj.types import Data, Model, ObjType, SameFrame
 
 __all__ = [
-  "angmom_mat", "apply_ft", "differentiate_pos", "full_m",
+  "add_m", "angmom_mat", "apply_ft", "differentiate_pos", "full_m",
   "integrate_pos", "jac", "jac_body", "jac_body_com", "jac_dot", "jac_geom", "jac_point_axis",
-  "jac_site", "jac_subtree_com", "local2global", "mul_m", "normalize_quat",
-  "object_acceleration", "object_velocity", "solve_m",
+  "jac_site", "jac_subtree_com", "local2global", "mul_m", "mul_m2", "normalize_quat",
+  "object_acceleration", "object_velocity", "solve_m", "solve_m2",
 ]
 
 
@@ -43,6 +44,44 @@ def full_m(m: Model, d: Data) -> jnp.ndarray:
   """mj_fullM: the dense (nv, nv) joint-space inertia. jaxmj stores qM dense already."""
   del m
   return d.qM
+
+
+def _unit_l(d: Data) -> jnp.ndarray:
+  """(nv, nv) the unit lower-triangular L of qM = L' D L (d.qLD holds D on its diagonal
+  and L strictly below it: tree-sparse, zero off the ancestors)."""
+  nv = d.qLD.shape[-1]
+  return jnp.tril(d.qLD, -1) + jnp.eye(nv, dtype=d.qLD.dtype)
+
+
+def mul_m2(m: Model, d: Data, vec: jnp.ndarray) -> jnp.ndarray:
+  """mj_mulM2: sqrt(D) L vec (nv,), a square root of the inertia: |mul_m2(x)|^2 = x' M x.
+
+  Reads the factor factor_m left in d (qLD), as MuJoCo does. vec: (nv,)."""
+  del m
+  return jnp.sqrt(jnp.diagonal(d.qLD)) * (_unit_l(d) @ vec)
+
+
+def solve_m2(m: Model, d: Data, y: jnp.ndarray, sqrt_inv_d: jnp.ndarray | None = None
+             ) -> jnp.ndarray:
+  """mj_solveM2: half of the solve with M, x = sqrt_inv_d * (L'^-1 y), so that
+  |solve_m2(y)|^2 = y' M^-1 y with MuJoCo's sqrt_inv_d = 1 / sqrt(D) (the default,
+  from d.qLDiagInv). y: (nv,) or (n, nv), one vector per row as MuJoCo's n vectors;
+  sqrt_inv_d: (nv,)."""
+  del m
+  if sqrt_inv_d is None:
+    sqrt_inv_d = jnp.sqrt(d.qLDiagInv)
+  y = jnp.asarray(y)
+  rows = jnp.atleast_2d(y)
+  x = jax.scipy.linalg.solve_triangular(_unit_l(d), rows.T, trans="T", lower=True,
+                                        unit_diagonal=True).T * sqrt_inv_d
+  return x.reshape(y.shape)
+
+
+def add_m(m: Model, d: Data, dst: jnp.ndarray) -> jnp.ndarray:
+  """mj_addM (dense destination): dst (nv, nv) plus the inertia's lower triangle and
+  diagonal, as MuJoCo adds it (its strict upper triangle is not added)."""
+  del m
+  return dst + jnp.tril(d.qM)
 
 
 # ---------------------------------------------------------------- frames and velocities

@@ -169,3 +169,74 @@ def test_history_after_keyframe_reset_matches_mj_resetDataKeyframe():
     d = jaxmj.reset(m, key)
     np.testing.assert_array_equal(d.history, dm.history)
     _split_steps(m, mj, d, dm, 7, f"key time {time}")
+
+
+def _filled(nstep=9):
+  """Both engines' models and a Data each holding MuJoCo's buffers after nstep steps."""
+  m, mj = load_both(xml=XML)
+  dm = mujoco.MjData(mj)
+  for k in range(nstep):
+    dm.ctrl[:] = np.sin(0.7 * k + np.arange(mj.nu))
+    mujoco.mj_step(mj, dm)
+  d = jaxmj.make_data(m).replace(**{f: np.copy(getattr(dm, f)) for f in (
+    "qpos", "qvel", "act", "qacc_warmstart", "history", "time", "ctrl", "sensordata")})
+  return m, mj, d, dm
+
+
+def _mj_read(fn, mj, dm, i, t, dim, interp):
+  """A copy of what mj_readCtrl / mj_readSensor return: the binding's array can view the
+  result buffer passed in, which must outlive the read (a temporary's memory was reused)."""
+  result = np.zeros(dim)
+  return np.array(fn(mj, dm, i, t, result, interp))
+
+
+def test_read_ctrl_and_read_sensor_equal_mujoco():
+  """mj_readCtrl / mj_readSensor on every actuator and sensor (with and without a buffer),
+  each interpolation and the object's own (-1), at times on, between and outside the
+  samples; the time may be traced."""
+  m, mj, d, dm = _filled()
+  times = dm.time + np.array([0.0, -0.004, -0.01, -0.027, -0.2, 0.05])
+  for interp in (-1, 0, 1, 2):
+    for i in range(mj.nu):
+      for t in times:
+        ref = _mj_read(mujoco.mj_readCtrl, mj, dm, i, t, mj.actuator_ctrlnum[i], interp)
+        np.testing.assert_allclose(jaxmj.read_ctrl(m, d, i, t, interp), ref, atol=1e-12,
+                                   err_msg=f"actuator {i} at {t}, interp {interp}")
+    for i in range(mj.nsensor):
+      for t in times:
+        ref = _mj_read(mujoco.mj_readSensor, mj, dm, i, t, mj.sensor_dim[i], interp)
+        np.testing.assert_allclose(jaxmj.read_sensor(m, d, i, t, interp), ref, atol=1e-12,
+                                   err_msg=f"sensor {i} at {t}, interp {interp}")
+  traced = jax.jit(lambda t: jaxmj.read_sensor(m, d, 2, t, 1))(times[1])
+  np.testing.assert_allclose(traced, jaxmj.read_sensor(m, d, 2, times[1], 1), atol=1e-15)
+  with pytest.raises(ValueError, match="invalid actuator id 7"):
+    jaxmj.read_ctrl(m, d, 7, 0.0)
+
+
+def test_init_histories_equal_mujoco_and_step_on():
+  """mj_initCtrlHistory / mj_initSensorHistory with given times, with the stored ones (None),
+  and a sensor's phase: the buffers equal MuJoCo's, and so do the next steps."""
+  m, mj, d, dm = _filled()
+  rng = np.random.default_rng(1)
+  times = dm.time - 0.01 * np.arange(3, 0, -1)
+  values = rng.normal(size=3)
+  mujoco.mj_initCtrlHistory(mj, dm, 0, times, values[:, None])
+  d = jaxmj.init_ctrl_history(m, d, 0, times, values[:, None])
+  vals = rng.normal(size=(4, 1))
+  mujoco.mj_initCtrlHistory(mj, dm, 1, None, vals)
+  d = jaxmj.init_ctrl_history(m, d, 1, None, vals)
+  svals = rng.normal(size=(4, 3))
+  stimes = dm.time - np.array([0.03, 0.02, 0.012, 0.001])
+  mujoco.mj_initSensorHistory(mj, dm, 2, stimes, svals, 0.4)
+  d = jaxmj.init_sensor_history(m, d, 2, stimes, svals, 0.4)
+  np.testing.assert_allclose(d.history, dm.history, atol=1e-15)
+  step = jax.jit(jaxmj.step, compiler_options=FAST)
+  for k in range(3):
+    mujoco.mj_step(mj, dm)
+    d = step(m, d)
+    for f in ("qpos", "sensordata", "history"):
+      np.testing.assert_allclose(getattr(d, f), getattr(dm, f), atol=1e-10, err_msg=f"{f} {k}")
+  with pytest.raises(ValueError, match="strictly increasing"):
+    jaxmj.init_ctrl_history(m, d, 0, times[::-1], values[:, None])
+  with pytest.raises(ValueError, match="has no history buffer"):
+    jaxmj.init_sensor_history(m, d, 8, None, np.zeros((1, 1)), 0.0)

@@ -1,6 +1,7 @@
 """The utility API (jaxmj.support) against MuJoCo's mj_jac*, mj_applyFT, mj_angmomMat,
 mj_subtreeVel, mj_objectVelocity, mj_local2Global, mj_differentiatePos, mj_normalizeQuat,
-and against jax.jacfwd of the kinematics (mj_contactForce: tests/constraint)."""
+mj_mulM2, mj_solveM2, mj_addM, and against jax.jacfwd of the kinematics (mj_contactForce:
+tests/constraint)."""
 
 import os
 
@@ -247,6 +248,40 @@ def test_mass_matrix_helpers_equal_mujoco(case):
   x = np.zeros((1, mj.nv))
   mujoco.mj_solveM(mj, md, x, vec[None])
   np.testing.assert_allclose(support.solve_m(m, d, jnp.asarray(vec)), x[0], atol=1e-8)
+
+
+def test_inertia_square_root_and_add_m_equal_mujoco(case):
+  """mj_mulM2, mj_solveM2 (MuJoCo's sqrtInvD and another, several vectors) and mj_addM
+  (dense: the lower triangle only), through the public jitted functions; and the identities
+  that make them square roots: |mulM2 x|^2 = x'Mx, |solveM2 y|^2 = y'M^-1 y."""
+  m, mj, _, md = case
+  d = mass.factor_m(m, mass.crb(m, _KIN(m, to_jaxmj(m, md))))
+  rng = np.random.default_rng(5)
+  vec = rng.normal(size=mj.nv)
+  res = np.zeros(mj.nv)
+  mujoco.mj_mulM2(mj, md, res, vec)
+  ours = np.asarray(jaxmj.mul_m2(m, d, jnp.asarray(vec)))
+  np.testing.assert_allclose(ours, res, atol=TOL)
+  assert np.isclose(ours @ ours, vec @ np.asarray(d.qM) @ vec, rtol=1e-12)
+  ys = rng.normal(size=(3, mj.nv))
+  for sqrt_inv_d in (np.sqrt(md.qLDiagInv), rng.uniform(0.5, 2, mj.nv)):
+    x = np.zeros((3, mj.nv))
+    mujoco.mj_solveM2(mj, md, x, ys, sqrt_inv_d)
+    np.testing.assert_allclose(jaxmj.solve_m2(m, d, ys, jnp.asarray(sqrt_inv_d)), x,
+                               atol=TOL, rtol=1e-10)
+  one = np.asarray(jaxmj.solve_m2(m, d, ys[0]))
+  assert one.shape == (mj.nv,)
+  assert np.isclose(one @ one, ys[0] @ np.linalg.solve(np.asarray(d.qM), ys[0]), rtol=1e-10)
+  # mj_addM: the binding takes only a destination in M's own sparse pattern (nM entries);
+  # placed densely, its sum is dst plus M's stored (lower) triangle, the dense case's result
+  dst = np.zeros((mj.nv, mj.nv))
+  rows = np.repeat(np.arange(mj.nv), mj.M_rownnz)
+  dst[rows, mj.M_colind] = rng.normal(size=mj.nM)
+  sparse = dst[rows, mj.M_colind].copy()
+  mujoco.mj_addM(mj, md, sparse, mj.M_rownnz.copy(), mj.M_rowadr.copy(), mj.M_colind.copy())
+  ref = dst.copy()
+  ref[rows, mj.M_colind] = sparse
+  np.testing.assert_allclose(jaxmj.add_m(m, d, jnp.asarray(dst)), ref, atol=TOL)
 
 
 @pytest.mark.parametrize("local", [False, True])
