@@ -24,9 +24,10 @@ class Contact:
   lists contacts out to margin + gap without rows). Inactive slots carry
   finite placeholder values and produce no constraint force.
 
-  Under the custom numeric max_contact_points (collision/plan.py) the slots are the
-  deepest candidates per condim, so which geoms a slot holds changes with the state: the
-  static geom1, geom2 are None and the leaf `geom` holds them. `geoms()` gives either.
+  Under the custom numeric max_contact_points or <size nconmax> (collision/plan.py) the
+  slots are the deepest candidates per condim, so which geoms a slot holds changes with the
+  state: the static geom1, geom2 are None and the leaves `geom` and `rank` hold them and
+  their order. `geoms()` gives either.
   """
 
   dist: jax.Array  # (ncon,)  signed distance, negative in penetration
@@ -43,6 +44,9 @@ class Contact:
   geom2: np.ndarray = static()  # (ncon,) int32
   efc_address: np.ndarray = static()  # (ncon,) int32  first efc row of the contact
   geom: jax.Array | None = None  # (ncon, 2) int32  geom1, geom2 under max_contact_points
+  # (ncon,) int32 under a cap: the slot's contact's place in mj_collision's order (plan.py's
+  # contact_rank of the uncapped slot it holds), which PGS and noslip sweep by
+  rank: jax.Array | None = None
 
   def geoms(self) -> tuple:
     """(geom1, geom2) (ncon,) of every slot: static numpy arrays, or traced int32 arrays

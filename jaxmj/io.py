@@ -68,7 +68,8 @@ def constraint_fields(m: Model, dt) -> dict:
     friction=z(ncon, 5), solref=z(ncon, 2), solreffriction=z(ncon, 2), solimp=z(ncon, 5),
     active=jnp.zeros(ncon, bool), dim=plan["dim"], geom1=plan["geom1"],
     geom2=plan["geom2"], efc_address=np.asarray(layout.contact_efc_address, np.int32),
-    geom=None if plan["geom1"] is not None else jnp.zeros((ncon, 2), jnp.int32))
+    geom=None if plan["geom1"] is not None else jnp.zeros((ncon, 2), jnp.int32),
+    rank=None if plan["geom1"] is not None else jnp.zeros(ncon, jnp.int32))
   return dict(
     contact=contact, efc_type=jnp.asarray(layout.efc_type, jnp.int32),
     efc_id=jnp.asarray(layout.efc_id, jnp.int32), efc_active=jnp.zeros(nefc, bool),

@@ -155,6 +155,9 @@ class Model:
   nkey: int = static()
   ntree: int = static()  # kinematic trees under the world
   nuserdata: int = static()
+  # <size nconmax>, -1 unset: MuJoCo sizes its arena by it; jaxmj caps the contacts of each
+  # condim at it where the candidate slots outnumber it (collision/plan.py)
+  nconmax: int = static()
   ngravcomp: int = static()  # bodies with body_gravcomp != 0 at compile time
   # jaxmj: dofs and actuators with damping at compile time. It picks a form, not the physics:
   # mj_Euler's damped solve runs under a cond where it is 0 (integrator.euler)

@@ -53,7 +53,7 @@ SIZES = ("nq", "nv", "nbody", "njnt", "ngeom", "nsite", "nmocap", "nkey", "ntree
          "ntex", "ntexdata", "nmat", "nsensor", "nsensordata", "nuser_sensor", "ntendon",
          "nwrap", "neq", "ncam", "nlight", "nuser_cam", "nplastic", "ngravcomp",
          "nuser_body", "nuser_jnt", "nuser_geom", "nuser_site", "nuser_tendon",
-         "nuser_actuator", "nhistory", "nuserdata", "nnumeric", "nnumericdata", "ntext",
+         "nuser_actuator", "nhistory", "nuserdata", "nconmax", "nnumeric", "nnumericdata", "ntext",
          "ntextdata", "ntuple", "ntupledata")
 # jaxmj fields with these prefixes that mjModel lacks (documented in types.Model).
 JAXMJ_ONLY = {"body_depth", "dof_depth", "dof_ancestor", "dof_hasfrictionloss",

@@ -17,11 +17,18 @@ from jax.custom_derivatives import SymbolicZero
 from jaxmj.collision import broadphase, cull, hfield, multiccd
 from jaxmj.collision.ccd import convex
 from jaxmj.collision.mesh import pair_arguments
-from jaxmj.collision.plan import CONVEX, HFIELD, colliders, collision_plan, refuse_capped
+from jaxmj.collision.plan import (
+  CONVEX,
+  HFIELD,
+  colliders,
+  collision_plan,
+  contact_rank,
+  refuse_capped,
+)
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
 from jaxmj.constants import MINVAL
 from jaxmj.smooth.kinematics_tangent import symbolic_zero
-from jaxmj.types import Data, EnableBit, Model
+from jaxmj.types import Data, EnableBit, Model, Warning
 
 # Contact smoothing (opt.grad_smoothing = T, jaxmj/solver/smoothing.py) weighs rows out to a
 # few T beyond the margin: a second collider pass looks this many T further, so the slots of
@@ -204,9 +211,35 @@ def collision(m: Model, d: Data, from_kinematics: bool = False) -> Data:
     # MJX's max_contact_points rule (empty slots hold NO_CONTACT), in ascending slot order:
     # the kept contacts keep the uncapped order, and its results where the cap does not bind
     slot = _least(cap["select"], dist)
+    full = _overflows(cap["select"], active)
     fields = {k: v[slot] for k, v in fields.items()}
     fields["geom"] = geom[slot_pair][slot]
+    fields["rank"] = _candidate_ranks(m, plan, pair)[slot]
+    warning = d.warning + jnp.where(np.arange(len(d.warning)) == Warning.CONTACTFULL, full,
+                                    False).astype(d.warning.dtype)
+    return d.replace(contact=d.contact.replace(**fields), warning=warning)
   return d.replace(contact=d.contact.replace(**fields))
+
+
+def _candidate_ranks(m: Model, plan: dict, pair) -> jnp.ndarray:
+  """(ncandidate,) int32: each candidate slot's rank in mj_collision's order (plan.py's
+  contact_rank over every pair's slots); under max_geom_pairs the candidates are the slots
+  of the collided pairs `pair` (traced), each of which keeps its place within its pair."""
+  rank = contact_rank(m).astype(np.int32)
+  if pair is None:
+    return jnp.asarray(rank)
+  first = np.concatenate([g["start"] + g["slots"] * np.arange(len(g["g1"]))
+                          for g in plan["groups"]]).astype(np.int32)  # per pair
+  slot_pair = plan["capped"]["slot_pair"]
+  within = np.arange(len(slot_pair)) - np.searchsorted(slot_pair, slot_pair)
+  return jnp.asarray(rank)[jnp.asarray(first)[pair[slot_pair]] + within]
+
+
+def _overflows(select: list, active: jnp.ndarray) -> jnp.ndarray:
+  """() bool: a cap drops an active contact (more of a condim's candidates are active than
+  its K slots hold): mjWARN_CONTACTFULL's count, once a step."""
+  over = [jnp.sum(active[idx]) > k for idx, k in select if k < len(idx)]
+  return jnp.any(jnp.stack(over)) if over else jnp.asarray(False)
 
 
 def _candidates(m: Model, plan: dict) -> tuple[dict, dict, np.ndarray]:

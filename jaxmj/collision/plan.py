@@ -15,6 +15,13 @@ per condim, those nearest by bounding spheres; `max_contact_points` keeps, per c
 many of the candidate slots' contacts, those of least dist (collision/driver.py). The
 contact slots and constraint rows are then sized by the caps, not by the candidate pairs,
 and which geoms a slot holds is traced (Contact.geom), not static.
+
+`<size nconmax>` caps the contacts the same way (per condim, those of least dist) where the
+model has no max_contact_points: without a cap every candidate pair owns its slots, and a
+scene of many geoms (dm_control's dog: 6,267 candidate pairs, 17,846 slots, 129,732 rows)
+needs more memory than any machine has. MuJoCo 4.0 reads nconmax as a hint for its arena
+and keeps every contact, so the results are MuJoCo's wherever at most nconmax contacts of a
+condim are active; where more are, the deepest are kept and Data.warning counts CONTACTFULL.
 """
 
 from __future__ import annotations
@@ -130,9 +137,16 @@ def _plan(m, disable: int) -> dict:
     geom2.append(np.repeat(g2, slots))
   cat = lambda xs: np.concatenate(xs).astype(np.int32) if xs else np.zeros(0, np.int32)
   dim = cat(dim)
-  capped = _capped(out, numeric(m, "max_contact_points"), numeric(m, "max_geom_pairs"))
+  capped = _capped(out, contact_cap(m), numeric(m, "max_geom_pairs"))
   return {"groups": out, "ncon": start, "dim": dim, "geom1": cat(geom1),
           "geom2": cat(geom2), "capped": capped}
+
+
+def contact_cap(m) -> int:
+  """The cap on the contacts of each condim: MJX's max_contact_points, else <size nconmax>
+  when positive, else -1 (none)."""
+  cap = numeric(m, "max_contact_points")
+  return cap if cap >= 0 or m.nconmax <= 0 else int(m.nconmax)
 
 
 def numeric(m, name: str) -> int:
@@ -235,13 +249,13 @@ def contact_rank(m: Model) -> np.ndarray:
 
 
 def refuse_capped(m: Model, feature: str) -> None:
-  """Raises NotImplementedError when max_contact_points or max_geom_pairs binds in `m`:
-  `feature` reads which geoms each slot holds as static."""
+  """Raises NotImplementedError when a contact cap (max_contact_points, max_geom_pairs or
+  <size nconmax>) binds in `m`: `feature` reads which geoms each slot holds as static."""
   if collision_plan(m)["capped"] is not None:
     raise NotImplementedError(
       f"{feature} is not supported with the custom numerics max_contact_points or "
-      f"max_geom_pairs (which cap {m.model_name!r}'s contacts): remove the numeric or the "
-      "feature")
+      f"max_geom_pairs, or <size nconmax> (which cap {m.model_name!r}'s contacts): remove "
+      "the cap or the feature")
 
 
 def _condim(m, g1, g2, pair) -> np.ndarray:

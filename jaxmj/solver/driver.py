@@ -276,11 +276,11 @@ def _pgs_blocks(cidx: np.ndarray, nefc: int):
 
 
 def _pgs(p: Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, scale,
-         early_exit: bool, efc_order: np.ndarray):
+         early_exit: bool, efc_order):
   """mj_solPGS as MuJoCo 4.0 runs it: projected Gauss-Seidel on the dual over blocks (rows,
   elliptic cones), each sweep in a PCG32-shuffled order, with Nesterov extrapolation and
-  adaptive restart between sweeps (jaxmj/solver/pgs_order.py; `efc_order`: (nefc,) static, MuJoCo's
-  row order, which ranks each island's blocks before the shuffles).
+  adaptive restart between sweeps (jaxmj/solver/pgs_order.py; `efc_order`: (nefc,) keys in
+  MuJoCo's row order, static or traced, which rank each island's blocks before the shuffles).
 
   ar = J M^-1 J' + diag(R) and b = J qacc_smooth - aref (efc_AR, efc_b). Islands (MuJoCo 4.0
   runs PGS per island too): shuffles, extrapolation, improvement, termination (`scale`: (ni,))
@@ -302,7 +302,7 @@ def _pgs(p: Problem, isl: Islands, force0, ar, b, iterations: int, tolerance, sc
   kinds, ids, first = _pgs_blocks(p.cidx, nefc)
   block_isl = isl.efc[jnp.asarray(first)] * p.active[first][:, None]  # (nblock, ni) one-hot
   bisl = jnp.where(jnp.sum(block_isl, axis=1) > 0, jnp.argmax(block_isl, axis=1), -1)
-  rank, count = pgs_order.block_ranks(bisl, np.asarray(efc_order)[first], isl.ni)
+  rank, count = pgs_order.block_ranks(bisl, efc_order[first], isl.ni)
 
   def row_update(f, i):
     res = b[i] + ar[i] @ f
@@ -421,7 +421,7 @@ def solve_arrays(
   dof_island: jax.Array | None = None,
   efc_island: jax.Array | None = None,
   nisland_max: int = 1,
-  efc_order: np.ndarray | None = None,
+  efc_order: np.ndarray | jax.Array | None = None,
   efc_soft_weight: jax.Array | None = None,
   mul_m: tuple[Callable, tuple] | None = None,
   mul_j: tuple[Callable, Callable, tuple] | None = None,
@@ -447,8 +447,9 @@ def solve_arrays(
   island iterates (own directions, step sizes, termination) until it stops. Without them the
   rows form one problem over all dofs (MuJoCo with islands disabled). Statistics
   (solver_niter, solver_improvement, solver_gradient) are per island: (nisland_max,).
-  `efc_order` (nefc,) static: MuJoCo's order of the rows (PGS's blocks are ranked by it before
-  MuJoCo 4.0 shuffles them; default: the rows' own order, as when they are MuJoCo's rows).
+  `efc_order` (nefc,): keys in MuJoCo's order of the rows, static or traced (PGS's blocks are
+  ranked by them before MuJoCo 4.0 shuffles them; default: the rows' own order, as when
+  they are MuJoCo's rows).
 
   Derivatives (`implicit_grad`, default True): the iterations run under stop_gradient and the
   outputs carry the implicit-function derivative of the optimum they converge to, added as a
@@ -819,7 +820,7 @@ def solve(m: Model, d: Data, *, implicit_grad: bool | None = None,
     mul_m=(mass.mul_m_tree, (m, d.cinert, d.cdof, d.ten_J)),  # m's leaves differentiate
     inv_m=(mass.solve_tangent, (m, d.qLD, d.qLDiagInv)),
     mul_j=mul_j,
-    efc_order=pgs_order.mujoco_efc_order(m, con.dim) if m.opt.solver == Solver.PGS else None,
+    efc_order=pgs_order.mujoco_efc_order(m, con) if m.opt.solver == Solver.PGS else None,
     efc_soft_weight=smoothing.row_weights(d.efc_type, d.efc_pos, d.efc_margin, t,
                                           elliptic_normal) if t else None,
     slip_pairs=smoothing.slip_pairs(lay, tf) if tf else None,

@@ -54,26 +54,33 @@ from jaxmj.types import Cone, Data, DisableBit, Model
 _ROW, _PAIR, CONE = 0, 1, 2
 
 
-def _blocks(m: Model, con_dim, con_adr, nefc: int):
-  """Static sweep blocks in MuJoCo's order: kind (nb,), rows (nb, 5) padded with nefc,
-  normal row (nb,) (elliptic; else nefc), contact slot (nb,) (elliptic; else 0)."""
-  lay = efc_layout(m, con_dim)
-  order = pgs_order.mujoco_efc_order(m, con_dim)
-  blocks = [(order[r], _ROW, [r], nefc, 0) for r in range(lay.ne, lay.ne + lay.nf)]
-  for s, (dim, adr) in enumerate(zip(np.asarray(con_dim), np.asarray(con_adr))):
+def _blocks(m: Model, con, nefc: int):
+  """Sweep blocks in MuJoCo's order: kind (nb,), rows (nb, 5) padded with nefc, normal row
+  (nb,) (elliptic; else nefc), contact slot (nb,) (elliptic; else 0), all static, and the
+  order: None where the blocks come sorted, else (under a contact cap, whose order is
+  traced: pgs_order.mujoco_efc_order) the (nb,) permutation that sorts them."""
+  lay = efc_layout(m, con.dim)
+  order = pgs_order.mujoco_efc_order(m, con)
+  blocks = [(r, _ROW, [r], nefc, 0) for r in range(lay.ne, lay.ne + lay.nf)]
+  for s, (dim, adr) in enumerate(zip(np.asarray(con.dim), np.asarray(con.efc_address))):
     if dim < 2 or adr < 0:
       continue
     if m.opt.cone == Cone.PYRAMIDAL:
-      blocks += [(order[adr + 2 * k], _PAIR, [adr + 2 * k, adr + 2 * k + 1], nefc, 0)
+      blocks += [(adr + 2 * k, _PAIR, [adr + 2 * k, adr + 2 * k + 1], nefc, 0)
                  for k in range(dim - 1)]
     else:
-      blocks.append((order[adr], CONE, list(range(adr + 1, adr + dim)), adr, s))
-  blocks.sort(key=lambda b: b[0])
+      blocks.append((adr, CONE, list(range(adr + 1, adr + dim)), adr, s))
+  perm = None
+  if isinstance(order, np.ndarray):
+    blocks.sort(key=lambda b: order[b[0]])
+  elif blocks:
+    perm = jnp.argsort(order[np.array([b[0] for b in blocks])])
   rows = np.full((len(blocks), 5), nefc, np.int32)
   for i, b in enumerate(blocks):
     rows[i, :len(b[2])] = b[2]
   return (np.array([b[1] for b in blocks], np.int32), rows,
-          np.array([b[3] for b in blocks], np.int32), np.array([b[4] for b in blocks], np.int32))
+          np.array([b[3] for b in blocks], np.int32), np.array([b[4] for b in blocks], np.int32),
+          perm)
 
 
 def _cost_change(a, new, old, res):
@@ -119,9 +126,11 @@ def _cone(a, res, old, normal, fric, live):
   return _cost_change(a, new, old, res)
 
 
-def _sweep_fn(kinds, rows, normal_rows, slots, *, amat, b, floss, fric_slot, active, onehot):
-  """One Gauss-Seidel sweep over the static blocks: (force, improvement (ni,), done (ni,)) ->
-  (force, improvement); blocks of islands that are done keep their forces."""
+def _sweep_fn(kinds, rows, normal_rows, slots, perm, *, amat, b, floss, fric_slot, active,
+              onehot):
+  """One Gauss-Seidel sweep over the blocks (in `perm`'s order where it is not None):
+  (force, improvement (ni,), done (ni,)) -> (force, improvement); blocks of islands that are
+  done keep their forces."""
   nefc = amat.shape[0]
   dt = amat.dtype
   a_ext = jnp.zeros((nefc + 1, nefc + 1), dt).at[:nefc, :nefc].set(amat)
@@ -129,6 +138,8 @@ def _sweep_fn(kinds, rows, normal_rows, slots, *, amat, b, floss, fric_slot, act
   present = sorted(set(kinds.tolist()))
   xs = (jnp.asarray(kinds), jnp.asarray(rows), jnp.asarray(normal_rows), jnp.asarray(slots),
         onehot[jnp.asarray(rows[:, 0])])
+  if perm is not None:
+    xs = tuple(x[perm] for x in xs)
 
   def sweep(f, improvement, done):
     def block(carry, blk):
@@ -190,13 +201,13 @@ def noslip(m: Model, d: Data) -> Data:
   eisl = d.efc_island if not m.opt.disabled(DisableBit.ISLAND) else jnp.zeros(nefc, jnp.int32)
   onehot = ((eisl[:, None] == jnp.arange(ni)) & p.active[:, None]).astype(dt)  # (nefc, ni)
   absent = jnp.sum(onehot, axis=0) == 0
-  kinds, rows, normal_rows, slots = _blocks(m, con.dim, con.efc_address, nefc)
+  kinds, rows, normal_rows, slots, perm = _blocks(m, con, nefc)
   implicit = m.opt.grad == "implicit"
   params = dict(amat=amat, b=b, floss=p.floss, fric_slot=fric_slot)
   f0 = jnp.where(p.active, d.efc_force, 0.0)
   loop_params, loop_f0 = (jax.lax.stop_gradient((params, f0)) if implicit else (params, f0))
   if len(kinds):
-    sweep = _sweep_fn(kinds, rows, normal_rows, slots, **loop_params, active=p.active,
+    sweep = _sweep_fn(kinds, rows, normal_rows, slots, perm, **loop_params, active=p.active,
                       onehot=onehot)
   else:
     sweep = lambda f, imp, done: (f, imp)  # noqa: E731
@@ -218,7 +229,8 @@ def noslip(m: Model, d: Data) -> Data:
     0, m.opt.noslip_iterations, body, (loop_f0, absent, zero, jnp.zeros(ni, dt)))
   if implicit and len(kinds):
     blocks = (kinds, rows, normal_rows, slots)
-    force = _fixed_point(blocks, nefc)(params, f0, p.active, jax.lax.stop_gradient(force))
+    force = _fixed_point(blocks, nefc)(params, f0, (p.active, perm),
+                                       jax.lax.stop_gradient(force))
   qfrc = p.J.T @ force
   ran = niter > 0
   return d.replace(
@@ -263,11 +275,13 @@ def _fixed_point(blocks, nefc: int) -> Callable:
   paired = partner != np.arange(nefc)
 
   def g(params, f0, active, f):
+    active, perm = active  # the rows that are constraints, and the blocks' order (_blocks)
     fixed = ~free | ~active
     conserve = 0.5 * (f0 + f0[partner] - f - f[partner])
     f = jnp.where(fixed, f0, jnp.where(paired, f + conserve, f))
     onehot = jnp.zeros((nefc, 1), f.dtype)  # no island has stopped: every block sweeps
-    sweep = _sweep_fn(kinds, rows, normal_rows, slots, **params, active=active, onehot=onehot)
+    sweep = _sweep_fn(kinds, rows, normal_rows, slots, perm, **params, active=active,
+                      onehot=onehot)
     return sweep(f, jnp.zeros(1, f.dtype), jnp.zeros(1, bool))[0]
 
   @jax.custom_jvp

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision.plan import collision_plan, contact_keys, refuse_capped
+from jaxmj.collision.plan import collision_plan, contact_keys
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.types import Model
 
@@ -121,20 +121,26 @@ def init_state(ni: int, nb: int):
 # ------------------------------------------------------------------ MuJoCo's contact order
 
 
-def mujoco_efc_order(m: Model, contact_dims) -> np.ndarray:
-  """(nefc,) int: each efc row's position in MuJoCo's row order, were every contact slot
-  active (ranks among the active rows are then MuJoCo's). Non-contact rows already come in
-  MuJoCo's order; contact rows follow collision/plan.py's `contact_keys`. contact_dims:
-  Contact.dim (static)."""
-  refuse_capped(m, "MuJoCo's contact row order (the PGS solver, noslip)")
-  layout = efc_layout(m, contact_dims)
+def mujoco_efc_order(m: Model, con):
+  """(nefc,) int: a key per efc row whose order is MuJoCo's row order, were every contact
+  slot active (ranks among the active rows are then MuJoCo's). Non-contact rows already come
+  in MuJoCo's order; contact rows follow collision/plan.py's `contact_keys`. con: the Data's
+  Contact. Static (numpy) where the slots are; traced under a contact cap, where each slot's
+  place comes from `con.rank` (the keys then rank, not number, the rows)."""
+  layout = efc_layout(m, con.dim)
   order = np.arange(layout.nefc)
   adr = np.asarray(layout.contact_efc_address)
   slots = np.flatnonzero(adr >= 0)
   if not len(slots):
     return order
-  keys = contact_keys(m, collision_plan(m))
   nrows = np.bincount(np.asarray(layout.con_slot), minlength=len(adr))
+  if con.rank is not None:
+    rows = np.concatenate([np.arange(adr[s], adr[s] + nrows[s]) for s in slots])
+    slot = np.repeat(slots, nrows[slots])
+    within = rows - adr[slot]
+    key = layout.contact0 + con.rank[slot] * int(nrows.max()) + within
+    return jnp.asarray(order).at[rows].set(key.astype(jnp.int32))
+  keys = contact_keys(m, collision_plan(m))
   pos = layout.contact0
   for s in sorted(slots, key=lambda s: keys[s]):
     order[adr[s]:adr[s] + nrows[s]] = np.arange(pos, pos + nrows[s])

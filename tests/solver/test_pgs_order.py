@@ -123,7 +123,7 @@ def test_contact_rows_ranked_in_mujocos_contact_order():
   m = jaxmj.Model.from_xml_string(CONTACT_XML)
   d = jax.jit(lambda m, d: collision(m, kinematics(m, d)))(m, jaxmj.make_data(m))
   slots = np.flatnonzero(np.asarray(d.contact.active))
-  order = pgs_order.mujoco_efc_order(m, d.contact.dim)
+  order = pgs_order.mujoco_efc_order(m, d.contact)
   ranked = slots[np.argsort(order[d.contact.efc_address[slots]])]
   pairs = lambda g1, g2: list(zip(np.asarray(g1).tolist(), np.asarray(g2).tolist()))  # noqa: E731
   assert pairs(d.contact.geom1[slots], d.contact.geom2[slots]) != pairs(dm.contact.geom1,

@@ -537,7 +537,8 @@ def _model(root, bodies, f, opt, size, path, source) -> Model:
   kw.update(
     nu=f.get("nu", 0), nactuator=f.get("nactuator", 0), nout=f.get("nout", 0),
     na=f.get("na", 0), nmocap=nmocap, nkey=len(keys["key_time"]),
-    nuserdata=size["nuserdata"], ngravcomp=int(np.count_nonzero(f["body_gravcomp"])),
+    nuserdata=size["nuserdata"], nconmax=size["nconmax"],
+    ngravcomp=int(np.count_nonzero(f["body_gravcomp"])),
     ndamped=int(np.count_nonzero(f["dof_damping"]) + np.count_nonzero(f["dof_dampingpoly"])
                 + np.count_nonzero(f.get("actuator_damping", ()))
                 + np.count_nonzero(f.get("actuator_dampingpoly", ()))),
