@@ -16,11 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj import math
+from jaxmj.constants import MINVAL
 from jaxmj.loops import kept
 from jaxmj.platform import by_platform
 from jaxmj.scan import body_plan, cached_plan, levels
 from jaxmj.smooth import armature, com, forest
-from jaxmj.types import Data, Model
+from jaxmj.types import Data, Model, Warning
 
 # Trees up to this many dof levels factor and solve level by level in straight-line code
 # (`factor`, `solve_ld`); deeper trees run one lax.scan trip per level on a padded working
@@ -161,9 +162,29 @@ def crb(m: Model, d: Data) -> Data:
 
 
 def factor_m(m: Model, d: Data) -> Data:
-  """mj_factorM: qLD and qLDiagInv from qM."""
+  """mj_factorM: qLD and qLDiagInv from qM. A pivot below MINVAL (a singular inertia, e.g.
+  three slide joints in a plane) is raised to MINVAL, as MuJoCo 4.0 does, and the call
+  counts Warning.INERTIA once."""
   qld, diag_inv = factor(m, d.qM)
-  return d.replace(qLD=qld, qLDiagInv=diag_inv)
+  if not m.nv:
+    return d.replace(qLD=qld, qLDiagInv=diag_inv)
+  singular = jnp.any(jax.lax.stop_gradient(diag_inv) == 1.0 / jnp.asarray(MINVAL, qld.dtype))
+  warning = d.warning + jnp.where(np.arange(len(d.warning)) == Warning.INERTIA, singular,
+                                  False).astype(d.warning.dtype)
+  return d.replace(qLD=qld, qLDiagInv=diag_inv, warning=warning)
+
+
+def _pivot_column(u: jnp.ndarray, depth: int) -> jnp.ndarray:
+  """A level's U rows (rows, depth + 1) with their diagonal (column `depth`) as _pivot: one
+  elementwise select, which fuses into the row update."""
+  low = (np.arange(u.shape[1]) == depth) & (u < MINVAL)
+  return jnp.where(low, jnp.asarray(MINVAL, u.dtype), u)
+
+
+def _pivot(u: jnp.ndarray) -> jnp.ndarray:
+  """mj_factorI's pivot: u, or MINVAL where u is below it (MuJoCo 4.0, probed: a singular
+  inertia gets D = 1e-15 and qacc 0 along its null space, not a division by zero)."""
+  return jnp.where(u < MINVAL, jnp.asarray(MINVAL, u.dtype), u)
 
 
 def factor(m: Model, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -272,6 +293,7 @@ def _levels_cpu(plan: dict, m_rows: jnp.ndarray) -> jnp.ndarray:
     if s0:
       l_k = state[:s0, depth] * state[:s0, w]  # L[k, i] of each deeper row k, i at this depth
       u = u - jnp.where(plan["below"][lv], l_k[None, :], 0.0) @ state[:s0, :depth + 1]
+    u = _pivot_column(u, depth)
     new = jnp.concatenate([u, jnp.zeros((s1 - s0, w - 1 - depth), u.dtype),
                            1.0 / u[:, depth:]], axis=1)
     state = _put_rows(state, new, s0)
@@ -295,6 +317,7 @@ def _levels_reduce(plan: dict, m_rows: jnp.ndarray) -> jnp.ndarray:
         l_k = x[:, depth] * r  # L[k, i] of level lk's rows k, i at this depth
         u = u - jnp.sum(jnp.where(below[:, :, None], (l_k[:, None] * x[:, :depth + 1])[None],
                                   0.0), axis=1)
+    u = _pivot_column(u, depth)
     us.append(u)
     inv.append(1.0 / u[:, depth])
   return jnp.concatenate([jnp.concatenate([u, jnp.zeros((len(u), w - u.shape[1]), u.dtype),
@@ -319,14 +342,15 @@ def _factor_scan(plan: dict, mat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray
 
   def level(a, idx):
     pk, pi, uk, ui, uj = idx
-    a = a.at[ui, uj].add(-a[uk, ui] * a[uk, uj] / a[uk, uk])
-    return a.at[pk, pi].set(a[pk, pi] / a[pk, pk]), None
+    a = a.at[ui, uj].add(-a[uk, ui] * a[uk, uj] / _pivot(a[uk, uk]))
+    return a.at[pk, pi].set(a[pk, pi] / _pivot(a[pk, pk])), None
 
   if len(plan["pair_k"]):
     xs = tuple(plan[k] for k in ("pair_k", "pair_i", "upd_k", "upd_i", "upd_j"))
     a, _ = jax.lax.scan(level, a, xs)
   ld = a[:nv, :nv]
-  return ld, 1.0 / jnp.diag(ld)
+  d = _pivot(jnp.diag(ld))
+  return ld.at[np.diag_indices(nv)].set(d), 1.0 / d
 
 
 def _solve_scan(plan: dict, qld: jnp.ndarray, diag_inv: jnp.ndarray,
