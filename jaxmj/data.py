@@ -10,6 +10,7 @@ centred at the subtree centre of mass of the body's tree root; spatial vectors a
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.pytree import pytree_dataclass, static
@@ -192,3 +193,12 @@ class Data:
   # ---- diagnostics ----
   energy: jax.Array  # (2,)  potential, kinetic (with the energy flag)
   warning: jax.Array  # (NWARNING,) int32  counts per Warning
+
+
+def count_warning(warning: jax.Array, code, flag: jax.Array) -> jax.Array:
+  """Data.warning with `flag` (bool) added at `code` (a Warning, or traced), elementwise: it
+  fuses with the stage's own kernels, where a scatter-add was a GPU kernel and a copy of its
+  own."""
+  at = (np.arange(len(warning)) if isinstance(code, (int, np.integer))
+        else jnp.arange(len(warning)))
+  return warning + jnp.where(at == code, flag, False).astype(warning.dtype)

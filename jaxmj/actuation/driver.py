@@ -29,6 +29,7 @@ from jaxmj.actuation import history, motor, orientation
 from jaxmj.collision.driver import slot_gap
 from jaxmj.collision.plan import refuse_capped
 from jaxmj.constants import MAXVAL, MINVAL
+from jaxmj.data import count_warning
 from jaxmj.scan import cached_plan
 from jaxmj.smooth.jac import point_jacobians
 from jaxmj.types import (
@@ -590,6 +591,5 @@ def fwd_actuation(m: Model, d: Data) -> Data:
   if len(plan["jnt_limited"]):
     dof, rng = plan["jnt_limited_dof"], m.jnt_actfrcrange[plan["jnt_limited"]]
     qfrc = qfrc.at[dof].set(jnp.clip(qfrc[dof], rng[:, 0], rng[:, 1]))
-  warning = d.warning + jnp.where(np.arange(len(d.warning)) == Warning.BADCTRL, bad,
-                                  False).astype(d.warning.dtype)
-  return d.replace(act_dot=act_dot, actuator_force=force, qfrc_actuator=qfrc, warning=warning)
+  return d.replace(act_dot=act_dot, actuator_force=force, qfrc_actuator=qfrc,
+                   warning=count_warning(d.warning, Warning.BADCTRL, bad))

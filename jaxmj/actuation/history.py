@@ -233,28 +233,33 @@ def _buffer(m: Model, kind: str, i: int) -> tuple[int, int, int, int]:
   return int(hist[i, 0]), int(hist[i, 1]), int(dims[i]), int(adr[i])
 
 
+def _read_object(m: Model, d: Data, kind: str, id: int, time, interp: int) -> jax.Array:
+  """Actuator or sensor `id`'s buffer read at time - its delay (interp -1: its own); None
+  where it has no buffer."""
+  n, own, dim, adr = _buffer(m, kind, id)
+  if n == 0:
+    return None
+  delay = (m.actuator_delay if kind == "actuator" else m.sensor_delay)[int(id)]
+  t = jnp.reshape(jnp.asarray(time, d.history.dtype) - delay, (1,))
+  return _read(d.history, np.array([adr]), n, dim, own if interp < 0 else interp, t)[0]
+
+
 def read_ctrl(m: Model, d: Data, id: int, time, interp: int = -1) -> jax.Array:
   """mj_readCtrl: actuator `id`'s ctrl (ctrlnum,) as its delay sees it at `time`: the
   buffer's value at time - actuator_delay, held (interp 0), linear (1) or cubic (2); -1
   takes the actuator's own interp. Without a buffer, the current ctrl. `id` and `interp`
   are host ints (the buffer's size shapes the result); `time` may be traced."""
-  n, own, dim, adr = _buffer(m, "actuator", id)
-  start = int(m.actuator_ctrladr[int(id)])
-  if n == 0:
-    return d.ctrl[start:start + dim]
-  t = jnp.reshape(jnp.asarray(time, d.history.dtype) - m.actuator_delay[int(id)], (1,))
-  return _read(d.history, np.array([adr]), n, dim, own if interp < 0 else interp, t)[0]
+  out = _read_object(m, d, "actuator", id, time, interp)
+  start, num = int(m.actuator_ctrladr[int(id)]), int(m.actuator_ctrlnum[int(id)])
+  return d.ctrl[start:start + num] if out is None else out
 
 
 def read_sensor(m: Model, d: Data, id: int, time, interp: int = -1) -> jax.Array:
   """mj_readSensor: sensor `id`'s value (dim,) in its history at time - sensor_delay (interp
   as read_ctrl); without a buffer, its current sensordata. Host `id` and `interp`."""
-  n, own, dim, adr = _buffer(m, "sensor", id)
-  if n == 0:
-    start = int(m.sensor_adr[int(id)])
-    return d.sensordata[start:start + dim]
-  t = jnp.reshape(jnp.asarray(time, d.history.dtype) - m.sensor_delay[int(id)], (1,))
-  return _read(d.history, np.array([adr]), n, dim, own if interp < 0 else interp, t)[0]
+  out = _read_object(m, d, "sensor", id, time, interp)
+  start, dim = int(m.sensor_adr[int(id)]), int(m.sensor_dim[int(id)])
+  return d.sensordata[start:start + dim] if out is None else out
 
 
 def _init_buffer(m: Model, d: Data, kind: str, id: int, times, values, user) -> Data:

@@ -27,6 +27,7 @@ from jaxmj.collision.plan import (
 )
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
 from jaxmj.constants import MINVAL
+from jaxmj.data import count_warning
 from jaxmj.smooth.kinematics_tangent import symbolic_zero
 from jaxmj.types import Data, EnableBit, Model, Warning
 
@@ -215,9 +216,8 @@ def collision(m: Model, d: Data, from_kinematics: bool = False) -> Data:
     fields = {k: v[slot] for k, v in fields.items()}
     fields["geom"] = geom[slot_pair][slot]
     fields["rank"] = _candidate_ranks(m, plan, pair)[slot]
-    warning = d.warning + jnp.where(np.arange(len(d.warning)) == Warning.CONTACTFULL, full,
-                                    False).astype(d.warning.dtype)
-    return d.replace(contact=d.contact.replace(**fields), warning=warning)
+    return d.replace(contact=d.contact.replace(**fields),
+                     warning=count_warning(d.warning, Warning.CONTACTFULL, full))
   return d.replace(contact=d.contact.replace(**fields))
 
 

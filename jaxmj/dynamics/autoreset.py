@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmj.constants import MAXVAL
+from jaxmj.data import count_warning
 from jaxmj.io import make_data
 from jaxmj.state import STATE_FIELD, State, components
 from jaxmj.types import Data, DisableBit, Model, Warning
@@ -41,12 +42,6 @@ from jaxmj.types import Data, DisableBit, Model, Warning
 def bad(x: jnp.ndarray) -> jnp.ndarray:
   """mju_isBad over an array: any entry NaN, infinite or beyond MAXVAL."""
   return jnp.any(~jnp.isfinite(x) | (jnp.abs(x) > MAXVAL))
-
-
-def _count(warning: jnp.ndarray, code, flag: jnp.ndarray) -> jnp.ndarray:
-  """warning with flag added at code (static or traced), elementwise: it fuses with the
-  reset's selects, where a scatter-add was a GPU kernel and a copy of its own."""
-  return warning + jnp.where(jnp.arange(len(warning)) == code, flag, False).astype(warning.dtype)
 
 
 # the Data fields a step reads from the previous step (MuJoCo's mjSTATE_INTEGRATION) and the
@@ -60,11 +55,11 @@ def _check_state(m: Model, d: Data, fields) -> tuple[Data, jnp.ndarray]:
   flag). A bad qpos is counted first: when both are bad only BADQPOS counts."""
   bad_pos, bad_vel = bad(d.qpos), bad(d.qvel)
   if m.opt.disabled(DisableBit.AUTORESET):
-    d = d.replace(warning=_count(d.warning, Warning.BADQPOS, bad_pos))
-    return d.replace(warning=_count(d.warning, Warning.BADQVEL, bad_vel)), jnp.asarray(False)
+    d = d.replace(warning=count_warning(d.warning, Warning.BADQPOS, bad_pos))
+    return d.replace(warning=count_warning(d.warning, Warning.BADQVEL, bad_vel)), jnp.asarray(False)
   fresh = make_data(m)
   code = jnp.where(bad_pos, Warning.BADQPOS, Warning.BADQVEL)
-  fresh = fresh.replace(warning=_count(fresh.warning, code, jnp.asarray(True)))
+  fresh = fresh.replace(warning=count_warning(fresh.warning, code, jnp.asarray(True)))
   reset = bad_pos | bad_vel
   # mapped over d's fields (the structure comes from the first tree): see check_step
   return d.replace(**{f: jax.tree.map(lambda b, a: jnp.where(reset, a, b),
@@ -94,9 +89,9 @@ def check_step(m: Model, d_in: Data, d: Data, new: Data, reset: jnp.ndarray) -> 
   neither read nor wrote, as mj_resetData left them."""
   bad_acc = bad(d.qacc)
   if m.opt.disabled(DisableBit.AUTORESET):
-    return new.replace(warning=_count(new.warning, Warning.BADQACC, bad_acc))
+    return new.replace(warning=count_warning(new.warning, Warning.BADQACC, bad_acc))
   fresh = make_data(m)
-  fresh = fresh.replace(warning=_count(fresh.warning, Warning.BADQACC, jnp.asarray(True)))
+  fresh = fresh.replace(warning=count_warning(fresh.warning, Warning.BADQACC, jnp.asarray(True)))
   out = {}
   for f in (field.name for field in dataclasses.fields(new)):
     a, b, old = getattr(fresh, f), getattr(new, f), getattr(d_in, f)

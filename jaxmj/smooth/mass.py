@@ -17,6 +17,7 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.constants import MINVAL
+from jaxmj.data import count_warning
 from jaxmj.loops import kept
 from jaxmj.platform import by_platform
 from jaxmj.scan import body_plan, cached_plan, levels
@@ -169,9 +170,8 @@ def factor_m(m: Model, d: Data) -> Data:
   if not m.nv:
     return d.replace(qLD=qld, qLDiagInv=diag_inv)
   singular = jnp.any(jax.lax.stop_gradient(diag_inv) == 1.0 / jnp.asarray(MINVAL, qld.dtype))
-  warning = d.warning + jnp.where(np.arange(len(d.warning)) == Warning.INERTIA, singular,
-                                  False).astype(d.warning.dtype)
-  return d.replace(qLD=qld, qLDiagInv=diag_inv, warning=warning)
+  return d.replace(qLD=qld, qLDiagInv=diag_inv,
+                   warning=count_warning(d.warning, Warning.INERTIA, singular))
 
 
 def _pivot_column(u: jnp.ndarray, depth: int) -> jnp.ndarray:
