@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmj.collision.driver import slot_gap
-from jaxmj.collision.plan import contact_rank, refuse_capped
+from jaxmj.collision.plan import contact_rank
 from jaxmj.constants import MINVAL
 from jaxmj.constraint import contact_force
 from jaxmj.scan import body_plan
@@ -29,33 +29,55 @@ VELOCITY_BITS = 0b110000000
 NONE, MINDIST, MAXFORCE, NETFORCE = 0, 1, 2, 3
 
 
-def _side(m, objtype: int, oid: int, geoms: np.ndarray) -> np.ndarray:
-  """(ncon,) bool: contact geoms `geoms` match one side of a contact sensor (static)."""
-  bodies = m.geom_bodyid[geoms]
+def _side(m, objtype: int, oid: int, geoms, bodies):
+  """(ncon,) bool: contact slots of geoms `geoms` and bodies `bodies` (static numpy arrays,
+  or traced under a contact cap) match one side of a contact sensor."""
   if objtype == ObjType.GEOM:
     return geoms == oid
   if objtype == ObjType.BODY:
     return bodies == oid
   if objtype == ObjType.XBODY:  # the subtree rooted at oid
     anc = np.asarray(body_plan(m)["subtree"])[oid] > 0
-    return anc[bodies]
+    return anc[bodies] if isinstance(bodies, np.ndarray) else jnp.asarray(anc)[bodies]
   return np.ones(len(geoms), bool)
 
 
+def slot_gaps(m, c):
+  """(ncon,) the gap of every contact slot: plan-wide (driver.slot_gap) where the slots'
+  geoms are static; under a cap from the geoms each slot holds now: the explicit <pair>'s
+  gap where one names them (such a pair is never collided again dynamically), else the
+  geoms' sum."""
+  if c.geom is None:
+    return slot_gap(m)
+  g1, g2 = c.geoms()
+  gap = m.geom_gap[g1] + m.geom_gap[g2]
+  if not m.npair:
+    return gap
+  p1, p2 = jnp.asarray(m.pair_geom1), jnp.asarray(m.pair_geom2)
+  named = (((g1[:, None] == p1) & (g2[:, None] == p2)) |
+           ((g1[:, None] == p2) & (g2[:, None] == p1)))
+  return jnp.where(named.any(1), m.pair_gap[jnp.argmax(named, 1)], gap)
+
+
 def _matches(m, d, g):
-  """(match (n, ncon) bool, flipped (n, ncon) static bool) of each sensor's contacts."""
+  """(match (n, ncon) bool, flipped (n, ncon) bool) of each sensor's contacts; flipped is
+  static unless a contact cap makes the slots' geoms traced."""
   c = d.contact
   n, ncon = len(g.obj), len(c.dim)
-  direct, flipped = np.zeros((n, ncon), bool), np.zeros((n, ncon), bool)
+  geoms, bodies = c.geoms(), c.bodies(m.geom_bodyid)
+  xp = np if c.geom is None else jnp
   site = g.objtype == ObjType.SITE
-  for k, (o, r) in enumerate(zip(g.obj, g.ref)):
-    s1 = [np.ones(ncon, bool)] * 2 if site else [_side(m, g.objtype, o, c.geom1),
-                                                 _side(m, g.objtype, o, c.geom2)]
-    s2 = [_side(m, g.reftype, r, c.geom1), _side(m, g.reftype, r, c.geom2)]
-    direct[k] = s1[0] & s2[1]
-    flipped[k] = s1[1] & s2[0] & ~direct[k]
+  direct, flipped = [], []
+  for o, r in zip(g.obj, g.ref):
+    s1 = [np.ones(ncon, bool)] * 2 if site else [_side(m, g.objtype, o, geoms[k], bodies[k])
+                                                 for k in (0, 1)]
+    s2 = [_side(m, g.reftype, r, geoms[k], bodies[k]) for k in (0, 1)]
+    direct.append(s1[0] & s2[1])
+    flipped.append(s1[1] & s2[0] & ~direct[-1])
+  direct = xp.stack(direct) if n else xp.zeros((0, ncon), bool)
+  flipped = xp.stack(flipped) if n else xp.zeros((0, ncon), bool)
   # every contact MuJoCo lists: those out to margin + gap too, which have no rows
-  listed = c.dist < c.includemargin + slot_gap(m)
+  listed = c.dist < c.includemargin + slot_gaps(m, c)
   match = jnp.asarray(direct | flipped) & listed[None]
   if site:
     local = jnp.einsum("nji,cnj->cni", d.site_xmat[g.obj],
@@ -73,11 +95,14 @@ def _relative_velocity(m, d):
 
   def at_point(body, pos):
     vel = d.cvel[body]
-    com = d.subtree_com[m.body_rootid[body]]
+    root = (m.body_rootid[body] if isinstance(body, np.ndarray)
+            else jnp.asarray(m.body_rootid)[body])
+    com = d.subtree_com[root]
     return vel[:, :3], vel[:, 3:] + jnp.cross(vel[:, :3], pos - com)
 
-  ang1, lin1 = at_point(m.geom_bodyid[c.geom1], c.pos)
-  ang2, lin2 = at_point(m.geom_bodyid[c.geom2], c.pos)
+  body1, body2 = c.bodies(m.geom_bodyid)
+  ang1, lin1 = at_point(body1, c.pos)
+  ang2, lin2 = at_point(body2, c.pos)
   rot = lambda v: jnp.einsum("cij,cj->ci", c.frame, v)  # noqa: E731
   return jnp.concatenate([rot(ang2 - ang1), rot(lin2 - lin1)], axis=-1)
 
@@ -111,7 +136,6 @@ def contact(m, d, g):
   width = sum(w for k, w in enumerate(WIDTHS) if bits >> k & 1)
   if ncon == 0:
     return jnp.zeros((n, num * width), dt)
-  refuse_capped(m, "the contact sensor")
   match, flipped = _matches(m, d, g)
   need_force = bits & FORCE_BITS or reduce in (MAXFORCE, NETFORCE)
   frc = contact_force.contact_forces(m, d) if need_force else None
@@ -122,8 +146,9 @@ def contact(m, d, g):
     key = jnp.broadcast_to(c.dist, (n, ncon))
   elif reduce == MAXFORCE:
     key = -jnp.broadcast_to(jnp.linalg.norm(frc[:, :3], axis=-1), (n, ncon))
-  else:  # MuJoCo's contact order
-    key = jnp.broadcast_to(jnp.asarray(contact_rank(m), dt), (n, ncon))
+  else:  # MuJoCo's contact order (under a cap: of the candidates the slots hold now)
+    rank = contact_rank(m) if c.rank is None else c.rank
+    key = jnp.broadcast_to(jnp.asarray(rank, dt), (n, ncon))
   order = jnp.argsort(jnp.where(match, key, jnp.inf), axis=1, stable=True)[:, :num]
   found = jnp.sum(match, axis=1)
   sign = jnp.take_along_axis(jnp.where(jnp.asarray(flipped), -1.0, 1.0), order, 1)

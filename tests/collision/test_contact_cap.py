@@ -130,11 +130,9 @@ def test_cap_not_binding_anywhere_keeps_static_slots():
 
 
 ADHESION = '<actuator><adhesion body="ball" ctrlrange="0 1" gain="1"/></actuator>'
-SENSOR = '<sensor><contact geom1="floor"/></sensor>'
 
 
 @pytest.mark.parametrize("kw, feature", [
-  (dict(extra=SENSOR), "contact sensor"),
   (dict(extra=ADHESION), "adhesion actuator"),
   (dict(floor='adhesion=".5"'), "contact adhesion"),
   (dict(), "grad_smoothing"),

@@ -45,9 +45,17 @@ XML = """
 </mujoco>"""
 
 
-def test_contact_linvel_angvel_netforce_match_mj_forward():
-  m, mj = load_both(xml=XML)
+CAP = '<custom><numeric name="max_contact_points" data="5"/></custom>'
+
+
+@pytest.mark.parametrize("cap", [False, True], ids=["static slots", "capped"])
+def test_contact_linvel_angvel_netforce_match_mj_forward(cap):
+  """Capped: MJX's max_contact_points = 5 of the 6 candidate slots, 5 contacts: the slots'
+  geoms are traced (Contact.geom) and the sensors match them, and order them, as traced."""
+  m, mj = load_both(xml=XML.replace("<mujoco>", "<mujoco>" + CAP) if cap else XML)
   assert m.unsupported == ()
+  if cap:
+    assert jaxmj.make_data(m).contact.geom.shape == (5, 2)
   np.testing.assert_array_equal(m.sensor_needstage, mj.sensor_needstage)
   def state(m, mj, seed):
     rng = np.random.default_rng(seed)
@@ -58,7 +66,7 @@ def test_contact_linvel_angvel_netforce_match_mj_forward():
     return d
 
   def check(out, d, seed):
-    assert d.ncon >= 5
+    assert d.ncon == 5 if cap else d.ncon >= 5
     for i in range(mj.nsensor):
       a, n = mj.sensor_adr[i], mj.sensor_dim[i]
       np.testing.assert_allclose(out.sensordata[a:a + n], d.sensordata[a:a + n], rtol=1e-8,
@@ -79,10 +87,23 @@ GAP = """<mujoco><worldbody><geom name="floor" type="plane" size="2 2 .1"/>
 </sensor></mujoco>"""
 
 
-def test_contacts_in_the_gap_layer_are_listed_without_force():
+# the hovering sphere's gap from an explicit pair; 2 of the 3 candidate slots (traced geoms)
+PAIR_CAP = (CAP.replace('"5"', '"2"') + '<contact><pair geom1="floor" geom2="hover" '
+            'margin=".02" gap=".1"/></contact></mujoco>')
+
+
+@pytest.mark.parametrize("cap", [False, True], ids=["static slots", "capped"])
+def test_contacts_in_the_gap_layer_are_listed_without_force(cap):
   """MuJoCo lists contacts out to margin + gap, those beyond the margin without rows: the
-  contact sensor matches them too (found, dist, normal; force 0), in MuJoCo's order."""
-  m, mj = load_both(xml=GAP)
+  contact sensor matches them too (found, dist, normal; force 0), in MuJoCo's order.
+  Capped (2 slots of 3), the hovering sphere's gap is its explicit pair's."""
+  xml = GAP
+  if cap:
+    xml = xml.replace('<geom type="sphere" size=".1" margin=".02" gap=".1"/></body>',
+                      '<geom name="hover" type="sphere" size=".1"/></body>', 1)
+    xml = xml.replace("</mujoco>", PAIR_CAP)
+  m, mj = load_both(xml=xml)
+  assert (jaxmj.make_data(m).contact.geom is not None) == cap
 
   def check(out, d, seed):
     assert d.ncon == 2 and d.contact[0].efc_address == -1  # the hovering sphere's
