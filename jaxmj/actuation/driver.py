@@ -26,8 +26,7 @@ import numpy as np
 
 from jaxmj import math
 from jaxmj.actuation import history, motor, orientation
-from jaxmj.collision.driver import slot_gap
-from jaxmj.collision.plan import refuse_capped
+from jaxmj.collision.driver import contact_gaps
 from jaxmj.constants import MAXVAL, MINVAL
 from jaxmj.data import count_warning
 from jaxmj.scan import cached_plan
@@ -198,20 +197,20 @@ def _body(m: Model, d: Data, grp) -> tuple:
   """Adhesion: minus the mean contact-normal Jacobian over the body's contacts.
 
   A contact counts when it exists, dist < includemargin + gap: with constraint rows
-  (active) or in the gap layer (collision.driver.slot_gap), as in MuJoCo.
+  (active) or in the gap layer (collision.driver.contact_gaps), as in MuJoCo. Under a
+  contact cap the slots' bodies are traced: the contacts the capped slots hold count.
   """
   i, body = grp
   con = d.contact
   if len(con.dim) == 0:
     return jnp.zeros(len(i)), jnp.zeros((len(i), m.nv))
-  refuse_capped(m, "the adhesion actuator")
-  exists = con.dist < con.includemargin + slot_gap(m)
-  b1, b2 = m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]
+  exists = con.dist < con.includemargin + contact_gaps(m, con)
+  b1, b2 = con.bodies(m.geom_bodyid)
   normal = con.frame[:, 0]
   j1p, _ = point_jacobians(m, d, b1, con.pos)
   j2p, _ = point_jacobians(m, d, b2, con.pos)
   jn = jnp.einsum("ck,ckv->cv", normal, j2p - j1p)  # (ncon, nv)
-  rel = (b1[None] == body[:, None]) | (b2[None] == body[:, None])  # (n, ncon) static
+  rel = (b1[None] == body[:, None]) | (b2[None] == body[:, None])  # (n, ncon)
   counted = jnp.where(rel, exists[None], False).astype(jn.dtype)
   count = jnp.sum(counted, axis=1)
   moment = -(counted @ jn) / jnp.maximum(count, 1.0)[:, None]

@@ -27,7 +27,7 @@ from jaxmj.collision.plan import (
 )
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
 from jaxmj.constants import MINVAL
-from jaxmj.data import count_warning
+from jaxmj.data import Contact, count_warning
 from jaxmj.smooth.kinematics_tangent import symbolic_zero
 from jaxmj.types import Data, EnableBit, Model, Warning
 
@@ -102,6 +102,23 @@ def slot_gap(m: Model) -> jnp.ndarray:
       gap = jnp.where(pair >= 0, m.pair_gap[np.maximum(pair, 0)], gap)
     out.append(jnp.repeat(gap, group["slots"]))
   return jnp.concatenate(out) if out else jnp.zeros(0)
+
+
+def contact_gaps(m: Model, c: Contact) -> jnp.ndarray:
+  """(ncon,) the gap of every contact slot: plan-wide (slot_gap) where the slots'
+  geoms are static; under a cap from the geoms each slot holds now: the explicit <pair>'s
+  gap where one names them (such a pair is never collided again dynamically), else the
+  geoms' sum."""
+  if c.geom is None:
+    return slot_gap(m)
+  g1, g2 = c.geoms()
+  gap = m.geom_gap[g1] + m.geom_gap[g2]
+  if not m.npair:
+    return gap
+  p1, p2 = jnp.asarray(m.pair_geom1), jnp.asarray(m.pair_geom2)
+  named = (((g1[:, None] == p1) & (g2[:, None] == p2)) |
+           ((g1[:, None] == p2) & (g2[:, None] == p1)))
+  return jnp.where(named.any(1), m.pair_gap[jnp.argmax(named, 1)], gap)
 
 
 class _Search(NamedTuple):

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision.driver import slot_gap
+from jaxmj.collision.driver import contact_gaps
 from jaxmj.collision.plan import contact_rank
 from jaxmj.constants import MINVAL
 from jaxmj.constraint import contact_force
@@ -42,23 +42,6 @@ def _side(m, objtype: int, oid: int, geoms, bodies):
   return np.ones(len(geoms), bool)
 
 
-def slot_gaps(m, c):
-  """(ncon,) the gap of every contact slot: plan-wide (driver.slot_gap) where the slots'
-  geoms are static; under a cap from the geoms each slot holds now: the explicit <pair>'s
-  gap where one names them (such a pair is never collided again dynamically), else the
-  geoms' sum."""
-  if c.geom is None:
-    return slot_gap(m)
-  g1, g2 = c.geoms()
-  gap = m.geom_gap[g1] + m.geom_gap[g2]
-  if not m.npair:
-    return gap
-  p1, p2 = jnp.asarray(m.pair_geom1), jnp.asarray(m.pair_geom2)
-  named = (((g1[:, None] == p1) & (g2[:, None] == p2)) |
-           ((g1[:, None] == p2) & (g2[:, None] == p1)))
-  return jnp.where(named.any(1), m.pair_gap[jnp.argmax(named, 1)], gap)
-
-
 def _matches(m, d, g):
   """(match (n, ncon) bool, flipped (n, ncon) bool) of each sensor's contacts; flipped is
   static unless a contact cap makes the slots' geoms traced."""
@@ -77,7 +60,7 @@ def _matches(m, d, g):
   direct = xp.stack(direct) if n else xp.zeros((0, ncon), bool)
   flipped = xp.stack(flipped) if n else xp.zeros((0, ncon), bool)
   # every contact MuJoCo lists: those out to margin + gap too, which have no rows
-  listed = c.dist < c.includemargin + slot_gaps(m, c)
+  listed = c.dist < c.includemargin + contact_gaps(m, c)
   match = jnp.asarray(direct | flipped) & listed[None]
   if site:
     local = jnp.einsum("nji,cnj->cni", d.site_xmat[g.obj],

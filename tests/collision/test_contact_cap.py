@@ -40,8 +40,12 @@ def scene(cap=None, option="", floor="", extra=""):
 
 
 def _rollout(m):
+  return _rollout_from(m, jaxmj.make_data(m))
+
+
+def _rollout_from(m, d):
   run = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=NSTEP), compiler_options=FAST)
-  return run(m, jaxmj.make_data(m))
+  return run(m, d)
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +137,6 @@ ADHESION = '<actuator><adhesion body="ball" ctrlrange="0 1" gain="1"/></actuator
 
 
 @pytest.mark.parametrize("kw, feature", [
-  (dict(extra=ADHESION), "adhesion actuator"),
   (dict(floor='adhesion=".5"'), "contact adhesion"),
   (dict(), "grad_smoothing"),
 ])
@@ -145,6 +148,31 @@ def test_cap_refuses_what_reads_static_slots(kw, feature):
   with pytest.raises(NotImplementedError, match="max_contact_points") as err:
     jax.eval_shape(jaxmj.step, m, jaxmj.make_data(m))
   assert feature.split()[-1] in str(err.value)
+
+
+def test_adhesion_actuator_counts_the_contacts_the_capped_slots_hold():
+  """An adhesion actuator on the ball (20 N, pulling it onto the floor) under cap 8 of 13
+  slots: the slots' bodies are traced, the actuator's moment averages the ball's contacts
+  among them, and the trajectory is MuJoCo's."""
+  xml = lambda cap: scene(cap, extra=ADHESION.replace('gain="1"', 'gain="20"'))  # noqa: E731
+  mj = mujoco.MjModel.from_xml_string(xml(None))
+  dm = mujoco.MjData(mj)
+  dm.ctrl[:] = 1.0
+  ref, pulled = [], 0
+  for _ in range(NSTEP):
+    mujoco.mj_step(mj, dm)
+    ref.append(dm.qpos.copy())
+    pulled += bool(np.any(dm.actuator_moment))
+  assert pulled >= NSTEP // 2  # from the ball's landing on
+  m = jaxmj.Model.from_xml_string(xml(8))
+  final, traj = _rollout_from(m, jaxmj.make_data(m).replace(ctrl=jnp.ones(m.nu)))
+  assert final.contact.geom is not None
+  np.testing.assert_allclose(traj["qpos"], np.array(ref), atol=1e-10)
+  moment = np.zeros((mj.nu, mj.nv))  # MuJoCo's is sparse
+  mujoco.mju_sparse2dense(moment, dm.actuator_moment, dm.moment_rownnz, dm.moment_rowadr,
+                          dm.moment_colind)
+  assert np.any(moment)
+  np.testing.assert_allclose(final.actuator_moment, moment, atol=1e-10)
 
 
 @pytest.mark.parametrize("option, nstep", [
