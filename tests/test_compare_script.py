@@ -1,5 +1,6 @@
 """scripts/compare.py, the conformance report users run on their own models."""
 
+import io
 import os
 import sys
 
@@ -71,3 +72,26 @@ def test_parted_trajectories_count_as_chaotic_only_when_mujoco_parts_too():
   assert compare.Report("m.xml", traj_err=5e-3, mujoco_spread=4e-3,
                         step_err=1e-4).verdict(1e-6) == "NO"
   assert compare.Report("m.xml", traj_err=1e-9).verdict(1e-6) == "yes"
+
+
+CAPPED = """<mujoco><custom><numeric name="max_contact_points" data="1"/></custom>
+  <worldbody><geom type="plane" size="2 2 .1"/>
+    <body pos="0 0 .1"><freejoint/><geom type="sphere" size=".1"/></body>
+    <body pos=".5 0 .12"><freejoint/><geom type="sphere" size=".1"/></body>
+  </worldbody></mujoco>"""
+
+
+def test_parted_trajectories_count_as_capped_when_the_uncapped_model_follows_mujoco(tmp_path):
+  """MJX's max_contact_points = 1 with two balls landing: jaxmj keeps the deeper contact
+  only and the other ball sinks (MuJoCo reads no cap from the numeric); without its caps the
+  same model follows mj_step, so the verdict is "capped", and the report says why."""
+  path = tmp_path / "capped.xml"
+  path.write_text(CAPPED)
+  rep = compare.compare_file(str(path), steps=40, atol=1e-10, key=False)
+  assert rep.traj_err > 1e-3 and rep.uncapped_err < 1e-12
+  assert rep.verdict(1e-6) == "capped" and rep.ok(1e-6)
+  out = io.StringIO()
+  compare.print_table([rep], 1e-6, out=out)
+  assert "a contact cap binds" in out.getvalue()
+  assert compare.uncapped(jaxmj.Model.from_xml_path(PENDULUM)) is None
+  assert compare.Report("m.xml", traj_err=5e-3, uncapped_err=1e-3).verdict(1e-6) == "NO"
