@@ -104,21 +104,28 @@ def slot_gap(m: Model) -> jnp.ndarray:
   return jnp.concatenate(out) if out else jnp.zeros(0)
 
 
+def explicit_pair(m: Model, g1: jnp.ndarray, g2: jnp.ndarray) -> jnp.ndarray:
+  """(n,) int32: the explicit <pair> naming geoms g1 and g2 (traced, (n,)) in either order,
+  -1 where none does: a pair of geoms listed in <pair> is never collided again dynamically,
+  so its contacts take the pair's parameters."""
+  p1, p2 = jnp.asarray(m.pair_geom1), jnp.asarray(m.pair_geom2)
+  named = (((g1[:, None] == p1) & (g2[:, None] == p2)) |
+           ((g1[:, None] == p2) & (g2[:, None] == p1)))
+  return jnp.where(named.any(1), jnp.argmax(named, 1), -1).astype(jnp.int32)
+
+
 def contact_gaps(m: Model, c: Contact) -> jnp.ndarray:
-  """(ncon,) the gap of every contact slot: plan-wide (slot_gap) where the slots'
-  geoms are static; under a cap from the geoms each slot holds now: the explicit <pair>'s
-  gap where one names them (such a pair is never collided again dynamically), else the
-  geoms' sum."""
+  """(ncon,) the gap of every contact slot: plan-wide (slot_gap) where the slots' geoms are
+  static; under a cap from the geoms each slot holds now: their explicit pair's gap, else
+  the geoms' sum."""
   if c.geom is None:
     return slot_gap(m)
   g1, g2 = c.geoms()
   gap = m.geom_gap[g1] + m.geom_gap[g2]
   if not m.npair:
     return gap
-  p1, p2 = jnp.asarray(m.pair_geom1), jnp.asarray(m.pair_geom2)
-  named = (((g1[:, None] == p1) & (g2[:, None] == p2)) |
-           ((g1[:, None] == p2) & (g2[:, None] == p1)))
-  return jnp.where(named.any(1), m.pair_gap[jnp.argmax(named, 1)], gap)
+  pair = explicit_pair(m, g1, g2)
+  return jnp.where(pair >= 0, m.pair_gap[jnp.maximum(pair, 0)], gap)
 
 
 class _Search(NamedTuple):

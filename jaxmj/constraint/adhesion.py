@@ -24,8 +24,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision.driver import slot_gap
-from jaxmj.collision.plan import collision_plan, refuse_capped
+from jaxmj.collision.driver import contact_gaps, explicit_pair
+from jaxmj.collision.plan import collision_plan
+from jaxmj.data import Contact
 from jaxmj.types import Data, Model
 
 
@@ -43,6 +44,22 @@ def slot_adhesion(m: Model) -> jnp.ndarray:
   return jnp.concatenate(out) if out else jnp.zeros(0)
 
 
+def contact_adhesion(m: Model, c: Contact) -> jnp.ndarray:
+  """(ncon,) adhesion of every contact slot: slot_adhesion's where the slots' geoms are
+  static; under a contact cap by the same rules from the geoms each slot holds now."""
+  if c.geom is None:
+    return slot_adhesion(m)
+  g1, g2 = c.geoms()
+  a1, a2 = m.geom_adhesion[g1], m.geom_adhesion[g2]
+  priority = jnp.asarray(m.geom_priority)
+  p1, p2 = priority[g1], priority[g2]
+  a = jnp.where(p1 > p2, a1, jnp.where(p2 > p1, a2, a1 + a2))
+  if m.npair:
+    pair = explicit_pair(m, g1, g2)
+    a = jnp.where(pair >= 0, m.pair_adhesion[jnp.maximum(pair, 0)], a)
+  return a
+
+
 def gap_layer(m: Model, d: Data) -> jnp.ndarray:
   """(ncon,) bool: the slots holding an adhering contact in its gap layer (includemargin <=
   dist < includemargin + gap, adhesion > 0), which MuJoCo 4.0 gives one frictionless row
@@ -51,9 +68,8 @@ def gap_layer(m: Model, d: Data) -> jnp.ndarray:
   c = d.contact
   if not m.flg_adhesiongap:
     return jnp.zeros(c.dist.shape, bool)
-  refuse_capped(m, "contact adhesion with a gap")
-  return (~c.active & (c.dist < c.includemargin + slot_gap(m))
-          & (slot_adhesion(m) > 0))
+  return (~c.active & (c.dist < c.includemargin + contact_gaps(m, c))
+          & (contact_adhesion(m, c) > 0))
 
 
 def efc_share(m: Model, d: Data, lay) -> jnp.ndarray | None:
@@ -62,12 +78,11 @@ def efc_share(m: Model, d: Data, lay) -> jnp.ndarray | None:
   layer, its gap row below the margin); None when the model has no adhesion."""
   if not m.flg_adhesion or lay.nc == 0:
     return None
-  refuse_capped(m, "contact adhesion (geom or pair adhesion)")
   slot = lay.con_slot
   dim = np.asarray(d.contact.dim)[slot]
   weight = np.where(lay.con_pyramid, 1.0 / (2 * np.maximum(dim - 1, 1)),
                     np.where(lay.con_j == 0, 1.0, 0.0))
   used = jnp.where(lay.con_gap, gap_layer(m, d)[slot], d.contact.active[slot])
-  a = jnp.where(used, slot_adhesion(m)[slot], 0.0)
+  a = jnp.where(used, contact_adhesion(m, d.contact)[slot], 0.0)
   share = jnp.zeros(lay.nefc, a.dtype)
   return share.at[lay.contact0:].set(a * weight)

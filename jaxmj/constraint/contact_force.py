@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.constraint.adhesion import gap_layer, slot_adhesion
+from jaxmj.constraint.adhesion import contact_adhesion, gap_layer
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.types import Cone, Data, Model
 
@@ -55,7 +55,7 @@ def contact_forces(m: Model, d: Data) -> jnp.ndarray:
     out = out.at[:, 0].set(jnp.where(gap, d.efc_force[gap_row], out[:, 0]))
     used = used | gap
   if m.flg_adhesion and len(c.dim):
-    out = out.at[:, 0].add(-slot_adhesion(m).astype(out.dtype))
+    out = out.at[:, 0].add(-contact_adhesion(m, c).astype(out.dtype))
   return jnp.where(used[:, None], out, 0.0)
 
 

@@ -137,7 +137,6 @@ ADHESION = '<actuator><adhesion body="ball" ctrlrange="0 1" gain="1"/></actuator
 
 
 @pytest.mark.parametrize("kw, feature", [
-  (dict(floor='adhesion=".5"'), "contact adhesion"),
   (dict(), "grad_smoothing"),
 ])
 def test_cap_refuses_what_reads_static_slots(kw, feature):
@@ -173,6 +172,38 @@ def test_adhesion_actuator_counts_the_contacts_the_capped_slots_hold():
                           dm.moment_colind)
   assert np.any(moment)
   np.testing.assert_allclose(final.actuator_moment, moment, atol=1e-10)
+
+
+@pytest.mark.parametrize("floor", ['adhesion="30"', 'adhesion="30" margin=".01" gap=".03"'],
+                         ids=["adhesion", "adhesion with a gap"])
+def test_contact_adhesion_under_a_cap_matches_mujoco(floor):
+  """Contact adhesion on the floor under cap 8 of 13 slots: each slot's adhesion (and gap)
+  from the geoms it holds now; MuJoCo's trajectory to 1e-10 and its contact forces at the
+  end (mj_contactForce: the net force, the pull subtracted). With a gap, the adhering
+  contacts in the gap layer get their one frictionless row (margin 1 cm, gap 3 cm)."""
+  mj = mujoco.MjModel.from_xml_string(scene(floor=floor))
+  dm = mujoco.MjData(mj)
+  ref = []
+  for _ in range(NSTEP):
+    mujoco.mj_step(mj, dm)
+    ref.append(dm.qpos.copy())
+  m = jaxmj.Model.from_xml_string(scene(8, floor=floor))
+  final, traj = _rollout(m)
+  assert final.contact.geom is not None
+  np.testing.assert_allclose(traj["qpos"], np.array(ref), atol=1e-10)
+  mujoco.mj_forward(mj, dm)
+  d = jaxmj.make_data(m).replace(qpos=jnp.asarray(dm.qpos), qvel=jnp.asarray(dm.qvel))
+  d = jax.jit(jaxmj.forward, compiler_options=FAST)(m, d)
+  forces = np.asarray(jaxmj.constraint.contact_force.contact_forces(m, d))
+  for i in range(dm.ncon):
+    want = np.zeros(6)
+    mujoco.mj_contactForce(mj, dm, i, want)
+    c = dm.contact[i]
+    slot = [k for k, (a, b) in enumerate(np.asarray(d.contact.geom))
+            if (a, b) == (c.geom1, c.geom2)
+            and np.abs(np.asarray(d.contact.pos[k]) - c.pos).max() < 1e-9]
+    assert len(slot) == 1
+    np.testing.assert_allclose(forces[slot[0]], want, atol=1e-8)
 
 
 @pytest.mark.parametrize("option, nstep", [
