@@ -9,7 +9,8 @@ For each file:
               from the model's initial state (keyframe 0 with --key), zero controls; "-"
               when jaxmj cannot step the model (the reason is printed).
   ok          "yes"; "chaotic" when the trajectories part but MuJoCo is chaotic on this
-              model (its own trajectory moves as far when its start is nudged by 1e-14)
+              model (its own trajectory moves as far when its start is nudged by 1e-14,
+              in the worst of eight directions)
               and every single jaxmj step taken from MuJoCo's state agrees within
               --traj-tol; "capped" when the trajectories part, the model caps its
               contacts as MJX does (max_contact_points, max_geom_pairs, <size
@@ -193,20 +194,30 @@ def _mujoco_start(mj, key: bool):
   return md
 
 
-def mujoco_spread(mj, steps: int, key: bool, nudge: float = 1e-14) -> float:
+def mujoco_spread(mj, steps: int, key: bool, nudge: float = 1e-14, tries: int = 8) -> float:
   """max |qpos| change of MuJoCo's own trajectory when every qpos and qvel entry of its
-  start is moved by +-`nudge` (a fixed pattern): the round-off MuJoCo itself amplifies."""
+  start is moved by up to `nudge` (relative beyond 1): an alternating pattern, then
+  `tries` - 1 random directions (seeded), the largest of them: the round-off MuJoCo
+  itself amplifies. One direction can miss it: Playground's G1 on rough terrain moves 8.7e-4
+  in 20 steps under three of six random nudges of 1e-15 and 7.6e-15 under another."""
   import mujoco
 
-  a, b = _mujoco_start(mj, key), _mujoco_start(mj, key)
-  signs = np.where(np.arange(mj.nq + mj.nv) % 2, -1.0, 1.0)
-  b.qpos[:] += nudge * signs[:mj.nq] * np.maximum(1.0, np.abs(b.qpos))
-  b.qvel[:] += nudge * signs[mj.nq:] * np.maximum(1.0, np.abs(b.qvel))
-  worst = 0.0
+  reference = _mujoco_start(mj, key)
+  ref = []
   for _ in range(steps):
-    mujoco.mj_step(mj, a)
-    mujoco.mj_step(mj, b)
-    worst = max(worst, float(np.max(np.abs(a.qpos - b.qpos), initial=0.0)))
+    mujoco.mj_step(mj, reference)
+    ref.append(reference.qpos.copy())
+  rng = np.random.default_rng(0)
+  worst = 0.0
+  for k in range(tries):
+    b = _mujoco_start(mj, key)
+    signs = (np.where(np.arange(mj.nq + mj.nv) % 2, -1.0, 1.0) if k == 0
+             else rng.uniform(-1.0, 1.0, mj.nq + mj.nv))
+    b.qpos[:] += nudge * signs[:mj.nq] * np.maximum(1.0, np.abs(b.qpos))
+    b.qvel[:] += nudge * signs[mj.nq:] * np.maximum(1.0, np.abs(b.qvel))
+    for qpos in ref:
+      mujoco.mj_step(mj, b)
+      worst = max(worst, float(np.max(np.abs(qpos - b.qpos), initial=0.0)))
   return worst
 
 
@@ -276,7 +287,7 @@ def print_table(reports: list[Report], traj_tol: float, out=None) -> None:
       lines.append(f"trajectory error {r.traj_err:.3g} > {traj_tol:g}")
       if r.mujoco_spread is not None:
         lines.append(f"MuJoCo alone moves {r.mujoco_spread:.3g} when its start is nudged "
-                     f"by 1e-14")
+                     f"by 1e-14 (the worst of 8 directions)")
       if r.step_err is not None:
         lines.append(f"worst single step from MuJoCo's state: {r.step_err:.3g}")
       if r.uncapped_err is not None:
