@@ -23,7 +23,6 @@ from jaxmj.collision.plan import (
   colliders,
   collision_plan,
   contact_rank,
-  refuse_capped,
 )
 from jaxmj.collision.primitive import NO_CONTACT, GeomFrame
 from jaxmj.constants import MINVAL
@@ -197,7 +196,9 @@ def collision(m: Model, d: Data, from_kinematics: bool = False) -> Data:
   SMOOTHING_REACH temperatures further, and a pair with no contact takes those slots'
   distances, points and frames (beyond its margin + gap: no rows, no contacts).
   Under MJX's caps (plan.py's `capped`) the capped groups collide only their nearest pairs
-  (_nearest_pairs) and the slots keep the deepest contacts (_least), with their geoms.
+  (_nearest_pairs) and the slots keep the deepest contacts (_least), with their geoms; with
+  contact smoothing the slots left over keep the nearest pairs apart (every contact is
+  deeper than any of them: the same contacts, rows and forces as without smoothing).
   from_kinematics: d's geom frames are mj_kinematics' of m (mj_fwdPosition), so those of
   geoms welded to the world move with the Model alone: differentiated in anything else
   (qpos, mocap, ...) their tangents are symbolic zeros, and their colliders' derivative is
@@ -223,10 +224,9 @@ def collision(m: Model, d: Data, from_kinematics: bool = False) -> Data:
   includemargin = params["margin"][slot_pair]
   active = dist < includemargin
   if m.opt.grad_smoothing:
-    refuse_capped(m, "contact smoothing (opt.grad_smoothing)")
     far = _collide(m, d, plan, every, reach + SMOOTHING_REACH * m.opt.grad_smoothing,
-                   fixed=fixed)
-    touching = jnp.zeros(len(every["g1"]), bool).at[slot_pair].max(dist < 0.5 * NO_CONTACT)
+                   chosen, pair, fixed)
+    touching = jnp.zeros(len(params["margin"]), bool).at[slot_pair].max(dist < 0.5 * NO_CONTACT)
     apart = ~touching[slot_pair]
     dist, pos, frame = (jnp.where(apart.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
                         for a, b in zip((dist, pos, frame), far))

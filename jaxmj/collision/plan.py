@@ -248,16 +248,6 @@ def contact_rank(m: Model) -> np.ndarray:
   return rank
 
 
-def refuse_capped(m: Model, feature: str) -> None:
-  """Raises NotImplementedError when a contact cap (max_contact_points, max_geom_pairs or
-  <size nconmax>) binds in `m`: `feature` reads which geoms each slot holds as static."""
-  if collision_plan(m)["capped"] is not None:
-    raise NotImplementedError(
-      f"{feature} is not supported with the custom numerics max_contact_points or "
-      f"max_geom_pairs, or <size nconmax> (which cap {m.model_name!r}'s contacts): remove "
-      "the cap or the feature")
-
-
 def _condim(m, g1, g2, pair) -> np.ndarray:
   """Static condim per pair: the explicit pair's, else the higher-priority geom's, else max."""
   c1, c2 = m.geom_condim[g1], m.geom_condim[g2]

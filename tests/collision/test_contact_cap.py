@@ -136,14 +136,41 @@ def test_cap_not_binding_anywhere_keeps_static_slots():
 ADHESION = '<actuator><adhesion body="ball" ctrlrange="0 1" gain="20"/></actuator>'
 
 
-def test_cap_refuses_contact_smoothing():
-  """Contact smoothing's second collider pass reads each pair's slots as static: under a
-  cap it raises, naming the numeric and the feature."""
-  m = jaxmj.Model.from_xml_string(scene(4))
-  m = m.replace(opt=m.opt.replace(grad_smoothing=0.01))
-  with pytest.raises(NotImplementedError, match="max_contact_points") as err:
-    jax.eval_shape(jaxmj.step, m, jaxmj.make_data(m))
-  assert "grad_smoothing" in str(err.value)
+# tests/solver/test_smoothing.py's pusher and box, and a world sphere 1 m away that both
+# could touch: 3 candidate pairs, cap 2 (the geoms of a slot are traced)
+PUSHER = """<mujoco><option timestep="0.01"/>{custom}<worldbody>
+  <geom type="sphere" size=".05" pos="0 1 .05"/>
+  <body pos="-0.3 0 0.05"><joint name="push" type="slide" axis="1 0 0" damping="2"/>
+    <geom type="sphere" size="0.05" mass="1"/></body>
+  <body pos="0 0 0.05"><joint type="slide" axis="1 0 0" damping="5"/>
+    <geom type="box" size="0.05 0.05 0.05" mass="1"/></body>
+  </worldbody><actuator><motor joint="push" ctrlrange="-10 10"/></actuator></mujoco>"""
+
+
+def test_contact_smoothing_under_a_cap_keeps_the_nearest_pairs_apart():
+  """Smoothed (opt.grad_smoothing), the slots a cap leaves over keep the nearest pairs apart
+  (every contact is deeper than any of them). No push: the pusher-box pair stays apart and
+  is kept, so the derivative of the box's final position w.r.t. the push is the uncapped
+  model's (positive; the exact one is 0, test_smoothing.py). A push of 8 N: the same final
+  position and derivative as uncapped (the same contacts and forces)."""
+  def box_x(cap):
+    custom = (f'<custom><numeric name="max_contact_points" data="{cap}"/></custom>'
+              if cap else "")
+    m = jaxmj.Model.from_xml_string(PUSHER.format(custom=custom))
+    m = m.replace(opt=m.opt.replace(grad_smoothing=0.05))
+
+    def final_x(push):
+      d = jaxmj.make_data(m)
+      _, traj = jaxmj.rollout(m, d, jnp.full((40, 1), push), nstep=40, fields=("qpos",))
+      return traj["qpos"][-1, 1]
+    return m, jax.jit(jax.value_and_grad(final_x), compiler_options=FAST)
+
+  m, capped = box_x(2)
+  assert jaxmj.make_data(m).contact.geom.shape == (2, 2)
+  _, free = box_x(None)
+  assert float(free(0.0)[1]) > 1e-3 and float(free(8.0)[0]) > 1e-3  # the slope; pushed
+  for push in (0.0, 8.0):
+    np.testing.assert_allclose(capped(push), free(push), rtol=1e-9, err_msg=str(push))
 
 
 def test_adhesion_actuator_counts_the_contacts_the_capped_slots_hold():
