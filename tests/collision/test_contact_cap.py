@@ -48,18 +48,25 @@ def _rollout_from(m, d):
   return run(m, d)
 
 
+def _mujoco_trajectory(xml: str, nstep: int = NSTEP):
+  """(qpos after each of `nstep` mj_steps (nstep, nq), MjModel, final MjData) from the
+  file's initial state (uncapped: MuJoCo reads no cap from the numerics)."""
+  mj = mujoco.MjModel.from_xml_string(xml)
+  dm = mujoco.MjData(mj)
+  ref = []
+  for _ in range(nstep):
+    mujoco.mj_step(mj, dm)
+    ref.append(dm.qpos.copy())
+  return np.array(ref), mj, dm
+
+
 @pytest.fixture(scope="module")
 def mujoco_run():
   """MuJoCo's qpos after each step and its final MjData, forward at the final state
   (uncapped: MuJoCo ignores the numeric)."""
-  mj = mujoco.MjModel.from_xml_string(scene())
-  dm = mujoco.MjData(mj)
-  qpos = []
-  for _ in range(NSTEP):
-    mujoco.mj_step(mj, dm)
-    qpos.append(dm.qpos.copy())
+  qpos, mj, dm = _mujoco_trajectory(scene())
   mujoco.mj_forward(mj, dm)  # the contacts at the final state
-  return np.array(qpos), mj, dm
+  return qpos, mj, dm
 
 
 def test_cap_not_binding_contacts_matches_mujoco_and_uncapped(mujoco_run):
@@ -205,16 +212,11 @@ def test_contact_adhesion_under_a_cap_matches_mujoco(floor):
   from the geoms it holds now; MuJoCo's trajectory to 1e-10 and its contact forces at the
   end (mj_contactForce: the net force, the pull subtracted). With a gap, the adhering
   contacts in the gap layer get their one frictionless row (margin 1 cm, gap 3 cm)."""
-  mj = mujoco.MjModel.from_xml_string(scene(floor=floor))
-  dm = mujoco.MjData(mj)
-  ref = []
-  for _ in range(NSTEP):
-    mujoco.mj_step(mj, dm)
-    ref.append(dm.qpos.copy())
+  ref, mj, dm = _mujoco_trajectory(scene(floor=floor))
   m = jaxmj.Model.from_xml_string(scene(8, floor=floor))
   final, traj = _rollout(m)
   assert final.contact.geom is not None
-  np.testing.assert_allclose(traj["qpos"], np.array(ref), atol=1e-10)
+  np.testing.assert_allclose(traj["qpos"], ref, atol=1e-10)
   mujoco.mj_forward(mj, dm)
   d = jaxmj.make_data(m).replace(qpos=jnp.asarray(dm.qpos), qvel=jnp.asarray(dm.qvel))
   d = jax.jit(jaxmj.forward, compiler_options=FAST)(m, d)
@@ -241,17 +243,12 @@ def test_cap_sweeps_pgs_and_noslip_in_mujocos_contact_order(option, nstep):
   order is off by far more: PGS stops short of the optimum). Pyramidal noslip up to step
   48 (contacts from step 38): from step 49 on a 6e-17 difference between the engines grows
   ~100x a step, uncapped too (5.6e-7 by step 80), which no ordering explains."""
-  mj = mujoco.MjModel.from_xml_string(scene(option=option))
-  dm = mujoco.MjData(mj)
-  ref = []
-  for _ in range(nstep):
-    mujoco.mj_step(mj, dm)
-    ref.append(dm.qpos.copy())
+  ref, _, dm = _mujoco_trajectory(scene(option=option), nstep)
   assert dm.ncon >= 2
   m = jaxmj.Model.from_xml_string(scene(8, option=option))
   final, traj = _rollout(m)
   assert final.contact.rank.shape == (8,)
-  np.testing.assert_allclose(traj["qpos"][:nstep], np.array(ref), atol=1e-10)
+  np.testing.assert_allclose(traj["qpos"][:nstep], ref, atol=1e-10)
 
 
 def test_nconmax_caps_the_contacts_and_counts_contactfull(mujoco_run):
