@@ -89,17 +89,22 @@ def contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, pair: np.ndarray) -
           "solimp": solimp, "margin": margin, "gap": gap}
 
 
+def pair_gap(m: Model, g1, g2, pair) -> jnp.ndarray:
+  """(n,) gap of geom pairs g1, g2 with explicit <pair> index `pair` (-1: none): the
+  explicit pair's, else the sum of the geoms' (mj_contactParam). Static numpy or traced."""
+  gap = m.geom_gap[g1] + m.geom_gap[g2]
+  if not m.npair:
+    return gap
+  safe = np.maximum(pair, 0) if isinstance(pair, np.ndarray) else jnp.maximum(pair, 0)
+  return jnp.where(pair >= 0, m.pair_gap[safe], gap)
+
+
 def slot_gap(m: Model) -> jnp.ndarray:
-  """(ncon,) gap of every contact slot: the explicit pair's, else the sum of the geoms'
-  (mj_contactParam). A slot holds a contact when dist < includemargin + gap; only those
-  below includemargin get rows, but adhesion actuators pull through all of them."""
-  out = []
-  for group in collision_plan(m)["groups"]:
-    g1, g2, pair = group["g1"], group["g2"], group["pair"]
-    gap = m.geom_gap[g1] + m.geom_gap[g2]
-    if m.npair:
-      gap = jnp.where(pair >= 0, m.pair_gap[np.maximum(pair, 0)], gap)
-    out.append(jnp.repeat(gap, group["slots"]))
+  """(ncon,) gap of every contact slot of the plan (pair_gap). A slot holds a contact when
+  dist < includemargin + gap; only those below includemargin get rows, but adhesion
+  actuators pull through all of them."""
+  out = [jnp.repeat(pair_gap(m, g["g1"], g["g2"], g["pair"]), g["slots"])
+         for g in collision_plan(m)["groups"]]
   return jnp.concatenate(out) if out else jnp.zeros(0)
 
 
@@ -120,11 +125,7 @@ def contact_gaps(m: Model, c: Contact) -> jnp.ndarray:
   if c.geom is None:
     return slot_gap(m)
   g1, g2 = c.geoms()
-  gap = m.geom_gap[g1] + m.geom_gap[g2]
-  if not m.npair:
-    return gap
-  pair = explicit_pair(m, g1, g2)
-  return jnp.where(pair >= 0, m.pair_gap[jnp.maximum(pair, 0)], gap)
+  return pair_gap(m, g1, g2, explicit_pair(m, g1, g2) if m.npair else None)
 
 
 class _Search(NamedTuple):

@@ -30,17 +30,25 @@ from jaxmj.data import Contact
 from jaxmj.types import Data, Model
 
 
+def pair_adhesion(m: Model, g1, g2, pair) -> jnp.ndarray:
+  """(n,) adhesion of geom pairs g1, g2 with explicit <pair> index `pair` (-1: none; unused
+  without pairs): the pair's, else the higher-priority geom's, else the sum. Static numpy or
+  traced."""
+  a1, a2 = m.geom_adhesion[g1], m.geom_adhesion[g2]
+  static = isinstance(g1, np.ndarray)
+  priority = m.geom_priority if static else jnp.asarray(m.geom_priority)
+  p1, p2 = priority[g1], priority[g2]
+  a = jnp.where(p1 > p2, a1, jnp.where(p2 > p1, a2, a1 + a2))
+  if not m.npair:
+    return a
+  safe = np.maximum(pair, 0) if static else jnp.maximum(pair, 0)
+  return jnp.where(pair >= 0, m.pair_adhesion[safe], a)
+
+
 def slot_adhesion(m: Model) -> jnp.ndarray:
-  """(ncon,) adhesion of every contact slot of the collision plan."""
-  out = []
-  for group in collision_plan(m)["groups"]:
-    g1, g2, pair = group["g1"], group["g2"], group["pair"]
-    a1, a2 = m.geom_adhesion[g1], m.geom_adhesion[g2]
-    p1, p2 = m.geom_priority[g1], m.geom_priority[g2]
-    a = jnp.where(p1 > p2, a1, jnp.where(p2 > p1, a2, a1 + a2))
-    if m.npair:
-      a = jnp.where(pair >= 0, m.pair_adhesion[np.maximum(pair, 0)], a)
-    out.append(jnp.repeat(a, group["slots"]))
+  """(ncon,) adhesion of every contact slot of the collision plan (pair_adhesion)."""
+  out = [jnp.repeat(pair_adhesion(m, g["g1"], g["g2"], g["pair"]), g["slots"])
+         for g in collision_plan(m)["groups"]]
   return jnp.concatenate(out) if out else jnp.zeros(0)
 
 
@@ -50,14 +58,7 @@ def contact_adhesion(m: Model, c: Contact) -> jnp.ndarray:
   if c.geom is None:
     return slot_adhesion(m)
   g1, g2 = c.geoms()
-  a1, a2 = m.geom_adhesion[g1], m.geom_adhesion[g2]
-  priority = jnp.asarray(m.geom_priority)
-  p1, p2 = priority[g1], priority[g2]
-  a = jnp.where(p1 > p2, a1, jnp.where(p2 > p1, a2, a1 + a2))
-  if m.npair:
-    pair = explicit_pair(m, g1, g2)
-    a = jnp.where(pair >= 0, m.pair_adhesion[jnp.maximum(pair, 0)], a)
-  return a
+  return pair_adhesion(m, g1, g2, explicit_pair(m, g1, g2) if m.npair else None)
 
 
 def gap_layer(m: Model, d: Data) -> jnp.ndarray:
