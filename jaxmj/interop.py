@@ -73,6 +73,8 @@ def compile_mujoco(source: ModelSource | None):
   assets = dict(source.assets)
   if source.file:
     return mujoco.MjModel.from_xml_path(source.file, assets)
+  if not source.modelfiledir:  # MjSpec.from_string leaves <model> files out of its assets
+    return mujoco.MjModel.from_xml_string(source.xml, assets)
   spec = mujoco.MjSpec.from_string(source.xml, assets=assets)
   if source.modelfiledir:
     spec.modelfiledir = source.modelfiledir

@@ -141,7 +141,8 @@ def full_m(mj, d) -> np.ndarray:
 
 def rollout_error(m, mj, nstep: int, key: int | None = None, dm=None):
   """Steps jaxmj (one jitted rollout) and mj_step `nstep` times from the same state (the
-  defaults, keyframe `key`, or the qpos and qvel of MjData `dm`, which is stepped in place).
+  defaults, keyframe `key`, or the qpos, qvel, act, ctrl and mocap poses of MjData `dm`,
+  which is stepped in place).
   Returns (max |qpos| error, jaxmj's final Data, the final MjData, MuJoCo's contact count
   after each step)."""
   import jax
@@ -150,7 +151,8 @@ def rollout_error(m, mj, nstep: int, key: int | None = None, dm=None):
     dm = mujoco.MjData(mj)
   if key is not None:
     mujoco.mj_resetDataKeyframe(mj, dm, key)
-  d = jaxmj.make_data(m).replace(qpos=dm.qpos.copy(), qvel=dm.qvel.copy())
+  d = jaxmj.make_data(m).replace(**{k: getattr(dm, k).copy() for k in (
+    "qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat")})
   run = jax.jit(lambda m, d: jaxmj.rollout(m, d, nstep=nstep),
                 compiler_options=FAST)
   final, traj = run(m, d)

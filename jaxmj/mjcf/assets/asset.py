@@ -41,7 +41,8 @@ def read_file(node: Node, file: str, subdir: str | None, compiler: dict, path: s
         data = assets[key]
         return data.encode() if isinstance(data, str) else bytes(data)
   base = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
-  full = name if os.path.isabs(name) else os.path.join(base, name)
+  # '..' taken lexically, as MuJoCo does: meshdir/../x.stl needs no folder meshdir/meshdir
+  full = os.path.normpath(name if os.path.isabs(name) else os.path.join(base, name))
   try:
     with open(full, "rb") as fh:
       return fh.read()

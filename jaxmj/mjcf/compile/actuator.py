@@ -23,7 +23,7 @@ from jaxmj.constants import MINVAL
 from jaxmj.mjcf.compile import actuator_checks as checks
 from jaxmj.mjcf.compile import engine0, frames, motor, orientation, setconst
 from jaxmj.mjcf.errors import MJCFError
-from jaxmj.mjcf.spec import schema
+from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Node, overlay
 from jaxmj.types import BiasType, DynType, GainType, JointType, TrnType
 
@@ -172,7 +172,8 @@ def default_specs(root: Node) -> dict[str, tuple[dict, str | None]]:
 
   def visit(node: Node, inherited: tuple, top: bool) -> None:
     name = node.attrs.get("class", "main")
-    spec, kind = out["main"] if top else inherited
+    spec, kind = ((pristine, None) if top and parse.ROOT_CLASS in node.attrs
+                  else out["main"] if top else inherited)
     for child in node.children:
       if child.tag in schema.ACTUATORS:
         spec, kind = apply(child, spec, kind)

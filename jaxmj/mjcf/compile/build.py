@@ -15,6 +15,7 @@ from jaxmj.mjcf.compile import (
   actuator,
   arena,
   armature,
+  attach,
   bodytree,
   camlight,
   custom,
@@ -88,13 +89,14 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
     seq = n.attrs.get("eulerseq")
     if seq is not None and (len(seq) != 3 or any(c not in "xyzXYZ" for c in seq)):
       raise n.error(f"invalid eulerseq {seq!r}: three of x, y, z, X, Y, Z", "eulerseq")
-    for attr, only in (("conflict", "error"), ("passthrough", "none")):  # attach's options
-      if n.attrs.get(attr, only) != only:
-        raise n.error(f"compiler {attr}={n.attrs[attr]!r} is not supported by jaxmj yet", attr)
+    if n.attrs.get("passthrough", "none") != "none":
+      raise n.error(f"compiler passthrough={n.attrs['passthrough']!r} is not supported by "
+                    "jaxmj yet", "passthrough")
     if "settotalmass" in n.attrs:
       warnings.warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
                     "MuJoCo and will be removed in a future release", stacklevel=3)
   root = replicate.expand(root, compiler)
+  root = attach.expand(root, compiler, path, assets, lambda r, t: _section(r, t)[0])
   if compiler["discardvisual"]:
     root = discard.strip_materials(root)
   defaults = parse.parse_defaults(root)
@@ -348,6 +350,8 @@ def _keyframes(root: Node, f: dict, nkey: int) -> tuple[dict, list[str]]:
         # replace the defaults.
         n = len(given) - len(given) % group.get(k, 1)
         v[:n] = given[:n]
+        if attach.GIVEN + k in node.attrs:  # written by attach.py: the entries it gives
+          v = np.where([c == "1" for c in node.attrs[attach.GIVEN + k]], v, v0)
       if k == "qpos":
         for a in quats:
           v[a:a + 4] = frames.normalize_quat(v[a:a + 4])

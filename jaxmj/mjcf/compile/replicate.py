@@ -20,6 +20,10 @@ from jaxmj.mjcf.compile import frames
 from jaxmj.mjcf.spec.parse import Node
 
 _HOLDERS = ("worldbody", "body", "frame", "replicate")
+# hidden attributes of an <attach> in a copy (jaxmj/mjcf/compile/attach.py expands it after
+# this): the suffix its names take, and on every copy but the first, LATER (the child's
+# keyframes come with the first copy only, as in MuJoCo 4.0)
+SUFFIX, LATER = "_suffix", "_later"
 
 
 def expand(root: Node, compiler: dict) -> Node:
@@ -57,8 +61,8 @@ def _copies(node: Node, deg: bool, seq: str) -> list[Node]:
     if "childclass" in node.attrs:
       attrs["childclass"] = node.attrs["childclass"]
     suffix = sep + str(i).rjust(digits, "0")
-    out.append(Node("frame", attrs, [_renamed(c, suffix) for c in node.children], node.file,
-                    node.line))
+    out.append(Node("frame", attrs, [_renamed(c, suffix, i == 0) for c in node.children],
+                    node.file, node.line))
     move = frames.mulvecmat(offset, frames.quat2mat(quat))
     pos = [pos[k] + move[k] for k in range(3)]
   return out
@@ -70,10 +74,14 @@ def _copies(node: Node, deg: bool, seq: str) -> list[Node]:
 _REFERENCES = {"camera": ("target",), "light": ("target",)}
 
 
-def _renamed(node: Node, suffix: str) -> Node:
+def _renamed(node: Node, suffix: str, first: bool) -> Node:
   attrs = dict(node.attrs)
   for key in ("name",) + _REFERENCES.get(node.tag, ()):
     if key in attrs:
       attrs[key] += suffix
+  if node.tag == "attach":  # every name of the attached copy takes the suffix
+    attrs[SUFFIX] = attrs.get(SUFFIX, "") + suffix
+    if not first:
+      attrs[LATER] = "1"
   return dataclasses.replace(node, attrs=attrs,
-                             children=[_renamed(c, suffix) for c in node.children])
+                             children=[_renamed(c, suffix, first) for c in node.children])

@@ -293,6 +293,9 @@ class Defaults:
 
 
 _ORIENTATIONS = ("quat", "axisangle", "euler", "xyaxes", "zaxis")
+# hidden attribute of a top-level <default> that is a class of its own, not 'main': an
+# attached model's main class (jaxmj/mjcf/compile/attach.py), starting from MuJoCo's values
+ROOT_CLASS = "_root"
 
 
 def parse_defaults(root: Node) -> Defaults:
@@ -301,7 +304,10 @@ def parse_defaults(root: Node) -> Defaults:
 
   def visit(node: Node, inherited: dict, top: bool) -> None:
     name = node.attrs.get("class")
-    if name is None:
+    detached = top and ROOT_CLASS in node.attrs  # named, and not 'main'
+    if detached:
+      pass  # a second one of the same class adds to it, as a second top-level <default> does
+    elif name is None:
       if not top:
         raise node.error("nested <default> needs a 'class' attribute", attribute="class")
       name = "main"
@@ -310,7 +316,7 @@ def parse_defaults(root: Node) -> Defaults:
     elif name in classes and not top:
       raise node.error(f"repeated default class '{name}'", attribute="class")
     # Another top-level <default> adds to 'main' (classes already made keep their copy).
-    base = classes["main"] if top else inherited
+    base = classes.get(name, {}) if detached else classes["main"] if top else inherited
     own = {tag: dict(vals) for tag, vals in base.items()}
     for child in node.children:
       if child.tag in schema.DEFAULTABLE:

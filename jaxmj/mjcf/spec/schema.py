@@ -630,7 +630,7 @@ ATTRS["compiler"].update({"fusestatic": (B, False), "discardvisual": (B, False),
                           # what MuJoCo's XML writer saves; the compiled model is the same
                           "saveinertial": (B, False), "savecompiled": (B, False),
                           "savecanonical": (B, False),
-                          "conflict": (kw("error", "warning", "merge"), "error"),
+                          "conflict": (kw("error", "warning", "merge"), "warning"),
                           "passthrough": (S, "none")})
 
 # ---- user data sizes and `user` attributes (compiled by jaxmj/mjcf/compile/user.py) ----
@@ -647,3 +647,12 @@ for _tag in ("worldbody", "body", "frame"):
   CHILDREN[_tag] += ("replicate",)
 CHILDREN["replicate"] = CHILDREN["frame"]
 del UNSUPPORTED["replicate"]
+
+# ---- <asset><model> and <attach> (expanded before compiling: jaxmj/mjcf/compile/attach.py) --
+ATTRS["model"] = {"name": (S, None), "file": (S, None), "content_type": (S, None)}
+CHILDREN["asset"] += ("model",)
+ATTRS["attach"] = {"model": (S, None), "body": (S, None), "frame": (S, None),
+                   "prefix": (S, None)}
+for _tag in ("worldbody", "body", "frame", "replicate"):
+  CHILDREN[_tag] += ("attach",)
+del UNSUPPORTED["model"], UNSUPPORTED["attach"]

@@ -1,0 +1,184 @@
+"""MJCF's <asset><model> and <attach> against MuJoCo 4.0's reader: the copied subtree with its
+default classes, assets, referencing elements and keyframes, angles across unit systems,
+attachments inside attached models and under <replicate>, the conflict policy, and the
+cases jaxmj refuses by name."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+
+from conftest import MODELS  # noqa: E402
+from mujoco_compare import model_differences, rollout_error  # noqa: E402
+
+import jaxmj  # noqa: E402
+from jaxmj.names import ObjType, id2name  # noqa: E402
+
+ATTACH = os.path.join(MODELS, "attach")
+KEY_FIELDS = ("key_time", "key_qpos", "key_qvel", "key_act", "key_ctrl", "key_mpos",
+              "key_mquat")
+NAMED = {"body": "nbody", "joint": "njnt", "geom": "ngeom", "site": "nsite", "camera": "ncam",
+         "actuator": "nu", "sensor": "nsensor", "tendon": "ntendon", "equality": "neq",
+         "key": "nkey", "mesh": "nmesh", "texture": "ntex", "material": "nmat",
+         "pair": "npair", "exclude": "nexclude"}
+
+
+def _load(path):
+  with warnings.catch_warnings():  # the attach conflicts both report
+    warnings.simplefilter("ignore")
+    return jaxmj.Model.from_xml_path(path), mujoco.MjModel.from_xml_path(str(path))
+
+
+def _names(m, mj, kind):
+  objtype = getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}")
+  n = getattr(mj, NAMED[kind])
+  return ([id2name(m, ObjType[kind.upper()], i) or "" for i in range(n)],
+          [mujoco.mj_id2name(mj, objtype, i) or "" for i in range(n)])
+
+
+def assert_same_as_mujoco(m, mj):
+  assert model_differences(m, mj, atol=1e-12) == []
+  for f in KEY_FIELDS:
+    np.testing.assert_allclose(np.asarray(getattr(m, f)), getattr(mj, f), rtol=0, atol=1e-12,
+                               err_msg=f)
+  for kind in NAMED:
+    ours, theirs = _names(m, mj, kind)
+    assert ours == theirs, kind
+
+
+@pytest.mark.parametrize("name", ["scene.xml", "arm_gripper.xml"])
+def test_attached_models_compile_as_mujoco(name):
+  # scene.xml: a whole model that attaches two others itself, on a moving body; a body of
+  # a model in radians under a rotated frame of one in degrees (and the reverse); copies
+  # under <replicate>; a mocap target and keyframes in the parent and in the children
+  m, mj = _load(os.path.join(ATTACH, name))
+  assert_same_as_mujoco(m, mj)
+
+
+CHILD = """<mujoco model="child">
+<asset><material name="used" rgba="0 1 0 1"/><material name="unused"/>
+  <texture name="t" builtin="checker" width="8" height="8" type="2d"/>
+  <material name="mt" texture="t"/></asset>
+<default><joint damping="0.3"/>
+  <default class="c"><geom rgba="1 0 0 1" size=".1" material="used"/></default></default>
+<worldbody>
+  <body name="b" pos="0 0 1" euler="0 0 30">
+    <joint name="j" type="hinge" range="-30 60" ref="10"/><geom class="c"/><site name="s"/>
+    <body name="b2" pos=".2 0 0" axisangle="1 0 0 45">
+      <joint name="j2" type="ball" range="0 50"/><geom size=".05" material="mt"/>
+      <site name="s2"/></body>
+  </body>
+  <body name="other"><site name="so"/><joint name="jo"/><geom size=".1" pos="2 0 0"/></body>
+</worldbody>
+<tendon><fixed name="tin"><joint joint="j" coef="1"/></fixed>
+  <spatial name="tout"><site site="s"/><site site="so"/></spatial>
+  <spatial name="t2"><site site="s"/><site site="s2"/></spatial></tendon>
+<sensor><jointpos name="sin" joint="j"/><jointpos name="sout" joint="jo"/>
+  <framepos name="fp" objtype="site" objname="s" reftype="site" refname="so"/>
+  <framepos name="fp2" objtype="site" objname="s2" reftype="xbody" refname="b"/>
+  <subtreecom name="sw" body="world"/><tendonpos tendon="t2"/></sensor>
+<equality><joint name="e" joint1="j" joint2="jo"/><connect name="c" body1="b2" anchor="0 0 0"/>
+</equality>
+<keyframe><key name="k" qpos="0.1 1 0 0 0 0.2" ctrl="0.5"/></keyframe>
+<actuator><motor name="a" joint="j"/><position name="ao" joint="jo"/>
+  <position joint="j" kp="3"/></actuator>
+</mujoco>"""
+
+
+def _write(folder, **files):
+  for name, text in files.items():
+    with open(os.path.join(folder, name), "w") as f:
+      f.write(text)
+  return os.path.join(folder, "parent.xml")
+
+
+def test_only_elements_naming_the_copy_come_along(tmp_path):
+  # the tendon, sensors, equality and actuator naming `other` (outside the copied body)
+  # stay behind, so does the sensor naming the world; the unused material comes along;
+  # the child's degrees are read as degrees in a parent in radians
+  parent = _write(tmp_path, **{"child.xml": CHILD, "parent.xml": """<mujoco>
+<compiler angle="radian"/><asset><model name="ch" file="child.xml"/></asset>
+<default><geom rgba="0 0 1 1"/><joint armature="0.1"/></default>
+<worldbody><body name="p"><joint name="pj"/><geom size=".2"/></body>
+  <body name="q" pos="1 0 0"><attach model="ch" body="b" prefix="x_"/></body>
+  <frame pos="0 1 0" euler="0 0 0.3"><attach model="ch" body="b" prefix="y_"/></frame>
+</worldbody>
+<actuator><motor name="pa" joint="pj"/></actuator>
+<keyframe><key name="pk" qpos="0.7" ctrl="0.3"/></keyframe></mujoco>"""})
+  m, mj = _load(parent)
+  assert_same_as_mujoco(m, mj)
+  assert _names(m, mj, "sensor")[0] == ["x_sin", "x_fp2", "", "y_sin", "y_fp2", ""]
+  assert mj.jnt_range[1, 1] == pytest.approx(np.pi / 3)
+
+
+def test_copies_under_replicate_share_classes_and_assets_and_the_first_takes_the_keys(
+    tmp_path):
+  parent = _write(tmp_path, **{"child.xml": CHILD, "parent.xml": """<mujoco>
+<asset><model name="ch" file="child.xml"/></asset>
+<worldbody><replicate count="3" offset="0 .5 0" euler="0 0 20" sep="-">
+  <frame pos="1 0 0"><attach model="ch" body="b" prefix="r_"/></frame>
+</replicate></worldbody></mujoco>"""})
+  m, mj = _load(parent)
+  assert_same_as_mujoco(m, mj)
+  assert _names(m, mj, "key")[0] == ["r_k"]
+  assert _names(m, mj, "material")[0] == ["r_used", "r_unused", "r_mt"]
+
+
+def test_a_string_with_its_child_in_assets_compiles_in_both_and_converts():
+  xml = """<mujoco><asset><model name="ch" file="child.xml"/></asset>
+<worldbody><attach model="ch" body="b" prefix="x_"/></worldbody></mujoco>"""
+  m = jaxmj.Model.from_xml_string(xml, assets={"child.xml": CHILD})
+  assert_same_as_mujoco(m, mujoco.MjModel.from_xml_string(xml, {"child.xml": CHILD.encode()}))
+  mjm, _ = jaxmj.to_mujoco(m)  # MuJoCo compiles the kept source with the same assets
+  assert mjm.nbody == m.nbody and mjm.nkey == 1
+
+
+def test_conflicting_child_options_warn_and_keep_the_parents(tmp_path):
+  parent = _write(tmp_path, **{
+    "child.xml": CHILD.replace("<asset>", '<option timestep="0.01" iterations="7"/><asset>'),
+    "parent.xml": """<mujoco><option timestep="0.005"/>
+<asset><model name="ch" file="child.xml"/></asset>
+<worldbody><attach model="ch" body="b" prefix="x"/></worldbody></mujoco>"""})
+  with pytest.warns(UserWarning, match="option timestep: parent has 0.005, child has 0.01"):
+    m = jaxmj.Model.from_xml_path(parent)
+  mj = mujoco.MjModel.from_xml_path(parent)
+  assert (float(m.opt.timestep), m.opt.iterations) == (mj.opt.timestep, mj.opt.iterations)
+  assert (mj.opt.timestep, mj.opt.iterations) == (0.005, 100)
+
+
+@pytest.mark.parametrize("parent, child, message, mujoco_refuses", [
+  ('<attach model="ch" body="b"/>', "", "missing required attribute 'prefix'", True),
+  ('<attach model="nope" body="b" prefix="x"/>', "", "could not find model 'nope'", True),
+  ('<attach model="ch" body="nope" prefix="x"/>', "", "could not find body 'nope'", True),
+  ('<attach body="b" prefix="x"/>', "", "no 'model'", False),
+  ('<attach model="ch" body="b" prefix="x"/>', '<compiler autolimits="false"/>',
+   "compiler autolimits=False .* not supported by jaxmj yet", False),
+  ('<attach model="ch" body="b" prefix="x"/>', '<option timestep="0.01"/>',
+   "conflict with model 'ch' .*timestep: parent has 0.005, child has 0.01", True),
+  ('<attach model="ch" body="b" prefix="x"/>', '<option timestep="0.01"/>',
+   "conflict='merge' is not supported by jaxmj yet", False),
+])
+def test_attach_errors_name_the_element_and_attribute(tmp_path, parent, child, message,
+                                                     mujoco_refuses):
+  policy = "merge" if "merge" in message else "error"
+  path = _write(tmp_path, **{
+    "child.xml": CHILD.replace("<asset>", child + "<asset>"),
+    "parent.xml": f"""<mujoco><compiler conflict="{policy}"/><option timestep="0.005"/>
+<asset><model name="ch" file="child.xml"/></asset>
+<worldbody><body name="b">{parent}</body></worldbody></mujoco>"""})
+  with pytest.raises(jaxmj.MJCFError, match=message) as e:
+    jaxmj.Model.from_xml_path(path)
+  assert e.value.file.endswith(("parent.xml", "child.xml")) and e.value.line > 0
+  if mujoco_refuses:
+    with pytest.raises(ValueError):
+      mujoco.MjModel.from_xml_path(path)
+
+
+@pytest.mark.slow
+def test_trajectory_of_an_attached_scene_follows_mj_step():
+  m, mj = _load(os.path.join(ATTACH, "scene.xml"))
+  err, *_ = rollout_error(m, mj, 40, key=1)
+  assert err < 1e-12
