@@ -198,6 +198,20 @@ def test_geom_adhesion_and_surfacevel_compile():
   assert m.flg_adhesion == mj.flg_adhesion == 1 and m.flg_surfacevel == mj.flg_surfacevel == 1
 
 
+@pytest.mark.parametrize("geom", ['type="mesh"', 'type="box"', 'type="capsule"'])
+def test_surfacevel_of_a_mesh_geom_is_expressed_in_its_compiled_frame(geom):
+  # the mesh's frame (an off-center, turned supertorus; a fitted primitive's center too)
+  # moves the angular part's origin and turns both parts, as in MuJoCo's carousel model
+  xml = f"""<mujoco><asset><mesh name="ring" builtin="supertorus" params="16 .2 .4 1"
+    scale="1.7 1.2 .9" refpos=".1 .2 .3" refquat="1 .2 0 .1"/></asset>
+  <worldbody><geom {geom} mesh="ring" pos="0 0 .24" surfacevel=".3 0 .1 .2 0 .4"/>
+  </worldbody></mujoco>"""
+  m, mj = jaxmj.Model.from_xml_string(xml), mujoco.MjModel.from_xml_string(xml)
+  assert abs(mj.geom_surfacevel[0, 3:]).max() > 0.1
+  np.testing.assert_allclose(np.asarray(m.geom_surfacevel), mj.geom_surfacevel, rtol=0,
+                             atol=1e-12)
+
+
 def test_zero_adhesion_and_surfacevel_are_supported():
   m, _ = check(model('<pair geom1="a0" geom2="post" adhesion="0"/>',
                      '<geom adhesion="0" surfacevel="0 0 0 0 0 0"/>'))

@@ -274,6 +274,7 @@ def compile_assets(root: Node, defaults: Defaults, compiler: dict, bodies, path:
           _check_fitted(node, v["type"], size)
         pos, quat = frames.compose(pos, quat, m.pos, m.quat)
         pos = pos + frames.quat_to_mat(quat) @ center
+        v = _surfacevel_in_mesh_frame(v, m, center)
       elif v["type"] == "mesh":
         raise node.error("mesh geom must have a valid mesh (attribute 'mesh')", "mesh")
       b.geoms[i] = (node, v, pos, quat, size)
@@ -292,6 +293,24 @@ def compile_assets(root: Node, defaults: Defaults, compiler: dict, bodies, path:
   out["_skin_bodies"] = skin.bone_bodies(
     root, lambda n, file: read_file(n, file, compiler.get("meshdir"), compiler, path, assets))
   return out
+
+
+def _surfacevel_in_mesh_frame(v: dict, m, center: np.ndarray) -> dict:
+  """v with its geom's surfacevel re-expressed in the compiled geom frame, which took in the
+  mesh frame (and a fitted primitive's center) as mjCGeom::Compile does: the angular part's
+  origin moves to the mesh position (the linear part gains omega x meshpos), then both
+  parts turn by the inverse mesh orientation."""
+  sv = v.get("surfacevel")
+  if sv is None or not np.any(np.asarray(sv, float)):
+    return v
+  sv = [float(x) for x in sv] + [0.0] * (6 - len(sv))
+  meshpos = [a + b for a, b in zip(frames.rotquat(center, m.quat), m.pos)]
+  w = sv[3:6]
+  wxp = [w[1] * meshpos[2] - w[2] * meshpos[1], w[2] * meshpos[0] - w[0] * meshpos[2],
+         w[0] * meshpos[1] - w[1] * meshpos[0]]
+  inv = [m.quat[0], -m.quat[1], -m.quat[2], -m.quat[3]]
+  lin = frames.rotquat([a + b for a, b in zip(sv[:3], wxp)], inv)
+  return {**v, "surfacevel": np.array(lin + frames.rotquat(w, inv))}
 
 
 def _matid(node: Node, v: dict, ids: dict) -> int:
