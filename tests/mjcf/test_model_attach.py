@@ -1,7 +1,7 @@
 """MJCF's <asset><model> and <attach> against MuJoCo 4.0's reader: the copied subtree with its
 default classes, assets, referencing elements and keyframes, angles across unit systems,
-attachments inside attached models and under <replicate>, the conflict policy, and the
-cases jaxmj refuses by name."""
+attachments inside attached models and under <replicate>, self-attachment, the conflict
+policy, and the cases jaxmj refuses by name."""
 
 import os
 import warnings
@@ -127,6 +127,21 @@ def test_copies_under_replicate_share_classes_and_assets_and_the_first_takes_the
   assert _names(m, mj, "material")[0] == ["r_used", "r_unused", "r_mt"]
 
 
+def test_self_attachment_copies_a_body_with_its_actuator_and_sensor():
+  # this model's classes and material stay shared; the key gives the copy's joint qpos0
+  xml = """<mujoco><default><default class="c"><geom rgba="1 0 0 1" size=".1"/></default>
+  </default><asset><material name="m"/></asset>
+<worldbody><body name="b" pos="0 0 1" childclass="c"><joint name="j" ref=".2"/>
+  <geom material="m"/><site name="s"/></body>
+  <frame pos="1 0 0" euler="0 0 30"><attach body="b" prefix="x_"/></frame></worldbody>
+<actuator><motor name="a" joint="j"/></actuator>
+<sensor><jointpos joint="j" name="sj"/></sensor>
+<keyframe><key name="k" qpos="0.5" ctrl="1"/></keyframe></mujoco>"""
+  m, mj = jaxmj.Model.from_xml_string(xml), mujoco.MjModel.from_xml_string(xml)
+  assert_same_as_mujoco(m, mj)
+  assert _names(m, mj, "actuator")[0] == ["a", "x_a"] and mj.nmat == 1
+
+
 def test_a_string_with_its_child_in_assets_compiles_in_both_and_converts():
   xml = """<mujoco><asset><model name="ch" file="child.xml"/></asset>
 <worldbody><attach model="ch" body="b" prefix="x_"/></worldbody></mujoco>"""
@@ -153,7 +168,8 @@ def test_conflicting_child_options_warn_and_keep_the_parents(tmp_path):
   ('<attach model="ch" body="b"/>', "", "missing required attribute 'prefix'", True),
   ('<attach model="nope" body="b" prefix="x"/>', "", "could not find model 'nope'", True),
   ('<attach model="ch" body="nope" prefix="x"/>', "", "could not find body 'nope'", True),
-  ('<attach body="b" prefix="x"/>', "", "no 'model'", False),
+  ('<attach prefix="x"/>', "", "'body' or 'frame' attribute must be specified", True),
+  ('<attach body="nope" prefix="x"/>', "", "could not find body 'nope' in the current", True),
   ('<attach model="ch" body="b" prefix="x"/>', '<compiler autolimits="false"/>',
    "compiler autolimits=False .* not supported by jaxmj yet", False),
   ('<attach model="ch" body="b" prefix="x"/>', '<option timestep="0.01"/>',

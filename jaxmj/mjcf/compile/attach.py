@@ -30,7 +30,9 @@ puts the values of the joints left out onto another copy's joints of the same na
 element naming nothing (a clock sensor) is copied more than once where attached models are
 attached again (16 clock sensors where models/attach/scene.xml would have 2, with one in
 arm.xml).
-Refused by name: self-attachment (no `model`), conflict="merge" with a conflicting child,
+Without `model` the body or frame comes from this model (self-attachment): renamed, with its
+referencing elements, but its classes and assets as they are, and no keyframes of its own.
+Refused by name: conflict="merge" with a conflicting child,
 a child whose other compiler settings (autolimits, inertiafromgeom, ...) differ from the
 parent's, a child with skins or custom data, keys giving `act`.
 """
@@ -89,7 +91,9 @@ def expand(root: Node, compiler: dict, path: str, assets: dict | None, section) 
   root = dataclasses.replace(root, children=[
     dataclasses.replace(s, children=[n for n in s.children if n.tag != "model"])
     if s.tag == "asset" else s for s in root.children])
-  own = _Layout(root, parse.parse_defaults(root))
+  defaults = parse.parse_defaults(root)
+  own = _Layout(root, defaults)
+  state.own = _Child(root, compiler, defaults, own, None)
   root = dataclasses.replace(root, children=[
     _walk(c, state) if c.tag == "worldbody" else c for c in root.children] + state.sections)
   if own.keys or any(c.layout.keys for c in state.copies if c.keys):
@@ -116,6 +120,7 @@ class _State:
     self.compiler, self.path, self.assets = compiler, path, assets or {}
     self.section, self.authored = section, authored
     self.models = {}  # name -> <model> node, or ((tree, folder), node) read for its name
+    self.own = None  # _Child: this model, for self-attachment
     self.loaded = {}  # model name -> _Child
     self.sections = []  # asset and section nodes of the copies, in attachment order
     self.copies = []  # _Copy of each attachment, in order
@@ -267,25 +272,28 @@ def _attach(node: Node, state: _State) -> Node:
   """The copy an <attach> stands for: a frame holding the child's body, frame or world."""
   if "prefix" not in node.attrs:
     raise node.error("missing required attribute 'prefix'", "prefix")
-  if "model" not in node.attrs:
-    raise node.error("attaching from this model (no 'model') is not supported by jaxmj yet",
-                     "model")
   if "body" in node.attrs and "frame" in node.attrs:
     raise node.error("attach takes a body or a frame, not both", "frame")
-  child = _load(state, node)
-  world = next((c for c in child.root.children if c.tag == "worldbody"), None)
   kind = "body" if "body" in node.attrs else "frame" if "frame" in node.attrs else None
+  same = "model" not in node.attrs  # self-attachment: this model's classes and assets
+  if same and kind is None:
+    raise node.error("either 'body' or 'frame' attribute must be specified for self-attach",
+                     "model")
+  child = state.own if same else _load(state, node)
+  world = next((c for c in child.root.children if c.tag == "worldbody"), None)
   if kind is None:  # the world body's contents
     cls, content = "main", list(world.children) if world is not None else []
   else:
     found = _find(world, kind, node.attrs[kind], "main") if world is not None else None
     if found is None:
-      raise node.error(f"could not find {kind} '{node.attrs[kind]}' in model asset "
-                       f"'{node.attrs['model']}'", kind)
+      where = ("in the current model for self-attachment" if same else
+               f"in model asset '{node.attrs['model']}'")
+      raise node.error(f"could not find {kind} '{node.attrs[kind]}' {where}", kind)
     content, cls = [found[0]], found[1]
-  rn = _Renamer(node.attrs["prefix"], node.attrs.get(replicate.SUFFIX, ""), child, state)
+  rn = _Renamer(node.attrs["prefix"], node.attrs.get(replicate.SUFFIX, ""), child, state,
+                same)
   copies = [rn.tree(c, cls) for c in content]
-  if (node.attrs["model"], rn.prefix) not in state.shared:  # classes and assets once
+  if not same and (node.attrs["model"], rn.prefix) not in state.shared:  # once each
     state.shared.add((node.attrs["model"], rn.prefix))
     tops = [d for d in child.root.children if d.tag == "default"]
     if all(parse.ROOT_CLASS in d.attrs for d in tops):  # the child's main, even if unwritten
@@ -300,7 +308,8 @@ def _attach(node: Node, state: _State) -> Node:
     kept = [e for e in kept if e is not None]
     if kept:
       state.sections.append(Node(tag, {}, kept, node.file, node.line))
-  state.copies.append(_Copy(child.layout, rn.copied, replicate.LATER not in node.attrs,
+  state.copies.append(_Copy(child.layout, rn.copied,
+                            not same and replicate.LATER not in node.attrs,
                             node.attrs["prefix"]))
   return Node("frame", {"childclass": rn.shared(cls)}, copies, node.file, node.line)
 
@@ -322,8 +331,9 @@ class _Renamer:
   """Copies a child's elements with `prefix + name + suffix`, references and classes
   alike, its angles in the parent's units."""
 
-  def __init__(self, prefix: str, suffix: str, child: _Child, state: _State):
+  def __init__(self, prefix: str, suffix: str, child: _Child, state: _State, same: bool):
     self.prefix, self.suffix, self.child, self.state = prefix, suffix, child, state
+    self.same = same  # copying from this model: its classes and assets stay as they are
     self.names = {k: set() for k in ("body", "joint", "geom", "site", "camera", "tendon",
                                      "actuator")}
     c, p = child.compiler, state.compiler
@@ -336,8 +346,8 @@ class _Renamer:
 
   def shared(self, n: str) -> str:
     """A default class's or asset's name: without the replicate's suffix, as every copy
-    under one prefix shares them (MuJoCo copies them once)."""
-    return self.prefix + n
+    under one prefix shares them (MuJoCo copies them once); a self-attachment's, as is."""
+    return n if self.same else self.prefix + n
 
   def default(self, node: Node, top: bool) -> Node:
     """A copy of one of the child's <default> classes: a class of its own at the top
