@@ -164,6 +164,29 @@ def test_conflicting_child_options_warn_and_keep_the_parents(tmp_path):
   assert (mj.opt.timestep, mj.opt.iterations) == (0.005, 100)
 
 
+def test_conflict_merge_takes_mujocos_field_by_field_rule(tmp_path):
+  # minimum, maximum, or-ed flags, and fields only the child writes adopted
+  parent = _write(tmp_path, **{"child.xml": """<mujoco>
+<option timestep="0.001" tolerance="1e-9" ls_iterations="10" iterations="20"
+  noslip_iterations="2" gravity="0 0 -10">
+  <flag damper="disable" contact="enable" warmstart="disable"/></option>
+<size nkey="1" nuserdata="5" nuser_body="2"/>
+<worldbody><body name="b"><joint/><geom size="1"/></body></worldbody></mujoco>""",
+                               "parent.xml": """<mujoco><compiler conflict="merge"/>
+<option tolerance="1e-6" ls_iterations="3" gravity="0 0 -10">
+  <flag contact="disable" energy="enable"/></option>
+<size nkey="3" nuserdata="2"/><asset><model name="ch" file="child.xml"/></asset>
+<worldbody><body name="p"><geom size="2"/><attach model="ch" body="b" prefix="c/"/></body>
+</worldbody></mujoco>"""})
+  m, mj = _load(parent)
+  assert_same_as_mujoco(m, mj)
+  for f in ("timestep", "tolerance", "ls_iterations", "iterations", "noslip_iterations",
+            "disableflags", "enableflags"):
+    assert getattr(m.opt, f) == getattr(mj.opt, f), f
+  assert (mj.opt.timestep, mj.opt.iterations, mj.opt.ls_iterations) == (0.001, 20, 10)
+  assert (m.nkey, m.nuserdata, m.nuser_body) == (mj.nkey, mj.nuserdata, mj.nuser_body)
+
+
 @pytest.mark.parametrize("parent, child, message, mujoco_refuses", [
   ('<attach model="ch" body="b"/>', "", "missing required attribute 'prefix'", True),
   ('<attach model="nope" body="b" prefix="x"/>', "", "could not find model 'nope'", True),
@@ -174,15 +197,16 @@ def test_conflicting_child_options_warn_and_keep_the_parents(tmp_path):
    "compiler autolimits=False .* not supported by jaxmj yet", False),
   ('<attach model="ch" body="b" prefix="x"/>', '<option timestep="0.01"/>',
    "conflict with model 'ch' .*timestep: parent has 0.005, child has 0.01", True),
-  ('<attach model="ch" body="b" prefix="x"/>', '<option timestep="0.01"/>',
-   "conflict='merge' is not supported by jaxmj yet", False),
+  ('<attach model="ch" body="b" prefix="x"/>', '<option gravity="0 0 -5"/>',
+   r"conflict='merge'\): option gravity: parent has \[ 0\.  0\. -9\.\], child has", True),
 ])
 def test_attach_errors_name_the_element_and_attribute(tmp_path, parent, child, message,
                                                      mujoco_refuses):
-  policy = "merge" if "merge" in message else "error"
+  policy = "merge" if "'merge'" in message else "error"
   path = _write(tmp_path, **{
     "child.xml": CHILD.replace("<asset>", child + "<asset>"),
-    "parent.xml": f"""<mujoco><compiler conflict="{policy}"/><option timestep="0.005"/>
+    "parent.xml": f"""<mujoco><compiler conflict="{policy}"/>
+<option timestep="0.005" gravity="0 0 -9"/>
 <asset><model name="ch" file="child.xml"/></asset>
 <worldbody><body name="b">{parent}</body></worldbody></mujoco>"""})
   with pytest.raises(jaxmj.MJCFError, match=message) as e:

@@ -22,9 +22,9 @@ against mujoco 4.0 (tests/mjcf/test_model_attach.py):
   velocity (and the copied actuators and mocap bodies their defaults), a child's key
   (`prefix + name`) gives the parent's elements theirs; under a <replicate> only the first
   copy brings the keys; a key that came with an attachment inside the child keeps its name;
-- the child's <option> and <size> are not copied: compiler conflict="warning" (the default)
-  keeps the parent's values and warns of each the child writes otherwise, "error" refuses one
-  both write differently.
+- the child's <option> and <size> meet the parent's by compiler conflict (`_conflicts`):
+  "warning" (the default) keeps the parent's, "error" refuses two different values, "merge"
+  takes MuJoCo's per-field minimum, maximum or union, or refuses.
 Where MuJoCo 4.0 does something else, the behaviour above is kept: a key of a partial copy
 puts the values of the joints left out onto another copy's joints of the same name, and an
 element naming nothing (a clock sensor) is copied more than once where attached models are
@@ -32,7 +32,8 @@ attached again (16 clock sensors where models/attach/scene.xml would have 2, wit
 arm.xml).
 Without `model` the body or frame comes from this model (self-attachment): renamed, with its
 referencing elements, but its classes and assets as they are, and no keyframes of its own.
-Refused by name: conflict="merge" with a conflicting child,
+Refused by name: conflict="merge" of <size> memory, njmax, nconmax, nstack or option
+actuatorgroupdisable,
 a child whose other compiler settings (autolimits, inertiafromgeom, ...) differ from the
 parent's, a child with skins or custom data, keys giving `act`.
 """
@@ -221,43 +222,90 @@ def _load(state: _State, attach: Node) -> _Child:
 
 
 def _authored(root: Node) -> dict:
-  """{'option timestep': value, 'flag damper': ...}: what <option> and <size> write (later
-  sections override earlier ones, as the compiler reads them)."""
+  """{'option timestep': (value, text), 'flag damper': ...}: what <option> and <size> write
+  (later sections override earlier ones, as the compiler reads them)."""
   out = {}
   for sec in root.children:
     if sec.tag in ("option", "size"):
-      out.update({f"{sec.tag} {k}": sec.get(k) for k in sec.attrs})
+      out.update({f"{sec.tag} {k}": (sec.get(k), t) for k, t in sec.attrs.items()})
       for flag in (c for c in sec.children if c.tag == "flag"):
-        out.update({f"flag {k}": flag.get(k) for k in flag.attrs})
+        out.update({f"flag {k}": (flag.get(k), t) for k, t in flag.attrs.items()})
   return out
+
+
+# compiler conflict="merge": MuJoCo's per-field rule (its modeledit documentation's table)
+_MERGE = {
+  **{f"option {k}": min for k in ("timestep", "tolerance", "ls_tolerance", "noslip_tolerance",
+                                  "ccd_tolerance", "sleep_tolerance")},
+  **{f"option {k}": max for k in ("iterations", "ls_iterations", "noslip_iterations",
+                                  "ccd_iterations", "sdf_iterations", "sdf_initpoints")},
+  **{f"size {k}": max for k in ("nkey", "nuserdata", "nuser_body", "nuser_jnt", "nuser_geom",
+                                "nuser_site", "nuser_cam", "nuser_tendon", "nuser_actuator",
+                                "nuser_sensor")},
+}
+_MERGE_REFUSES = tuple(f"option {k}" for k in (
+  "gravity", "wind", "magnetic", "density", "viscosity", "integrator", "cone", "jacobian",
+  "solver", "impratio", "o_margin", "o_solref", "o_solimp", "o_friction"))
 
 
 def _conflicts(state: _State, attach: Node, name: str, child: Node) -> None:
   """MuJoCo's attach conflict policy (compiler conflict) for the child's <option> and
-  <size>: the parent's values stand; "warning" (the default) warns of each the child
-  wrote otherwise, "error" refuses one both wrote differently."""
+  <size>: "warning" (the default) keeps the parent's values and warns of each the child
+  writes otherwise, "error" refuses one both write differently (else as "warning"), "merge"
+  merges field by field (`_MERGE`; flags are or-ed; a field only the child writes is
+  adopted) and refuses two different values of a `_MERGE_REFUSES` field."""
   policy = state.compiler.get("conflict") or "warning"
   differ = []
-  for key, value in _authored(child).items():
+  for key, (value, text) in _authored(child).items():
     mine = state.authored.get(key)
     sec, attr = key.split(" ")
-    ref = schema.ATTRS[sec][attr][1] if mine is None else mine
+    ref = schema.ATTRS[sec][attr][1] if mine is None else mine[0]
     if ref is None or not np.array_equal(np.asarray(value, object), np.asarray(ref, object)):
-      differ.append((key, value, mine))
+      differ.append((key, value, text, mine))
   if not differ:
     return
   if policy == "merge":
-    raise attach.error(f"compiler conflict='merge' is not supported by jaxmj yet (model "
-                       f"'{name}' sets {differ[0][0]})", "model")
-  both = [d for d in differ if d[2] is not None]
+    _merge(state, attach, name, differ)
+    return
+  both = [d for d in differ if d[3] is not None]
   if policy == "error" and both:
-    text = "; ".join(f"{k}: parent has {m}, child has {v}" for k, v, m in both)
+    text = "; ".join(f"{k}: parent has {m[0]}, child has {v}" for k, v, _, m in both)
     raise attach.error(f"attach conflict with model '{name}' (compiler conflict='error'): "
                        f"{text}", "model")
-  text = "; ".join(f"{k}: parent has {'its default' if m is None else m}, child has {v}"
-                   for k, v, m in differ)
+  text = "; ".join(f"{k}: parent has {'its default' if m is None else m[0]}, child has {v}"
+                   for k, v, _, m in differ)
   state.warnings.append(f"{attach.file}:{attach.line}: attach conflict with model "
                         f"'{name}', the parent's values kept: {text}")
+
+
+def _merge(state: _State, attach: Node, name: str, differ: list) -> None:
+  """Writes the merged values as an <option> and a <size> after the parent's own."""
+  merged = {}
+  for key, value, text, mine in differ:
+    sec, attr = key.split(" ")
+    if mine is None:  # only the child writes it
+      merged[key] = (value, text)
+    elif sec == "flag":  # or-ed: a disabling flag stays disabled, an enabling one enabled
+      on = "disable" if attr in schema.FLAGS_DISABLE else "enable"
+      merged[key] = (on, on) if on in (value, mine[0]) else mine
+    elif key in _MERGE:
+      pick = _MERGE[key](value, mine[0])
+      merged[key] = (value, text) if pick == value else mine
+    elif key in _MERGE_REFUSES:
+      raise attach.error(f"attach conflict with model '{name}' (compiler conflict='merge'): "
+                         f"{key}: parent has {mine[0]}, child has {value}", "model")
+    else:
+      raise attach.error(f"compiler conflict='merge' of {key} is not supported by jaxmj yet "
+                         f"(model '{name}')", "model")
+  state.authored.update(merged)
+  flags = {k.split(" ")[1]: t for k, (_, t) in merged.items() if k.startswith("flag ")}
+  option = {k.split(" ")[1]: t for k, (_, t) in merged.items() if k.startswith("option ")}
+  size = {k.split(" ")[1]: t for k, (_, t) in merged.items() if k.startswith("size ")}
+  if option or flags:
+    kids = [Node("flag", flags, [], attach.file, attach.line)] if flags else []
+    state.sections.append(Node("option", option, kids, attach.file, attach.line))
+  if size:
+    state.sections.append(Node("size", size, [], attach.file, attach.line))
 
 
 def _walk(node: Node, state: _State) -> Node:
