@@ -222,3 +222,12 @@ def test_trajectory_of_an_attached_scene_follows_mj_step():
   m, mj = _load(os.path.join(ATTACH, "scene.xml"))
   err, *_ = rollout_error(m, mj, 40, key=1)
   assert err < 1e-12
+
+
+def test_pymjcf_refuses_mjcf_attach_by_name_and_points_to_its_own():
+  from jaxmj import mjcf
+
+  with pytest.raises(jaxmj.MJCFError, match="<model> is compiled by jaxmj.Model.from_xml_"):
+    mjcf.from_path(os.path.join(ATTACH, "scene.xml"))
+  with pytest.raises(AttributeError, match="attach models with RootElement.attach"):
+    mjcf.RootElement().worldbody.add("attach", model="arm", prefix="a")

@@ -99,13 +99,20 @@ class Children:
     return f"[{', '.join(map(repr, self._items))}]"
 
 
+# MJCF's own composition (<asset><model>, <attach>): the compiler expands it from files; the
+# object model composes with RootElement.attach instead (dm_control's PyMJCF has neither)
+NOT_COMPOSED = ("model", "attach")
+NOT_COMPOSED_WHY = ("is compiled by jaxmj.Model.from_xml_path, not kept in PyMJCF objects: "
+                    "attach models with RootElement.attach")
+
+
 def allowed_children(tag: str) -> tuple[str, ...]:
   """Child tags `tag` may hold: the compiler's schema, then MuJoCo's structure for elements
   whose attributes the schema knows but whose place it does not list yet."""
   own = schema.CHILDREN.get(tag, ())
   extra = (schema.SCOPED.get((tag, c), c) for c in STRUCTURE.get(tag, ()))
   extra = tuple(c for c in extra if c not in own and c in schema.ATTRS)
-  return tuple(c for c in own if c != "include") + extra
+  return tuple(c for c in own if c != "include" and c not in NOT_COMPOSED) + extra
 
 
 def key_of(parent_tag: str, tag: str) -> str:
@@ -428,6 +435,8 @@ class Element:
   def add(self, tag: str, **attrs) -> Element:
     """Adds a child `tag` with attributes (`dclass` for class), validated at once."""
     key = key_of(self.tag, tag)
+    if key in NOT_COMPOSED:
+      raise AttributeError(f"<{tag}> {NOT_COMPOSED_WHY}")
     if key not in self._allowed():
       what = f" ({schema.UNSUPPORTED[key]}, not in jaxmj's schema yet)" if (
         key not in schema.ATTRS and key in schema.UNSUPPORTED) else ""

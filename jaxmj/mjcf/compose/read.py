@@ -14,6 +14,8 @@ import os
 
 from jaxmj.mjcf.compose.element import (
   GENERATED_NAME,
+  NOT_COMPOSED,
+  NOT_COMPOSED_WHY,
   REFERENCES,
   STRUCTURE,
   Element,
@@ -117,6 +119,8 @@ def _fill_attrs(el: Element, node: Node) -> None:
 def _fill(el: Element, node: Node) -> None:
   for cnode in node.children:
     tag, written = cnode.tag, cnode.tag.rpartition("/")[2]
+    if tag in NOT_COMPOSED:
+      raise cnode.error(f"<{written}> {NOT_COMPOSED_WHY}")
     if tag not in el._allowed():
       if tag in schema.ATTRS or tag in schema.UNSUPPORTED:
         why = "is not in jaxmj's schema yet" if tag not in schema.ATTRS else (
