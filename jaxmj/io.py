@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -17,7 +18,24 @@ def make_data(m: Model) -> Data:
   """mj_makeData: Data at the model's defaults (qpos0, zero velocity, mocap at body poses).
 
   Float fields take the model's float dtype (float64 with jax_enable_x64, else float32).
+  Raises MemoryError, with the sizes and the remedy, where the device cannot hold them.
   """
+  try:
+    return _make_data(m)
+  except jax.errors.JaxRuntimeError as e:
+    if "RESOURCE_EXHAUSTED" not in str(e):
+      raise
+    plan = contact_slots(m)
+    nefc = efc_layout(m, plan["dim"]).nefc
+    gb = nefc * m.nv * np.dtype(m.qpos0.dtype).itemsize / 1e9
+    raise MemoryError(
+      f"make_data: the device cannot hold this model's Data: {plan['ncon']} contact slots "
+      f"(one per geom pair that may touch) make {nefc} constraint rows over {m.nv} dofs "
+      f"(efc_J alone {gb:.1f} GB). Cap the contacts as MJX does: <size nconmax=...> in the "
+      "MJCF, or the max_contact_points / max_geom_pairs numerics (README, Use)") from e
+
+
+def _make_data(m: Model) -> Data:
   dt = m.qpos0.dtype
   z = lambda *shape: jnp.zeros(shape, dt)
   nb, nv = m.nbody, m.nv

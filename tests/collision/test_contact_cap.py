@@ -304,3 +304,16 @@ def test_geom_pair_cap_collides_the_nearest_pairs(cap):
   assert got == ref
   # slots: the capsule pair (2 slots), the sphere pair and `cap` sphere-capsule pairs
   assert d.contact.dist.shape == (3 + cap,)
+
+
+def test_data_the_device_cannot_hold_says_how_many_slots_and_how_to_cap(monkeypatch):
+  # MuJoCo's 100_humanoids.xml: 3,081,450 slots, efc_J alone 33 GB; here the device's refusal
+  # is simulated, the sizes are the model's own
+  import jaxmj.io
+
+  def refuse(m):
+    raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 8 bytes.")
+
+  monkeypatch.setattr(jaxmj.io, "_make_data", refuse)
+  with pytest.raises(MemoryError, match=f"{NCANDIDATE} contact slots .* <size nconmax"):
+    jaxmj.make_data(jaxmj.Model.from_xml_string(scene()))
