@@ -76,8 +76,7 @@ def compile_mujoco(source: ModelSource | None):
   if not source.modelfiledir:  # MjSpec.from_string leaves <model> files out of its assets
     return mujoco.MjModel.from_xml_string(source.xml, assets)
   spec = mujoco.MjSpec.from_string(source.xml, assets=assets)
-  if source.modelfiledir:
-    spec.modelfiledir = source.modelfiledir
+  spec.modelfiledir = source.modelfiledir
   return spec.compile()
 
 
