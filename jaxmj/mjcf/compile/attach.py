@@ -51,19 +51,11 @@ from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Node
 
 _HOLDERS = ("worldbody", "body", "frame")
-# attributes that name another element, by the kind of element they name
-_NAMES = {
-  "joint": "joint", "jointinparent": "joint", "joint1": "joint", "joint2": "joint",
-  "tendon": "tendon", "tendon1": "tendon", "tendon2": "tendon",
-  "site": "site", "refsite": "site", "cranksite": "site", "slidersite": "site",
-  "sidesite": "site", "site1": "site", "site2": "site",
-  "body": "body", "body1": "body", "body2": "body",
-  "geom": "geom", "geom1": "geom", "geom2": "geom",
-  "actuator": "actuator", "camera": "camera", "target": "body",
-}
 _OBJTYPE = {"body": "body", "xbody": "body", "geom": "geom", "site": "site",
             "camera": "camera", "joint": "joint", "tendon": "tendon", "actuator": "actuator"}
 _ASSETS = ("mesh", "hfield", "material", "texture")  # and the attributes naming them
+# attributes naming an element of the tree or a section (assets are renamed, never checked)
+_NAMES = {a: k for a, k in schema.REFERENCES.items() if k not in _ASSETS + ("skin",)}
 _SECTIONS = ("tendon", "actuator", "sensor", "equality", "contact")
 _FILES = {"mesh": ("file",), "hfield": ("file",),
           "texture": ("file",) + tuple("file" + s for s in ("right", "left", "up", "down",
@@ -476,7 +468,7 @@ class _Renamer:
     for e in [node] + node.children:
       for a, text in e.attrs.items():
         kind = _NAMES.get(a)
-        if a in ("objname", "refname"):
+        if a in _NAMES and kind is None:  # objname, refname: the kind their type gives
           kind = _OBJTYPE.get(e.attrs.get("objtype" if a == "objname" else "reftype"))
           if kind is None:
             return None
@@ -496,7 +488,7 @@ class _Renamer:
   def _section_copy(self, node: Node, classed: bool = True) -> Node:
     attrs = self._attrs(node)
     for a in node.attrs:
-      if a in _NAMES or a in ("objname", "refname"):
+      if a in _NAMES:
         attrs[a] = self.name(node.attrs[a])
     if classed and "class" in schema.ATTRS.get(node.tag, {}) and "class" not in attrs:
       attrs["class"] = self.shared("main")

@@ -50,18 +50,8 @@ _ON_DEMAND_PARENTS = ("mujoco", "default", "option", "visual")
 _OPTIONAL_SINGLE = {("body", "freejoint")}
 # Attributes MuJoCo requires (the schema gives defaults, not requirements).
 REQUIRED = {"inertial": ("pos", "mass")}
-# Attribute name -> namespace of the element it names (None: any, e.g. a sensor's objname).
-REFERENCES = {
-  "joint": "joint", "joint1": "joint", "joint2": "joint", "jointinparent": "joint",
-  "tendon": "tendon", "tendon1": "tendon", "tendon2": "tendon",
-  "site": "site", "refsite": "site", "site1": "site", "site2": "site", "sidesite": "site",
-  "cranksite": "site", "slidersite": "site",
-  "body": "body", "body1": "body", "body2": "body", "target": "body",
-  "geom": "geom", "geom1": "geom", "geom2": "geom",
-  "subtree1": "body", "subtree2": "body", "camera": "camera",
-  "actuator": "actuator", "mesh": "mesh", "hfield": "hfield", "material": "material",
-  "texture": "texture", "skin": "skin", "objname": None, "refname": None,
-}
+# Attribute name -> namespace of the element it names (schema.REFERENCES).
+REFERENCES = schema.REFERENCES
 # Namespaces whose unnamed elements are written with a generated name (dm_control's
 # '/unnamed_geom_0' after the model's prefix), so every MuJoCo object has a name to be found
 # and bound by; a name containing '/' cannot be the user's. Reading drops these names.

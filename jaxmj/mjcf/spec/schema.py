@@ -656,3 +656,17 @@ ATTRS["attach"] = {"model": (S, None), "body": (S, None), "frame": (S, None),
 for _tag in ("worldbody", "body", "frame", "replicate"):
   CHILDREN[_tag] += ("attach",)
 del UNSUPPORTED["model"], UNSUPPORTED["attach"]
+
+# Attribute name -> namespace of the element it names (None: any, e.g. a sensor's objname):
+# PyMJCF's references (mjcf/compose) and what an <attach> copy renames (compile/attach.py).
+REFERENCES = {
+  "joint": "joint", "joint1": "joint", "joint2": "joint", "jointinparent": "joint",
+  "tendon": "tendon", "tendon1": "tendon", "tendon2": "tendon",
+  "site": "site", "refsite": "site", "site1": "site", "site2": "site", "sidesite": "site",
+  "cranksite": "site", "slidersite": "site",
+  "body": "body", "body1": "body", "body2": "body", "target": "body",
+  "geom": "geom", "geom1": "geom", "geom2": "geom",
+  "subtree1": "body", "subtree2": "body", "camera": "camera",
+  "actuator": "actuator", "mesh": "mesh", "hfield": "hfield", "material": "material",
+  "texture": "texture", "skin": "skin", "objname": None, "refname": None,
+}
