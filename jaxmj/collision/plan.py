@@ -78,6 +78,21 @@ def _dynamic_pairs(m, disableflags: int) -> tuple[np.ndarray, np.ndarray]:
   return g1[keep], g2[keep]
 
 
+def _candidate_pairs(m, disable: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """(geom1, geom2, pair) (npair,) int32: the explicit <pair>s (pair = their index), then the
+  dynamic pairs (pair = -1) that no <pair> names (MuJoCo skips those in either order; other
+  geom pairs of the same two bodies still collide)."""
+  if disable & (DisableBit.CONTACT | DisableBit.CONSTRAINT) or m.ngeom == 0:
+    return (np.zeros(0, np.int32),) * 3
+  e1, e2 = np.asarray(m.pair_geom1, np.int64), np.asarray(m.pair_geom2, np.int64)
+  d1, d2 = _dynamic_pairs(m, disable)  # d1 < d2
+  taken = np.minimum(e1, e2) * m.ngeom + np.maximum(e1, e2)
+  keep = ~np.isin(d1.astype(np.int64) * m.ngeom + d2, taken)
+  cat = lambda *xs: np.concatenate(xs).astype(np.int32)  # noqa: E731
+  return (cat(e1, d1[keep]), cat(e2, d2[keep]),
+          cat(np.arange(len(e1)), np.full(int(keep.sum()), -1)))
+
+
 def collision_plan(m: Model) -> dict:
   """Static pair groups and contact slots of `m` under its current flags (see _plan)."""
   return _plan(m, m.opt.disableflags)
@@ -92,46 +107,40 @@ def _plan(m, disable: int) -> dict:
   (first slot) and `start_pair` (first pair). capped: _capped's, or None.
   Slot arrays: dim, geom1, geom2 (ncon,).
   """
-  if disable & (DisableBit.CONTACT | DisableBit.CONSTRAINT) or m.ngeom == 0:
-    pairs = []
-  else:
-    explicit = [(int(a), int(b), i) for i, (a, b) in enumerate(zip(m.pair_geom1, m.pair_geom2))]
-    # a geom pair listed in <pair> is not collided again dynamically (MuJoCo skips it in
-    # either order); other geom pairs of the same two bodies still are
-    taken = {(min(a, b), max(a, b)) for a, b, _ in explicit}
-    dyn1, dyn2 = _dynamic_pairs(m, disable)
-    dynamic = [(int(a), int(b), -1) for a, b in zip(dyn1.tolist(), dyn2.tolist())
-               if (a, b) not in taken]
-    pairs = explicit + dynamic
-  table = colliders() if pairs else {}
+  a, b, p = _candidate_pairs(m, disable)
+  ta, tb = np.asarray(m.geom_type)[a], np.asarray(m.geom_type)[b]
+  a, b = np.where(ta > tb, b, a), np.where(ta > tb, a, b)
+  table = colliders() if len(a) else {}
+  # pair indices per group, vectorized over pairs (MuJoCo's 100_humanoids.xml: 3M of them)
   groups: dict[tuple, list] = {}
   missing = set()
-  for a, b, p in pairs:
-    ta, tb = int(m.geom_type[a]), int(m.geom_type[b])
-    if ta > tb:
-      a, b, ta, tb = b, a, tb, ta
-    key = (GeomType(ta), GeomType(tb))
+  code = np.minimum(ta, tb).astype(np.int64) * len(GeomType) + np.maximum(ta, tb)
+  for c in np.unique(code).tolist():
+    key = (GeomType(c // len(GeomType)), GeomType(c % len(GeomType)))
     if key not in table:
       if key not in _NEVER:
         missing.add(key)
       continue
-    groups.setdefault(table[key] if isinstance(table[key], str) else key, []).append((a, b, p))
+    groups.setdefault(table[key] if isinstance(table[key], str) else key, []).append(
+      np.flatnonzero(code == c))
   if missing:
     names = ", ".join(f"{a.name.lower()}-{b.name.lower()}" for a, b in sorted(missing))
     raise NotImplementedError(f"jaxmj has no collider for geom pairs {names} yet")
+  groups = {k: np.sort(np.concatenate(v)) for k, v in groups.items()}  # in pair order
   out, start = [], 0
   dim, geom1, geom2 = [], [], []
   # All convex pairs form one group: the GJK/EPA collider takes the geom types as traced
   # values, so it is compiled once however many pair types use it.
   for key in sorted(groups, key=str):
-    rows = np.array(groups[key], np.int32).reshape(-1, 3)
-    g1, g2, p = rows[:, 0], rows[:, 1], rows[:, 2]
+    idx = groups[key]
+    g1, g2, pair = a[idx], b[idx], p[idx]
     slots = (multiccd.group_slots(m, g1, g2, disable) if key == CONVEX else
              hfield.slots(m, g2) if key == HFIELD else table[key][1])
-    condim = _condim(m, g1, g2, p)
-    out.append({"types": key, "g1": g1, "g2": g2, "pair": p, "slots": slots, "start": start,
-                "start_pair": sum(len(g["g1"]) for g in out), "condim": condim})
-    start += len(rows) * slots
+    condim = _condim(m, g1, g2, pair)
+    out.append({"types": key, "g1": g1, "g2": g2, "pair": pair, "slots": slots,
+                "start": start, "start_pair": sum(len(g["g1"]) for g in out),
+                "condim": condim})
+    start += len(idx) * slots
     dim.append(np.repeat(condim, slots))
     geom1.append(np.repeat(g1, slots))
     geom2.append(np.repeat(g2, slots))

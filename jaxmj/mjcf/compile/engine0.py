@@ -407,8 +407,25 @@ def factor(m: np.ndarray, anc: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 def solve(qld: np.ndarray, dinv: np.ndarray, anc: list, rhs: np.ndarray) -> np.ndarray:
-  """mj_solveM: M^-1 rhs for rhs (nv, k), k vectors at once, as mj_solveLD rounds each."""
+  """mj_solveM: M^-1 rhs for rhs (nv, k), k vectors at once, as mj_solveLD rounds each.
+
+  Tree by tree (dofs sharing a root dof), each on the columns not zero there: M^-1 is block
+  diagonal by tree, so the rest stays zero. MuJoCo's 100_humanoids.xml: 100 trees, the
+  bodies' 10k Jacobian rows each on one (10 s of the host compile when solved whole)."""
   x = np.array(rhs, np.float64, copy=True)
+  root = np.array([a[0] if a else i for i, a in enumerate(anc)], int)
+  for r in np.unique(root):
+    rows = np.flatnonzero(root == r)
+    cols = np.flatnonzero(np.any(x[rows] != 0, axis=0))
+    local = {int(d): k for k, d in enumerate(rows)}
+    block = np.ix_(rows, cols)
+    x[block] = _solve_ld(qld[np.ix_(rows, rows)], dinv[rows],
+                         [[local[a] for a in anc[d]] for d in rows], x[block])
+  return x
+
+
+def _solve_ld(qld: np.ndarray, dinv: np.ndarray, anc: list, x: np.ndarray) -> np.ndarray:
+  """mj_solveLD on one tree's dofs (numbered from 0): x (n, k) overwritten and returned."""
   for i in range(len(x) - 1, -1, -1):
     a = anc[i]
     if a:
