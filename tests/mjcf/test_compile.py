@@ -383,6 +383,15 @@ def test_settotalmass_warns_and_scales():
   assert np.isclose(np.sum(m.body_mass), 7.0)
 
 
+def test_compiler_warnings_point_at_the_users_call():
+  xml = wrap('<body><freejoint/><geom size=".1"/></body>',
+             '<compiler settotalmass="7"/><statistic meaninertia="2"/><size memory="1K"/>')
+  with pytest.warns(UserWarning) as caught:
+    jaxmj.Model.from_xml_string(xml)
+  assert len(caught) == 3
+  assert {w.filename for w in caught} == {__file__}  # not a line inside jaxmj's compiler
+
+
 def test_keyframes():
   xml = wrap(
     '<body mocap="true" pos="1 0 0"/><body><freejoint/>' + GEOM + "</body>"

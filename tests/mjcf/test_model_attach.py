@@ -157,8 +157,10 @@ def test_conflicting_child_options_warn_and_keep_the_parents(tmp_path):
     "parent.xml": """<mujoco><option timestep="0.005"/>
 <asset><model name="ch" file="child.xml"/></asset>
 <worldbody><attach model="ch" body="b" prefix="x"/></worldbody></mujoco>"""})
-  with pytest.warns(UserWarning, match="option timestep: parent has 0.005, child has 0.01"):
+  with pytest.warns(UserWarning, match="option timestep: parent has 0.005, child has 0.01"
+                    ) as caught:
     m = jaxmj.Model.from_xml_path(parent)
+  assert {w.filename for w in caught} == {__file__}  # the user's call, not the compiler's
   mj = mujoco.MjModel.from_xml_path(parent)
   assert (float(m.opt.timestep), m.opt.iterations) == (mj.opt.timestep, mj.opt.iterations)
   assert (mj.opt.timestep, mj.opt.iterations) == (0.005, 100)

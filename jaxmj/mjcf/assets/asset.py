@@ -8,12 +8,12 @@ assetdir), names and references.
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 
 from jaxmj.mjcf.assets import hfield, mesh, meshbuiltin, meshpoly, skin, texture
 from jaxmj.mjcf.compile import frames
+from jaxmj.mjcf.errors import warn
 from jaxmj.mjcf.spec.parse import Defaults, Node
 from jaxmj.types import GeomType
 
@@ -107,9 +107,8 @@ def _compile_mesh(node: Node, v: dict, needhull: bool, compiler: dict, path: str
                 "model/vnd.mujoco.msh": mesh.load_msh}[kind]
       fvert, fface = loader(data, righthand)
       if kind == "model/obj" and not mesh.obj_texcoords_valid(data):
-        warnings.warn(f"{node.file}:{node.line}: obj_decoder: invalid or missing face texture "
-                      f"coordinate in '{v['file']}'; discarding texture coordinates (as MuJoCo)",
-                      stacklevel=2)
+        warn(f"{node.file}:{node.line}: obj_decoder: invalid or missing face texture "
+                      f"coordinate in '{v['file']}'; discarding texture coordinates (as MuJoCo)")
       if fvert.size and vert.size:
         raise node.error("repeated vertex specification", "vertex")
       if fface.size and face.size:

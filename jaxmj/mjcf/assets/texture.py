@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import io
 import os
-import warnings
 
 import numpy as np
 
+from jaxmj.mjcf.errors import warn
 from jaxmj.mjcf.spec.parse import Defaults, Node
 
 TEXTYPE = {"2d": 0, "cube": 1, "skybox": 2}
@@ -181,8 +181,8 @@ def compile_textures(nodes: list[Node], defaults: Defaults, read) -> tuple[dict,
     try:
       if v["builtin"] != "none":
         if v["mark"] == "random" and v["random"] > 0:
-          warnings.warn(f"{node.file}:{node.line}: texture mark='random': the dots are not at "
-                        "MuJoCo's pixels (visual only)", stacklevel=4)
+          warn(f"{node.file}:{node.line}: texture mark='random': the dots are not at "
+                        "MuJoCo's pixels (visual only)")
         if int(v["nchannel"]) != 3:
           raise TextureError("builtin textures must have 3 channels")
         img, w, h = _builtin(v)

@@ -12,10 +12,10 @@ slots active, dense rows) therefore gets a UserWarning naming the attribute.
 from __future__ import annotations
 
 import re
-import warnings
 
 from jaxmj.collision.plan import contact_slots
 from jaxmj.constraint.layout import efc_layout
+from jaxmj.mjcf.errors import warn
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50,
           "E": 1 << 60}
@@ -53,8 +53,8 @@ def check_memory(m, size_nodes: list) -> None:
   need = estimate(m)
   if nbytes[-1] < need:
     node = nodes[-1]
-    warnings.warn(f"{node.file}:{node.line}: <size memory=\"{node.attrs['memory']}\"> "
+    warn(f"{node.file}:{node.line}: <size memory=\"{node.attrs['memory']}\"> "
                   f"({nbytes[-1]} bytes) may be too small for this model (~{need} bytes with "
                   "every contact active): where MuJoCo's arena overflows it drops the step's "
                   "constraints or stops with an error; jaxmj has no arena and keeps every "
-                  "constraint", UserWarning, stacklevel=2)
+                  "constraint")

@@ -42,11 +42,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import warnings
 
 import numpy as np
 
 from jaxmj.mjcf.compile import frames, replicate
+from jaxmj.mjcf.errors import warn
 from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Node
 
@@ -92,7 +92,7 @@ def expand(root: Node, compiler: dict, path: str, assets: dict | None, section) 
   if own.keys or any(c.layout.keys for c in state.copies if c.keys):
     root = _keyframes(root, own, state)
   for text in state.warnings:
-    warnings.warn(text, stacklevel=7)  # the caller of Model.from_xml_path / _string
+    warn(text)
   return root
 
 

@@ -4,7 +4,6 @@ section's compiler in turn, keyframes, names and the derived constants (host sid
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import jax.numpy as jnp
 import numpy as np
@@ -32,7 +31,7 @@ from jaxmj.mjcf.compile import (
   user,
   visual,
 )
-from jaxmj.mjcf.errors import MJCFError
+from jaxmj.mjcf.errors import MJCFError, warn
 from jaxmj.mjcf.passes import align, discard, fuse
 from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Defaults, Node
@@ -93,8 +92,8 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
       raise n.error(f"compiler passthrough={n.attrs['passthrough']!r} is not supported by "
                     "jaxmj yet", "passthrough")
     if "settotalmass" in n.attrs:
-      warnings.warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
-                    "MuJoCo and will be removed in a future release", stacklevel=3)
+      warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
+                    "MuJoCo and will be removed in a future release")
   root = replicate.expand(root, compiler)
   root = attach.expand(root, compiler, path, assets, lambda r, t: _section(r, t)[0])
   if compiler["discardvisual"]:

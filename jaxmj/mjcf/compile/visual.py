@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from jaxmj import visual
 from jaxmj.mjcf.compile import setconst
+from jaxmj.mjcf.errors import warn
 from jaxmj.mjcf.spec.parse import Node
 
 
@@ -41,8 +40,8 @@ def compile_statistic(root: Node, f: dict) -> visual.Statistic:
       if k == "extent" and v <= 0:
         raise node.error("extent must be strictly positive", "extent")
       if k == "meaninertia":
-        warnings.warn(f"{node.file}:{node.line}: statistic attribute 'meaninertia' is "
-                      "deprecated in MuJoCo: it does not affect simulation", stacklevel=3)
+        warn(f"{node.file}:{node.line}: statistic attribute 'meaninertia' is "
+                      "deprecated in MuJoCo: it does not affect simulation")
       stat[k] = v
   return visual.Statistic(
     **{k: float(stat[k]) for k in ("meaninertia", "meanmass", "meansize", "extent")},

@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import warnings
 
 import numpy as np
 
 from jaxmj.mjcf.compile import frames
 from jaxmj.mjcf.compile.inertia import rotated_full
-from jaxmj.mjcf.errors import MJCFError
+from jaxmj.mjcf.errors import MJCFError, warn
 from jaxmj.mjcf.spec.parse import Node
 
 _JOINT_TYPES = {"revolute": "hinge", "continuous": "hinge", "prismatic": "slide",
@@ -351,9 +350,9 @@ def _mimics(root, ctx: _Context) -> list[Node]:
       continue
     leader = _text(mimic, "joint", ctx)
     if types.get(el.get("name")) not in _ONE_DOF or types.get(leader) not in _ONE_DOF:
-      warnings.warn(f"{ctx.file}:{mimic.sourceline}: <mimic> on joint '{el.get('name')}' "
+      warn(f"{ctx.file}:{mimic.sourceline}: <mimic> on joint '{el.get('name')}' "
                     "ignored, as MuJoCo does: mimic needs revolute, continuous or prismatic "
-                    "joints", stacklevel=4)
+                    "joints")
       continue
     mult = _floats(mimic, "multiplier", 1, ctx)
     offset = _floats(mimic, "offset", 1, ctx)
