@@ -12,12 +12,15 @@ def _fast_compile_flags() -> str:
   XLA's LLVM optimizations (level 2, the default) are a third of each compile and buy run
   time that these single steps and short rollouts do not need. On jaxlib 0.10 the CPU fusion
   emitters take most of the rest: without them the pipeline's compile is ~3x faster (and
-  runs no slower, measured on models/box_pile.xml's forward). XLA aborts on a flag it does
-  not know, so that one is set only on the jaxlib minor version it was measured on.
+  runs no slower, measured on models/box_pile.xml's forward). Codegen in one LLVM module
+  instead of one per thread: each xdist worker has a core, and splitting cost 7-12% of a
+  compile's CPU time (step and step gradient of humanoid_floor and box_pile, three rounds
+  each, 2026-12-07; the same results). XLA aborts on a flag it does not know, so those two
+  are set only on the jaxlib minor version they were measured on.
   """
   flags = " --xla_backend_optimization_level=0"
   if jaxlib.__version__.split(".")[:2] == ["0", "10"]:
-    flags += " --xla_cpu_use_fusion_emitters=false"
+    flags += " --xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1"
   return flags
 
 
@@ -113,7 +116,8 @@ def pytest_addoption(parser):
 # last four 15-44 s in ci63's, 2026-12-01, when the suite had crept back to 15-19 minutes;
 # the last eight 8-40 s of worker time in a 22-minute run, 2026-12-06; the last 11 s alone,
 # 2026-12-07, its "scene" sibling has a free box in contact, actuators and sensors, and the
-# gap row's condim-1 case, 7 s, beside its elliptic sibling that also pushes),
+# gap row's condim-1 case, 7 s, beside its elliptic sibling that also pushes; adhesion under
+# a cap, 26 s of a 30-minute run under load, 2026-12-07, beside its case with a gap layer),
 # and the default suite keeps a cheaper test of the same behaviour (another parameter, model
 # or test of the file). Node ids, parameters included; a stale id here only stops applying.
 # Not here: a test whose compiled programs a default sibling shares (a module fixture or
@@ -169,6 +173,7 @@ tests/solver/test_tree_blocks.py::test_forward_matches_mujoco_with_and_without_c
 tests/test_derivative.py::test_transition_jacobians_match_mjd_transitionFD[arm_undamped]
 tests/dynamics/test_inverse_jacobians.py::test_inverse_jacobians_match_mjd_inverseFD[box_stack]
 tests/constraint/test_adhesion.py::test_adhering_contacts_in_the_gap_layer_get_one_frictionless_row[pyramidal-1--3.0]
+tests/collision/test_contact_cap.py::test_contact_adhesion_under_a_cap_matches_mujoco[adhesion]
 """.split())
 
 
