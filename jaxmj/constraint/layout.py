@@ -147,7 +147,7 @@ def _contact_rows(dims: np.ndarray, cone: Cone, gap: bool) -> dict:
   Vectorized over rows: MuJoCo's 100_humanoids.xml gives every geom pair a slot (3M), where a
   Python loop per row took 28 s of the host compile."""
   for dim in np.unique(dims):
-    rows_per_contact(int(dim), cone)
+    rows_per_contact(int(dim), cone)  # raises on a condim that has no rows
   pyr_slot = (dims > 1) & (cone == Cone.PYRAMIDAL)
   own = np.where(dims == 1, 1, np.where(pyr_slot, 2 * (dims - 1), dims))
   per = own + int(gap)

@@ -108,7 +108,7 @@ def _compile_mesh(node: Node, v: dict, needhull: bool, compiler: dict, path: str
       fvert, fface = loader(data, righthand)
       if kind == "model/obj" and not mesh.obj_texcoords_valid(data):
         warn(f"{node.file}:{node.line}: obj_decoder: invalid or missing face texture "
-                      f"coordinate in '{v['file']}'; discarding texture coordinates (as MuJoCo)")
+             f"coordinate in '{v['file']}'; discarding texture coordinates (as MuJoCo)")
       if fvert.size and vert.size:
         raise node.error("repeated vertex specification", "vertex")
       if fface.size and face.size:

@@ -182,7 +182,7 @@ def compile_textures(nodes: list[Node], defaults: Defaults, read) -> tuple[dict,
       if v["builtin"] != "none":
         if v["mark"] == "random" and v["random"] > 0:
           warn(f"{node.file}:{node.line}: texture mark='random': the dots are not at "
-                        "MuJoCo's pixels (visual only)")
+               "MuJoCo's pixels (visual only)")
         if int(v["nchannel"]) != 3:
           raise TextureError("builtin textures must have 3 channels")
         img, w, h = _builtin(v)

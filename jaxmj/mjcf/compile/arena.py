@@ -54,7 +54,7 @@ def check_memory(m, size_nodes: list) -> None:
   if nbytes[-1] < need:
     node = nodes[-1]
     warn(f"{node.file}:{node.line}: <size memory=\"{node.attrs['memory']}\"> "
-                  f"({nbytes[-1]} bytes) may be too small for this model (~{need} bytes with "
-                  "every contact active): where MuJoCo's arena overflows it drops the step's "
-                  "constraints or stops with an error; jaxmj has no arena and keeps every "
-                  "constraint")
+         f"({nbytes[-1]} bytes) may be too small for this model (~{need} bytes with "
+         "every contact active): where MuJoCo's arena overflows it drops the step's "
+         "constraints or stops with an error; jaxmj has no arena and keeps every "
+         "constraint")

@@ -93,7 +93,7 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
                     "jaxmj yet", "passthrough")
     if "settotalmass" in n.attrs:
       warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
-                    "MuJoCo and will be removed in a future release")
+           "MuJoCo and will be removed in a future release")
   root = replicate.expand(root, compiler)
   root = attach.expand(root, compiler, path, assets, lambda r, t: _section(r, t)[0])
   if compiler["discardvisual"]:

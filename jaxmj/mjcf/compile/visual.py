@@ -41,7 +41,7 @@ def compile_statistic(root: Node, f: dict) -> visual.Statistic:
         raise node.error("extent must be strictly positive", "extent")
       if k == "meaninertia":
         warn(f"{node.file}:{node.line}: statistic attribute 'meaninertia' is "
-                      "deprecated in MuJoCo: it does not affect simulation")
+             "deprecated in MuJoCo: it does not affect simulation")
       stat[k] = v
   return visual.Statistic(
     **{k: float(stat[k]) for k in ("meaninertia", "meanmass", "meansize", "extent")},

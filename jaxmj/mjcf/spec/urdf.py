@@ -351,8 +351,8 @@ def _mimics(root, ctx: _Context) -> list[Node]:
     leader = _text(mimic, "joint", ctx)
     if types.get(el.get("name")) not in _ONE_DOF or types.get(leader) not in _ONE_DOF:
       warn(f"{ctx.file}:{mimic.sourceline}: <mimic> on joint '{el.get('name')}' "
-                    "ignored, as MuJoCo does: mimic needs revolute, continuous or prismatic "
-                    "joints")
+           "ignored, as MuJoCo does: mimic needs revolute, continuous or prismatic "
+           "joints")
       continue
     mult = _floats(mimic, "multiplier", 1, ctx)
     offset = _floats(mimic, "offset", 1, ctx)
