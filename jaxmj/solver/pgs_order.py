@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.collision.plan import collision_plan, contact_keys
+from jaxmj.collision.plan import contact_rank
 from jaxmj.constraint.layout import efc_layout
 from jaxmj.types import Model
 
@@ -124,7 +124,7 @@ def init_state(ni: int, nb: int):
 def mujoco_efc_order(m: Model, con):
   """(nefc,) int: a key per efc row whose order is MuJoCo's row order, were every contact
   slot active (ranks among the active rows are then MuJoCo's). Non-contact rows already come
-  in MuJoCo's order; contact rows follow collision/plan.py's `contact_keys`. con: the Data's
+  in MuJoCo's order; contact rows follow collision/plan.py's `contact_rank`. con: the Data's
   Contact. Static (numpy) where the slots are; traced under a contact cap, where each slot's
   place comes from `con.rank` (the keys then rank, not number, the rows)."""
   layout = efc_layout(m, con.dim)
@@ -140,9 +140,9 @@ def mujoco_efc_order(m: Model, con):
     within = rows - adr[slot]
     key = layout.contact0 + con.rank[slot] * int(nrows.max()) + within
     return jnp.asarray(order).at[rows].set(key.astype(jnp.int32))
-  keys = contact_keys(m, collision_plan(m))
+  rank = contact_rank(m)
   pos = layout.contact0
-  for s in sorted(slots, key=lambda s: keys[s]):
+  for s in slots[np.argsort(rank[slots])]:  # ranks are distinct
     order[adr[s]:adr[s] + nrows[s]] = np.arange(pos, pos + nrows[s])
     pos += nrows[s]
   return order
