@@ -46,7 +46,8 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
   `unroll`, a blocked elimination with every column step unrolled (`_eliminate_blocked`).
   Else for n <= SPD_UNROLL_MAX blocks of SPD_BLOCK whose column steps loop on the CPU, on a
   GPU one Pallas kernel (`_gauss_jordan_solve`), elsewhere (TPUs) unrolled; above, on the CPU
-  blocks of up to SPD_LOOP_BLOCK_MAX whose steps loop, elsewhere Cholesky (`_cholesky_solve`).
+  blocks of up to SPD_LOOP_BLOCK_MAX whose steps loop, elsewhere Cholesky (`_cholesky_solve`);
+  above SPD_CPU_ELIMINATION_MAX Cholesky everywhere.
   """
   n = a.shape[0]
   vec = b.ndim == 1
@@ -58,6 +59,8 @@ def spd_solve(a: jax.Array, b: jax.Array, mindiag: float = MINVAL, unroll: bool 
     jnp.concatenate([a, b], axis=1), n, mindiag, unroll, size)
   if unroll:
     x, ok = eliminate(a, b, True)
+  elif n > SPD_CPU_ELIMINATION_MAX:
+    x, ok = _cholesky_solve(a, b, mindiag)
   elif n > SPD_UNROLL_MAX:
     x, ok = by_platform(a, b, cpu=functools.partial(eliminate, unroll=False),
                         default=functools.partial(_cholesky_solve, mindiag=mindiag))
@@ -178,6 +181,14 @@ SPD_BLOCK = 9
 # from 24 (nv 48: 2.1 ms in blocks of 24, 2.4 in one of 48; 108: 9.4-9.8 ms in blocks of
 # 22-36, 13 in blocks of 54, 36 in one; 160: 38-40 ms in blocks of 23-40, 48-52 above).
 SPD_LOOP_BLOCK_MAX = 40
+# Above this size the CPU takes Cholesky (LAPACK) too: the elimination's blocks are unrolled at
+# trace time, so its program grows with n (a solve of 2700, MuJoCo's 100_humanoids.xml: 29 s
+# to compile and 528 ms a solve, LAPACK 0.3 s and 114 ms; 270: 1.7 s and 1.4 ms against 0.3 s
+# and 0.7 ms; float32, one system, 2-core CPU, 2026-12-07). Measured alone LAPACK was faster
+# from 48 up too (256 systems of 108: 62.8 against 28.9 ms of CPU), but the bundled and
+# tested models up to here keep their bits and mju_cholFactor's pivot floor until the
+# whole step says so (a pivot below mindiag gives NaN here, see _cholesky_solve).
+SPD_CPU_ELIMINATION_MAX = 256
 
 
 def _eliminate_blocked(aug: jax.Array, n: int, mindiag: float, unroll: bool, size: int):

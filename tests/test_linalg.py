@@ -1,6 +1,7 @@
 """jaxmj.linalg's SPD solve against numpy, blocked (its column steps unrolled, or a loop per
 block as on the CPU), in the large systems' blocks of up to SPD_LOOP_BLOCK_MAX, by Cholesky
-(other platforms' form) and by the GPU's Pallas kernel (interpreted here), float64."""
+(other platforms' form, and every platform's above SPD_CPU_ELIMINATION_MAX) and by the GPU's
+Pallas kernel (interpreted here), float64."""
 
 import jax
 import numpy as np
@@ -102,3 +103,17 @@ def test_looped_block_steps_in_place_equal_the_column_steps_bit_for_bit(dtype):
     got, want = in_place(blk), jax.jit(column_steps)(blk)
     np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
     assert bool(got[1]) == bool(want[1])
+
+
+def test_large_systems_take_cholesky_on_every_platform():
+  """Above SPD_CPU_ELIMINATION_MAX spd_solve is Cholesky everywhere (its program does not grow
+  with n, as the elimination's unrolled blocks do): the same solution as _cholesky_solve and
+  numpy's, and the rank test on a singular system."""
+  n = linalg.SPD_CPU_ELIMINATION_MAX + 1
+  rng = np.random.default_rng(0)
+  a, b = _spd(rng, n), rng.normal(size=(n, 2))
+  x, ok = jax.jit(linalg.spd_solve)(a, b)
+  assert bool(ok)
+  np.testing.assert_array_equal(x, jax.jit(cholesky)(a, b)[0])
+  np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=0, atol=1e-10 * np.abs(x).max())
+  assert jax.jit(linalg.spd_solve)(np.zeros((n, n)), b)[1].item() is False
