@@ -226,13 +226,13 @@ def contact_slots(m: Model) -> dict:
   return {"ncon": cap["ncon"], "dim": cap["dim"], "geom1": None, "geom2": None}
 
 
-def contact_keys(m: Model, plan: dict) -> np.ndarray:
+def contact_keys(m: Model, plan: dict, disable: int) -> np.ndarray:
   """(ncon, 5) int64: each contact slot's sort key in mj_collision's order, compared row by row
   as tuples: body pairs by signature (an explicit <pair> before the dynamic contacts of its
   body pair), geom pairs within a body pair in loop order (midphase: sorted by (geom1,
   geom2)), then the collider's own order (the slot within its pair). Vectorized over the
   slots (MuJoCo's 100_humanoids.xml: 3M; a Python loop per slot took 7 s of each trace)."""
-  midphase = not int(m.opt.disableflags) & DisableBit.MIDPHASE
+  midphase = not disable & DisableBit.MIDPHASE
   body, gnum, bvh = (np.asarray(x, np.int64) for x in (m.geom_bodyid, m.body_geomnum,
                                                         m.body_bvhadr))
   keys = np.zeros((plan["ncon"], 5), np.int64)
@@ -258,10 +258,18 @@ def contact_keys(m: Model, plan: dict) -> np.ndarray:
 
 def contact_rank(m: Model) -> np.ndarray:
   """(ncon,) int: each contact slot's rank in mj_collision's order (contact_keys; equal keys
-  by slot), so that the active slots sorted by it come in the order of MuJoCo's d.contact."""
-  keys = contact_keys(m, collision_plan(m))
+  by slot), so that the active slots sorted by it come in the order of MuJoCo's d.contact.
+  Cached per model structure and flags (read-only): the collision stage, PGS's row order
+  and each contact sensor ask for it in one trace."""
+  return _contact_rank(m, int(m.opt.disableflags))
+
+
+@cached_plan
+def _contact_rank(m, disable: int) -> np.ndarray:
+  keys = contact_keys(m, _plan(m, disable), disable)
   rank = np.empty(len(keys), np.int64)
   rank[np.lexsort(keys.T[::-1])] = np.arange(len(keys))  # stable: ties keep slot order
+  rank.flags.writeable = False
   return rank
 
 

@@ -290,9 +290,11 @@ def _merge(state: _State, attach: Node, name: str, differ: list) -> None:
       raise attach.error(f"compiler conflict='merge' of {key} is not supported by jaxmj yet "
                          f"(model '{name}')", "model")
   state.authored.update(merged)
-  flags = {k.split(" ")[1]: t for k, (_, t) in merged.items() if k.startswith("flag ")}
-  option = {k.split(" ")[1]: t for k, (_, t) in merged.items() if k.startswith("option ")}
-  size = {k.split(" ")[1]: t for k, (_, t) in merged.items() if k.startswith("size ")}
+  written = {"flag": {}, "option": {}, "size": {}}
+  for key, (_, text) in merged.items():
+    sec, attr = key.split(" ")
+    written[sec][attr] = text
+  flags, option, size = written["flag"], written["option"], written["size"]
   if option or flags:
     kids = [Node("flag", flags, [], attach.file, attach.line)] if flags else []
     state.sections.append(Node("option", option, kids, attach.file, attach.line))
