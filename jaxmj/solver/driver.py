@@ -4,8 +4,9 @@ Every solver follows MuJoCo's engine_solver.c step by step (cost per row type, e
 line search, warm start, termination tests) with static bounds on its loops (`opt.iterations`,
 `opt.ls_iterations`): once MuJoCo's loop would have stopped (improvement or gradient below
 `opt.tolerance`, a line search returning alpha = 0, for Newton an expected decrease
-0.5 g'H^-1 g below `opt.tolerance` after an iteration, or for CG an island whose expected first
-decrease is below `opt.tolerance` at the start), the remaining iterations leave the
+0.5 g'H^-1 g below `opt.tolerance` after an iteration, or an island already converged at its
+warm start: for CG a duality gap 0.5 g'M^-1 g below `opt.tolerance`, for Newton the gradient
+norm and the expected decrease), the remaining iterations leave the
 carry unchanged, so the result is MuJoCo's and `solver_niter` counts the iterations MuJoCo runs.
 Loops whose values are not differentiated (the line search always; the solver iterations with
 implicit gradients, the default) stop there instead, as a while_loop bounded by the same
@@ -198,21 +199,24 @@ def _primal(p: Problem, isl: Islands, qacc0, newton: bool, iterations: int,
     niter, improvement, gradient, stats = counted(c, grad)
     conv = c["moved"] & (((improvement > 0) & (improvement < tolerance))
                          | (gradient < tolerance))
+    # 0.5 g'H^-1 g for Newton (its decrement), 0.5 g'M^-1 g for CG (the duality gap), scaled
+    decrease = jnp.maximum(0.5 * scale * seg(isl.dof, grad * mgrad), 0.0)
     if newton:
-      # MuJoCo 4.0's Newton also stops once the expected decrease of the next Newton step,
-      # 0.5 g'H^-1 g (scaled, clamped at 0), is below tolerance (read from libmujoco 4.0.0's
-      # mj_solPrimal; matched against solver_niter of mj_step)
-      decrease = jnp.maximum(0.5 * scale * seg(isl.dof, grad * mgrad), 0.0)
+      # MuJoCo 4.0's Newton also stops once the expected decrease of the next Newton step is
+      # below tolerance (read from libmujoco 4.0.0's mj_solPrimal; matched against
+      # solver_niter of mj_step)
       conv = conv | (c["moved"] & (decrease < tolerance))
     done = c["done"] | conv | (niter >= iterations)
+    # MuJoCo 4.0 runs no iteration on an island already converged at its warm start
+    # (mj_solPrimal's zero-iteration exit): CG where the duality gap 0.5 g'M^-1 g is below
+    # tolerance, Newton where the gradient norm is too and either the gap or the decrement
+    # is. H = M + J'DJ + cone Hessians exceeds M, so the decrement never exceeds the gap and
+    # Newton's test is the gradient's and the decrement's (no M solve for the gap)
+    start = (decrease < tolerance) & ((gradient < tolerance) if newton else True)
+    done = done | ((k == 0) & start)
     if newton:
       search = -mgrad
     else:
-      # MuJoCo 4.0's CG runs no iteration on an island whose expected decrease along the first
-      # direction, 0.5 g'M^-1 g (scaled), is already below tolerance (an island at rest);
-      # measured against mj_step's solver_niter, Newton has no such test
-      start = 0.5 * scale * seg(isl.dof, grad * mgrad)
-      done = done | ((k == 0) & (start < tolerance))
       beta = _cg_beta(isl, grad, mgrad, c["grad"], c["mgrad"], c["search"])
       search = jnp.where(k == 0, -mgrad, -mgrad + (isl.dof @ beta) * c["search"])
     snorm = safe_sqrt(seg(isl.dof, search * search))

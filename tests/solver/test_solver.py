@@ -387,6 +387,46 @@ def test_newton_stops_when_expected_decrease_is_below_tolerance():
   assert_close(res.qacc, d.qacc, 1e-9, "qacc")
 
 
+# a heavy free base with two hinges coupled by a tendon equality, falling: the previous
+# step's qacc is a warm start good enough that MuJoCo often runs no iteration
+_WARM_XML = """<mujoco><option solver="{solver}"/><worldbody>
+  <body><freejoint/><geom type="sphere" size=".1" mass="10000"/>
+    <body><joint name="a" axis="0 1 0" damping=".1"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+      <body pos=".3 0 0"><joint name="b" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/></body></body></body>
+  </worldbody>
+  <tendon><fixed name="t"><joint joint="a" coef="1"/><joint joint="b" coef="-.5"/></fixed></tendon>
+  <equality><tendon tendon1="t" solref=".005 1"/></equality></mujoco>"""
+
+
+@pytest.mark.parametrize("solver_name", ["Newton", "CG"])
+def test_no_iteration_where_the_warm_start_has_converged(solver_name):
+  """MuJoCo 4.0's mj_solPrimal runs no iteration on an island already converged at its warm
+  start (CG: the duality gap 0.5 g'M^-1 g below tolerance; Newton: the scaled gradient norm
+  too, and the gap or the decrement 0.5 g'H^-1 g). jaxmj's step from each of MuJoCo's states
+  (qacc_warmstart included) runs MuJoCo's iteration count and lands on its qvel; Newton
+  iterating once more where MuJoCo stops had qvel 5e-5 off."""
+  xml = _WARM_XML.format(solver=solver_name)
+  mj = mujoco.MjModel.from_xml_string(xml)
+  md = mujoco.MjData(mj)
+  md.qvel[6:8] = 0.1, 0.2  # the coupled hinges turning, consistent with the coupling
+  states, niter, qvel = [], [], []
+  for _ in range(12):
+    states.append([md.qpos.copy(), md.qvel.copy(), md.qacc_warmstart.copy(), md.time])
+    mujoco.mj_step(mj, md)
+    niter.append(int(md.solver_niter[0]))
+    qvel.append(md.qvel.copy())
+  assert 0 in niter and 1 in niter  # both branches taken
+  m = jaxmj.Model.from_xml_string(xml)
+  d0 = jaxmj.make_data(m)
+  batch = jax.vmap(lambda q, v, w, t: d0.replace(qpos=q, qvel=v, qacc_warmstart=w, time=t))(
+    *(jnp.asarray(np.array(x)) for x in zip(*states)))
+  out = jax.jit(jax.vmap(jaxmj.step, in_axes=(None, 0)))(m, batch)
+  np.testing.assert_array_equal(np.asarray(out.solver_niter)[:, 0], niter)
+  np.testing.assert_allclose(np.asarray(out.qvel), np.array(qvel), rtol=0, atol=1e-12)
+
+
 def _chain_xml(n: int) -> str:
   """A hanging chain of n limited hinges with dof friction loss."""
   body = ""
