@@ -270,6 +270,15 @@ DEFAULTS = {
     '<default><geom type="box" pos=".1 .2 .3" size=".1 .2 .3"/><site size=".1 .2 .3"/>'
     '<default class="c"><geom size=".2" friction=".4 .01 .001" solimp=".7 .8 .002"/>'
     '<site type="box" size=".4 .5"/></default></default>'),
+  # MJCF's arities [1..2] and [1..5]: MuJoCo's own cards.xml writes solref=".5e-4"
+  "partial_solref_friction_fluidcoef": wrap(
+    '<geom name="p" type="plane" size="1 1 1" solref=".01"/>'
+    '<body><joint range="-1 1" solreflimit=".03" solreffriction=".04"/>'
+    '<geom name="s" size=".1" pos="0 0 .2" fluidcoef=".3"/>'
+    '<geom class="c" pos=".3 0 .2" solref=".007"/></body>',
+    '<option o_solref=".05" o_friction=".5"/><default><default class="c">'
+    '<geom size=".1" solref=".01 .5"/></default></default>'
+    '<contact><pair geom1="p" geom2="s" solref=".05" solreffriction=".06"/></contact>'),
   "class_on_site_and_freejoint": wrap(
     '<body><freejoint name="f"/><geom class="g"/><site class="s"/></body>',
     '<default><default class="g"><geom type="ellipsoid" size=".1 .2 .3"/></default>'

@@ -27,7 +27,7 @@ def kw(*words: str) -> frozenset:
 
 
 LIMITED = kw("false", "true", "auto")
-SOLREF = (fv(2), (0.02, 1.0))
+SOLREF = (fv(-1), (0.02, 1.0))  # one value sets the time constant (MJCF's [1..2])
 SOLIMP = (fv(-1), (0.9, 0.95, 0.001, 0.5, 2.0))
 ORIENT = {
   "quat": (fv(4), None),
@@ -100,7 +100,7 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "o_margin": (F, 0.0),
     "o_solref": SOLREF,
     "o_solimp": SOLIMP,
-    "o_friction": (fv(5), (1.0, 1.0, 0.005, 0.0001, 0.0001)),
+    "o_friction": (fv(-1), (1.0, 1.0, 0.005, 0.0001, 0.0001)),
     "integrator": (kw("Euler", "RK4", "implicit", "implicitfast"), "Euler"),
     "cone": (kw("pyramidal", "elliptic"), "pyramidal"),
     "jacobian": (kw("dense", "sparse", "auto"), "auto"),
@@ -223,7 +223,7 @@ ATTRS: dict[str, dict[str, tuple]] = {
     "condim": (I, 3),
     "friction": (fv(-1), (1.0, 1.0, 0.005, 0.0001, 0.0001)),
     "solref": SOLREF,
-    "solreffriction": (fv(2), (0.0, 0.0)),
+    "solreffriction": (fv(-1), (0.0, 0.0)),
     "solimp": SOLIMP,
     "margin": (F, 0.0),
     "gap": (F, 0.0),
@@ -326,13 +326,17 @@ ATTRS["equality/tendon"] = {**_EQ_COMMON, "tendon1": (S, None), "tendon2": (S, N
 # Geom fluid attributes: fluidshape="ellipsoid" gives the geom's body the ellipsoid fluid
 # model (coefficients compiled in jaxmj/mjcf/compile/fluid.py); "none" keeps the inertia-box model.
 ATTRS["geom"].update(fluidshape=(kw("none", "ellipsoid"), "none"),
-                     fluidcoef=(fv(5), (0.5, 0.25, 1.5, 1.0, 1.0)))
+                     fluidcoef=(fv(-1), (0.5, 0.25, 1.5, 1.0, 1.0)))
 
 # Variable-length attributes (count -1 above) that MuJoCo caps: more values is an error.
 # Keyed by attribute name, or by (element, attribute) where an element differs.
+# Fewer values than the default's replace its leading ones (parse.overlay), as MuJoCo reads
+# them (its schema's arities [1..n]: e.g. solref="0.005" keeps the damping ratio).
 MAX_VALUES = {"size": 3, "friction": 3, "solimp": 5, "solimplimit": 5, "solimpfriction": 5,
               "o_solimp": 5, "surfacevel": 6, ("pair", "friction"): 5,
-              "interval": 2, "springlength": 2, "stiffness": 3, "damping": 3}
+              "interval": 2, "springlength": 2, "stiffness": 3, "damping": 3,
+              "solref": 2, "solreflimit": 2, "solreffriction": 2, "o_solref": 2,
+              "o_friction": 5, "fluidcoef": 5}
 
 
 def max_values(tag: str, name: str) -> int | None:
