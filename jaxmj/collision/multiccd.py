@@ -39,11 +39,13 @@ mjc_cylinderSupport, polygonClip, cylinderFace's tables) and are held against mu
   (dimension 2) or the three edges at its corner (dimension 1); a mesh's edge between its two
   vertices (dimension 2) or, per polygon through its vertex, the edge to the vertex before it
   on the polygon's path (mesh.mesh_edges). A mesh without polygons gets no multiccd.
-* Two faces: the most opposed pair (n1 . n2 < -FACE_TOL, the first smallest in geom 1's
-  order, then geom 2's) among faces turned to the contact (n1 . u > EDGE_TOL, n2 . u <
-  -EDGE_TOL). Geom 2's face is clipped (Sutherland-Hodgman) by the planes through geom 1's
-  face edges along n1 (unit plane normals; an edge crosses a plane at t = dP / (dP - dQ) of
-  its ends' plane distances). Each clipped point p goes to geom 1's face plane along n1 (x),
+* Two faces: the first pair (in geom 1's order, then geom 2's) with n1 . n2 < -FACE_TOL
+  among faces turned to the contact (n1 . u > EDGE_TOL, n2 . u < -EDGE_TOL), as
+  alignedFaces finds it: not the most opposed (stacked bevelled cubes, MuJoCo's
+  model/cube: their parallel bevels are more opposed than their tilted contact faces).
+  Geom 2's face is clipped (Sutherland-Hodgman) by the planes through geom 1's face edges
+  along n1 (unit plane normals; an edge crosses a plane at t = dP / (dP - dQ) of its ends'
+  plane distances). Each clipped point p goes to geom 1's face plane along n1 (x),
   its distance is dist = (x - face2) . n2, its position x - dist/2 n2 and its normal -n2.
 * Else an edge against a face: |e . n| < EDGE_TOL, the face turned to the contact (n . v >
   1e-15, with geom 1's faces against -v), faces outer, edges inner, the first found. Geom 2's
@@ -498,7 +500,7 @@ def _first(hit):
 def _select(n1, c1, n2, c2, e1, ec1, e2, ec2, dim1, dim2, u, vnorm):
   """mjc_multicontact's choice of features: (ff, ef12, ef21, slot1, slot2, edge slot).
 
-  Faces: the most opposed pair (n1 . n2 < -FACE_TOL) among faces that face the contact
+  Faces: the first pair with n1 . n2 < -FACE_TOL among faces that face the contact
   (n1 . u > EDGE_TOL, n2 . u < -EDGE_TOL). Else an edge against a face (|e . n| < EDGE_TOL,
   faces outer, edges inner, the first found, the face facing the contact), geom 2's edges
   first when dil = geom 2 is no face (dim != 3) and geom 1 has faces and geom 2 none or a
@@ -507,7 +509,7 @@ def _select(n1, c1, n2, c2, e1, ec1, e2, ec2, dim1, dim2, u, vnorm):
   dots = n1 @ n2.T
   cand = (ok1 & (n1 @ u > EDGE_TOL))[:, None] & (ok2 & (n2 @ u < -EDGE_TOL))[None] & (
     dots < -FACE_TOL)
-  k = jnp.argmin(jnp.where(cand, dots, jnp.inf).reshape(-1))
+  k = jnp.argmax(cand.reshape(-1))
   ff, fi, fj = jnp.any(cand), k // n2.shape[0], k % n2.shape[0]
   # faces outer, edges inner; the face must face the contact (n . v > 1e-15, v = x2 - x1)
   face2 = ok2 & (-(n2 @ u) * vnorm > MINVAL)

@@ -559,3 +559,22 @@ def test_mesh_features_come_from_epa_vertices():
   err = err[1:]
   assert None not in err, [i for i, e in enumerate(err) if e is None]
   assert max(err) < 1e-8, sorted(err)[-5:]
+
+
+def test_face_pair_is_the_first_aligned_not_the_most_opposed():
+  """alignedFaces takes the first pair (geom 1's faces, then geom 2's) below -FACE_TOL. On
+  MuJoCo's model/cube (bevelled cubes, step 13: a cube's corner against its neighbour's edge,
+  faces tilted 5.7e-5 rad) the bevels along the edge are parallel, more opposed than the
+  tilted contact faces; MuJoCo clips the contact faces (four contacts), where picking the
+  most opposed pair clipped the bevels to nothing and kept one contact. The normals are
+  that state's (geom 1: the faces through its corner; geom 2: the two through its edge)."""
+  s, h = 5.72796603e-05, np.sqrt(0.5)
+  r3 = np.sqrt(1 / 3)
+  n1 = jnp.array([[0, 0, 1], [0, -h, h], [h, 0, h], [r3, -r3, r3]])
+  n2 = jnp.array([[-s, 0, -np.sqrt(1 - s * s)], [0, h, -h], [h, 0, -h], [r3, r3, -r3]])
+  u = jnp.array([s, 0, np.sqrt(1 - s * s)])
+  edges = jnp.zeros((4, 3))
+  ff, ef12, ef21, i, j, _ = multiccd._select(n1, 4, n2, 2, edges, 0, edges, 0, 1, 2, u, 1e-6)
+  assert bool(ff) and not bool(ef12) and not bool(ef21)
+  assert (int(i), int(j)) == (0, 0)
+  assert float(n1[1] @ n2[1]) < float(n1[0] @ n2[0])  # the bevels are the more opposed
