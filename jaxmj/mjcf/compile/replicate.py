@@ -10,6 +10,20 @@ unknown, in MuJoCo as here). Here each
 copy becomes a <frame> node in the replicate's place, so the compiler sees frames it
 already knows, in MuJoCo's order (a nested replicate is expanded first, so its names carry
 the inner suffix, then the outer one).
+
+The tendons, actuators, sensors, equality constraints, contact pairs and excludes that name
+elements of the copies are copied with them, as MuJoCo's attach copies them: MuJoCo parses
+these sections before the world body, so when copy i is attached every such element (the
+copies already made too) is tried once more under the suffix and kept where its names
+resolve among the elements parsed so far (user_model.cc CopyList, each kind's
+ResolveReferences in user_objects.cc): a tendon takes each path element's suffixed name,
+else the plain one, and is kept where at least one path element took the suffix; a pair,
+exclude or two-sided sensor keeps the plain name on one side where only the other side
+resolves suffixed; an equality constraint, actuator or one-sided sensor needs every name
+suffixed; a sensor naming nothing (clock, energy) is copied at every attachment, so once per
+copy and then again for each earlier copy (MuJoCo 4.0: 2^count - 1 copies, named with every
+suffix sequence). Deleting the original subtree then deletes the elements that named it
+(RemoveFromList: those that resolved before and do not after).
 """
 
 from __future__ import annotations
@@ -18,8 +32,12 @@ import dataclasses
 
 from jaxmj.mjcf.compile import frames
 from jaxmj.mjcf.spec.parse import Node
+from jaxmj.mjcf.spec.schema import REFERENCES
 
 _HOLDERS = ("worldbody", "body", "frame", "replicate")
+# the kind of element each reference attribute names (assets left out: never suffixed)
+REFERENCE_KINDS = {a: k for a, k in REFERENCES.items()
+                   if k not in (None, "mesh", "hfield", "material", "texture", "skin")}
 # hidden attributes of an <attach> in a copy (jaxmj/mjcf/compile/attach.py expands it after
 # this): the suffix its names take, and on every copy but the first, LATER (the child's
 # keyframes come with the first copy only, as in MuJoCo 4.0)
@@ -27,24 +45,220 @@ SUFFIX, LATER = "_suffix", "_later"
 
 
 def expand(root: Node, compiler: dict) -> Node:
-  """root with every <replicate> under <worldbody> replaced by its copies (see the module)."""
-  deg = compiler["angle"] == "degree"
-  seq = compiler["eulerseq"]
-  return _expand(root, deg, seq)
+  """root with every <replicate> under <worldbody> replaced by its copies, and the section
+  elements naming them copied with them (see the module)."""
+  if not any(_has_replicate(c) for c in root.children if c.tag == "worldbody"):
+    return root
+  ex = _Expansion(root, compiler["angle"] == "degree", compiler["eulerseq"])
+  children = [ex.walk(c) if c.tag == "worldbody" else c for c in root.children]
+  return ex.sections(dataclasses.replace(root, children=children))
 
 
-def _expand(node: Node, deg: bool, seq: str) -> Node:
-  if not any(c.tag == "replicate" or c.children for c in node.children):
-    return node
-  children = []
-  for child in node.children:
-    child = _expand(child, deg, seq) if child.tag in _HOLDERS else child
-    children.extend(_copies(child, deg, seq) if child.tag == "replicate" else [child])
-  return dataclasses.replace(node, children=children)
+def _has_replicate(node: Node) -> bool:
+  return any(c.tag == "replicate" or (c.tag in _HOLDERS and _has_replicate(c))
+             for c in node.children)
+
+
+# element kinds MuJoCo's FindObject looks names up in, by tag
+_TREE_KINDS = {"body": "body", "joint": "joint", "freejoint": "joint", "geom": "geom",
+               "site": "site", "camera": "camera"}
+_TENDONS = ("spatial", "fixed")
+# sensor object types (objtype, reftype) -> kind
+_OBJ_KINDS = {"body": "body", "xbody": "body", "geom": "geom", "site": "site",
+              "camera": "camera", "joint": "joint", "tendon": "tendon",
+              "actuator": "actuator"}
+# MuJoCo's lists of elements outside the tree, in the order attach copies them
+# (mjCModel::operator+=): (section, tags or None for all)
+_MAX_ELEMENTS = 1 << 16
+_LISTS = (("contact", ("pair",)), ("contact", ("exclude",)), ("tendon", None),
+          ("equality", None), ("actuator", None), ("sensor", None))
+
+
+class _Expansion:
+  """The names parsed so far (MuJoCo parses the world body last, in document order) and
+  the section lists, as the replicates of one model are expanded in order."""
+
+  def __init__(self, root: Node, deg: bool, seq: str):
+    self.deg, self.seq = deg, seq
+    self.lists = [[n for c in root.children if c.tag == tag for n in c.children
+                   if tags is None or n.tag in tags] for tag, tags in _LISTS]
+    self.changed = False
+    self.names = {k: {} for k in ("body", "joint", "geom", "site", "camera", "tendon",
+                                  "actuator")}
+    self.names["body"]["world"] = 1
+    for kind, lst in (("tendon", self.lists[2]), ("actuator", self.lists[4])):
+      for n in lst:
+        self._count(kind, n.attrs.get("name"), 1)
+
+  def _count(self, kind: str | None, name: str | None, k: int) -> None:
+    if kind is not None and name is not None:
+      self.names[kind][name] = self.names[kind].get(name, 0) + k
+
+  def _tree(self, node: Node, k: int) -> None:
+    """Counts (k = 1) or discounts (k = -1) the names of a subtree's elements."""
+    self._count(_TREE_KINDS.get(node.tag), node.attrs.get("name"), k)
+    for c in node.children:
+      self._tree(c, k)
+
+  def has(self, kind: str | None, name: str) -> bool:
+    return kind in self.names and self.names[kind].get(name, 0) > 0
+
+  def walk(self, node: Node) -> Node:
+    """node (a holder) with its replicates expanded, its names counted in document order."""
+    children = []
+    for c in node.children:
+      if c.tag == "replicate":
+        children.extend(self._replicate(c))
+        continue
+      self._count(_TREE_KINDS.get(c.tag), c.attrs.get("name"), 1)
+      if c.tag in _HOLDERS:
+        c = self.walk(c)
+      else:
+        for g in c.children:
+          self._tree(g, 1)
+      children.append(c)
+    return dataclasses.replace(node, children=children)
+
+  def _replicate(self, node: Node) -> list[Node]:
+    """The frames of a replicate; the section elements naming them copied and then, with the
+    original subtree, deleted."""
+    inner = self.walk(node)  # the original subtree, its own replicates expanded
+    out = []
+    for frame in _copies(inner, self.deg, self.seq):
+      out.append(frame)
+      self._tree(frame, 1)
+      self._copy_lists(frame.attrs.pop(_COPY_SUFFIX), node)
+    old = {k: dict(v) for k, v in self.names.items()}
+    for c in inner.children:
+      self._tree(c, -1)
+    self._remove_unresolved(lambda kind, name: kind in old and old[kind].get(name, 0) > 0)
+    return out
+
+  def _copy_lists(self, suffix: str, node: Node) -> None:
+    for j, lst in enumerate(self.lists):
+      for e in lst[:len(lst)]:
+        c = _namespaced(e, suffix, self.has, _LISTS[j][0])
+        if c is not None:
+          lst.append(c)
+          self.changed = True
+          self._count(_list_kind(j), c.attrs.get("name"), 1)
+      if len(lst) > _MAX_ELEMENTS:  # MuJoCo would go on doubling (sensors naming nothing)
+        raise node.error(f"replicate: {len(lst)} <{_LISTS[j][0]}> elements after copying "
+                         f"those that name its copies; an element that names nothing (a "
+                         f"clock sensor) is copied at every attachment, doubling each time",
+                         "count")
+
+  def _remove_unresolved(self, had) -> None:
+    for j, lst in enumerate(self.lists):
+      kept = []
+      for e in lst:
+        if (_namespaced(e, "", had, _LISTS[j][0]) is not None
+                and _namespaced(e, "", self.has, _LISTS[j][0]) is None):
+          self.changed = True
+          self._count(_list_kind(j), e.attrs.get("name"), -1)
+        else:
+          kept.append(e)
+      lst[:] = kept
+
+  def sections(self, root: Node) -> Node:
+    """root with its section lists as the expansion left them."""
+    if not self.changed:
+      return root
+    content = {"contact": self.lists[0] + self.lists[1], "tendon": self.lists[2],
+               "equality": self.lists[3], "actuator": self.lists[4], "sensor": self.lists[5]}
+    children, seen = [], set()
+    for c in root.children:
+      if c.tag in content:
+        if c.tag in seen:
+          continue
+        seen.add(c.tag)
+        c = dataclasses.replace(c, children=content[c.tag])
+      children.append(c)
+    return dataclasses.replace(root, children=children)
+
+
+def _list_kind(j: int) -> str | None:
+  return {2: "tendon", 4: "actuator"}.get(j)
+
+
+def _namespaced(node: Node, suffix: str, has, section: str) -> Node | None:
+  """A copy of a section element under `suffix` where its names resolve (`has(kind,
+  name)`) by MuJoCo's rule for its kind, else None; with suffix "" whether it resolves."""
+  attrs = dict(node.attrs)
+  if "name" in attrs:
+    attrs["name"] += suffix
+  if section == "tendon":
+    path, plain, wraps = [], 0, 0
+    for w in node.children:
+      refs = [a for a in ("site", "geom", "joint", "sidesite") if a in w.attrs]
+      if not refs:  # a pulley
+        path.append(w)
+        continue
+      wraps += 1
+      if all(has(REFERENCE_KINDS[a], w.attrs[a] + suffix) for a in refs):
+        path.append(dataclasses.replace(w, attrs={**w.attrs, **{a: w.attrs[a] + suffix
+                                                               for a in refs}}))
+      elif all(has(REFERENCE_KINDS[a], w.attrs[a]) for a in refs):
+        plain += 1
+        path.append(w)
+      else:
+        return None
+    if plain == wraps:
+      return None
+    return dataclasses.replace(node, attrs=attrs, children=path)
+  sides = _sides(node) if section in ("contact", "sensor") else None
+  if sides is not None and len(sides) == 2:
+    (a1, k1), (a2, k2) = sides
+    n1, n2 = attrs[a1] + suffix, attrs[a2] + suffix
+    ok1, ok2 = has(k1, n1), has(k2, n2)
+    if not ok1 and ok2:
+      n1, ok1 = attrs[a1], has(k1, attrs[a1])
+    if ok1 and not ok2:
+      n2, ok2 = attrs[a2], has(k2, attrs[a2])
+    if not (ok1 and ok2):
+      return None
+    attrs[a1], attrs[a2] = n1, n2
+    return dataclasses.replace(node, attrs=attrs)
+  refs = sides if sides is not None else [
+    (a, REFERENCE_KINDS[a]) for a in node.attrs if a in REFERENCE_KINDS]
+  for a, kind in refs:
+    if not has(kind, attrs[a] + suffix):
+      return None
+    attrs[a] += suffix
+  return dataclasses.replace(node, attrs=attrs)
+
+
+def _sides(node: Node) -> list[tuple[str, str | None]]:
+  """(attribute, kind) of a pair's, exclude's or sensor's object and reference, those given
+  (MuJoCo's objname and refname as its reader fills them)."""
+  a, tag = node.attrs, node.tag
+
+  def first(*names):
+    return next(([(n, REFERENCE_KINDS[n])] for n in names if n in a), [])
+
+  def typed(t, n):
+    return [(n, _OBJ_KINDS.get(a.get(t)))] if t in a and n in a else []
+
+  if tag in ("pair", "exclude"):
+    return first("geom1", "body1") + first("geom2", "body2")
+  if tag.startswith("frame") or tag == "user":
+    return typed("objtype", "objname") + typed("reftype", "refname")
+  if tag == "insidesite":
+    return typed("objtype", "objname") + first("site")
+  if tag == "camprojection":
+    return first("site") + first("camera")
+  if tag == "rangefinder":
+    return first("site", "camera")
+  if tag in ("distance", "normal", "fromto"):
+    return first("body1", "geom1") + first("body2", "geom2")
+  if tag == "contact":
+    return first("site", "body1", "subtree1", "geom1") + first("body2", "subtree2", "geom2")
+  return first(*(n for n in a if n in REFERENCE_KINDS))
 
 
 def _copies(node: Node, deg: bool, seq: str) -> list[Node]:
-  """The frames of a replicate whose own children are already expanded."""
+  """The frames of a replicate whose own children are already expanded, each with its
+  suffix under _COPY_SUFFIX."""
   if "count" not in node.attrs:
     raise node.error("missing required attribute 'count'", attribute="count")
   count = node.get("count")
@@ -61,11 +275,15 @@ def _copies(node: Node, deg: bool, seq: str) -> list[Node]:
     if "childclass" in node.attrs:
       attrs["childclass"] = node.attrs["childclass"]
     suffix = sep + str(i).rjust(digits, "0")
+    attrs[_COPY_SUFFIX] = suffix
     out.append(Node("frame", attrs, [_renamed(c, suffix, i == 0) for c in node.children],
                     node.file, node.line))
     move = frames.mulvecmat(offset, frames.quat2mat(quat))
     pos = [pos[k] + move[k] for k in range(3)]
   return out
+
+
+_COPY_SUFFIX = "_copy_suffix"  # a copy's suffix, taken off as the copy is counted
 
 
 # references inside a body subtree that name another element of the model: MuJoCo's attach
