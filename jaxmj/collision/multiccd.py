@@ -31,7 +31,13 @@ mjc_cylinderSupport, polygonClip, cylinderFace's tables) and are held against mu
   faces along the edge, x before y before z; 1: the corner's three faces), a cylinder's cap
   only when all its vertices lie on that cap, a mesh's hull polygons through its vertices
   (meshNormals, mesh.mesh_normals: dimension 3, the polygon through all three; 2, the first
-  two through the edge; 1, all of them, in mesh_polymap's order). Edges (geomEdgeNormals): a
+  two through the edge; 1, one of those through the vertex: in mesh_polymap's order, the
+  first whose normal's projection on the witness difference out of the geom (x1 - x2 for geom
+  1, x2 - x1 for geom 2, unnormalized) beats the best before it by more than mjMINVAL
+  (_vertex_face: MuJoCo's model/surfacevel/carousel.xml, a bag's pole where 32 triangles meet
+  resting on a belt, all aligned; the first of them, as the older published source takes
+  it, tilted the contacts by 5e-3 rad; the most opposed to the belt's face broke a random
+  box-mesh scene's count). Edges (geomEdgeNormals): a
   capsule's line along its axis through the convex contact's witness point on it (MuJoCo
   inflates each geom by half the margin), moved back by margin / 2 along the normal of the
   face it meets (not along u: measured on faces 13 degrees off u); a cylinder's side line
@@ -297,6 +303,22 @@ def _normals(code, g: GeomFrame, s: _Simplex, poly, z):
   return normals, count.astype(jnp.int32), tags.astype(jnp.int32)
 
 
+def _vertex_face(code, s: _Simplex, n, c, t, toward):
+  """A mesh vertex (dim 1) offers one polygon: of those through it (in mesh_polymap's order),
+  the first whose normal's projection on `toward` (the witness difference out of this geom,
+  x1 - x2 for geom 1, x2 - x1 for geom 2, not normalized) beats the best before it by more
+  than MINVAL. (normals, count, tags) as _normals'."""
+  along = n @ toward
+
+  def scan(k, best):
+    return jnp.where((k < c) & (along[k] > along[best] + MINVAL), k, best)
+
+  k = lax.fori_loop(1, n.shape[0], scan, jnp.zeros((), jnp.int32))
+  narrow = (code == _MESH) & (s.dim == 1) & (c > 0)
+  return (jnp.where(narrow, n.at[0].set(n[k]), n), jnp.where(narrow, 1, c),
+          jnp.where(narrow, t.at[0].set(t[k]), t))
+
+
 def _face(code, g: GeomFrame, tag, normal, poly, p: int, z) -> _Face:
   """The polygon of a face chosen by _normals (tag, unit normal)."""
   def of_mesh():
@@ -537,6 +559,8 @@ def _multicontact(code1, code2, g1, g2, u, dirs, ndirs, vnorm, margin, polys, p:
   s1, s2 = _simplex(code1, g1, dirs, ndirs, polys[0]), _simplex(code2, g2, -dirs, ndirs, polys[1])
   n1, c1, t1 = _normals(code1, g1, s1, polys[0], z)
   n2, c2, t2 = _normals(code2, g2, s2, polys[1], z)
+  n1, c1, t1 = _vertex_face(code1, s1, n1, c1, t1, u * vnorm)
+  n2, c2, t2 = _vertex_face(code2, s2, n2, c2, t2, -u * vnorm)
   grow = 0.5 * margin  # a capsule's share of the margin (MuJoCo inflates each geom by half)
   e1, d1, ec1 = _edges(code1, g1, s1, u, polys[0], grow, witness[0], z)
   e2, d2, ec2 = _edges(code2, g2, s2, -u, polys[1], grow, witness[1], z)
