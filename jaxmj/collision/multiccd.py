@@ -559,8 +559,10 @@ def _multicontact(code1, code2, g1, g2, u, dirs, ndirs, vnorm, margin, polys, p:
   s1, s2 = _simplex(code1, g1, dirs, ndirs, polys[0]), _simplex(code2, g2, -dirs, ndirs, polys[1])
   n1, c1, t1 = _normals(code1, g1, s1, polys[0], z)
   n2, c2, t2 = _normals(code2, g2, s2, polys[1], z)
-  n1, c1, t1 = _vertex_face(code1, s1, n1, c1, t1, u * vnorm)
-  n2, c2, t2 = _vertex_face(code2, s2, n2, c2, t2, -u * vnorm)
+  if polys[0] is not None:  # a pair without meshes has no vertex polygons to narrow
+    n1, c1, t1 = _vertex_face(code1, s1, n1, c1, t1, u * vnorm)
+  if polys[1] is not None:
+    n2, c2, t2 = _vertex_face(code2, s2, n2, c2, t2, -u * vnorm)
   grow = 0.5 * margin  # a capsule's share of the margin (MuJoCo inflates each geom by half)
   e1, d1, ec1 = _edges(code1, g1, s1, u, polys[0], grow, witness[0], z)
   e2, d2, ec2 = _edges(code2, g2, s2, -u, polys[1], grow, witness[1], z)
