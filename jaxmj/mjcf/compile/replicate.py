@@ -62,16 +62,16 @@ def _has_replicate(node: Node) -> bool:
 # element kinds MuJoCo's FindObject looks names up in, by tag
 _TREE_KINDS = {"body": "body", "joint": "joint", "freejoint": "joint", "geom": "geom",
                "site": "site", "camera": "camera"}
-_TENDONS = ("spatial", "fixed")
 # sensor object types (objtype, reftype) -> kind
 _OBJ_KINDS = {"body": "body", "xbody": "body", "geom": "geom", "site": "site",
               "camera": "camera", "joint": "joint", "tendon": "tendon",
               "actuator": "actuator"}
 # MuJoCo's lists of elements outside the tree, in the order attach copies them
 # (mjCModel::operator+=): (section, tags or None for all)
-_MAX_ELEMENTS = 1 << 16
 _LISTS = (("contact", ("pair",)), ("contact", ("exclude",)), ("tendon", None),
           ("equality", None), ("actuator", None), ("sensor", None))
+# elements in one list past which a replicate is refused (MuJoCo would go on doubling)
+_MAX_ELEMENTS = 1 << 16
 
 
 class _Expansion:
@@ -136,7 +136,7 @@ class _Expansion:
 
   def _copy_lists(self, suffix: str, node: Node) -> None:
     for j, lst in enumerate(self.lists):
-      for e in lst[:len(lst)]:
+      for e in list(lst):  # the elements before this copy's, copies made earlier too
         c = _namespaced(e, suffix, self.has, _LISTS[j][0])
         if c is not None:
           lst.append(c)
