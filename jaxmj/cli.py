@@ -60,19 +60,17 @@ def _simulate(args) -> int:
     print(f"jaxmj simulate: error: {key}", file=sys.stderr)
     return 2
   d = jaxmj.reset(m, key)
-  rng = np.random.default_rng(args.seed)
-  qvel = d.qvel + args.noise * jnp.asarray(rng.normal(size=(args.batch, m.nv)), d.qvel.dtype)
-  batch = jax.vmap(lambda v: d.replace(qvel=v))(qvel)
+  worlds_of = jax.vmap(lambda v: d.replace(qvel=v))  # a batch differing in initial qvel
+  shapes = jax.eval_shape(worlds_of, jax.ShapeDtypeStruct((args.batch, m.nv), d.qvel.dtype))
   shard = {}
   if args.devices > 1:  # every batched leaf split along its leading (world) axis, in and out
     mesh = jax.sharding.Mesh(np.array(devices), ("worlds",))
     worlds = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("worlds"))
-    batch = jax.device_put(batch, worlds)
     shard = dict(in_shardings=(worlds, None), out_shardings=worlds)
   chunk = min(args.chunk, args.steps)
   lengths = [chunk] * (args.steps // chunk) + [args.steps % chunk] * bool(args.steps % chunk)
 
-  leaves, treedef = jax.tree.flatten(batch)
+  shapes, treedef = jax.tree.flatten(shapes)
 
   def run(leaves, nstep):  # nstep is traced: the shorter last chunk reuses the compiled loop
     # flat leaves in and out: an Exported (the trace cache) keeps no pytree types of jaxmj's
@@ -80,8 +78,10 @@ def _simulate(args) -> int:
     batch = jax.tree.unflatten(treedef, leaves)
     return jax.tree.leaves(jax.lax.fori_loop(0, nstep, lambda _, d: step(m, d), batch))
 
-  specs = ([jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding if shard else None)
-            for x in leaves], jax.ShapeDtypeStruct((), jnp.int32))
+  # the worlds' shapes, not the worlds: a batch too large for the device is refused below
+  # before any of it is allocated
+  specs = ([jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=worlds if shard else None)
+            for x in shapes], jax.ShapeDtypeStruct((), jnp.int32))
   traces = None if cache is None else os.path.join(cache, trace_cache.TRACES)
   t0 = time.perf_counter()
   try:
@@ -91,7 +91,7 @@ def _simulate(args) -> int:
       exp, loaded = trace_cache.exported(jax.jit(run, **shard), specs, traces,
                                          trace_cache.key(m, specs, ("simulate",)))
       fun = exp.call
-    lowered = jax.jit(fun, **shard).lower(leaves, np.int32(chunk))
+    lowered = jax.jit(fun, **shard).lower(*specs)
     t_lower = time.perf_counter() - t0
     # hits counted from here: tracing runs small eager programs (a Data's empty fields
     # filled in) that hit the cache even where the step loop's program misses it
@@ -107,6 +107,17 @@ def _simulate(args) -> int:
         f"{state(_HIT in hits)}{'' if cache is None else ', ' + cache})")
   print(f"devices    {len(devices)} x {devices[0].device_kind}"
         + (", worlds sharded over them" if len(devices) > 1 else ""))
+  refusal = _too_large(compiled, devices, args.batch)
+  if refusal:
+    print(f"jaxmj simulate: error: {refusal}", file=sys.stderr)
+    return 2
+
+  rng = np.random.default_rng(args.seed)
+  qvel = d.qvel + args.noise * jnp.asarray(rng.normal(size=(args.batch, m.nv)), d.qvel.dtype)
+  batch = worlds_of(qvel)
+  if shard:
+    batch = jax.device_put(batch, worlds)
+  leaves = jax.tree.leaves(batch)
 
   t0 = time.perf_counter()
   for n in tqdm(lengths, desc="simulating", unit="chunk", disable=args.quiet):
@@ -126,6 +137,50 @@ def _simulate(args) -> int:
         f"{np.array2string(com.mean(axis=0), precision=3)}; "
         f"{diverged} world(s) flagged diverged")
   return 0
+
+
+def _free_bytes(device) -> int | None:
+  """Memory `device` can still allocate, or None where neither the device nor the host says
+  (a CPU device's memory is the host's: MemAvailable)."""
+  stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+  if stats and "bytes_limit" in stats:
+    return stats["bytes_limit"] - stats.get("bytes_in_use", 0)
+  if device.platform != "cpu":
+    return None
+  try:
+    with open("/proc/meminfo") as f:
+      info = dict(line.split(":", 1) for line in f)
+    return int(info["MemAvailable"].split()[0]) * 1024
+  except (OSError, KeyError, ValueError):
+    return None
+
+
+def _too_large(compiled, devices, nworld: int) -> str | None:
+  """Why the compiled step loop cannot run on `devices`, or None. XLA's memory analysis of
+  the loop (per device: its worlds in, their results out, the step's temporaries) against
+  what each device has free: a model whose every world takes hundreds of MB (MuJoCo's
+  replicate/bowl.xml: 272,664 contact slots) is refused by name instead of killed by the
+  operating system, or stopped by XLA, midway."""
+  stats = compiled.memory_analysis()
+  free = [_free_bytes(x) for x in devices]
+  if stats is None or None in free:
+    return None
+  need = (stats.argument_size_in_bytes + stats.output_size_in_bytes
+          + stats.temp_size_in_bytes - stats.alias_size_in_bytes)
+  if need <= min(free):
+    return None
+  per_world = need * len(devices) / nworld
+  fit = int(min(free) * len(devices) // per_world)
+  return (f"{nworld} worlds need {_bytes(need)} on each of {len(devices)} "
+          f"{devices[0].platform} device(s) ({_bytes(per_world)} a world: its state, its "
+          f"results and the step's temporaries, by XLA's memory analysis) and "
+          f"{_bytes(min(free))} are free: lower --batch (about {fit} fit) or cap the model's "
+          f"contacts (<size nconmax>, max_contact_points)")
+
+
+def _bytes(n: float) -> str:
+  unit = next(u for u in range(4, -1, -1) if n >= 1024**u or u == 0)
+  return f"{n / 1024**unit:.1f} {('', 'Ki', 'Mi', 'Gi', 'Ti')[unit]}B"
 
 
 def _render_trajectory(args):

@@ -147,3 +147,15 @@ def test_model_the_runtime_cannot_simulate(capsys, tmp_path):
                                   '<body><freejoint/><geom size=".1"/></body></worldbody>'
                                   '</mujoco>')
   assert "cannot simulate yet" in one_line_error(capsys, "simulate", str(tmp_path / "m.xml"))
+
+
+def test_a_batch_the_device_cannot_hold_is_refused_by_its_size(capsys, monkeypatch):
+  import jax
+
+  free = cli._free_bytes(jax.devices()[0])  # the host's MemAvailable for a CPU device
+  assert free is None or free > 0
+  monkeypatch.setattr(cli, "_free_bytes", lambda device: 2**20)
+  err = one_line_error(capsys, "simulate", PENDULUM, "--batch", "4096", "--steps", "2",
+                       "--no-cache")
+  assert re.search(r"4096 worlds need [\d.]+ MiB on each of 1 cpu device\(s\) \([\d.]+ KiB a "
+                   r"world.*1\.0 MiB are free: lower --batch \(about \d+ fit\)", err), err
