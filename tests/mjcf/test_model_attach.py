@@ -233,3 +233,67 @@ def test_pymjcf_refuses_mjcf_attach_by_name_and_points_to_its_own():
     mjcf.from_path(os.path.join(ATTACH, "scene.xml"))
   with pytest.raises(AttributeError, match="attach models with RootElement.attach"):
     mjcf.RootElement().worldbody.add("attach", model="arm", prefix="a")
+
+
+OUTSIDE = """<mujoco model="outside">
+<worldbody>
+  <body name="base" pos="0 0 1"><joint name="j0"/><geom size=".05"/><site name="s0"/></body>
+  <body name="b" pos="0 0 1"><joint name="j" axis="0 1 0"/><geom size=".05"/><site name="s1"/>
+  </body>
+</worldbody>
+<tendon><fixed name="t"><joint joint="j0" coef="1"/><joint joint="j" coef="2"/></fixed>
+  <spatial name="sp"><site site="s0"/><site site="s1"/></spatial></tendon>
+<contact><exclude body1="base" body2="b"/></contact>
+<equality><joint joint1="j0" joint2="j"/></equality>
+<sensor><jointpos joint="j" name="jp"/>
+  <framepos objtype="site" objname="s1" reftype="site" refname="s0" name="fp"/></sensor>
+</mujoco>"""
+
+
+def test_a_copy_names_the_parents_elements_parsed_before_it_by_their_plain_names(tmp_path):
+  # MuJoCo's per-kind rule (replicate.namespaced): the tendons (one path element copied,
+  # one the parent's j0 or s0), the exclude and the two-sided sensor come along where the
+  # parent's base was parsed before the attachment (p_), not where it comes after (r_); the
+  # equality needs both joints in the copy
+  parent = _write(tmp_path, **{"child.xml": OUTSIDE, "parent.xml": """<mujoco>
+<asset><model name="c" file="child.xml"/></asset>
+<worldbody>
+  <frame pos="0 2 0"><attach model="c" body="b" prefix="r_"/></frame>
+  <body name="base" pos="0 0 1"><joint name="j0"/><geom size=".05"/><site name="s0"/></body>
+  <frame pos="0 1 0"><attach model="c" body="b" prefix="p_"/></frame>
+</worldbody></mujoco>"""})
+  m, mj = _load(parent)
+  assert_same_as_mujoco(m, mj)
+  assert _names(m, mj, "tendon")[0] == ["p_t", "p_sp"] and mj.nexclude == 1
+  assert _names(m, mj, "sensor")[0] == ["r_jp", "p_jp", "p_fp"] and mj.neq == 0
+
+
+def test_self_attachment_copies_the_subtree_as_expanded_so_far_and_what_names_it():
+  # y_ copies `outer` with the x_ copy inside it, and copies x_'s actuator and sensors
+  # again; each kind's naming rule as above; the key is read against the final model
+  xml = OUTSIDE.replace("</worldbody>", """
+  <body name="outer" pos="1 0 0"><geom size=".1"/><attach body="b" prefix="x_"/></body>
+  <frame pos="0 2 0"><attach body="outer" prefix="y_"/></frame></worldbody>
+<actuator><motor joint="j" name="a"/></actuator>
+<keyframe><key name="k" qpos="0.1 0.2 0.3" ctrl="1 2"/></keyframe>""").replace(
+    '<jointpos joint="j" name="jp"/>', '<jointpos joint="j" name="jp"/><actuatorfrc '
+    'actuator="a" name="af"/>')
+  m, mj = jaxmj.Model.from_xml_string(xml), mujoco.MjModel.from_xml_string(xml)
+  assert_same_as_mujoco(m, mj)
+  assert _names(m, mj, "joint")[0] == ["j0", "j", "x_j", "y_x_j"]
+  assert _names(m, mj, "actuator")[0] == ["a", "x_a", "y_x_a"]
+  assert _names(m, mj, "tendon")[0] == ["t", "sp", "x_t", "x_sp", "y_x_t", "y_x_sp"]
+  assert mj.nsensor == 9 and mj.nexclude == 3
+
+
+def test_the_parents_keys_are_read_against_the_model_with_its_copies(tmp_path):
+  # as a plain model's: in the final joint order, the entries left out take qpos0
+  parent = _write(tmp_path, **{"child.xml": OUTSIDE, "parent.xml": """<mujoco>
+<asset><model name="c" file="child.xml"/></asset>
+<worldbody><body name="p1"><joint name="pj1"/><geom size=".1"/></body>
+  <frame><attach model="c" body="b" prefix="x_"/></frame>
+  <body name="p2"><joint name="pj2" ref="10"/><geom size=".1"/></body></worldbody>
+<keyframe><key name="k" qpos="0.1 0.2"/></keyframe></mujoco>"""})
+  m, mj = _load(parent)
+  assert_same_as_mujoco(m, mj)
+  np.testing.assert_allclose(mj.key_qpos, [[0.1, 0.2, np.radians(10)]])

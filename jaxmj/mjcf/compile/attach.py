@@ -15,13 +15,18 @@ against mujoco 4.0 (tests/mjcf/test_model_attach.py):
 - every asset of the child is copied, used or not; classes and assets once per model and
   prefix (the copies of a <replicate> share them);
 - a tendon, actuator, sensor, equality constraint, contact pair or exclude of the child is
-  copied when every element it names is in the copy (one naming the world or an element left
-  out stays behind; an omitted body is the world and is kept); they follow the parent's own,
+  copied where its names resolve by MuJoCo's rule for its kind (replicate.namespaced): a
+  name resolves as the copy's (prefixed) or, for a tendon's path element or one side of a
+  pair, exclude or two-sided sensor, as the plain name of an element of the parent parsed
+  before the <attach> (the sections, then the world body in document order); a tendon needs
+  one path element in the copy, the other kinds every name (so one naming the world stays
+  behind; an omitted body is the world and is kept); they follow the parent's own,
   attachment by attachment;
-- keyframes go element by element: the parent's keys give the copied joints qpos0 and zero
-  velocity (and the copied actuators and mocap bodies their defaults), a child's key
-  (`prefix + name`) gives the parent's elements theirs; under a <replicate> only the first
-  copy brings the keys; a key that came with an attachment inside the child keeps its name;
+- the parent's keys are read against the final model, as a plain model's (in its element
+  order, the entries left out taking qpos0 and zeros); a child's key (`prefix + name`) goes
+  element by element: the copy's elements take its values, the parent's their defaults;
+  under a <replicate> only the first copy brings the keys; a key that came with an
+  attachment inside the child keeps its name;
 - the child's <option> and <size> meet the parent's by compiler conflict (`_conflicts`):
   "warning" (the default) keeps the parent's, "error" refuses two different values, "merge"
   takes MuJoCo's per-field minimum, maximum or union, or refuses.
@@ -30,8 +35,9 @@ puts the values of the joints left out onto another copy's joints of the same na
 element naming nothing (a clock sensor) is copied more than once where attached models are
 attached again (16 clock sensors where models/attach/scene.xml would have 2, with one in
 arm.xml).
-Without `model` the body or frame comes from this model (self-attachment): renamed, with its
-referencing elements, but its classes and assets as they are, and no keyframes of its own.
+Without `model` the body or frame comes from this model (self-attachment) as expanded so far
+(the attachments inside it included): renamed, with the elements naming it (this model's and
+the copies made so far), its classes and assets as they are, and no keyframes of its own.
 Refused by name: conflict="merge" of <size> memory, njmax, nconmax, nstack or option
 actuatorgroupdisable,
 a child whose other compiler settings (autolimits, inertiafromgeom, ...) differ from the
@@ -51,8 +57,9 @@ from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Node
 
 _HOLDERS = ("worldbody", "body", "frame")
-_OBJTYPE = {"body": "body", "xbody": "body", "geom": "geom", "site": "site",
-            "camera": "camera", "joint": "joint", "tendon": "tendon", "actuator": "actuator"}
+# the kinds of tree element a section element may name, by tag
+_KINDS = {"body": "body", "joint": "joint", "freejoint": "joint", "geom": "geom",
+          "site": "site", "camera": "camera"}
 _ASSETS = ("mesh", "hfield", "material", "texture")  # and the attributes naming them
 # attributes naming an element of the tree or a section (assets are renamed, never checked)
 _NAMES = {a: k for a, k in schema.REFERENCES.items() if k not in _ASSETS + ("skin",)}
@@ -75,6 +82,11 @@ def expand(root: Node, compiler: dict, path: str, assets: dict | None, section) 
   if not nodes and not _has_attach(root):
     return root
   state = _State(compiler, path, assets, section, _authored(root))
+  for s in root.children:
+    if s.tag in ("tendon", "actuator"):
+      for e in s.children:
+        if "name" in e.attrs:
+          state.seen["tendon" if s.tag == "tendon" else "actuator"].add(e.attrs["name"])
   for n in nodes:  # named, else by the name of the model it holds
     if "name" in n.attrs:
       state.models[n.attrs["name"]] = n
@@ -89,7 +101,7 @@ def expand(root: Node, compiler: dict, path: str, assets: dict | None, section) 
   state.own = _Child(root, compiler, defaults, own, None)
   root = dataclasses.replace(root, children=[
     _walk(c, state) if c.tag == "worldbody" else c for c in root.children] + state.sections)
-  if own.keys or any(c.layout.keys for c in state.copies if c.keys):
+  if any(c.layout.keys for c in state.copies if c.keys):
     root = _keyframes(root, own, state)
   for text in state.warnings:
     warn(text)
@@ -119,6 +131,27 @@ class _State:
     self.copies = []  # _Copy of each attachment, in order
     self.shared = set()  # (model, prefix) whose default classes and assets are copied
     self.warnings = []
+    # the names of this model's elements parsed so far (MuJoCo parses the sections before
+    # the world body, the world body in document order), copies included: what the
+    # elements an attachment copies may name
+    self.seen = {k: set() for k in ("body", "joint", "geom", "site", "camera", "tendon",
+                                    "actuator")}
+    self.seen["body"].add("world")
+    self.walked = {}  # id(body or frame of this model) -> it with its attachments expanded
+
+  def see(self, node: Node) -> None:
+    """Records the name of a tree element."""
+    kind = _KINDS.get(node.tag)
+    if kind is not None and "name" in node.attrs:
+      self.seen[kind].add(node.attrs["name"])
+
+  def see_all(self, node: Node) -> None:
+    self.see(node)
+    for c in node.children:
+      self.see_all(c)
+
+  def has(self, kind: str | None, name: str) -> bool:
+    return kind in self.seen and name in self.seen[kind]
 
 
 class _Layout:
@@ -303,10 +336,20 @@ def _merge(state: _State, attach: Node, name: str, differ: list) -> None:
 
 
 def _walk(node: Node, state: _State) -> Node:
-  if not _has_attach(node):
-    return node
-  children = [_attach(c, state) if c.tag == "attach" else
-              _walk(c, state) if c.tag in _HOLDERS else c for c in node.children]
+  """node with its attachments expanded, its elements' names recorded in document order."""
+  children = []
+  for c in node.children:
+    if c.tag == "attach":
+      c = _attach(c, state)
+    elif c.tag in _HOLDERS:
+      state.see(c)
+      state.walked[id(c)] = _walk(c, state)
+      c = state.walked[id(c)]
+    else:
+      state.see_all(c)
+    children.append(c)
+  if all(a is b for a, b in zip(children, node.children)):
+    return node  # the same node: keyframes find the elements by identity (_Layout)
   return dataclasses.replace(node, children=children)
 
 
@@ -331,10 +374,13 @@ def _attach(node: Node, state: _State) -> Node:
       where = ("in the current model for self-attachment" if same else
                f"in model asset '{node.attrs['model']}'")
       raise node.error(f"could not find {kind} '{node.attrs[kind]}' {where}", kind)
-    content, cls = [found[0]], found[1]
+    # a self-attachment copies the subtree as expanded so far (its attachments included)
+    content, cls = [state.walked.get(id(found[0]), found[0]) if same else found[0]], found[1]
   rn = _Renamer(node.attrs["prefix"], node.attrs.get(replicate.SUFFIX, ""), child, state,
                 same)
   copies = [rn.tree(c, cls) for c in content]
+  for c in copies:
+    state.see_all(c)
   if not same and (node.attrs["model"], rn.prefix) not in state.shared:  # once each
     state.shared.add((node.attrs["model"], rn.prefix))
     tops = [d for d in child.root.children if d.tag == "default"]
@@ -346,7 +392,9 @@ def _attach(node: Node, state: _State) -> Node:
     if assets:
       state.sections.append(Node("asset", {}, assets, node.file, node.line))
   for tag in _SECTIONS:
-    kept = [rn.element(e) for s in child.root.children if s.tag == tag for e in s.children]
+    # a self-attachment tries this model's elements, the copies made so far too
+    source = child.root.children + (state.sections if same else [])
+    kept = [rn.element(e, tag) for s in list(source) if s.tag == tag for e in s.children]
     kept = [e for e in kept if e is not None]
     if kept:
       state.sections.append(Node(tag, {}, kept, node.file, node.line))
@@ -376,8 +424,6 @@ class _Renamer:
   def __init__(self, prefix: str, suffix: str, child: _Child, state: _State, same: bool):
     self.prefix, self.suffix, self.child, self.state = prefix, suffix, child, state
     self.same = same  # copying from this model: its classes and assets stay as they are
-    self.names = {k: set() for k in ("body", "joint", "geom", "site", "camera", "tendon",
-                                     "actuator")}
     c, p = child.compiler, state.compiler
     self.convert = (c["angle"], c["eulerseq"]) != (p["angle"], p["eulerseq"])
     self.copied = {}
@@ -440,8 +486,6 @@ class _Renamer:
   def tree(self, node: Node, cls: str) -> Node:
     """A copy of an element of the body tree; `cls` the default class in effect for it."""
     kind = "joint" if node.tag == "freejoint" else node.tag
-    if kind in self.names and "name" in node.attrs:
-      self.names[kind].add(node.attrs["name"])
     inner = node.attrs.get("childclass", cls) if node.tag in ("body", "frame") else cls
     copy = dataclasses.replace(node, attrs=self._attrs(node, cls),
                                children=[self.tree(c, inner) for c in node.children])
@@ -465,33 +509,26 @@ class _Renamer:
     return dataclasses.replace(node, attrs=attrs, children=[
       dataclasses.replace(c, attrs=self._attrs(c)) for c in node.children])
 
-  def element(self, node: Node) -> Node | None:
-    """A copy of a section element that names only copied elements, else None."""
-    for e in [node] + node.children:
-      for a, text in e.attrs.items():
-        kind = _NAMES.get(a)
-        if a in _NAMES and kind is None:  # objname, refname: the kind their type gives
-          kind = _OBJTYPE.get(e.attrs.get("objtype" if a == "objname" else "reftype"))
-          if kind is None:
-            return None
-        if kind is not None and text not in self.names[kind]:
-          return None
-    copy = self._section_copy(node)
-    copy = dataclasses.replace(copy, children=[self._section_copy(c, False)
-                                               for c in node.children])
-    if node.tag in ("spatial", "fixed") and "name" in node.attrs:
-      self.names["tendon"].add(node.attrs["name"])
-    if any(node is a for a, _ in self.child.layout.items["ctrl"]):
-      if "name" in node.attrs:
-        self.names["actuator"].add(node.attrs["name"])
+  def element(self, node: Node, section: str) -> Node | None:
+    """A copy of a section element whose names resolve, each as the copy's name or, where
+    its kind allows, as the parent's plain one (replicate.namespaced), else None."""
+    resolved = replicate.namespaced(node, self.name, self.state.has, section)
+    if resolved is None:
+      return None
+    copy = self._section_copy(node, resolved)
+    copy = dataclasses.replace(copy, children=[self._section_copy(c, r, False) for c, r in
+                                               zip(node.children, resolved.children)])
+    if section in ("tendon", "actuator") and "name" in node.attrs:
+      self.state.seen[section].add(copy.attrs["name"])
+    if section == "actuator":
       self.copied[id(node)] = copy
     return copy
 
-  def _section_copy(self, node: Node, classed: bool = True) -> Node:
+  def _section_copy(self, node: Node, resolved: Node, classed: bool = True) -> Node:
     attrs = self._attrs(node)
     for a in node.attrs:
       if a in _NAMES:
-        attrs[a] = self.name(node.attrs[a])
+        attrs[a] = resolved.attrs[a]
     if classed and "class" in schema.ATTRS.get(node.tag, {}) and "class" not in attrs:
       attrs["class"] = self.shared("main")
     return dataclasses.replace(node, attrs=attrs)
@@ -521,6 +558,9 @@ def _keyframes(root: Node, own: _Layout, state: _State) -> Node:
     for k in KEY_FIELDS:
       size[k].update({id(c.copied[id(n)]): e for n, e in c.layout.items[k]
                       if id(n) in c.copied})
+      # a self-attachment's copies of earlier copies
+      size[k].update({id(new): size[k][old] for old, new in c.copied.items()
+                      if old in size[k]})
   final = _Layout(root, None)  # the order; sizes from `size`
   adr, total = {}, {}
   for k in KEY_FIELDS:
@@ -529,10 +569,9 @@ def _keyframes(root: Node, own: _Layout, state: _State) -> Node:
       adr[k, id(n)] = at
       at += size[k][id(n)]
     total[k] = at
-  keys = [(key, own, {}, "") for key in own.keys]
-  keys += [(key, c.layout, c.copied, c.prefix) for c in state.copies if c.keys
-           for key in c.layout.keys]
-  nodes = []
+  keys = [(key, c.layout, c.copied, c.prefix) for c in state.copies if c.keys
+          for key in c.layout.keys]
+  nodes = list(own.keys)  # read against the final model, as a plain model's
   for key, layout, copied, prefix in keys:
     if "act" in key.attrs:
       raise key.error("keyframe act in a model with attached models is not supported by "

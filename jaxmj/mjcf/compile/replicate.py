@@ -137,7 +137,7 @@ class _Expansion:
   def _copy_lists(self, suffix: str, node: Node) -> None:
     for j, lst in enumerate(self.lists):
       for e in list(lst):  # the elements before this copy's, copies made earlier too
-        c = _namespaced(e, suffix, self.has, _LISTS[j][0])
+        c = namespaced(e, lambda n: n + suffix, self.has, _LISTS[j][0])
         if c is not None:
           lst.append(c)
           self.changed = True
@@ -152,8 +152,8 @@ class _Expansion:
     for j, lst in enumerate(self.lists):
       kept = []
       for e in lst:
-        if (_namespaced(e, "", had, _LISTS[j][0]) is not None
-                and _namespaced(e, "", self.has, _LISTS[j][0]) is None):
+        if (namespaced(e, _same, had, _LISTS[j][0]) is not None
+                and namespaced(e, _same, self.has, _LISTS[j][0]) is None):
           self.changed = True
           self._count(_list_kind(j), e.attrs.get("name"), -1)
         else:
@@ -177,16 +177,21 @@ class _Expansion:
     return dataclasses.replace(root, children=children)
 
 
+def _same(name: str) -> str:
+  return name
+
+
 def _list_kind(j: int) -> str | None:
   return {2: "tendon", 4: "actuator"}.get(j)
 
 
-def _namespaced(node: Node, suffix: str, has, section: str) -> Node | None:
-  """A copy of a section element under `suffix` where its names resolve (`has(kind,
-  name)`) by MuJoCo's rule for its kind, else None; with suffix "" whether it resolves."""
+def namespaced(node: Node, rename, has, section: str) -> Node | None:
+  """A copy of a section element whose names take `rename` (str -> str: the copy's suffix,
+  an attachment's prefix) where they resolve (`has(kind, name)`) by MuJoCo's rule for its
+  kind (see the module), else None; with rename the identity, whether it resolves."""
   attrs = dict(node.attrs)
   if "name" in attrs:
-    attrs["name"] += suffix
+    attrs["name"] = rename(attrs["name"])
   if section == "tendon":
     path, plain, wraps = [], 0, 0
     for w in node.children:
@@ -195,8 +200,8 @@ def _namespaced(node: Node, suffix: str, has, section: str) -> Node | None:
         path.append(w)
         continue
       wraps += 1
-      if all(has(REFERENCE_KINDS[a], w.attrs[a] + suffix) for a in refs):
-        path.append(dataclasses.replace(w, attrs={**w.attrs, **{a: w.attrs[a] + suffix
+      if all(has(REFERENCE_KINDS[a], rename(w.attrs[a])) for a in refs):
+        path.append(dataclasses.replace(w, attrs={**w.attrs, **{a: rename(w.attrs[a])
                                                                for a in refs}}))
       elif all(has(REFERENCE_KINDS[a], w.attrs[a]) for a in refs):
         plain += 1
@@ -206,10 +211,10 @@ def _namespaced(node: Node, suffix: str, has, section: str) -> Node | None:
     if plain == wraps:
       return None
     return dataclasses.replace(node, attrs=attrs, children=path)
-  sides = _sides(node) if section in ("contact", "sensor") else None
+  sides = sides_of(node) if section in ("contact", "sensor") else None
   if sides is not None and len(sides) == 2:
     (a1, k1), (a2, k2) = sides
-    n1, n2 = attrs[a1] + suffix, attrs[a2] + suffix
+    n1, n2 = rename(attrs[a1]), rename(attrs[a2])
     ok1, ok2 = has(k1, n1), has(k2, n2)
     if not ok1 and ok2:
       n1, ok1 = attrs[a1], has(k1, attrs[a1])
@@ -222,13 +227,13 @@ def _namespaced(node: Node, suffix: str, has, section: str) -> Node | None:
   refs = sides if sides is not None else [
     (a, REFERENCE_KINDS[a]) for a in node.attrs if a in REFERENCE_KINDS]
   for a, kind in refs:
-    if not has(kind, attrs[a] + suffix):
+    if not has(kind, rename(attrs[a])):
       return None
-    attrs[a] += suffix
+    attrs[a] = rename(attrs[a])
   return dataclasses.replace(node, attrs=attrs)
 
 
-def _sides(node: Node) -> list[tuple[str, str | None]]:
+def sides_of(node: Node) -> list[tuple[str, str | None]]:
   """(attribute, kind) of a pair's, exclude's or sensor's object and reference, those given
   (MuJoCo's objname and refname as its reader fills them)."""
   a, tag = node.attrs, node.tag
