@@ -553,3 +553,10 @@ def test_empty_numeric_attribute_is_not_given_as_mujoco(name):
   m, mj = load_both(xml=wrap(body, head=head))
   assert model_differences(m, mj) == []
   assert float(m.opt.timestep) == mj.opt.timestep
+
+
+def test_a_composite_is_refused_as_mujoco_4_refuses_it():
+  with pytest.raises(jaxmj.MJCFError, match=r"<composite>: element <composite> "
+                     r"\(composite objects, which MuJoCo 4.0 no longer reads either\)"):
+    jaxmj.Model.from_xml_string('<mujoco><worldbody><composite type="cable"/></worldbody>'
+                                '</mujoco>')

@@ -387,7 +387,8 @@ UNSUPPORTED = {
   "tactile": "tactile sensors", "user": "user sensors",
   "custom": "custom numeric/text/tuple data", "extension": "plugins", "plugin": "plugins",
   "deformable": "deformable objects (flex)", "flex": "flex objects", "flexcomp": "flex objects",
-  "composite": "composite objects", "replicate": "replicate", "attach": "model attachment",
+  "composite": "composite objects, which MuJoCo 4.0 no longer reads either",
+  "replicate": "replicate", "attach": "model attachment",
   "statistic": "<statistic>", "tuple": "tuples", "numeric": "numeric data", "text": "text data",
 }
 
