@@ -161,7 +161,10 @@ def _too_large(compiled, devices, nworld: int) -> str | None:
   what each device has free: a model whose every world takes hundreds of MB (MuJoCo's
   replicate/bowl.xml: 272,664 contact slots) is refused by name instead of killed by the
   operating system, or stopped by XLA, midway."""
-  stats = compiled.memory_analysis()
+  try:
+    stats = compiled.memory_analysis()
+  except (NotImplementedError, RuntimeError):  # a backend without the analysis: not checked
+    return None
   free = [_free_bytes(x) for x in devices]
   if stats is None or None in free:
     return None
