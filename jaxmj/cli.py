@@ -169,16 +169,19 @@ def _too_large(compiled, devices, nworld: int) -> str | None:
   if stats is None or None in free:
     return None
   need = (stats.argument_size_in_bytes + stats.output_size_in_bytes
-          + stats.temp_size_in_bytes - stats.alias_size_in_bytes)
-  if need <= min(free):
+          + stats.temp_size_in_bytes - stats.alias_size_in_bytes)  # per device
+  # CPU devices share the host's memory: all of theirs against it once
+  share = len(devices) if devices[0].platform == "cpu" else 1
+  if need * share <= min(free):
     return None
   per_world = need * len(devices) / nworld
-  fit = int(min(free) * len(devices) // per_world)
-  return (f"{nworld} worlds need {_bytes(need)} on each of {len(devices)} "
-          f"{devices[0].platform} device(s) ({_bytes(per_world)} a world: its state, its "
-          f"results and the step's temporaries, by XLA's memory analysis) and "
-          f"{_bytes(min(free))} are free: lower --batch (about {fit} fit) or cap the model's "
-          f"contacts (<size nconmax>, max_contact_points)")
+  fit = int(min(free) * len(devices) / share // per_world)
+  where = ("the host" if share > 1 else
+           f"each of {len(devices)} {devices[0].platform} device(s)")
+  return (f"{nworld} worlds need {_bytes(need * share)} on {where} ({_bytes(per_world)} a "
+          f"world: its state, its results and the step's temporaries, by XLA's memory "
+          f"analysis) and {_bytes(min(free))} are free: lower --batch (about {fit} fit) or cap "
+          f"the model's contacts (<size nconmax>, max_contact_points)")
 
 
 def _bytes(n: float) -> str:
