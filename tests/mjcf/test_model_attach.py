@@ -297,3 +297,21 @@ def test_the_parents_keys_are_read_against_the_model_with_its_copies(tmp_path):
   m, mj = _load(parent)
   assert_same_as_mujoco(m, mj)
   np.testing.assert_allclose(mj.key_qpos, [[0.1, 0.2, np.radians(10)]])
+
+
+def test_elements_naming_what_an_attachment_in_a_replicate_brings_are_copied_with_it(
+    tmp_path):
+  # MuJoCo attaches while it reads the replicate, so the parent's actuator and sensors
+  # naming the attached joint and site follow each copy (r_j0, r_j1), the originals go
+  child = OUTSIDE[:OUTSIDE.index("<tendon>")] + "</mujoco>"
+  parent = _write(tmp_path, **{"child.xml": child, "parent.xml": """<mujoco>
+<asset><model name="c" file="child.xml"/></asset>
+<worldbody><replicate count="2" offset=".5 0 0">
+  <frame><attach model="c" body="b" prefix="r_"/></frame></replicate></worldbody>
+<actuator><motor joint="r_j" name="a"/></actuator>
+<sensor><jointpos joint="r_j" name="s"/><framepos objtype="site" objname="r_s1" name="f"/>
+</sensor></mujoco>"""})
+  m, mj = _load(parent)
+  assert_same_as_mujoco(m, mj)
+  assert _names(m, mj, "actuator")[0] == ["a0", "a1"]
+  assert _names(m, mj, "sensor")[0] == ["s0", "f0", "s1", "f1"]

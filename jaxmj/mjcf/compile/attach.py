@@ -34,7 +34,11 @@ Where MuJoCo 4.0 does something else, the behaviour above is kept: a key of a pa
 puts the values of the joints left out onto another copy's joints of the same name, and an
 element naming nothing (a clock sensor) is copied more than once where attached models are
 attached again (16 clock sensors where models/attach/scene.xml would have 2, with one in
-arm.xml).
+arm.xml), and under a <replicate> the child's own section elements follow every copy's
+copies of the parent's (MuJoCo, which attaches while it reads the replicate, puts each
+copy's together: the same elements and names, in another order). The parent's elements
+naming what an attachment inside a replicate brings are copied with each copy
+(attached_names tells replicate.expand those names).
 Without `model` the body or frame comes from this model (self-attachment) as expanded so far
 (the attachments inside it included): renamed, with the elements naming it (this model's and
 the copies made so far), its classes and assets as they are, and no keyframes of its own.
@@ -77,17 +81,60 @@ _SAME_COMPILER = ("autolimits", "inertiafromgeom", "inertiagrouprange", "boundma
 def expand(root: Node, compiler: dict, path: str, assets: dict | None, section) -> Node:
   """root with its model assets attached (see the module docstring). `section(root, tag)`
   gives a top-level section's merged attributes (the compiler's)."""
-  nodes = [n for s in root.children if s.tag == "asset" for n in s.children
-           if n.tag == "model"]
-  if not nodes and not _has_attach(root):
+  if not _models(root) and not _has_attach(root):
     return root
+  state, root = _state(root, compiler, path, assets, section)
+  own = state.own.layout
+  root = dataclasses.replace(root, children=[
+    _walk(c, state) if c.tag == "worldbody" else c for c in root.children] + state.sections)
+  if any(c.layout.keys for c in state.copies if c.keys):
+    root = _keyframes(root, own, state)
+  for text in state.warnings:
+    warn(text)
+  return root
+
+
+def attached_names(root: Node, compiler: dict, path: str, assets: dict | None, section):
+  """For the <attach> elements of root (a model before expansion): a function giving the
+  (kind, name) of each body, joint, geom, site and camera its copy will hold, named with its
+  prefix but not yet the suffix of a <replicate> around it, which counts them
+  (replicate.expand: the elements naming them are copied with each copy, as in MuJoCo,
+  which attaches while it reads the replicate)."""
+  state = None
+
+  def names(attach: Node) -> list[tuple[str, str]]:
+    nonlocal state
+    if state is None:
+      state = _state(root, compiler, path, assets, section)[0]
+    _, content, _, _ = _content(attach, state)
+    out = []
+    for c in content:
+      _names_in(c, attach.attrs.get("prefix", ""), out)
+    return out
+
+  return names
+
+
+def _names_in(node: Node, prefix: str, out: list) -> None:
+  if node.tag in _KINDS and "name" in node.attrs:
+    out.append((_KINDS[node.tag], prefix + node.attrs["name"]))
+  for c in node.children:
+    _names_in(c, prefix, out)
+
+
+def _models(root: Node) -> list[Node]:
+  return [n for s in root.children if s.tag == "asset" for n in s.children if n.tag == "model"]
+
+
+def _state(root: Node, compiler: dict, path: str, assets: dict | None, section):
+  """(the _State of root's attachments, root without its <model> assets)."""
   state = _State(compiler, path, assets, section, _authored(root))
   for s in root.children:
     if s.tag in ("tendon", "actuator"):
       for e in s.children:
         if "name" in e.attrs:
           state.seen["tendon" if s.tag == "tendon" else "actuator"].add(e.attrs["name"])
-  for n in nodes:  # named, else by the name of the model it holds
+  for n in _models(root):  # named, else by the name of the model it holds
     if "name" in n.attrs:
       state.models[n.attrs["name"]] = n
     else:
@@ -97,15 +144,8 @@ def expand(root: Node, compiler: dict, path: str, assets: dict | None, section) 
     dataclasses.replace(s, children=[n for n in s.children if n.tag != "model"])
     if s.tag == "asset" else s for s in root.children])
   defaults = parse.parse_defaults(root)
-  own = _Layout(root, defaults)
-  state.own = _Child(root, compiler, defaults, own, None)
-  root = dataclasses.replace(root, children=[
-    _walk(c, state) if c.tag == "worldbody" else c for c in root.children] + state.sections)
-  if any(c.layout.keys for c in state.copies if c.keys):
-    root = _keyframes(root, own, state)
-  for text in state.warnings:
-    warn(text)
-  return root
+  state.own = _Child(root, compiler, defaults, _Layout(root, defaults), None)
+  return state, root
 
 
 def _has_attach(node: Node) -> bool:
@@ -238,7 +278,8 @@ def _load(state: _State, attach: Node) -> _Child:
                        "yet", "file")
   _conflicts(state, attach, name, root)
   path = os.path.join(folder, os.path.basename(node.attrs["file"])) if folder else state.path
-  inner = expand(replicate.expand(root, compiler), compiler, path, state.assets,
+  attached = attached_names(root, compiler, path, state.assets, state.section)
+  inner = expand(replicate.expand(root, compiler, attached), compiler, path, state.assets,
                  state.section)
   defaults = parse.parse_defaults(inner)
   child = _Child(inner, compiler, defaults, _Layout(inner, defaults), folder)
@@ -353,8 +394,9 @@ def _walk(node: Node, state: _State) -> Node:
   return dataclasses.replace(node, children=children)
 
 
-def _attach(node: Node, state: _State) -> Node:
-  """The copy an <attach> stands for: a frame holding the child's body, frame or world."""
+def _content(node: Node, state: _State):
+  """(child, the elements an <attach> copies, the default class in effect there, whether it
+  is a self-attachment)."""
   if "prefix" not in node.attrs:
     raise node.error("missing required attribute 'prefix'", "prefix")
   if "body" in node.attrs and "frame" in node.attrs:
@@ -376,6 +418,12 @@ def _attach(node: Node, state: _State) -> Node:
       raise node.error(f"could not find {kind} '{node.attrs[kind]}' {where}", kind)
     # a self-attachment copies the subtree as expanded so far (its attachments included)
     content, cls = [state.walked.get(id(found[0]), found[0]) if same else found[0]], found[1]
+  return child, content, cls, same
+
+
+def _attach(node: Node, state: _State) -> Node:
+  """The copy an <attach> stands for: a frame holding the child's body, frame or world."""
+  child, content, cls, same = _content(node, state)
   rn = _Renamer(node.attrs["prefix"], node.attrs.get(replicate.SUFFIX, ""), child, state,
                 same)
   copies = [rn.tree(c, cls) for c in content]

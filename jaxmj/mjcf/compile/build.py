@@ -94,8 +94,10 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
     if "settotalmass" in n.attrs:
       warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
            "MuJoCo and will be removed in a future release")
-  root = replicate.expand(root, compiler)
-  root = attach.expand(root, compiler, path, assets, lambda r, t: _section(r, t)[0])
+  section = lambda r, t: _section(r, t)[0]  # noqa: E731
+  root = replicate.expand(root, compiler, attach.attached_names(root, compiler, path, assets,
+                                                                section))
+  root = attach.expand(root, compiler, path, assets, section)
   if compiler["discardvisual"]:
     root = discard.strip_materials(root)
   defaults = parse.parse_defaults(root)

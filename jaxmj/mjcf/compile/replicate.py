@@ -44,12 +44,14 @@ REFERENCE_KINDS = {a: k for a, k in REFERENCES.items()
 SUFFIX, LATER = "_suffix", "_later"
 
 
-def expand(root: Node, compiler: dict) -> Node:
+def expand(root: Node, compiler: dict, attached=None) -> Node:
   """root with every <replicate> under <worldbody> replaced by its copies, and the section
-  elements naming them copied with them (see the module)."""
+  elements naming them copied with them (see the module). attached(node): the (kind, name)
+  of the elements an <attach> will bring (attach.attached_names; None: none), which the
+  section elements may name too."""
   if not any(_has_replicate(c) for c in root.children if c.tag == "worldbody"):
     return root
-  ex = _Expansion(root, compiler["angle"] == "degree", compiler["eulerseq"])
+  ex = _Expansion(root, compiler["angle"] == "degree", compiler["eulerseq"], attached)
   children = [ex.walk(c) if c.tag == "worldbody" else c for c in root.children]
   return ex.sections(dataclasses.replace(root, children=children))
 
@@ -78,8 +80,8 @@ class _Expansion:
   """The names parsed so far (MuJoCo parses the world body last, in document order) and
   the section lists, as the replicates of one model are expanded in order."""
 
-  def __init__(self, root: Node, deg: bool, seq: str):
-    self.deg, self.seq = deg, seq
+  def __init__(self, root: Node, deg: bool, seq: str, attached):
+    self.deg, self.seq, self.attached = deg, seq, attached
     self.lists = [[n for c in root.children if c.tag == tag for n in c.children
                    if tags is None or n.tag in tags] for tag, tags in _LISTS]
     self.changed = False
@@ -96,6 +98,9 @@ class _Expansion:
 
   def _tree(self, node: Node, k: int) -> None:
     """Counts (k = 1) or discounts (k = -1) the names of a subtree's elements."""
+    if node.tag == "attach" and self.attached is not None:
+      for kind, name in self.attached(node):
+        self._count(kind, name + node.attrs.get(SUFFIX, ""), k)
     self._count(_TREE_KINDS.get(node.tag), node.attrs.get("name"), k)
     for c in node.children:
       self._tree(c, k)
@@ -110,12 +115,11 @@ class _Expansion:
       if c.tag == "replicate":
         children.extend(self._replicate(c))
         continue
-      self._count(_TREE_KINDS.get(c.tag), c.attrs.get("name"), 1)
       if c.tag in _HOLDERS:
+        self._count(_TREE_KINDS.get(c.tag), c.attrs.get("name"), 1)
         c = self.walk(c)
       else:
-        for g in c.children:
-          self._tree(g, 1)
+        self._tree(c, 1)
       children.append(c)
     return dataclasses.replace(node, children=children)
 
