@@ -61,9 +61,6 @@ from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Node
 
 _HOLDERS = ("worldbody", "body", "frame")
-# the kinds of tree element a section element may name, by tag
-_KINDS = {"body": "body", "joint": "joint", "freejoint": "joint", "geom": "geom",
-          "site": "site", "camera": "camera"}
 _ASSETS = ("mesh", "hfield", "material", "texture")  # and the attributes naming them
 # attributes naming an element of the tree or a section (assets are renamed, never checked)
 _NAMES = {a: k for a, k in schema.REFERENCES.items() if k not in _ASSETS + ("skin",)}
@@ -116,8 +113,8 @@ def attached_names(root: Node, compiler: dict, path: str, assets: dict | None, s
 
 
 def _names_in(node: Node, prefix: str, out: list) -> None:
-  if node.tag in _KINDS and "name" in node.attrs:
-    out.append((_KINDS[node.tag], prefix + node.attrs["name"]))
+  if node.tag in replicate.TREE_KINDS and "name" in node.attrs:
+    out.append((replicate.TREE_KINDS[node.tag], prefix + node.attrs["name"]))
   for c in node.children:
     _names_in(c, prefix, out)
 
@@ -181,7 +178,7 @@ class _State:
 
   def see(self, node: Node) -> None:
     """Records the name of a tree element."""
-    kind = _KINDS.get(node.tag)
+    kind = replicate.TREE_KINDS.get(node.tag)
     if kind is not None and "name" in node.attrs:
       self.seen[kind].add(node.attrs["name"])
 

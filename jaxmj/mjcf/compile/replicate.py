@@ -62,7 +62,7 @@ def _has_replicate(node: Node) -> bool:
 
 
 # element kinds MuJoCo's FindObject looks names up in, by tag
-_TREE_KINDS = {"body": "body", "joint": "joint", "freejoint": "joint", "geom": "geom",
+TREE_KINDS = {"body": "body", "joint": "joint", "freejoint": "joint", "geom": "geom",
                "site": "site", "camera": "camera"}
 # sensor object types (objtype, reftype) -> kind
 _OBJ_KINDS = {"body": "body", "xbody": "body", "geom": "geom", "site": "site",
@@ -101,7 +101,7 @@ class _Expansion:
     if node.tag == "attach" and self.attached is not None:
       for kind, name in self.attached(node):
         self._count(kind, name + node.attrs.get(SUFFIX, ""), k)
-    self._count(_TREE_KINDS.get(node.tag), node.attrs.get("name"), k)
+    self._count(TREE_KINDS.get(node.tag), node.attrs.get("name"), k)
     for c in node.children:
       self._tree(c, k)
 
@@ -116,7 +116,7 @@ class _Expansion:
         children.extend(self._replicate(c))
         continue
       if c.tag in _HOLDERS:
-        self._count(_TREE_KINDS.get(c.tag), c.attrs.get("name"), 1)
+        self._count(TREE_KINDS.get(c.tag), c.attrs.get("name"), 1)
         c = self.walk(c)
       else:
         self._tree(c, 1)
