@@ -1,6 +1,7 @@
 """<body sleep> against mujoco 4.0.0: the policy is taken and stored per tree as
-tree_sleep_policy (auto resolved to AUTO_NEVER for actuated trees), and misplaced policies
-get MuJoCo's error. The sleep flag itself stays refused by name (tests/test_flags.py)."""
+tree_sleep_policy (auto resolved to AUTO_NEVER for actuated trees and trees a tendon couples),
+and misplaced policies get MuJoCo's error. The sleep flag itself stays refused by name
+(tests/test_flags.py)."""
 
 import re
 
@@ -37,6 +38,33 @@ def test_tree_sleep_policy_is_mujocos():
   m, mj = check(TREES)
   np.testing.assert_array_equal(m.tree_sleep_policy, mj.tree_sleep_policy)
   assert list(m.tree_sleep_policy) == [2, 5, 1, 1, 4, 3, 2]
+
+
+# trees a, b, c, d, e with hinges; each case: tendons over them, the policies MuJoCo gives
+_COUPLED = """<mujoco><worldbody><site name="w" pos="0 0 3"/>{}</worldbody>
+<tendon>{{}}</tendon></mujoco>""".format("".join(
+  f'<body pos="{i} 0 1"><joint name="j{n}"/><geom name="g{n}" size=".1"/><site name="s{n}"/>'
+  '</body>' for i, n in enumerate("abcde")))
+
+
+@pytest.mark.parametrize("tendons, policy", [
+  ('<spatial stiffness="10"><site site="w"/><site site="sa"/></spatial>', [2] * 5),
+  ('<spatial range="0 2"><site site="sa"/><site site="sb"/></spatial>', [2] * 5),
+  ('<spatial damping="1"><site site="sa"/><site site="sb"/></spatial>', [1, 1, 2, 2, 2]),
+  ('<fixed stiffness="0 1"><joint joint="ja" coef="1"/><joint joint="jb" coef="1"/></fixed>',
+   [1, 1, 2, 2, 2]),
+  ('<fixed frictionloss="1" armature="1"><joint joint="ja" coef="1"/><joint joint="jb" '
+   'coef="1"/></fixed>', [2] * 5),
+  ('<spatial><site site="sa"/><geom geom="gb"/><site site="sc"/></spatial>', [1, 1, 1, 2, 2]),
+  ('<spatial stiffness="1"><site site="sa"/><site site="sb"/></spatial><fixed><joint '
+   'joint="jb" coef="1"/><joint joint="jc" coef="1"/></fixed>', [1, 1, 2, 2, 2]),
+])
+def test_a_tendon_coupling_trees_keeps_them_awake_as_in_mujoco(tendons, policy):
+  # more than two trees, or two with a spring or damper: AUTO_NEVER (MuJoCo's
+  # model/replicate/tendon.xml: 18 limit tendons, each through three trees, all 37 never)
+  m, mj = check(_COUPLED.format(tendons))
+  np.testing.assert_array_equal(m.tree_sleep_policy, mj.tree_sleep_policy)
+  assert list(m.tree_sleep_policy) == policy
 
 
 @pytest.mark.parametrize("body", [

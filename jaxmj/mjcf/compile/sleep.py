@@ -7,7 +7,10 @@ every policy alike (probed), so the attribute is taken and stored as MuJoCo stor
   body of a kinematic tree (a body with dofs whose parent is static), else MuJoCo's error;
 - a tree left on auto becomes AUTO_NEVER when an actuator acts on it (through its joint,
   jointinparent, site and refsite, cranksite and slidersite, body, or any tree its tendon
-  touches), AUTO_ALLOWED otherwise (mjtSleepPolicy values, probed on mujoco 4.0.0).
+  touches), or a tendon couples it to more than one other tree, or to one other tree with a
+  passive force (stiffness or damping, linear or polynomial), AUTO_ALLOWED otherwise
+  (mjtSleepPolicy values, probed on mujoco 4.0.0: a tendon to the world, or a 2-tree tendon
+  with only a range, friction loss or armature, leaves its trees allowed).
 """
 
 from __future__ import annotations
@@ -33,11 +36,24 @@ def tree_sleep_policy(bodies: list, f: dict) -> dict:
     if treeid[bid] < 0 or treeid[parent[bid]] >= 0:
       raise body.node.error("sleep policy only allowed for movable root bodies", "sleep")
     policy[treeid[bid]] = POLICY[given]
-  actuated = np.zeros(f["ntree"], bool)
-  actuated[[t for t in _actuated_trees(f, treeid) if t >= 0]] = True
+  never = np.zeros(f["ntree"], bool)
+  never[[t for t in _actuated_trees(f, treeid) if t >= 0]] = True
+  never[[t for t in _coupled_trees(f, treeid)]] = True
   auto = policy == AUTO
-  policy[auto] = np.where(actuated[auto], AUTO_NEVER, AUTO_ALLOWED)
+  policy[auto] = np.where(never[auto], AUTO_NEVER, AUTO_ALLOWED)
   return {"tree_sleep_policy": policy}
+
+
+def _coupled_trees(f: dict, treeid: np.ndarray) -> list[int]:
+  """Trees of the tendons that span three or more trees, or two with a passive force."""
+  if not f.get("ntendon", 0):
+    return []
+  passive = np.zeros(f["ntendon"], bool)
+  for k in ("stiffness", "stiffnesspoly", "damping", "dampingpoly"):
+    v = np.asarray(f.get("tendon_" + k, np.zeros(f["ntendon"])))
+    passive |= np.any(v.reshape(f["ntendon"], -1) != 0, axis=1)
+  return [t for trees, p in zip(tendon_trees(f, treeid), passive)
+          if len(trees) > 2 or (len(trees) == 2 and p) for t in trees]
 
 
 def _actuated_trees(f: dict, treeid: np.ndarray) -> list[int]:
