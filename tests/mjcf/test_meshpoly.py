@@ -1,5 +1,7 @@
 """Mesh polygons (mesh_poly* fields, mjcf/meshpoly.py) held equal to MuJoCo 4.0.0's."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -71,3 +73,16 @@ def test_cube_polygons_are_outward_quads():
 def test_mesh_without_hull_has_no_polygons():
   m = same_polygons(CASES["without_hull"])
   assert m.mesh_polynum.tolist() == [6, 0] and m.mesh_polymapnum[8:].tolist() == [0] * 4
+
+
+def test_a_fan_of_three_triangles_merged_into_one_stays_outward():
+  # a tetrahedron whose top face has a vertex raised 1e-4 at its centre: the three hull
+  # triangles around it share one normal key and merge into a triangle whose three boundary
+  # edges are not stored in path order; read as if they were (the older published source's
+  # shortcut) its normal pointed inward for 80 of the 120 vertex orders
+  base = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, -1], [1 / 3, 1 / 3, 1e-4]])
+  for perm in itertools.permutations(range(5)):
+    verts = " ".join(repr(float(x)) for x in base[list(perm)].ravel())
+    m = same_polygons(model(f'<mesh name="m" vertex="{verts}"/>',
+                            '<body><freejoint/><geom type="mesh" mesh="m"/></body>'))
+    assert list(m.mesh_polyvertnum) == [3, 3, 3, 3]

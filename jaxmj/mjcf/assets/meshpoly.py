@@ -94,9 +94,10 @@ class _Polygon:
     self.islands += [island] * len(add)
 
   def paths(self) -> list[list[int]]:
+    # no shortcut for three edges: the older published source read them as a triangle in
+    # storage order, which reverses a fan of three triangles merged into one (MuJoCo 4.0
+    # walks it: replicate/bunny.obj's polygon 303 faces out there, in MuJoCo 4.0 as here)
     e = self.edges
-    if len(e) == 3:
-      return [[e[0][0], e[1][0], e[2][0]]]
     out = []
     for i in range(self.nisland):
       start = next((j for j in range(len(e)) if self.islands[j] == i), None)
