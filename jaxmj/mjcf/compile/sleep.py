@@ -38,7 +38,7 @@ def tree_sleep_policy(bodies: list, f: dict) -> dict:
     policy[treeid[bid]] = POLICY[given]
   never = np.zeros(f["ntree"], bool)
   never[[t for t in _actuated_trees(f, treeid) if t >= 0]] = True
-  never[[t for t in _coupled_trees(f, treeid)]] = True
+  never[_coupled_trees(f, treeid)] = True
   auto = policy == AUTO
   policy[auto] = np.where(never[auto], AUTO_NEVER, AUTO_ALLOWED)
   return {"tree_sleep_policy": policy}
