@@ -23,8 +23,7 @@ FILES += ["locomotion/walkers/assets/rodent.xml", "locomotion/walkers/assets/dog
 @pytest.mark.parametrize("rel", [pytest.param(r, marks=pytest.mark.slow) if r in SLOW else r
                                  for r in FILES])
 def test_compiles_like_mujoco(rel, tmp_path, monkeypatch):
-  """Every compared field equal to MuJoCo's, tex_data aside: the suite's shared skybox has
-  mark="random" dots, drawn by the C library's rand() in MuJoCo (mjcf/texture.py)."""
+  """Every compared field equal to MuJoCo's, the suite's skybox's random dots included."""
   monkeypatch.chdir(tmp_path)  # mujoco may write MUJOCO_LOG.TXT
   path = os.path.join(ROOT, rel)
   if not os.path.exists(path):
@@ -33,7 +32,7 @@ def test_compiles_like_mujoco(rel, tmp_path, monkeypatch):
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)  # settotalmass is deprecated
     m = jaxmj.Model.from_xml_path(path)
-  assert [d for d in differences(m, mj) if not d.startswith("tex_data")] == []
+  assert differences(m, mj) == []
   same_names(m, mj)
   if "dog" in rel or "rodent" in rel:
     assert m.nskin == 1 and m.nskinbonevert > 1000

@@ -65,15 +65,27 @@ def test_unknown_material_is_an_error():
     jaxmj.Model.from_xml_string(_model("", "<geom size='0.1' material='nope'/>"))
 
 
-def test_random_marks_warn_and_differ_only_in_pixels():
-  asset = ("<texture name='sky' type='skybox' builtin='gradient' width='8' mark='random' "
+@pytest.mark.parametrize("kind, size", [("skybox", "width='8'"), ("cube", "width='6'"),
+                                          ("2d", "width='9' height='5'")])
+def test_random_marks_are_mujocos_pixels(kind, size):
+  # MuJoCo's randomdot: std::mt19937_64 seeded 42, a draw per pixel (the whole 6-face column
+  # of a cube or skybox at once)
+  asset = (f"<texture name='t' type='{kind}' builtin='gradient' {size} mark='random' "
            "random='0.2' markrgb='1 1 1'/>")
-  with pytest.warns(UserWarning, match="random"):
-    m = jaxmj.Model.from_xml_string(_model(asset))
+  m = jaxmj.Model.from_xml_string(_model(asset))
   mj = mujoco.MjModel.from_xml_string(_model(asset))
   for name in ("tex_type", "tex_width", "tex_height", "tex_adr", "tex_nchannel"):
     np.testing.assert_array_equal(getattr(m, name), getattr(mj, name))
-  assert m.tex_data.shape == mj.tex_data.shape
+  np.testing.assert_array_equal(np.asarray(m.tex_data), mj.tex_data)
+  assert np.sum(np.all(mj.tex_data.reshape(-1, 3) == 255, axis=1)) > 0
+
+
+def test_the_texture_generator_is_mt19937_64():
+  from jaxmj.mjcf.assets import mtrand
+
+  # std::mt19937_64's default seed 5489: its first and 10000th outputs (the C++ standard)
+  words = mtrand.mt19937_64(5489, 10000)
+  assert int(words[0]) == 14514284786278117030 and int(words[-1]) == 9981545732273789042
 
 
 def test_texture_default_classes_as_mujoco():

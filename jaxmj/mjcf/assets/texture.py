@@ -1,10 +1,9 @@
 """Textures and materials as MuJoCo 4.0's compiler stores them (host side; Pillow for PNG).
 
 They only feed renderers: nothing here changes the physics. Builtin textures (gradient,
-checker, flat, with edge or cross marks) are generated as mjCTexture does, byte for byte.
-Two differences, documented: `mark="random"` dots come from the C library's rand() in MuJoCo,
-so jaxmj draws them from numpy's generator seeded 0 (same density, different pixels); and
-only PNG files are read (as MuJoCo 4.0 without a content_type; KTX is not supported).
+checker, flat, with edge, cross or random marks) are generated as mjCTexture does, byte for
+byte (random dots: mtrand.py, MuJoCo's generator). Only PNG files are read (as MuJoCo 4.0
+without a content_type; KTX is not supported).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import os
 
 import numpy as np
 
-from jaxmj.mjcf.errors import warn
+from jaxmj.mjcf.assets import mtrand
 from jaxmj.mjcf.spec.parse import Defaults, Node
 
 TEXTYPE = {"2d": 0, "cube": 1, "skybox": 2}
@@ -49,7 +48,7 @@ def _checker(c1: np.ndarray, c2: np.ndarray, w: int, h: int) -> np.ndarray:
   return out
 
 
-def _marks(face: np.ndarray, mark: str, markrgb, random: float, rng) -> None:
+def _marks(face: np.ndarray, mark: str, markrgb, random: float) -> None:
   h, w = face.shape[:2]
   c = _byte(markrgb)
   if mark == "edge":
@@ -57,8 +56,8 @@ def _marks(face: np.ndarray, mark: str, markrgb, random: float, rng) -> None:
   elif mark == "cross":
     face[:, w // 2] = c
     face[h // 2, :] = c
-  elif mark == "random" and random > 0:
-    face[rng.random((h, w)) < random] = c
+  elif mark == "random" and random > 0:  # a generator seeded 42, one draw per pixel
+    face[(mtrand.uniform(42, h * w) < random).reshape(h, w)] = c
 
 
 def _builtin(v: dict) -> tuple[np.ndarray, int, int]:
@@ -68,7 +67,6 @@ def _builtin(v: dict) -> tuple[np.ndarray, int, int]:
     raise TextureError("builtin texture needs positive width and height")
   rgb1, rgb2 = np.asarray(v["rgb1"], float), np.asarray(v["rgb2"], float)
   c1, c2 = _byte(rgb1), _byte(rgb2)
-  rng = np.random.default_rng(0)
   kind = v["builtin"]
   if v["type"] == "2d":
     if kind == "gradient":
@@ -79,7 +77,7 @@ def _builtin(v: dict) -> tuple[np.ndarray, int, int]:
       face = _checker(c1, c2, w, h)
     else:
       face = np.broadcast_to(c1, (h, w, 3)).copy()
-    _marks(face, v["mark"], v["markrgb"], v["random"], rng)
+    _marks(face, v["mark"], v["markrgb"], v["random"])
     return face, w, h
   if kind == "gradient":
     x = 2 * np.arange(w)[None, :] / (w - 1 if w > 1 else 1) - 1
@@ -95,10 +93,10 @@ def _builtin(v: dict) -> tuple[np.ndarray, int, int]:
     faces = [flat, flat, flat, np.broadcast_to(c2, (w, w, 3)), flat, flat]
   faces = [f.copy() for f in faces]
   for f in faces:
-    _marks(f, v["mark"], v["markrgb"], v["random"] if v["mark"] != "random" else 0, rng)
+    _marks(f, v["mark"], v["markrgb"], v["random"] if v["mark"] != "random" else 0)
   data = np.concatenate(faces, axis=0)
   if v["mark"] == "random":
-    _marks(data, "random", v["markrgb"], v["random"], rng)
+    _marks(data, "random", v["markrgb"], v["random"])
   return data, w, 6 * w
 
 
@@ -180,9 +178,6 @@ def compile_textures(nodes: list[Node], defaults: Defaults, read) -> tuple[dict,
     srgb = []  # per PNG file of this texture: whether it carries an sRGB chunk
     try:
       if v["builtin"] != "none":
-        if v["mark"] == "random" and v["random"] > 0:
-          warn(f"{node.file}:{node.line}: texture mark='random': the dots are not at "
-               "MuJoCo's pixels (visual only)")
         if int(v["nchannel"]) != 3:
           raise TextureError("builtin textures must have 3 channels")
         img, w, h = _builtin(v)
