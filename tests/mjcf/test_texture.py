@@ -86,6 +86,9 @@ def test_the_texture_generator_is_mt19937_64():
   # std::mt19937_64's default seed 5489: its first and 10000th outputs (the C++ standard)
   words = mtrand.mt19937_64(5489, 10000)
   assert int(words[0]) == 14514284786278117030 and int(words[-1]) == 9981545732273789042
+  # drawn in chunks of blocks (bounded memory), the same sequence across their boundaries
+  chunked = np.concatenate(list(mtrand._outputs(5489, 10000, chunk=3)))
+  np.testing.assert_array_equal(chunked, words)
 
 
 def test_texture_default_classes_as_mujoco():

@@ -27,31 +27,49 @@ def _twist(old: np.ndarray, new: np.ndarray) -> None:
   new[_N - 1] = new[_M - 1] ^ (y >> _ONE) ^ ((y & _ONE) * _A)
 
 
-def mt19937_64(seed: int, n: int) -> np.ndarray:
-  """(n,) uint64: the first n outputs of std::mt19937_64(seed)."""
+def _seeded(seed: int) -> np.ndarray:
   state = np.empty(_N, np.uint64)
   x = seed & 0xFFFFFFFFFFFFFFFF
   state[0] = x
   for i in range(1, _N):
     x = (6364136223846793005 * (x ^ (x >> 62)) + i) & 0xFFFFFFFFFFFFFFFF
     state[i] = x
-  nblock = -(-n // _N)
-  words = np.empty((nblock + 1, _N), np.uint64)
-  words[0] = state
-  for b in range(nblock):
-    _twist(words[b], words[b + 1])
-  y = words[1:].reshape(-1)[:n]
+  return state
+
+
+def _tempered(y: np.ndarray) -> np.ndarray:
   y = y ^ ((y >> np.uint64(29)) & np.uint64(0x5555555555555555))
   y = y ^ ((y << np.uint64(17)) & np.uint64(0x71D67FFFEDA60000))
   y = y ^ ((y << np.uint64(37)) & np.uint64(0xFFF7EEE000000000))
   return y ^ (y >> np.uint64(43))
 
 
+def _outputs(seed: int, n: int, chunk: int = 4096):
+  """The first n outputs of std::mt19937_64(seed), in arrays of at most chunk * 312."""
+  state = _seeded(seed)
+  while n > 0:
+    nblock = min(chunk, -(-n // _N))
+    words = np.empty((nblock + 1, _N), np.uint64)
+    words[0] = state
+    for b in range(nblock):
+      _twist(words[b], words[b + 1])
+    state = words[-1].copy()
+    out = _tempered(words[1:].reshape(-1)[:n])
+    n -= len(out)
+    yield out
+
+
+def mt19937_64(seed: int, n: int) -> np.ndarray:
+  """(n,) uint64: the first n outputs of std::mt19937_64(seed)."""
+  return np.concatenate(list(_outputs(seed, n)) or [np.zeros(0, np.uint64)])
+
+
 @functools.lru_cache(maxsize=8)
-def uniform(seed: int, n: int) -> np.ndarray:
-  """(n,) float64 draws of uniform_real_distribution<double>(0, 1) on mt19937_64(seed):
-  libc++'s generate_canonical takes one 64-bit word, rounded to a double, over 2^64.
-  Read-only (cached: every texture of a size draws the same)."""
-  out = mt19937_64(seed, n).astype(np.float64) / 2.0 ** 64
+def dots(seed: int, n: int, probability: float) -> np.ndarray:
+  """(n,) bool: where draws of uniform_real_distribution<double>(0, 1) on mt19937_64(seed)
+  fall below `probability` (libc++'s generate_canonical: one 64-bit word, rounded to a
+  double, over 2^64). Read-only (cached: every texture of a size draws the same)."""
+  out = np.concatenate([w.astype(np.float64) / 2.0 ** 64 < probability
+                        for w in _outputs(seed, n)] or [np.zeros(0, bool)])
   out.flags.writeable = False
   return out

@@ -57,7 +57,7 @@ def _marks(face: np.ndarray, mark: str, markrgb, random: float) -> None:
     face[:, w // 2] = c
     face[h // 2, :] = c
   elif mark == "random" and random > 0:  # a generator seeded 42, one draw per pixel
-    face[(mtrand.uniform(42, h * w) < random).reshape(h, w)] = c
+    face[mtrand.dots(42, h * w, float(random)).reshape(h, w)] = c
 
 
 def _builtin(v: dict) -> tuple[np.ndarray, int, int]:
