@@ -45,11 +45,16 @@ def _scene(angle="degree", seq="xyz", euler="10 20 30", count=12):
 def test_replicated_model_compiles_as_mujoco(angle, seq, euler, count):
   m, mj = load_both(xml=_scene(angle, seq, euler, count))
   assert model_differences(m, mj, atol=1e-12) == []
-  for objtype, n in (("body", mj.nbody), ("geom", mj.ngeom), ("site", mj.nsite),
-                     ("joint", mj.njnt), ("camera", mj.ncam), ("light", mj.nlight)):
-    kind = getattr(mujoco.mjtObj, f"mjOBJ_{'JOINT' if objtype == 'joint' else objtype.upper()}")
+  _same_names(m, mj, (("body", mj.nbody), ("geom", mj.ngeom), ("site", mj.nsite),
+                      ("joint", mj.njnt), ("camera", mj.ncam), ("light", mj.nlight)))
+
+
+def _same_names(m, mj, kinds):
+  """Every element's name of each (kind, count) equal in both models, in order."""
+  for objtype, n in kinds:
+    kind = getattr(mujoco.mjtObj, f"mjOBJ_{objtype.upper()}")
     assert [jaxmj.id2name(m, objtype, i) for i in range(n)] == [
-      mujoco.mj_id2name(mj, kind, i) for i in range(n)]
+      mujoco.mj_id2name(mj, kind, i) for i in range(n)], objtype
 
 
 def test_replicated_bodies_step_as_in_mujoco():
@@ -115,11 +120,8 @@ def test_elements_naming_replicated_ones_are_copied_as_in_mujoco():
   m, mj = load_both(xml=REFERENCING)
   assert (mj.ntendon, mj.nu, mj.neq, mj.npair, mj.nexclude) == (14, 14, 6, 8, 2)
   assert model_differences(m, mj, atol=1e-12) == []
-  for objtype, n in (("tendon", mj.ntendon), ("actuator", mj.nu), ("sensor", mj.nsensor),
-                     ("equality", mj.neq)):
-    kind = getattr(mujoco.mjtObj, f"mjOBJ_{objtype.upper()}")
-    assert [jaxmj.id2name(m, objtype, i) for i in range(n)] == [
-      mujoco.mj_id2name(mj, kind, i) for i in range(n)]
+  _same_names(m, mj, (("tendon", mj.ntendon), ("actuator", mj.nu), ("sensor", mj.nsensor),
+                      ("equality", mj.neq)))
   err, *_ = rollout_error(m, mj, 20)
   assert err < 1e-10
 
