@@ -315,3 +315,30 @@ def test_elements_naming_what_an_attachment_in_a_replicate_brings_are_copied_wit
   assert_same_as_mujoco(m, mj)
   assert _names(m, mj, "actuator")[0] == ["a0", "a1"]
   assert _names(m, mj, "sensor")[0] == ["s0", "f0", "s1", "f1"]
+
+
+def test_an_attachment_in_a_replicate_brings_its_elements_with_each_copy(tmp_path):
+  # MuJoCo attaches once, into the subtree it then copies: the child's actuators and sensors
+  # sit among the parent's, copy by copy; its clock is copied at every copy as the parent's
+  # is; its key and ctrl go to the first copy; nested replicates and a later attachment
+  child = """<mujoco><worldbody><body name="b"><joint name="j"/><geom size=".1"/>
+  <body name="c" pos="0 0 .3"><joint name="j2" type="slide"/><geom size=".1"/></body></body>
+</worldbody>
+<tendon><fixed name="t"><joint joint="j" coef="1"/><joint joint="j2" coef="2"/></fixed></tendon>
+<actuator><motor joint="j" name="m"/><motor tendon="t" name="mt"/></actuator>
+<sensor><clock name="ck"/><jointpos joint="j" name="jp"/><actuatorfrc actuator="mt" name="af"/>
+</sensor><keyframe><key name="k" qpos="0.3 0.4" ctrl="1 2"/></keyframe></mujoco>"""
+  parent = _write(tmp_path, **{"child.xml": child, "parent.xml": """<mujoco>
+<asset><model name="c" file="child.xml"/></asset>
+<worldbody><body name="p"><joint name="pj"/><geom size=".1"/></body>
+  <replicate count="2" offset=".5 0 0"><replicate count="2" offset="0 .5 0" sep="_">
+    <frame><attach model="c" body="b" prefix="r_"/></frame></replicate></replicate>
+  <frame pos="0 0 2"><attach model="c" body="b" prefix="z_"/></frame></worldbody>
+<sensor><jointpos joint="r_j" name="s"/><clock name="t"/></sensor>
+<actuator><motor joint="pj" name="a"/><motor joint="r_j2" name="b"/></actuator>
+<keyframe><key name="pk" qpos="0.1 0.2"/></keyframe></mujoco>"""})
+  m, mj = _load(parent)
+  assert_same_as_mujoco(m, mj)
+  assert _names(m, mj, "actuator")[0][:7] == ["a", "b_00", "r_m_00", "r_mt_00", "b_10",
+                                              "r_m_10", "r_mt_10"]
+  np.testing.assert_array_equal(mj.key_ctrl[1], [0, 0, 1, 2] + [0] * 11)

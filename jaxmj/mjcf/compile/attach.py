@@ -2,10 +2,14 @@
 
 MuJoCo's reader parses each model asset into a spec of its own and `mjs_attach` copies the
 chosen subtree into the parent (xml_native_reader.cc, user_model.cc). Here the copy is made
-on the parsed tree, after <replicate> and before anything else compiles it, as measured
-against mujoco 4.0 (tests/mjcf/test_model_attach.py):
-- every name in the copy is `prefix + name` (+ the suffix of a <replicate> copy), references
-  alike; the copy sits in a new frame at the <attach>;
+on the parsed tree before anything else compiles it, walking the world body in document
+order with the <replicate> expansion (replicate.expand calls `_attach` at each <attach>, as
+MuJoCo's reader attaches while it reads), as measured against mujoco 4.0
+(tests/mjcf/test_model_attach.py):
+- every name in the copy is `prefix + name`, references alike; the copy sits in a new frame
+  at the <attach>; an attachment inside a <replicate> is made once, in the subtree the
+  replicate then copies, so its names take each copy's suffix and its section elements join
+  the lists the copies copy (each copy's together, as MuJoCo orders them);
 - it keeps the values its own default classes gave it: the child's classes join the parent's
   as `prefix + class` (its `main` too, a class of its own: parse.ROOT_CLASS), none inheriting
   from the parent's;
@@ -34,11 +38,7 @@ Where MuJoCo 4.0 does something else, the behaviour above is kept: a key of a pa
 puts the values of the joints left out onto another copy's joints of the same name, and an
 element naming nothing (a clock sensor) is copied more than once where attached models are
 attached again (16 clock sensors where models/attach/scene.xml would have 2, with one in
-arm.xml), and under a <replicate> the child's own section elements follow every copy's
-copies of the parent's (MuJoCo, which attaches while it reads the replicate, puts each
-copy's together: the same elements and names, in another order). The parent's elements
-naming what an attachment inside a replicate brings are copied with each copy
-(attached_names tells replicate.expand those names).
+arm.xml).
 Without `model` the body or frame comes from this model (self-attachment) as expanded so far
 (the attachments inside it included): renamed, with the elements naming it (this model's and
 the copies made so far), its classes and assets as they are, and no keyframes of its own.
@@ -60,11 +60,10 @@ from jaxmj.mjcf.errors import warn
 from jaxmj.mjcf.spec import parse, schema
 from jaxmj.mjcf.spec.parse import Node
 
-_HOLDERS = ("worldbody", "body", "frame")
+_HOLDERS = ("worldbody", "body", "frame", "replicate")
 _ASSETS = ("mesh", "hfield", "material", "texture")  # and the attributes naming them
 # attributes naming an element of the tree or a section (assets are renamed, never checked)
 _NAMES = {a: k for a, k in schema.REFERENCES.items() if k not in _ASSETS + ("skin",)}
-_SECTIONS = ("tendon", "actuator", "sensor", "equality", "contact")
 _FILES = {"mesh": ("file",), "hfield": ("file",),
           "texture": ("file",) + tuple("file" + s for s in ("right", "left", "up", "down",
                                                              "front", "back"))}
@@ -76,47 +75,19 @@ _SAME_COMPILER = ("autolimits", "inertiafromgeom", "inertiagrouprange", "boundma
 
 
 def expand(root: Node, compiler: dict, path: str, assets: dict | None, section) -> Node:
-  """root with its model assets attached (see the module docstring). `section(root, tag)`
-  gives a top-level section's merged attributes (the compiler's)."""
+  """root with its replicates expanded and its model assets attached, in document order as
+  MuJoCo reads them (see the module docstring). `section(root, tag)` gives a top-level
+  section's merged attributes (the compiler's)."""
   if not _models(root) and not _has_attach(root):
-    return root
+    return replicate.expand(root, compiler)
   state, root = _state(root, compiler, path, assets, section)
-  own = state.own.layout
-  root = dataclasses.replace(root, children=[
-    _walk(c, state) if c.tag == "worldbody" else c for c in root.children] + state.sections)
+  root = replicate.expand(root, compiler, lambda node, ex: _attach(node, state, ex))
+  root = dataclasses.replace(root, children=root.children + state.sections)
   if any(c.layout.keys for c in state.copies if c.keys):
-    root = _keyframes(root, own, state)
+    root = _keyframes(root, state)
   for text in state.warnings:
     warn(text)
   return root
-
-
-def attached_names(root: Node, compiler: dict, path: str, assets: dict | None, section):
-  """For the <attach> elements of root (a model before expansion): a function giving the
-  (kind, name) of each body, joint, geom, site and camera its copy will hold, named with its
-  prefix but not yet the suffix of a <replicate> around it, which counts them
-  (replicate.expand: the elements naming them are copied with each copy, as in MuJoCo,
-  which attaches while it reads the replicate)."""
-  state = None
-
-  def names(attach: Node) -> list[tuple[str, str]]:
-    nonlocal state
-    if state is None:
-      state = _state(root, compiler, path, assets, section)[0]
-    _, content, _, _ = _content(attach, state)
-    out = []
-    for c in content:
-      _names_in(c, attach.attrs.get("prefix", ""), out)
-    return out
-
-  return names
-
-
-def _names_in(node: Node, prefix: str, out: list) -> None:
-  if node.tag in replicate.TREE_KINDS and "name" in node.attrs:
-    out.append((replicate.TREE_KINDS[node.tag], prefix + node.attrs["name"]))
-  for c in node.children:
-    _names_in(c, prefix, out)
 
 
 def _models(root: Node) -> list[Node]:
@@ -126,11 +97,6 @@ def _models(root: Node) -> list[Node]:
 def _state(root: Node, compiler: dict, path: str, assets: dict | None, section):
   """(the _State of root's attachments, root without its <model> assets)."""
   state = _State(compiler, path, assets, section, _authored(root))
-  for s in root.children:
-    if s.tag in ("tendon", "actuator"):
-      for e in s.children:
-        if "name" in e.attrs:
-          state.seen["tendon" if s.tag == "tendon" else "actuator"].add(e.attrs["name"])
   for n in _models(root):  # named, else by the name of the model it holds
     if "name" in n.attrs:
       state.models[n.attrs["name"]] = n
@@ -164,31 +130,13 @@ class _State:
     self.models = {}  # name -> <model> node, or ((tree, folder), node) read for its name
     self.own = None  # _Child: this model, for self-attachment
     self.loaded = {}  # model name -> _Child
-    self.sections = []  # asset and section nodes of the copies, in attachment order
+    # the copies' default classes, assets, options and sizes, in attachment order (their
+    # section elements go to the expansion's lists)
+    self.sections = []
     self.copies = []  # _Copy of each attachment, in order
     self.shared = set()  # (model, prefix) whose default classes and assets are copied
     self.warnings = []
-    # the names of this model's elements parsed so far (MuJoCo parses the sections before
-    # the world body, the world body in document order), copies included: what the
-    # elements an attachment copies may name
-    self.seen = {k: set() for k in ("body", "joint", "geom", "site", "camera", "tendon",
-                                    "actuator")}
-    self.seen["body"].add("world")
-    self.walked = {}  # id(body or frame of this model) -> it with its attachments expanded
-
-  def see(self, node: Node) -> None:
-    """Records the name of a tree element."""
-    kind = replicate.TREE_KINDS.get(node.tag)
-    if kind is not None and "name" in node.attrs:
-      self.seen[kind].add(node.attrs["name"])
-
-  def see_all(self, node: Node) -> None:
-    self.see(node)
-    for c in node.children:
-      self.see_all(c)
-
-  def has(self, kind: str | None, name: str) -> bool:
-    return kind in self.seen and name in self.seen[kind]
+    self.expansion = None  # replicate.Expansion: names parsed so far, lists, first copies
 
 
 class _Layout:
@@ -275,9 +223,7 @@ def _load(state: _State, attach: Node) -> _Child:
                        "yet", "file")
   _conflicts(state, attach, name, root)
   path = os.path.join(folder, os.path.basename(node.attrs["file"])) if folder else state.path
-  attached = attached_names(root, compiler, path, state.assets, state.section)
-  inner = expand(replicate.expand(root, compiler, attached), compiler, path, state.assets,
-                 state.section)
+  inner = expand(root, compiler, path, state.assets, state.section)
   defaults = parse.parse_defaults(inner)
   child = _Child(inner, compiler, defaults, _Layout(inner, defaults), folder)
   state.loaded[name] = child
@@ -373,25 +319,7 @@ def _merge(state: _State, attach: Node, name: str, differ: list) -> None:
     state.sections.append(Node("size", size, [], attach.file, attach.line))
 
 
-def _walk(node: Node, state: _State) -> Node:
-  """node with its attachments expanded, its elements' names recorded in document order."""
-  children = []
-  for c in node.children:
-    if c.tag == "attach":
-      c = _attach(c, state)
-    elif c.tag in _HOLDERS:
-      state.see(c)
-      state.walked[id(c)] = _walk(c, state)
-      c = state.walked[id(c)]
-    else:
-      state.see_all(c)
-    children.append(c)
-  if all(a is b for a, b in zip(children, node.children)):
-    return node  # the same node: keyframes find the elements by identity (_Layout)
-  return dataclasses.replace(node, children=children)
-
-
-def _content(node: Node, state: _State):
+def _content(node: Node, state: _State, ex: replicate.Expansion):
   """(child, the elements an <attach> copies, the default class in effect there, whether it
   is a self-attachment)."""
   if "prefix" not in node.attrs:
@@ -408,24 +336,25 @@ def _content(node: Node, state: _State):
   if kind is None:  # the world body's contents
     cls, content = "main", list(world.children) if world is not None else []
   else:
-    found = _find(world, kind, node.attrs[kind], "main") if world is not None else None
+    found = (_find(world, kind, node.attrs[kind], "main", ex.walked if same else {})
+             if world is not None else None)
     if found is None:
       where = ("in the current model for self-attachment" if same else
                f"in model asset '{node.attrs['model']}'")
       raise node.error(f"could not find {kind} '{node.attrs[kind]}' {where}", kind)
-    # a self-attachment copies the subtree as expanded so far (its attachments included)
-    content, cls = [state.walked.get(id(found[0]), found[0]) if same else found[0]], found[1]
+    content, cls = [found[0]], found[1]
   return child, content, cls, same
 
 
-def _attach(node: Node, state: _State) -> Node:
-  """The copy an <attach> stands for: a frame holding the child's body, frame or world."""
-  child, content, cls, same = _content(node, state)
-  rn = _Renamer(node.attrs["prefix"], node.attrs.get(replicate.SUFFIX, ""), child, state,
-                same)
+def _attach(node: Node, state: _State, ex: replicate.Expansion) -> Node:
+  """The copy an <attach> stands for: a frame holding the child's body, frame or world; the
+  section elements it brings go to the expansion's lists."""
+  state.expansion = ex
+  child, content, cls, same = _content(node, state, ex)
+  rn = _Renamer(node.attrs["prefix"], child, state, same)
   copies = [rn.tree(c, cls) for c in content]
   for c in copies:
-    state.see_all(c)
+    ex.tree(c)
   if not same and (node.attrs["model"], rn.prefix) not in state.shared:  # once each
     state.shared.add((node.attrs["model"], rn.prefix))
     tops = [d for d in child.root.children if d.tag == "default"]
@@ -436,38 +365,40 @@ def _attach(node: Node, state: _State) -> Node:
               for a in s.children]
     if assets:
       state.sections.append(Node("asset", {}, assets, node.file, node.line))
-  for tag in _SECTIONS:
-    # a self-attachment tries this model's elements, the copies made so far too
-    source = child.root.children + (state.sections if same else [])
-    kept = [rn.element(e, tag) for s in list(source) if s.tag == tag for e in s.children]
-    kept = [e for e in kept if e is not None]
-    if kept:
-      state.sections.append(Node(tag, {}, kept, node.file, node.line))
-  state.copies.append(_Copy(child.layout, rn.copied,
-                            not same and replicate.LATER not in node.attrs,
-                            node.attrs["prefix"]))
+  # a self-attachment tries this model's elements, the copies made so far too
+  lists = ex.lists if same else replicate.section_lists(child.root)
+  for (tag, _), lst in zip(replicate.LISTS, [list(lst) for lst in lists]):
+    for e in lst:
+      copy = rn.element(e, tag, ex)
+      if copy is not None:
+        ex.add(tag, copy)
+  state.copies.append(_Copy(child.layout, rn.copied, not same, node.attrs["prefix"]))
   return Node("frame", {"childclass": rn.shared(cls)}, copies, node.file, node.line)
 
 
-def _find(node: Node, kind: str, name: str, cls: str):
-  """(element, the default class in effect where it is) of the `kind` named `name`."""
+def _find(node: Node, kind: str, name: str, cls: str, walked: dict):
+  """(element, the default class in effect where it is) of the `kind` named `name`; where
+  `walked` has a holder's or replicate's expansion (replicate.Expansion.walked: this model
+  as read so far, for a self-attachment), in that."""
   for c in node.children:
-    if c.tag not in ("body", "frame"):
-      continue
-    if c.tag == kind and c.attrs.get("name") == name:
-      return c, cls
-    found = _find(c, kind, name, c.attrs.get("childclass", cls))
-    if found is not None:
-      return found
+    c = walked[id(c)][1] if id(c) in walked else c
+    for d in c if isinstance(c, list) else [c]:
+      if d.tag not in ("body", "frame"):
+        continue
+      if d.tag == kind and d.attrs.get("name") == name:
+        return d, cls
+      found = _find(d, kind, name, d.attrs.get("childclass", cls), walked)
+      if found is not None:
+        return found
   return None
 
 
 class _Renamer:
-  """Copies a child's elements with `prefix + name + suffix`, references and classes
-  alike, its angles in the parent's units."""
+  """Copies a child's elements with `prefix + name`, references and classes alike, its
+  angles in the parent's units."""
 
-  def __init__(self, prefix: str, suffix: str, child: _Child, state: _State, same: bool):
-    self.prefix, self.suffix, self.child, self.state = prefix, suffix, child, state
+  def __init__(self, prefix: str, child: _Child, state: _State, same: bool):
+    self.prefix, self.child, self.state = prefix, child, state
     self.same = same  # copying from this model: its classes and assets stay as they are
     c, p = child.compiler, state.compiler
     self.convert = (c["angle"], c["eulerseq"]) != (p["angle"], p["eulerseq"])
@@ -475,7 +406,7 @@ class _Renamer:
 
   def name(self, n: str) -> str:
     """An element's name in the copy."""
-    return self.prefix + n + self.suffix
+    return self.prefix + n
 
   def shared(self, n: str) -> str:
     """A default class's or asset's name: without the replicate's suffix, as every copy
@@ -554,17 +485,16 @@ class _Renamer:
     return dataclasses.replace(node, attrs=attrs, children=[
       dataclasses.replace(c, attrs=self._attrs(c)) for c in node.children])
 
-  def element(self, node: Node, section: str) -> Node | None:
-    """A copy of a section element whose names resolve, each as the copy's name or, where
-    its kind allows, as the parent's plain one (replicate.namespaced), else None."""
-    resolved = replicate.namespaced(node, self.name, self.state.has, section)
+  def element(self, node: Node, section: str, ex: replicate.Expansion) -> Node | None:
+    """A copy of a section element whose names resolve among those parsed so far, each as
+    the copy's name or, where its kind allows, as the parent's plain one
+    (replicate.namespaced), else None."""
+    resolved = replicate.namespaced(node, self.name, ex.has, section)
     if resolved is None:
       return None
     copy = self._section_copy(node, resolved)
     copy = dataclasses.replace(copy, children=[self._section_copy(c, r, False) for c, r in
                                                zip(node.children, resolved.children)])
-    if section in ("tendon", "actuator") and "name" in node.attrs:
-      self.state.seen[section].add(copy.attrs["name"])
     if section == "actuator":
       self.copied[id(node)] = copy
     return copy
@@ -595,28 +525,20 @@ KEY_FIELDS = ("qpos", "qvel", "ctrl", "mpos", "mquat")
 COPIED = "_copied"
 
 
-def _keyframes(root: Node, own: _Layout, state: _State) -> Node:
+def _keyframes(root: Node, state: _State) -> Node:
   """The keyframe section rewritten element by element for the model with its copies (see
   the module docstring)."""
-  size = {k: {id(n): e for n, e in own.items[k]} for k in KEY_FIELDS}
-  for c in state.copies:
-    for k in KEY_FIELDS:
-      size[k].update({id(c.copied[id(n)]): e for n, e in c.layout.items[k]
-                      if id(n) in c.copied})
-      # a self-attachment's copies of earlier copies
-      size[k].update({id(new): size[k][old] for old, new in c.copied.items()
-                      if old in size[k]})
-  final = _Layout(root, None)  # the order; sizes from `size`
+  final = _Layout(root, parse.parse_defaults(root))
   adr, total = {}, {}
   for k in KEY_FIELDS:
     at = 0
-    for n, _ in final.items[k]:
+    for n, e in final.items[k]:
       adr[k, id(n)] = at
-      at += size[k][id(n)]
+      at += e
     total[k] = at
   keys = [(key, c.layout, c.copied, c.prefix) for c in state.copies if c.keys
           for key in c.layout.keys]
-  nodes = list(own.keys)  # read against the final model, as a plain model's
+  nodes = list(state.own.layout.keys)  # read against the final model, as a plain model's
   for key, layout, copied, prefix in keys:
     if "act" in key.attrs:
       raise key.error("keyframe act in a model with attached models is not supported by "
@@ -631,7 +553,7 @@ def _keyframes(root: Node, own: _Layout, state: _State) -> Node:
         given = np.where([c == "1" for c in key.attrs[GIVEN + k]], given, np.nan)
       out, src = np.full(total[k], np.nan), 0
       for n, e in layout.items[k]:
-        target = copied.get(id(n), n)
+        target = state.expansion.final(copied.get(id(n), n))
         if (k, id(target)) in adr and src + e <= len(given):
           out[adr[k, id(target)]:adr[k, id(target)] + e] = given[src:src + e]
         src += e

@@ -23,7 +23,6 @@ from jaxmj.mjcf.compile import (
   frames,
   inertia,
   plastic,
-  replicate,
   sensor,
   setconst,
   sleep,
@@ -95,8 +94,6 @@ def compile_node(root: Node, path: str, assets: dict | None = None,
       warn(f"{n.file}:{n.line}: compiler attribute 'settotalmass' is deprecated in "
            "MuJoCo and will be removed in a future release")
   section = lambda r, t: _section(r, t)[0]  # noqa: E731
-  root = replicate.expand(root, compiler, attach.attached_names(root, compiler, path, assets,
-                                                                section))
   root = attach.expand(root, compiler, path, assets, section)
   if compiler["discardvisual"]:
     root = discard.strip_materials(root)

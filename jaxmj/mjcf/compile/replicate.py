@@ -9,7 +9,8 @@ the camera and light targets inside it (measured: a target outside the copy is t
 unknown, in MuJoCo as here). Here each
 copy becomes a <frame> node in the replicate's place, so the compiler sees frames it
 already knows, in MuJoCo's order (a nested replicate is expanded first, so its names carry
-the inner suffix, then the outer one).
+the inner suffix, then the outer one; so is an <attach> inside, jaxmj/mjcf/compile/attach.py,
+whose section elements join the lists below).
 
 The tendons, actuators, sensors, equality constraints, contact pairs and excludes that name
 elements of the copies are copied with them, as MuJoCo's attach copies them: MuJoCo parses
@@ -38,22 +39,26 @@ _HOLDERS = ("worldbody", "body", "frame", "replicate")
 # the kind of element each reference attribute names (assets left out: never suffixed)
 REFERENCE_KINDS = {a: k for a, k in REFERENCES.items()
                    if k not in (None, "mesh", "hfield", "material", "texture", "skin")}
-# hidden attributes of an <attach> in a copy (jaxmj/mjcf/compile/attach.py expands it after
-# this): the suffix its names take, and on every copy but the first, LATER (the child's
-# keyframes come with the first copy only, as in MuJoCo 4.0)
-SUFFIX, LATER = "_suffix", "_later"
 
 
-def expand(root: Node, compiler: dict, attached=None) -> Node:
+def expand(root: Node, compiler: dict, attach=None) -> Node:
   """root with every <replicate> under <worldbody> replaced by its copies, and the section
-  elements naming them copied with them (see the module). attached(node): the (kind, name)
-  of the elements an <attach> will bring (attach.attached_names; None: none), which the
-  section elements may name too."""
-  if not any(_has_replicate(c) for c in root.children if c.tag == "worldbody"):
+  elements naming them copied with them (see the module). attach(node, expansion): the
+  frame an <attach> stands for (jaxmj/mjcf/compile/attach.py), called in document order as
+  MuJoCo reads it, which adds the section elements it brings to the expansion's lists
+  (`add`); the copies of a replicate holding it then copy those as they copy the parent's."""
+  if attach is None and not any(_has_replicate(c) for c in root.children
+                                if c.tag == "worldbody"):
     return root
-  ex = _Expansion(root, compiler["angle"] == "degree", compiler["eulerseq"], attached)
+  ex = Expansion(root, compiler["angle"] == "degree", compiler["eulerseq"], attach)
   children = [ex.walk(c) if c.tag == "worldbody" else c for c in root.children]
   return ex.sections(dataclasses.replace(root, children=children))
+
+
+def section_lists(root: Node) -> list[list[Node]]:
+  """A model's elements of each of LISTS, in document order."""
+  return [[n for c in root.children if c.tag == tag for n in c.children
+           if tags is None or n.tag in tags] for tag, tags in LISTS]
 
 
 def _has_replicate(node: Node) -> bool:
@@ -70,24 +75,26 @@ _OBJ_KINDS = {"body": "body", "xbody": "body", "geom": "geom", "site": "site",
               "actuator": "actuator"}
 # MuJoCo's lists of elements outside the tree, in the order attach copies them
 # (mjCModel::operator+=): (section, tags or None for all)
-_LISTS = (("contact", ("pair",)), ("contact", ("exclude",)), ("tendon", None),
+LISTS = (("contact", ("pair",)), ("contact", ("exclude",)), ("tendon", None),
           ("equality", None), ("actuator", None), ("sensor", None))
 # elements in one list past which a replicate is refused (MuJoCo would go on doubling)
 _MAX_ELEMENTS = 1 << 16
 
 
-class _Expansion:
+class Expansion:
   """The names parsed so far (MuJoCo parses the world body last, in document order) and
-  the section lists, as the replicates of one model are expanded in order."""
+  the section lists, as the replicates and attachments of one model are expanded in
+  order."""
 
-  def __init__(self, root: Node, deg: bool, seq: str, attached):
-    self.deg, self.seq, self.attached = deg, seq, attached
-    self.lists = [[n for c in root.children if c.tag == tag for n in c.children
-                   if tags is None or n.tag in tags] for tag, tags in _LISTS]
+  def __init__(self, root: Node, deg: bool, seq: str, attach):
+    self.deg, self.seq, self.attach = deg, seq, attach
+    self.lists = section_lists(root)
     self.changed = False
     self.names = {k: {} for k in ("body", "joint", "geom", "site", "camera", "tendon",
                                   "actuator")}
     self.names["body"]["world"] = 1
+    self.walked = {}  # id(holder) -> (holder, it expanded); a replicate: (it, its frames)
+    self.moved = {}  # id(element) -> (element, its copy in a replicate's first copy)
     for kind, lst in (("tendon", self.lists[2]), ("actuator", self.lists[4])):
       for n in lst:
         self._count(kind, n.attrs.get("name"), 1)
@@ -96,14 +103,25 @@ class _Expansion:
     if kind is not None and name is not None:
       self.names[kind][name] = self.names[kind].get(name, 0) + k
 
-  def _tree(self, node: Node, k: int) -> None:
+  def tree(self, node: Node, k: int = 1) -> None:
     """Counts (k = 1) or discounts (k = -1) the names of a subtree's elements."""
-    if node.tag == "attach" and self.attached is not None:
-      for kind, name in self.attached(node):
-        self._count(kind, name + node.attrs.get(SUFFIX, ""), k)
     self._count(TREE_KINDS.get(node.tag), node.attrs.get("name"), k)
     for c in node.children:
-      self._tree(c, k)
+      self.tree(c, k)
+
+  def add(self, section: str, node: Node) -> None:
+    """Appends an element of a section (an attachment's copy) to its list."""
+    j = next(j for j, (tag, tags) in enumerate(LISTS)
+             if tag == section and (tags is None or node.tag in tags))
+    self.lists[j].append(node)
+    self.changed = True
+    self._count(_list_kind(j), node.attrs.get("name"), 1)
+
+  def final(self, node: Node) -> Node:
+    """The element a replicate's first copy made of node, through nested replicates."""
+    while id(node) in self.moved and self.moved[id(node)][0] is node:
+      node = self.moved[id(node)][1]
+    return node
 
   def has(self, kind: str | None, name: str) -> bool:
     return kind in self.names and self.names[kind].get(name, 0) > 0
@@ -113,13 +131,18 @@ class _Expansion:
     children = []
     for c in node.children:
       if c.tag == "replicate":
-        children.extend(self._replicate(c))
+        copies = self._replicate(c)
+        self.walked[id(c)] = (c, copies)
+        children.extend(copies)
         continue
-      if c.tag in _HOLDERS:
+      if c.tag == "attach" and self.attach is not None:
+        c = self.attach(c, self)
+      elif c.tag in _HOLDERS:
         self._count(TREE_KINDS.get(c.tag), c.attrs.get("name"), 1)
-        c = self.walk(c)
+        self.walked[id(c)] = (c, self.walk(c))
+        c = self.walked[id(c)][1]
       else:
-        self._tree(c, 1)
+        self.tree(c, 1)
       children.append(c)
     return dataclasses.replace(node, children=children)
 
@@ -128,26 +151,28 @@ class _Expansion:
     original subtree, deleted."""
     inner = self.walk(node)  # the original subtree, its own replicates expanded
     out = []
-    for frame in _copies(inner, self.deg, self.seq):
+    for i, frame in enumerate(_copies(inner, self.deg, self.seq, self.moved)):
       out.append(frame)
-      self._tree(frame, 1)
-      self._copy_lists(frame.attrs.pop(_COPY_SUFFIX), node)
+      self.tree(frame, 1)
+      self._copy_lists(frame.attrs.pop(_COPY_SUFFIX), node, i == 0)
     old = {k: dict(v) for k, v in self.names.items()}
     for c in inner.children:
-      self._tree(c, -1)
+      self.tree(c, -1)
     self._remove_unresolved(lambda kind, name: kind in old and old[kind].get(name, 0) > 0)
     return out
 
-  def _copy_lists(self, suffix: str, node: Node) -> None:
+  def _copy_lists(self, suffix: str, node: Node, first: bool) -> None:
     for j, lst in enumerate(self.lists):
       for e in list(lst):  # the elements before this copy's, copies made earlier too
-        c = namespaced(e, lambda n: n + suffix, self.has, _LISTS[j][0])
+        c = namespaced(e, lambda n: n + suffix, self.has, LISTS[j][0])
         if c is not None:
+          if first:
+            self.moved[id(e)] = (e, c)
           lst.append(c)
           self.changed = True
           self._count(_list_kind(j), c.attrs.get("name"), 1)
       if len(lst) > _MAX_ELEMENTS:  # MuJoCo would go on doubling (sensors naming nothing)
-        raise node.error(f"replicate: {len(lst)} <{_LISTS[j][0]}> elements after copying "
+        raise node.error(f"replicate: {len(lst)} <{LISTS[j][0]}> elements after copying "
                          f"those that name its copies; an element that names nothing (a "
                          f"clock sensor) is copied at every attachment, doubling each time",
                          "count")
@@ -156,8 +181,8 @@ class _Expansion:
     for j, lst in enumerate(self.lists):
       kept = []
       for e in lst:
-        if (namespaced(e, _same, had, _LISTS[j][0]) is not None
-                and namespaced(e, _same, self.has, _LISTS[j][0]) is None):
+        if (namespaced(e, _same, had, LISTS[j][0]) is not None
+                and namespaced(e, _same, self.has, LISTS[j][0]) is None):
           self.changed = True
           self._count(_list_kind(j), e.attrs.get("name"), -1)
         else:
@@ -178,6 +203,8 @@ class _Expansion:
         seen.add(c.tag)
         c = dataclasses.replace(c, children=content[c.tag])
       children.append(c)
+    children += [Node(tag, {}, nodes, root.file, root.line) for tag, nodes in content.items()
+                 if nodes and tag not in seen]
     return dataclasses.replace(root, children=children)
 
 
@@ -265,9 +292,9 @@ def sides_of(node: Node) -> list[tuple[str, str | None]]:
   return first(*(n for n in a if n in REFERENCE_KINDS))
 
 
-def _copies(node: Node, deg: bool, seq: str) -> list[Node]:
+def _copies(node: Node, deg: bool, seq: str, moved: dict) -> list[Node]:
   """The frames of a replicate whose own children are already expanded, each with its
-  suffix under _COPY_SUFFIX."""
+  suffix under _COPY_SUFFIX; moved[id(element)] = (element, its first copy)."""
   if "count" not in node.attrs:
     raise node.error("missing required attribute 'count'", attribute="count")
   count = node.get("count")
@@ -285,8 +312,8 @@ def _copies(node: Node, deg: bool, seq: str) -> list[Node]:
       attrs["childclass"] = node.attrs["childclass"]
     suffix = sep + str(i).rjust(digits, "0")
     attrs[_COPY_SUFFIX] = suffix
-    out.append(Node("frame", attrs, [_renamed(c, suffix, i == 0) for c in node.children],
-                    node.file, node.line))
+    out.append(Node("frame", attrs, [_renamed(c, suffix, moved if i == 0 else None)
+                                     for c in node.children], node.file, node.line))
     move = frames.mulvecmat(offset, frames.quat2mat(quat))
     pos = [pos[k] + move[k] for k in range(3)]
   return out
@@ -301,14 +328,13 @@ _COPY_SUFFIX = "_copy_suffix"  # a copy's suffix, taken off as the copy is count
 _REFERENCES = {"camera": ("target",), "light": ("target",)}
 
 
-def _renamed(node: Node, suffix: str, first: bool) -> Node:
+def _renamed(node: Node, suffix: str, moved: dict | None) -> Node:
   attrs = dict(node.attrs)
   for key in ("name",) + _REFERENCES.get(node.tag, ()):
     if key in attrs:
       attrs[key] += suffix
-  if node.tag == "attach":  # every name of the attached copy takes the suffix
-    attrs[SUFFIX] = attrs.get(SUFFIX, "") + suffix
-    if not first:
-      attrs[LATER] = "1"
-  return dataclasses.replace(node, attrs=attrs,
-                             children=[_renamed(c, suffix, first) for c in node.children])
+  copy = dataclasses.replace(node, attrs=attrs,
+                             children=[_renamed(c, suffix, moved) for c in node.children])
+  if moved is not None:
+    moved[id(node)] = (node, copy)
+  return copy
