@@ -53,7 +53,8 @@ def assert_same_as_mujoco(m, mj):
 def test_attached_models_compile_as_mujoco(name):
   # scene.xml: a whole model that attaches two others itself, on a moving body; a body of
   # a model in radians under a rotated frame of one in degrees (and the reverse); copies
-  # under <replicate>; a mocap target and keyframes in the parent and in the children
+  # under <replicate>; a mocap target and keyframes in the parent and in the children; a
+  # clock sensor in arm.xml, copied at every copy of every attachment (22 in scene.xml)
   m, mj = _load(os.path.join(ATTACH, name))
   assert_same_as_mujoco(m, mj)
 

@@ -35,10 +35,7 @@ MuJoCo's reader attaches while it reads), as measured against mujoco 4.0
   "warning" (the default) keeps the parent's, "error" refuses two different values, "merge"
   takes MuJoCo's per-field minimum, maximum or union, or refuses.
 Where MuJoCo 4.0 does something else, the behaviour above is kept: a key of a partial copy
-puts the values of the joints left out onto another copy's joints of the same name, and an
-element naming nothing (a clock sensor) is copied more than once where attached models are
-attached again (16 clock sensors where models/attach/scene.xml would have 2, with one in
-arm.xml).
+puts the values of the joints left out onto another copy's joints of the same name.
 Without `model` the body or frame comes from this model (self-attachment) as expanded so far
 (the attachments inside it included): renamed, with the elements naming it (this model's and
 the copies made so far), its classes and assets as they are, and no keyframes of its own.
