@@ -56,18 +56,26 @@ def _lights(m: Model, d: Data, cam_mat) -> list[dict]:
   return rows
 
 
+def _length(v):
+  """|v| over the last axis, at least 1e-15: a background pixel's point is the camera's
+  (view 0), where a plain norm's gradient is NaN and would spread through the image's."""
+  return jnp.sqrt(jnp.maximum(jnp.sum(v * v, -1), 1e-30))
+
+
 def shade(m: Model, d: Data, cam_pos, cam_mat, point, normal, geomid, occluded=None,
-          rgba=None):
+          rgba=None, texture=None):
   """RGB (N, 3) in [0, 1] at hit points point (N, 3) with unit normals (N, 3) of geoms
   geomid (N,) (-1: background, black). occluded: optional callable(origins (N, 3),
   directions (N, 3), max_dist (N,)) -> (N,) bool, for shadows. rgba: optional (ngeom, 4)
-  colours (may be traced) in place of the model's and its materials' (alpha unused)."""
+  colours (may be traced) in place of the model's and its materials' (alpha unused).
+  texture: optional texel colours (N, 3) the lit colour is multiplied by (camera/texture.py,
+  OpenGL's GL_MODULATE after its clamp)."""
   model_rgba, spec, shin, emis = (jnp.asarray(a, point.dtype) for a in geom_materials(m))
   rgba = model_rgba if rgba is None else jnp.asarray(rgba, point.dtype)
   g = jnp.maximum(geomid, 0)
   base, spec, shin, emis = rgba[g, :3], spec[g], shin[g], emis[g]
   view = cam_pos - point
-  view = view / jnp.linalg.norm(view, axis=-1, keepdims=True).clip(1e-30)
+  view = view / _length(view)[:, None]
   colour = emis[:, None] * base
   for light in _lights(m, d, cam_mat):
     if light["directional"]:
@@ -76,7 +84,7 @@ def shade(m: Model, d: Data, cam_pos, cam_mat, point, normal, geomid, occluded=N
       att = 1.0
     else:
       delta = light["pos"] - point
-      dist = jnp.linalg.norm(delta, axis=-1).clip(1e-30)
+      dist = _length(delta)
       to_light = delta / dist[:, None]
       c0, c1, c2 = (float(a) for a in light["att"])
       att = 1.0 / (c0 + c1 * dist + c2 * dist * dist)
@@ -87,7 +95,7 @@ def shade(m: Model, d: Data, cam_pos, cam_mat, point, normal, geomid, occluded=N
       spot = jnp.where(inside, jnp.maximum(cos, 0.0) ** light["exponent"], 0.0)
     ndotl = jnp.sum(normal * to_light, -1)
     half = to_light + view
-    half = half / jnp.linalg.norm(half, axis=-1, keepdims=True).clip(1e-30)
+    half = half / _length(half)[:, None]
     ndoth = jnp.maximum(jnp.sum(normal * half, -1), 0.0)
     lit = ndotl > 0
     if light["shadow"] and occluded is not None:
@@ -98,4 +106,7 @@ def shade(m: Model, d: Data, cam_pos, cam_mat, point, normal, geomid, occluded=N
             + jnp.where(lit, ndoth ** (128 * shin), 0.0)[:, None] * spc * spec[:, None])
     scale = jnp.broadcast_to(jnp.asarray(att * spot, point.dtype), dist.shape)
     colour = colour + scale[:, None] * term
-  return jnp.where((geomid >= 0)[:, None], jnp.clip(colour, 0.0, 1.0), 0.0)
+  colour = jnp.clip(colour, 0.0, 1.0)
+  if texture is not None:
+    colour = colour * texture
+  return jnp.where((geomid >= 0)[:, None], colour, 0.0)
