@@ -64,7 +64,7 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
 
   Returns a dict with the requested outputs, row 0 at the top as mujoco.Renderer's:
     rgb: (height, width, 3) float in [0, 1], geom colours under the model's lights and the
-      headlight (background black), planes' 2D textures on them (camera/texture.py);
+      headlight (background black), textures on planes and primitives (camera/texture.py);
       shadows: rays to shadow-casting lights.
     depth: (height, width) distance along the optical axis in metres, as mujoco.Renderer's
       depth rendering; where nothing is hit, its far clip distance (vis.map.zfar * extent).
@@ -129,17 +129,17 @@ def ray_cast_images(m: Model, d: Data, rgba: jax.Array | None, *, cam: int, heig
     blocked = trace.nearest_hits(m, d, ids, origin, direction).dist
     return blocked < max_dist
 
-  planes = texture.plane_textures(m, ids)
+  textures = texture.geom_textures(m, ids)
   left, right, bottom, top = frustum.image_plane(m, cam, height, width)
   # one pixel's step across the image: a ray's direction (perspective) or origin moves by
   # this much per pixel, right and down
   steps = jnp.stack([(right - left) / width * mat[:, 0], (top - bottom) / height * mat[:, 1]])
 
-  def textured(point, geomid, ray, depth):
-    if planes is None:
+  def textured(point, normal, geomid, ray, depth):
+    if textures is None:
       return None
     scale = 1.0 if ortho else depth[:, None, None]
-    return texture.texel_colours(planes, m, d, point, geomid, ray, scale * steps)
+    return texture.texel_colours(textures, m, d, point, normal, geomid, ray, scale * steps)
 
   if softness is not None and {"rgb", "depth"} & set(outputs):
     depth, rgb = soft.soft_image(m, d, ids, pnt, vec, pos, mat, softness, far, tiles, rgba,
@@ -152,6 +152,7 @@ def ray_cast_images(m: Model, d: Data, rgba: jax.Array | None, *, cam: int, heig
     point = pnt + jnp.where(hit, hits.dist, 0.0)[:, None] * vec
     rgb = shade.shade(m, d, pos, mat, point, hits.normal, hits.geomid,
                       occluded if shadows else None, rgba,
-                      textured(point, hits.geomid, vec, jnp.where(hit, hits.dist, 0.0)))
+                      textured(point, hits.normal, hits.geomid, vec,
+                               jnp.where(hit, hits.dist, 0.0)))
     out["rgb"] = as_image(rgb)
   return out

@@ -118,8 +118,8 @@ def soft_image(m: Model, d: Data, ids: np.ndarray, pnt, vec, cam_pos, cam_mat,
   """Depth (N,) and RGB (N, 3) of camera rays from pnt ((3,) or (N, 3)) along vec (N, 3)
   with soft silhouettes of the primitives among geom ids `ids`, seen by the camera at
   cam_pos, cam_mat (tiles, rgba, occluded: as for trace.nearest_hits and shade.shade).
-  texture: optional callable(point (M, 3), geomid (M,), ray (M, 3), depth (M,)) -> texel
-  colours (M, 3) or None (image.py)."""
+  texture: optional callable(point (M, 3), normal (M, 3), geomid (M,), ray (M, 3), depth
+  (M,)) -> texel colours (M, 3) or None (image.py)."""
   soft_types = tuple(SDF)
   alphas, dists, normals, geoms = [], [], [], []
   for gtype in soft_types:
@@ -144,10 +144,10 @@ def soft_image(m: Model, d: Data, ids: np.ndarray, pnt, vec, cam_pos, cam_mat,
   weight = alpha * jnp.concatenate([jnp.ones_like(through[:, :1]), through[:, :-1]], 1)
   origin = jnp.broadcast_to(pnt, vec.shape)[:, None]
   point = origin + jnp.minimum(dist, far)[..., None] * vec[:, None]
-  flat = point.reshape(-1, 3), geom.reshape(-1)
+  flat = point.reshape(-1, 3), normal.reshape(-1, 3), geom.reshape(-1)
   texels = None if texture is None else texture(
     *flat, jnp.repeat(vec, alpha.shape[1], 0), jnp.minimum(dist, far).reshape(-1))
-  colour = shade.shade(m, d, cam_pos, cam_mat, flat[0], normal.reshape(-1, 3), flat[1],
-                       occluded, rgba, texels).reshape(*alpha.shape, 3)
+  colour = shade.shade(m, d, cam_pos, cam_mat, *flat, occluded, rgba,
+                       texels).reshape(*alpha.shape, 3)
   depth = jnp.sum(weight * jnp.minimum(dist, far), 1) + through[:, -1] * far
   return depth, jnp.sum(weight[..., None] * colour, 1)

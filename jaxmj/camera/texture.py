@@ -1,4 +1,5 @@
-"""2D textures on planes, as MuJoCo's OpenGL renderer maps and filters them.
+"""Textures on geoms, as MuJoCo's OpenGL renderer maps and filters them: a 2D texture on a
+plane, a cube texture on a sphere, ellipsoid, box or cylinder.
 
 A plane's texture coordinates (render_context.c makePlane, render_gl3.c settexture), in the
 plane's frame (x, y) with half sizes (sx, sy):
@@ -6,10 +7,17 @@ plane's frame (x, y) with half sizes (sx, sy):
 and along an infinite dimension (size 0) s = 0.5 scl_x x, t = -0.5 scl_y y, both shifted by
 -0.5 when either dimension is infinite; scl is the material's texrepeat (1 where not
 positive), times the size where texuniform. s runs along a texture row, t down its rows (row
-0 of tex_data at t = 0), both repeating. Filtering is OpenGL's trilinear (bilinear within a
-level, linear between the two mipmap levels around the pixel's footprint, log2 of the texels
-one pixel spans along the plane, the larger of the image's two directions); the mipmaps
-average 2 x 2 texels. The lit colour is multiplied by the texel's (GL_MODULATE).
+0 of tex_data at t = 0), both repeating.
+
+A cube texture is looked up by direction (OpenGL's cube map: the major axis picks one of the
+six faces, +x -x +y -y +z -z in tex_data's order, or one image for all six, edges clamped):
+the point in the geom's frame over its size (the unit shape MuJoCo draws scaled), or in
+length units where texuniform.
+
+Filtering is OpenGL's trilinear: bilinear within a level, linear between the two mipmap
+levels around the pixel's footprint (log2 of the texels one pixel spans on the surface, the
+larger of the image's two directions); the mipmaps average 2 x 2 texels. An sRGB texture is
+sampled as linear values. The lit colour is multiplied by the texel's (GL_MODULATE).
 """
 
 from __future__ import annotations
@@ -24,40 +32,54 @@ from jaxmj.types import Data, Model
 
 _RGB = 1  # mjtTextureRole mjTEXROLE_RGB
 _TEXTURE_2D = 0  # mjtTexture
+_SRGB = 2  # mjtColorSpace
+# the geoms a cube texture is drawn on: the sizes scaling MuJoCo's unit shape, per axis
+_CUBE_SCALE = {GeomType.SPHERE: (0, 0, 0), GeomType.ELLIPSOID: (0, 1, 2),
+               GeomType.BOX: (0, 1, 2), GeomType.CYLINDER: (0, 0, 1)}
+# OpenGL's cube map faces (+x, -x, +y, -y, +z, -z): (axis, sign) of s and t
+_FACE_ST = np.array([[[2, -1], [1, -1]], [[2, 1], [1, -1]], [[0, 1], [2, 1]],
+                     [[0, 1], [2, -1]], [[0, 1], [1, -1]], [[0, -1], [1, -1]]])
 
 
 @dataclasses.dataclass(frozen=True)
-class PlaneTextures:
-  """The textured planes among the drawn geoms, and their textures' mipmaps (host arrays).
-  slot (ngeom,): each geom's texture slot, -1 none; repeat (ngeom, 2): the material's
-  texrepeat (1 where not positive); uniform (ngeom,): its texuniform; texels (T, 3): every
-  level of every slot's mipmaps, row by row; start, height, width (slots, levels): where
-  each level is (a slot's last level repeated to the deepest slot's count)."""
+class Textures:
+  """The textured geoms among those drawn, and their textures' mipmaps (host arrays).
+  slot (ngeom,): each geom's texture slot, -1 none; cube (ngeom,): a cube texture's; repeat
+  (ngeom, 2): a plane's texrepeat (1 where not positive); uniform (ngeom,): texuniform;
+  axes (ngeom, 3): which size scales each axis of a cube-textured shape; texels (T, 3):
+  every level of every slot's mipmaps, row by row (a cube's six faces one below the other);
+  start, height, width (slots, levels): where each level is and its size (a cube's: one
+  face's), a slot's last level repeated to the deepest slot's count."""
   slot: np.ndarray
+  cube: np.ndarray
   repeat: np.ndarray
   uniform: np.ndarray
+  axes: np.ndarray
   texels: np.ndarray
   start: np.ndarray
   height: np.ndarray
   width: np.ndarray
 
 
-def plane_textures(m: Model, ids: np.ndarray) -> PlaneTextures | None:
-  """The 2D textures of the planes among geom ids `ids`, or None where none has one."""
-  slot = np.full(m.ngeom, -1)
+def geom_textures(m: Model, ids: np.ndarray) -> Textures | None:
+  """The textures MuJoCo draws on the geoms among ids `ids`, or None where none has one."""
+  slot, cube = np.full(m.ngeom, -1), np.zeros(m.ngeom, bool)
   repeat, uniform = np.ones((m.ngeom, 2)), np.zeros(m.ngeom, bool)
+  axes = np.zeros((m.ngeom, 3), np.int64)
   slots = {}
   for g in ids:
-    mat = int(m.geom_matid[g])
-    if int(m.geom_type[g]) != GeomType.PLANE or mat < 0:
+    mat, gtype = int(m.geom_matid[g]), int(m.geom_type[g])
+    tex = int(m.mat_texid[mat, _RGB]) if mat >= 0 else -1
+    if tex < 0:
       continue
-    tex = int(m.mat_texid[mat, _RGB])
-    if tex < 0 or int(m.tex_type[tex]) != _TEXTURE_2D:
+    flat = int(m.tex_type[tex]) == _TEXTURE_2D
+    if not (gtype == GeomType.PLANE if flat else gtype in _CUBE_SCALE):
       continue
-    slot[g] = slots.setdefault(tex, len(slots))
+    slot[g], cube[g] = slots.setdefault(tex, len(slots)), not flat
     rep = np.asarray(m.mat_texrepeat[mat], np.float64)
     repeat[g] = np.where(rep > 0, rep, 1.0)
     uniform[g] = bool(m.mat_texuniform[mat])
+    axes[g] = _CUBE_SCALE.get(gtype, (0, 1, 2))
   if not slots:
     return None
   pyramids = [_mipmaps(_image(m, tex)) for tex in slots]
@@ -66,41 +88,51 @@ def plane_textures(m: Model, ids: np.ndarray) -> PlaneTextures | None:
   texels, at = [], 0
   for i, pyramid in enumerate(pyramids):
     for k in range(levels):
-      level = pyramid[min(k, len(pyramid) - 1)]
+      faces = pyramid[min(k, len(pyramid) - 1)]  # (faces, h, w, 3)
       if k < len(pyramid):
-        texels.append(level.reshape(-1, 3))
-        start[i, k], at = at, at + level.shape[0] * level.shape[1]
+        texels.append(faces.reshape(-1, 3))
+        start[i, k], at = at, at + faces[..., 0].size
       else:
         start[i, k] = start[i, k - 1]
-      height[i, k], width[i, k] = level.shape[:2]
-  return PlaneTextures(slot, repeat, uniform, np.concatenate(texels), start, height, width)
+      height[i, k], width[i, k] = faces.shape[1:3]
+  return Textures(slot, cube, repeat, uniform, axes, np.concatenate(texels), start, height,
+                  width)
 
 
 def _image(m: Model, tex: int) -> np.ndarray:
-  """Texture `tex` as (height, width, 3) floats in [0, 1] (one channel: grey)."""
+  """Texture `tex` as (faces, height, width, 3) floats in [0, 1]: one face for a 2D texture,
+  six for a cube (one image given for all six is repeated); one channel is grey; an sRGB
+  one is decoded to linear values, as OpenGL samples an sRGB texture (MuJoCo's framebuffer
+  does not encode them back: such a texture looks darker than its file)."""
   h, w, c = (int(a[tex]) for a in (m.tex_height, m.tex_width, m.tex_nchannel))
   adr = int(m.tex_adr[tex])
   img = np.asarray(m.tex_data[adr:adr + h * w * c], np.float64).reshape(h, w, c) / 255.0
-  return np.repeat(img, 3, -1) if c == 1 else img[..., :3]
+  img = np.repeat(img, 3, -1) if c == 1 else img[..., :3]
+  if int(m.tex_colorspace[tex]) == _SRGB:
+    img = np.where(img <= 0.04045, img / 12.92, ((img + 0.055) / 1.055) ** 2.4)
+  if int(m.tex_type[tex]) == _TEXTURE_2D:
+    return img[None]
+  return np.repeat(img[None], 6, 0) if h == w else img.reshape(6, w, w, 3)
 
 
 def _mipmaps(img: np.ndarray) -> list[np.ndarray]:
-  """img and its halvings down to one texel, each texel the mean of the 2 x 2 above it (an
-  odd last row or column joins the pair before it)."""
+  """img (faces, h, w, 3) and its halvings down to one texel, each texel the mean of the
+  2 x 2 above it (an odd last row or column joins the pair before it)."""
   out = [img]
-  while img.shape[0] > 1 or img.shape[1] > 1:
-    h, w = max(img.shape[0] // 2, 1), max(img.shape[1] // 2, 1)
-    rows = np.array_split(np.arange(img.shape[0]), h)
-    cols = np.array_split(np.arange(img.shape[1]), w)
-    img = np.stack([np.stack([img[r][:, c].mean((0, 1)) for c in cols]) for r in rows])
+  while img.shape[1] > 1 or img.shape[2] > 1:
+    h, w = max(img.shape[1] // 2, 1), max(img.shape[2] // 2, 1)
+    rows = np.array_split(np.arange(img.shape[1]), h)
+    cols = np.array_split(np.arange(img.shape[2]), w)
+    img = np.stack([np.stack([img[:, r][:, :, c].mean((1, 2)) for c in cols], 1)
+                    for r in rows], 1)
     out.append(img)
   return out
 
 
-def _mapping(tex: PlaneTextures, size, g):
-  """(scale, shift) (N, 2) of planes g (N,) of sizes `size` (ngeom, 3; a Model leaf): s =
+def _plane_mapping(tex: Textures, size, g):
+  """(scale, shift) (N, 2) of planes g (N,) of sizes `size` (N, 3; a Model leaf's rows): s =
   scale_x x + shift_x, t = scale_y y + shift_y in the plane's frame (see the module)."""
-  size = size[g, :2]
+  size = size[:, :2]
   finite = size > 0
   scl = jnp.asarray(tex.repeat, size.dtype)[g]
   scl = jnp.where(jnp.asarray(tex.uniform)[g][:, None] & finite, scl * size, scl)
@@ -110,43 +142,65 @@ def _mapping(tex: PlaneTextures, size, g):
   return scale, shift
 
 
-def texel_colours(tex: PlaneTextures, m: Model, d: Data, point, geomid, ray, steps):
-  """The texture colour (N, 3) at hit points (N, 3) of geoms geomid (N,) (1 where untextured
-  or -1), seen along ray directions `ray` (N, 3) whose neighbouring pixels' rays reach the
-  hit's depth `steps` (N, 2, 3) apart (the footprint, before projection onto the plane)."""
+def texel_colours(tex: Textures, m: Model, d: Data, point, normal, geomid, ray, steps):
+  """The texture colour (N, 3) at hit points (N, 3) with normals (N, 3) of geoms geomid
+  (N,) (1 where untextured or -1), seen along ray directions `ray` (N, 3) whose neighbouring
+  pixels' rays reach the hit's depth `steps` (N, 2, 3) apart (the footprint, before
+  projection onto the surface)."""
   dtype = point.dtype
   g = jnp.maximum(geomid, 0)
   slot = jnp.asarray(tex.slot)[g]
   on = (geomid >= 0) & (slot >= 0)
-  slot = jnp.maximum(slot, 0)
-  rot = d.geom_xmat[g]  # (N, 3, 3), columns the plane's axes
-  local = jnp.einsum("nji,nj->ni", rot, point - d.geom_xpos[g])[:, :2]
-  scale, shift = _mapping(tex, m.geom_size, g)
-  st = scale * local + shift  # (N, 2)
-  # a pixel's footprint on the plane: each screen step slid along the ray onto the plane
-  normal = rot[:, :, 2]
+  slot, cube = jnp.maximum(slot, 0), jnp.asarray(tex.cube)[g]
+  rot = d.geom_xmat[g]  # (N, 3, 3), columns the geom's axes
+  local = jnp.einsum("nji,nj->ni", rot, point - d.geom_xpos[g])
+  # a pixel's footprint on the surface: each screen step slid along the ray onto the
+  # tangent plane, in the geom's frame
   along = jnp.sum(normal * ray, -1)
   along = jnp.where(jnp.abs(along) > 1e-12, along, 1e-12)
   onto = steps - ray[:, None] * (jnp.einsum("nj,nkj->nk", normal, steps) / along[:, None])[
     ..., None]
-  dlocal = jnp.einsum("nji,nkj->nki", rot, onto)[..., :2]  # (N, 2 steps, 2)
-  size = jnp.stack([jnp.asarray(tex.width, dtype)[slot, 0],
-                    jnp.asarray(tex.height, dtype)[slot, 0]], -1)  # texels along s, t
+  dlocal = jnp.einsum("nji,nkj->nki", rot, onto)  # (N, 2 steps, 3)
+  size = m.geom_size[g]
+  width = jnp.asarray(tex.width, dtype)[slot, 0]
+  height = jnp.asarray(tex.height, dtype)[slot, 0]
+
+  scale, shift = _plane_mapping(tex, size, g)
+  st_plane = scale * local[:, :2] + shift
+  span_plane = jnp.sum(jnp.square(dlocal[..., :2] * (scale * jnp.stack([width, height], -1))[
+    :, None]), -1).max(-1)
+
+  unit = jnp.take_along_axis(size, jnp.asarray(tex.axes)[g], 1)
+  unit = jnp.where(jnp.asarray(tex.uniform)[g][:, None] | (unit <= 0), 1.0, unit)
+  obj, dobj = local / unit, dlocal / unit[:, None]
+  axis = jnp.argmax(jnp.abs(obj), -1)
+  major = jnp.maximum(jnp.take_along_axis(jnp.abs(obj), axis[:, None], 1)[:, 0], 1e-30)
+  negative = jnp.take_along_axis(obj, axis[:, None], 1)[:, 0] < 0
+  face = 2 * axis + negative
+  rule = jnp.asarray(_FACE_ST)[face]  # (N, 2 [s, t], 2 [axis, sign])
+  sc_tc = jnp.take_along_axis(obj, rule[..., 0], 1) * rule[..., 1]
+  st_cube = 0.5 * (sc_tc / major[:, None] + 1)
+  span_cube = width * width * jnp.sum(jnp.square(dobj), -1).max(-1) / (4 * major * major)
+
+  st = jnp.where(cube[:, None], st_cube, st_plane)
   # texels a pixel spans, squared (a miss has no footprint: clamped, so no NaN gradient)
-  span = jnp.sum(jnp.square(dlocal * (scale * size)[:, None]), -1).max(-1)
+  span = jnp.where(cube, span_cube, span_plane)
   lod = 0.5 * jnp.log2(jnp.maximum(span, 1e-30))
   nlevel = tex.start.shape[1]
   lod = jnp.clip(lod, 0.0, nlevel - 1)
   lo = jnp.floor(lod).astype(jnp.int32)
   hi = jnp.minimum(lo + 1, nlevel - 1)
   frac = (lod - lo)[:, None]
-  colour = (1 - frac) * _bilinear(tex, slot, lo, st) + frac * _bilinear(tex, slot, hi, st)
+  face = jnp.where(cube, face, 0)
+  colour = ((1 - frac) * _bilinear(tex, slot, lo, st, face, cube)
+            + frac * _bilinear(tex, slot, hi, st, face, cube))
   return jnp.where(on[:, None], colour, 1.0)
 
 
-def _bilinear(tex: PlaneTextures, slot, level, st):
-  """Bilinear, repeating samples (N, 3) of mipmap `level` (N,) of texture slots (N,) at
-  texture coordinates st (N, 2)."""
+def _bilinear(tex: Textures, slot, level, st, face, cube):
+  """Bilinear samples (N, 3) of mipmap `level` (N,) of texture slots (N,) at texture
+  coordinates st (N, 2): repeating, or within cube face `face` (N,) with its edges clamped
+  where `cube` (N,)."""
   dtype = st.dtype
   start = jnp.asarray(tex.start)[slot, level]
   h = jnp.asarray(tex.height)[slot, level]
@@ -157,10 +211,12 @@ def _bilinear(tex: PlaneTextures, slot, level, st):
   fx, fy = (x - x0)[:, None], (y - y0)[:, None]
   texels = jnp.asarray(tex.texels, dtype)
 
-  def at(r, c):  # repeating: the index taken modulo the level's size before the cast
-    r = jnp.mod(r, h.astype(dtype)).astype(jnp.int32)
-    c = jnp.mod(c, w.astype(dtype)).astype(jnp.int32)
-    return texels[start + r * w + c]
+  def index(v, n):  # repeating (taken modulo before the cast) or clamped to the face
+    n = n.astype(dtype)
+    return jnp.where(cube, jnp.clip(v, 0, n - 1), jnp.mod(v, n)).astype(jnp.int32)
+
+  def at(r, c):
+    return texels[start + (face * h + index(r, h)) * w + index(c, w)]
 
   return ((1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x0 + 1))
           + fy * ((1 - fx) * at(y0 + 1, x0) + fx * at(y0 + 1, x0 + 1)))

@@ -1,6 +1,7 @@
-"""2D textures on planes in camera_image against mujoco.Renderer (finite and infinite planes,
-texrepeat, texuniform, a moved and turned plane, oblique views through the mipmaps, the
-dm_control suite's grid floors), and their gradients."""
+"""Textures in camera_image against mujoco.Renderer: 2D textures on planes (finite and
+infinite planes, texrepeat, texuniform, a moved and turned plane, oblique views through the
+mipmaps, an image file in linear and sRGB colour, the dm_control suite's grid floors) and
+cube textures on primitives; and their gradients."""
 
 import os
 
@@ -65,6 +66,42 @@ def test_dm_control_floors_look_as_in_mujocos_renderer(gl, name):
   assert mae < RGB_MAE and edges < EDGE_SHARE, (mae, edges)  # untextured: 0.2-0.7
 
 
+def _cube(geom, uniform="false", texture='width="32" height="32"'):
+  """A red and blue cube checker (six faces) on one turned primitive."""
+  return f"""<mujoco><visual><headlight ambient="1 1 1" diffuse="0 0 0" specular="0 0 0"/>
+</visual><asset><texture name="t" type="cube" builtin="checker" rgb1="1 0 0" rgb2="0 0 1"
+  {texture}/><material name="m" texture="t" texuniform="{uniform}" specular="0"/></asset>
+<worldbody><geom {geom} material="m" euler="10 20 30"/>
+<camera name="c" pos="0 -3 1.5" xyaxes="1 0 0 0 .5 1" fovy="45"/></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("scene", [
+  _cube('type="sphere" size=".8"'), _cube('type="box" size=".6 .4 .5"'),
+  _cube('type="box" size=".6 .4 .5"', uniform="true"),
+  _cube('type="ellipsoid" size=".8 .5 .6"'), _cube('type="cylinder" size=".5 .6"'),
+  _cube('type="sphere" size=".8"', texture='width="151" height="151" mark="cross"'),
+  _cube('type="box" size=".6 .6 .6"', texture='width="32" height="192"').replace(
+    "checker", "gradient"),
+], ids=["sphere", "box", "box-uniform", "ellipsoid", "cylinder", "marked", "gradient"])
+def test_a_cube_texture_looks_as_in_mujocos_renderer(gl, scene):
+  mae, edges = _rgb_error(scene, "c")
+  assert mae < RGB_MAE and edges < EDGE_SHARE, (mae, edges)
+
+
+@pytest.mark.parametrize("colorspace", ["linear", "sRGB"])
+def test_an_image_texture_looks_as_in_mujocos_renderer(gl, colorspace):
+  # an sRGB texture is sampled as linear values and shown so: darker than its file
+  control = pytest.importorskip("dm_control")
+  png = os.path.join(os.path.dirname(control.__file__), "mjcf", "test_assets", "textures",
+                     "deepmind.png")
+  xml = _checker(uniform="false", camera='pos="0 0 4"').replace(
+    'builtin="checker" rgb1="1 0 0" rgb2="0 0 1"\n  width="64" height="64"',
+    f'file="{png}" colorspace="{colorspace}"')
+  assert png in xml
+  mae, edges = _rgb_error(xml, "c")
+  assert mae < RGB_MAE and edges < EDGE_SHARE, (mae, edges)  # sRGB read as linear: 0.08
+
+
 def test_a_textured_image_is_differentiable():
   # the camera's height moves where the rays meet a smooth (gradient) texture and changes
   # their footprint (mipmap level): the gradient matches central differences, and stays
@@ -87,9 +124,9 @@ def test_a_textured_image_is_differentiable():
   assert np.isfinite(float(full))
 
 
-def test_untextured_materials_and_other_texture_kinds_keep_their_colour():
-  # a cube texture on a plane is not drawn (jaxmj maps 2D textures on planes only): the
-  # material's colour stays, as without any texture
+def test_textures_jaxmj_does_not_map_leave_the_material_colour():
+  # a cube texture on a plane is not drawn (nor a 2D texture on a primitive, by the
+  # primitives' own texture coordinates): the material's colour stays, as untextured
   plain = _checker().replace('material="m" ', 'rgba="1 1 1 1" ')
   cube = _checker().replace('type="2d"', 'type="cube"')
   images = []

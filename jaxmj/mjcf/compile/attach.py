@@ -406,8 +406,9 @@ class _Renamer:
     return self.prefix + n
 
   def shared(self, n: str) -> str:
-    """A default class's or asset's name: without the replicate's suffix, as every copy
-    under one prefix shares them (MuJoCo copies them once); a self-attachment's, as is."""
+    """A default class's or asset's name: prefixed, and never suffixed by a replicate
+    around the attachment (its copies share them: MuJoCo copies them once); a
+    self-attachment's, as is."""
     return n if self.same else self.prefix + n
 
   def default(self, node: Node, top: bool) -> Node:
