@@ -40,7 +40,7 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
                  outputs: Sequence[str] = OUTPUTS, *, shadows: bool = False,
                  geomgroup=DEFAULT_GEOMGROUP, tile: int | None = 8,
                  tile_candidates: int = 4, softness: float | None = None,
-                 rgba: jax.Array | None = None) -> dict[str, jnp.ndarray]:
+                 rgba: jax.Array | None = None, skybox: bool = True) -> dict[str, jnp.ndarray]:
   """Images of world `d` (after forward: reads geom, camera and light poses) seen by model
   camera `cam` (id or name; -1: MuJoCo's free camera), ray-cast in pure JAX
   (jit/vmap/grad-able; every argument but m's leaves, d and rgba is static: a call is traced
@@ -61,11 +61,13 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
     stays exact.
   rgba: (ngeom, 4) colours in place of geom_rgba and materials (a traced array: randomized
     colours do not recompile); which geoms are drawn still follows the model's alpha.
+  skybox: draw the model's skybox texture behind everything, as mujoco.Renderer does by
+    default (False, or no skybox: black).
 
   Returns a dict with the requested outputs, row 0 at the top as mujoco.Renderer's:
     rgb: (height, width, 3) float in [0, 1], geom colours under the model's lights and the
-      headlight (background black), textures on planes and primitives (camera/texture.py);
-      shadows: rays to shadow-casting lights.
+      headlight, textures on planes and primitives (camera/texture.py), the skybox (else
+      black) where nothing is hit; shadows: rays to shadow-casting lights.
     depth: (height, width) distance along the optical axis in metres, as mujoco.Renderer's
       depth rendering; where nothing is hit, its far clip distance (vis.map.zfar * extent).
     segmentation: (height, width, 2) int32 (geom id, mjOBJ_GEOM), (-1, -1) where nothing is
@@ -83,7 +85,7 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
     outputs=tuple(outputs), shadows=bool(shadows),
     geomgroup=None if geomgroup is None else tuple(bool(g) for g in geomgroup),
     tile=None if tile is None else int(tile), tile_candidates=int(tile_candidates),
-    softness=None if softness is None else float(softness))
+    softness=None if softness is None else float(softness), skybox=bool(skybox))
   return {k: images[k] for k in outputs}   # in the order asked (a jit's dict comes sorted)
 
 
@@ -93,11 +95,12 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
 # environment's reset and step) share one trace per model structure and option set.
 @functools.partial(jax.jit, static_argnames=("cam", "height", "width", "outputs", "shadows",
                                              "geomgroup", "tile", "tile_candidates",
-                                             "softness"))
+                                             "softness", "skybox"))
 def ray_cast_images(m: Model, d: Data, rgba: jax.Array | None, *, cam: int, height: int,
                     width: int, outputs: tuple[str, ...], shadows: bool,
                     geomgroup: tuple[bool, ...] | None, tile: int | None,
-                    tile_candidates: int, softness: float | None) -> dict[str, jnp.ndarray]:
+                    tile_candidates: int, softness: float | None,
+                    skybox: bool) -> dict[str, jnp.ndarray]:
   """camera_image's images for a camera id and normalized options (see camera_image)."""
   ids = visible_geoms(m, geomgroup)
   pos, mat = frustum.camera_pose(m, d, cam)
@@ -129,8 +132,9 @@ def ray_cast_images(m: Model, d: Data, rgba: jax.Array | None, *, cam: int, heig
     blocked = trace.nearest_hits(m, d, ids, origin, direction).dist
     return blocked < max_dist
 
-  textures = texture.geom_textures(m, ids)
   left, right, bottom, top = frustum.image_plane(m, cam, height, width)
+  textures = texture.geom_textures(m, ids, skybox and "rgb" in outputs,
+                                   0.0 if ortho else (top - bottom) / height)
   # one pixel's step across the image: a ray's direction (perspective) or origin moves by
   # this much per pixel, right and down
   steps = jnp.stack([(right - left) / width * mat[:, 0], (top - bottom) / height * mat[:, 1]])
@@ -141,9 +145,13 @@ def ray_cast_images(m: Model, d: Data, rgba: jax.Array | None, *, cam: int, heig
     scale = 1.0 if ortho else depth[:, None, None]
     return texture.texel_colours(textures, m, d, point, normal, geomid, ray, scale * steps)
 
+  # where a ray meets nothing: the skybox along its direction (black without one)
+  sky = texture.sky_colours(textures, vec, jnp.broadcast_to(0.0 if ortho else steps,
+                                                            (vec.shape[0], 2, 3)))
+
   if softness is not None and {"rgb", "depth"} & set(outputs):
     depth, rgb = soft.soft_image(m, d, ids, pnt, vec, pos, mat, softness, far, tiles, rgba,
-                                 occluded if shadows else None, textured)
+                                 occluded if shadows else None, textured, sky)
     out.update({"depth": as_image(depth), "rgb": as_image(rgb)})
     return {k: out[k] for k in outputs}
   if "depth" in outputs:
@@ -154,5 +162,7 @@ def ray_cast_images(m: Model, d: Data, rgba: jax.Array | None, *, cam: int, heig
                       occluded if shadows else None, rgba,
                       textured(point, hits.normal, hits.geomid, vec,
                                jnp.where(hit, hits.dist, 0.0)))
+    if sky is not None:
+      rgb = jnp.where(hit[:, None], rgb, sky)
     out["rgb"] = as_image(rgb)
   return out

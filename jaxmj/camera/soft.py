@@ -114,12 +114,13 @@ def _type_layers(m: Model, d: Data, sel, gtype, pnt, vec, softness):
 
 def soft_image(m: Model, d: Data, ids: np.ndarray, pnt, vec, cam_pos, cam_mat,
                softness: float, far: float, tiles=None, rgba=None, occluded=None,
-               texture=None):
+               texture=None, background=None):
   """Depth (N,) and RGB (N, 3) of camera rays from pnt ((3,) or (N, 3)) along vec (N, 3)
   with soft silhouettes of the primitives among geom ids `ids`, seen by the camera at
   cam_pos, cam_mat (tiles, rgba, occluded: as for trace.nearest_hits and shade.shade).
   texture: optional callable(point (M, 3), normal (M, 3), geomid (M,), ray (M, 3), depth
-  (M,)) -> texel colours (M, 3) or None (image.py)."""
+  (M,)) -> texel colours (M, 3) or None (image.py). background: optional colours (N, 3)
+  behind every layer (the skybox)."""
   soft_types = tuple(SDF)
   alphas, dists, normals, geoms = [], [], [], []
   for gtype in soft_types:
@@ -150,4 +151,7 @@ def soft_image(m: Model, d: Data, ids: np.ndarray, pnt, vec, cam_pos, cam_mat,
   colour = shade.shade(m, d, cam_pos, cam_mat, *flat, occluded, rgba,
                        texels).reshape(*alpha.shape, 3)
   depth = jnp.sum(weight * jnp.minimum(dist, far), 1) + through[:, -1] * far
-  return depth, jnp.sum(weight[..., None] * colour, 1)
+  rgb = jnp.sum(weight[..., None] * colour, 1)
+  if background is not None:
+    rgb = rgb + through[:, -1:] * background
+  return depth, rgb

@@ -14,10 +14,15 @@ six faces, +x -x +y -y +z -z in tex_data's order, or one image for all six, edge
 the point in the geom's frame over its size (the unit shape MuJoCo draws scaled), or in
 length units where texuniform.
 
+The skybox (the model's first skybox texture) is a cube map too, looked up by the ray's
+direction (x, z, -y) in the world frame (settexture's rotation about x), unlit.
+
 Filtering is OpenGL's trilinear: bilinear within a level, linear between the two mipmap
 levels around the pixel's footprint (log2 of the texels one pixel spans on the surface, the
 larger of the image's two directions); the mipmaps average 2 x 2 texels. An sRGB texture is
-sampled as linear values. The lit colour is multiplied by the texel's (GL_MODULATE).
+sampled as linear values (mipmaps averaged in linear values). The lit colour is multiplied
+by the texel's (GL_MODULATE). Texels are kept as bytes, as the model has them, and turned
+into colours after the lookup.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from jaxmj.enums import GeomType
 from jaxmj.types import Data, Model
 
 _RGB = 1  # mjtTextureRole mjTEXROLE_RGB
-_TEXTURE_2D = 0  # mjtTexture
+_TEXTURE_2D, _SKYBOX = 0, 2  # mjtTexture
 _SRGB = 2  # mjtColorSpace
 # the geoms a cube texture is drawn on: the sizes scaling MuJoCo's unit shape, per axis
 _CUBE_SCALE = {GeomType.SPHERE: (0, 0, 0), GeomType.ELLIPSOID: (0, 1, 2),
@@ -46,23 +51,29 @@ class Textures:
   """The textured geoms among those drawn, and their textures' mipmaps (host arrays).
   slot (ngeom,): each geom's texture slot, -1 none; cube (ngeom,): a cube texture's; repeat
   (ngeom, 2): a plane's texrepeat (1 where not positive); uniform (ngeom,): texuniform;
-  axes (ngeom, 3): which size scales each axis of a cube-textured shape; texels (T, 3):
-  every level of every slot's mipmaps, row by row (a cube's six faces one below the other);
-  start, height, width (slots, levels): where each level is and its size (a cube's: one
-  face's), a slot's last level repeated to the deepest slot's count."""
+  axes (ngeom, 3): which size scales each axis of a cube-textured shape; sky: the skybox's
+  slot, -1 none; texels (T, 3) uint8: every level of every slot's mipmaps, row by row (a
+  cube's six faces one below the other); srgb (slots,): texels sRGB-encoded; start, height,
+  width (slots, levels): where each level is and its size (a cube's: one face's), a slot's
+  last level repeated to the deepest slot's count."""
   slot: np.ndarray
   cube: np.ndarray
   repeat: np.ndarray
   uniform: np.ndarray
   axes: np.ndarray
+  sky: int
   texels: np.ndarray
+  srgb: np.ndarray
   start: np.ndarray
   height: np.ndarray
   width: np.ndarray
 
 
-def geom_textures(m: Model, ids: np.ndarray) -> Textures | None:
-  """The textures MuJoCo draws on the geoms among ids `ids`, or None where none has one."""
+def geom_textures(m: Model, ids: np.ndarray, skybox: bool = False,
+                  pixel: float = 0.0) -> Textures | None:
+  """The textures MuJoCo draws on the geoms among ids `ids` and, with `skybox`, its skybox
+  (its mipmaps from the level whose texels are about `pixel` radians, a pixel's angle, the
+  finer ones never sampled); None where there are none."""
   slot, cube = np.full(m.ngeom, -1), np.zeros(m.ngeom, bool)
   repeat, uniform = np.ones((m.ngeom, 2)), np.zeros(m.ngeom, bool)
   axes = np.zeros((m.ngeom, 3), np.int64)
@@ -80,9 +91,16 @@ def geom_textures(m: Model, ids: np.ndarray) -> Textures | None:
     repeat[g] = np.where(rep > 0, rep, 1.0)
     uniform[g] = bool(m.mat_texuniform[mat])
     axes[g] = _CUBE_SCALE.get(gtype, (0, 1, 2))
+  skies = np.flatnonzero(np.asarray(m.tex_type) == _SKYBOX) if skybox else []
+  sky = slots.setdefault(int(skies[0]), len(slots)) if len(skies) else -1
   if not slots:
     return None
   pyramids = [_mipmaps(_image(m, tex)) for tex in slots]
+  if sky >= 0 and pixel > 0:  # a face spans a quarter turn: skip levels finer than a pixel/4
+    skip = int(np.log2(max(pyramids[sky][0].shape[2] * pixel / (np.pi / 2), 1.0))) - 2
+    pyramids[sky] = pyramids[sky][max(skip, 0):]
+  srgb = np.array([int(m.tex_colorspace[tex]) == _SRGB for tex in slots])
+  pyramids = [[_bytes(level, code) for level in p] for p, code in zip(pyramids, srgb)]
   levels = max(len(p) for p in pyramids)
   start, height, width = (np.zeros((len(pyramids), levels), np.int64) for _ in range(3))
   texels, at = [], 0
@@ -95,8 +113,8 @@ def geom_textures(m: Model, ids: np.ndarray) -> Textures | None:
       else:
         start[i, k] = start[i, k - 1]
       height[i, k], width[i, k] = faces.shape[1:3]
-  return Textures(slot, cube, repeat, uniform, axes, np.concatenate(texels), start, height,
-                  width)
+  return Textures(slot, cube, repeat, uniform, axes, sky, np.concatenate(texels), srgb, start,
+                  height, width)
 
 
 def _image(m: Model, tex: int) -> np.ndarray:
@@ -120,13 +138,62 @@ def _mipmaps(img: np.ndarray) -> list[np.ndarray]:
   2 x 2 above it (an odd last row or column joins the pair before it)."""
   out = [img]
   while img.shape[1] > 1 or img.shape[2] > 1:
-    h, w = max(img.shape[1] // 2, 1), max(img.shape[2] // 2, 1)
-    rows = np.array_split(np.arange(img.shape[1]), h)
-    cols = np.array_split(np.arange(img.shape[2]), w)
-    img = np.stack([np.stack([img[:, r][:, :, c].mean((1, 2)) for c in cols], 1)
-                    for r in rows], 1)
+    img = _halved(_halved(img, 1), 2)
     out.append(img)
   return out
+
+
+def _halved(img: np.ndarray, axis: int) -> np.ndarray:
+  n = img.shape[axis]
+  starts = np.array([c[0] for c in np.array_split(np.arange(n), max(n // 2, 1))])
+  counts = np.diff(np.append(starts, n)).reshape([-1 if a == axis else 1
+                                                   for a in range(img.ndim)])
+  return np.add.reduceat(img, starts, axis) / counts
+
+
+def _bytes(linear: np.ndarray, srgb: bool) -> np.ndarray:
+  """Linear colours as texels: bytes, sRGB-encoded where the texture is."""
+  if srgb:
+    linear = np.where(linear <= 0.0031308, 12.92 * linear,
+                      1.055 * np.maximum(linear, 0) ** (1 / 2.4) - 0.055)
+  return np.round(np.clip(linear, 0, 1) * 255).astype(np.uint8)
+
+
+def _colours(texels, srgb, dtype):
+  """Texel bytes (N, 3) as linear colours, sRGB-decoded where srgb (N,)."""
+  c = texels.astype(dtype) / 255
+  return jnp.where(srgb[:, None], jnp.where(c <= 0.04045, c / 12.92,
+                                            ((c + 0.055) / 1.055) ** 2.4), c)
+
+
+def sky_colours(tex: Textures, ray, steps):
+  """The skybox's colour (N, 3) along ray directions (N, 3) (world frame), whose
+  neighbouring pixels' directions are `steps` (N, 2, 3) apart; None without a skybox."""
+  if tex is None or tex.sky < 0:
+    return None
+  dtype = ray.dtype
+  # settexture's skybox mapping: (s, t, r) = (x, z, -y)
+  turn = jnp.asarray([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]], dtype)
+  direction, ddirection = ray @ turn.T, steps @ turn.T
+  slot = jnp.full(ray.shape[0], tex.sky)
+  st, face, span = _cube_lookup(direction, ddirection, jnp.asarray(tex.width, dtype)[slot, 0])
+  return _trilinear(tex, slot, st, face, jnp.ones(ray.shape[0], bool), span)
+
+
+def _cube_lookup(obj, dobj, width):
+  """OpenGL's cube map: (st (N, 2), face (N,), texels a pixel spans squared (N,)) of
+  directions obj (N, 3), neighbouring pixels' dobj (N, 2, 3) apart, faces `width` texels."""
+  axis = jnp.argmax(jnp.abs(obj), -1)
+  major = jnp.maximum(jnp.take_along_axis(jnp.abs(obj), axis[:, None], 1)[:, 0], 1e-30)
+  negative = jnp.take_along_axis(obj, axis[:, None], 1)[:, 0] < 0
+  face = 2 * axis + negative
+  rule = jnp.asarray(_FACE_ST)[face]  # (N, 2 [s, t], 2 [axis, sign])
+  sc_tc = jnp.take_along_axis(obj, rule[..., 0], 1) * rule[..., 1]
+  # the step across the face: the part of dobj along the direction does not move the texel
+  unit = obj / jnp.sqrt(jnp.maximum(jnp.sum(obj * obj, -1), 1e-30))[:, None]
+  across = dobj - unit[:, None] * jnp.sum(dobj * unit[:, None], -1)[..., None]
+  span = width * width * jnp.sum(jnp.square(across), -1).max(-1) / (4 * major * major)
+  return 0.5 * (sc_tc / major[:, None] + 1), face, span
 
 
 def _plane_mapping(tex: Textures, size, g):
@@ -172,29 +239,26 @@ def texel_colours(tex: Textures, m: Model, d: Data, point, normal, geomid, ray, 
 
   unit = jnp.take_along_axis(size, jnp.asarray(tex.axes)[g], 1)
   unit = jnp.where(jnp.asarray(tex.uniform)[g][:, None] | (unit <= 0), 1.0, unit)
-  obj, dobj = local / unit, dlocal / unit[:, None]
-  axis = jnp.argmax(jnp.abs(obj), -1)
-  major = jnp.maximum(jnp.take_along_axis(jnp.abs(obj), axis[:, None], 1)[:, 0], 1e-30)
-  negative = jnp.take_along_axis(obj, axis[:, None], 1)[:, 0] < 0
-  face = 2 * axis + negative
-  rule = jnp.asarray(_FACE_ST)[face]  # (N, 2 [s, t], 2 [axis, sign])
-  sc_tc = jnp.take_along_axis(obj, rule[..., 0], 1) * rule[..., 1]
-  st_cube = 0.5 * (sc_tc / major[:, None] + 1)
-  span_cube = width * width * jnp.sum(jnp.square(dobj), -1).max(-1) / (4 * major * major)
+  st_cube, face, span_cube = _cube_lookup(local / unit, dlocal / unit[:, None], width)
 
   st = jnp.where(cube[:, None], st_cube, st_plane)
-  # texels a pixel spans, squared (a miss has no footprint: clamped, so no NaN gradient)
   span = jnp.where(cube, span_cube, span_plane)
+  colour = _trilinear(tex, slot, st, jnp.where(cube, face, 0), cube, span)
+  return jnp.where(on[:, None], colour, 1.0)
+
+
+def _trilinear(tex: Textures, slot, st, face, cube, span):
+  """Colours (N, 3) of texture slots (N,) at st (N, 2) (on cube face `face` (N,) where
+  `cube` (N,)), between the two mipmap levels around a pixel's span of `span` (N,) texels
+  squared (a miss has no footprint: clamped, so no NaN gradient)."""
   lod = 0.5 * jnp.log2(jnp.maximum(span, 1e-30))
   nlevel = tex.start.shape[1]
   lod = jnp.clip(lod, 0.0, nlevel - 1)
   lo = jnp.floor(lod).astype(jnp.int32)
   hi = jnp.minimum(lo + 1, nlevel - 1)
   frac = (lod - lo)[:, None]
-  face = jnp.where(cube, face, 0)
-  colour = ((1 - frac) * _bilinear(tex, slot, lo, st, face, cube)
-            + frac * _bilinear(tex, slot, hi, st, face, cube))
-  return jnp.where(on[:, None], colour, 1.0)
+  return ((1 - frac) * _bilinear(tex, slot, lo, st, face, cube)
+          + frac * _bilinear(tex, slot, hi, st, face, cube))
 
 
 def _bilinear(tex: Textures, slot, level, st, face, cube):
@@ -209,14 +273,14 @@ def _bilinear(tex: Textures, slot, level, st, face, cube):
   y = st[:, 1] * h.astype(dtype) - 0.5
   x0, y0 = jnp.floor(x), jnp.floor(y)
   fx, fy = (x - x0)[:, None], (y - y0)[:, None]
-  texels = jnp.asarray(tex.texels, dtype)
+  texels, srgb = jnp.asarray(tex.texels), jnp.asarray(tex.srgb)[slot]
 
   def index(v, n):  # repeating (taken modulo before the cast) or clamped to the face
     n = n.astype(dtype)
     return jnp.where(cube, jnp.clip(v, 0, n - 1), jnp.mod(v, n)).astype(jnp.int32)
 
   def at(r, c):
-    return texels[start + (face * h + index(r, h)) * w + index(c, w)]
+    return _colours(texels[start + (face * h + index(r, h)) * w + index(c, w)], srgb, dtype)
 
   return ((1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x0 + 1))
           + fy * ((1 - fx) * at(y0 + 1, x0) + fx * at(y0 + 1, x0 + 1)))
