@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmj.camera import frustum, shade, soft, texture
+from jaxmj.camera import frustum, reflection, shade, soft, texture
 from jaxmj.collision import ray as ray_lib
 from jaxmj.collision.raycast import cull, trace
 from jaxmj.names import name2id
@@ -40,7 +40,8 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
                  outputs: Sequence[str] = OUTPUTS, *, shadows: bool = False,
                  geomgroup=DEFAULT_GEOMGROUP, tile: int | None = 8,
                  tile_candidates: int = 4, softness: float | None = None,
-                 rgba: jax.Array | None = None, skybox: bool = True) -> dict[str, jnp.ndarray]:
+                 rgba: jax.Array | None = None, skybox: bool = True,
+                 reflections: bool = True) -> dict[str, jnp.ndarray]:
   """Images of world `d` (after forward: reads geom, camera and light poses) seen by model
   camera `cam` (id or name; -1: MuJoCo's free camera), ray-cast in pure JAX
   (jit/vmap/grad-able; every argument but m's leaves, d and rgba is static: a call is traced
@@ -63,6 +64,9 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
     colours do not recompile); which geoms are drawn still follows the model's alpha.
   skybox: draw the model's skybox texture behind everything, as mujoco.Renderer does by
     default (False, or no skybox: black).
+  reflections: mirrors (planes and boxes whose material has reflectance) show the scene,
+    as mujoco.Renderer's do by default (camera/reflection.py; exact images only: a soft one
+    has none). One more ray per pixel: where a scene has a mirror, about twice the time.
 
   Returns a dict with the requested outputs, row 0 at the top as mujoco.Renderer's:
     rgb: (height, width, 3) float in [0, 1], geom colours under the model's lights and the
@@ -85,7 +89,8 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
     outputs=tuple(outputs), shadows=bool(shadows),
     geomgroup=None if geomgroup is None else tuple(bool(g) for g in geomgroup),
     tile=None if tile is None else int(tile), tile_candidates=int(tile_candidates),
-    softness=None if softness is None else float(softness), skybox=bool(skybox))
+    softness=None if softness is None else float(softness), skybox=bool(skybox),
+    reflections=bool(reflections))
   return {k: images[k] for k in outputs}   # in the order asked (a jit's dict comes sorted)
 
 
@@ -95,12 +100,12 @@ def camera_image(m: Model, d: Data, cam: int | str = -1, height: int = 64, width
 # environment's reset and step) share one trace per model structure and option set.
 @functools.partial(jax.jit, static_argnames=("cam", "height", "width", "outputs", "shadows",
                                              "geomgroup", "tile", "tile_candidates",
-                                             "softness", "skybox"))
+                                             "softness", "skybox", "reflections"))
 def ray_cast_images(m: Model, d: Data, rgba: jax.Array | None, *, cam: int, height: int,
                     width: int, outputs: tuple[str, ...], shadows: bool,
                     geomgroup: tuple[bool, ...] | None, tile: int | None,
                     tile_candidates: int, softness: float | None,
-                    skybox: bool) -> dict[str, jnp.ndarray]:
+                    skybox: bool, reflections: bool) -> dict[str, jnp.ndarray]:
   """camera_image's images for a camera id and normalized options (see camera_image)."""
   ids = visible_geoms(m, geomgroup)
   pos, mat = frustum.camera_pose(m, d, cam)
@@ -162,7 +167,26 @@ def ray_cast_images(m: Model, d: Data, rgba: jax.Array | None, *, cam: int, heig
                       occluded if shadows else None, rgba,
                       textured(point, hits.normal, hits.geomid, vec,
                                jnp.where(hit, hits.dist, 0.0)))
+    mirrors = reflection.mirrors(m, ids) if reflections else None
+    if mirrors is not None:
+      rgb = jnp.clip(rgb + _reflected(m, d, ids, mirrors, pos, mat, point, hits, vec, rgba,
+                                      textured), 0.0, 1.0)
     if sky is not None:
       rgb = jnp.where(hit[:, None], rgb, sky)
     out["rgb"] = as_image(rgb)
   return out
+
+
+def _reflected(m: Model, d: Data, ids, mirrors, pos, mat, point, hits, vec, rgba, textured):
+  """The colour (N, 3) the mirrors among the hits show (camera/reflection.py), 0 elsewhere;
+  the caller adds it to the mirror's own and clamps."""
+  on, refl, origin, direction, axis, base = reflection.reflected_rays(
+    m, d, mirrors, pos, point, hits.normal, hits.geomid, vec)
+  seen = trace.nearest_hits(m, d, ids, origin, direction)
+  found = on & (seen.geomid >= 0)
+  geomid = jnp.where(found, seen.geomid, -1)
+  far = origin + jnp.where(found, seen.dist, 0.0)[:, None] * direction
+  cam_pos, cam_mat = reflection.mirrored_camera(pos, mat, axis, base)
+  depth = jnp.where(found, hits.dist + seen.dist, 0.0)  # the path's length, in ray units
+  return shade.shade(m, d, cam_pos, cam_mat, far, seen.normal, geomid, None, rgba,
+                     textured(far, seen.normal, geomid, direction, depth), refl)

@@ -160,8 +160,10 @@ def _bytes(linear: np.ndarray, srgb: bool) -> np.ndarray:
 
 
 def _colours(texels, srgb, dtype):
-  """Texel bytes (N, 3) as linear colours, sRGB-decoded where srgb (N,)."""
+  """Texel bytes (N, 3) as linear colours, sRGB-decoded where srgb (N,) (None: none is)."""
   c = texels.astype(dtype) / 255
+  if srgb is None:
+    return c
   return jnp.where(srgb[:, None], jnp.where(c <= 0.04045, c / 12.92,
                                             ((c + 0.055) / 1.055) ** 2.4), c)
 
@@ -273,7 +275,8 @@ def _bilinear(tex: Textures, slot, level, st, face, cube):
   y = st[:, 1] * h.astype(dtype) - 0.5
   x0, y0 = jnp.floor(x), jnp.floor(y)
   fx, fy = (x - x0)[:, None], (y - y0)[:, None]
-  texels, srgb = jnp.asarray(tex.texels), jnp.asarray(tex.srgb)[slot]
+  texels = jnp.asarray(tex.texels)
+  srgb = jnp.asarray(tex.srgb)[slot] if tex.srgb.any() else None  # the decode costs
 
   def index(v, n):  # repeating (taken modulo before the cast) or clamped to the face
     n = n.astype(dtype)
