@@ -102,3 +102,41 @@ def test_contact_free_fall_matches_central_differences():
   fd = (loss(qvel + eps * v) - loss(qvel - eps * v)) / (2 * eps)
   np.testing.assert_allclose(jax.jit(jax.grad(loss))(qvel) @ v, fd, rtol=1e-7)
   np.testing.assert_allclose(jax.jvp(loss, (qvel,), (v,))[1], fd, rtol=1e-7)
+
+
+def test_a_scan_of_gated_stages_differentiates_under_vmap():
+  # a stage output read from unbatched inputs alone ("c") is unbatched in the scan's body as
+  # vmap stages it, and its tangent (the gate's linear call, batched) came batched: a scan of
+  # steps under vmap failed in reverse mode (Brax's APG through jaxmj.envs)
+  def stage(x, y, c):
+    return {"a": jnp.sin(x) * y, "c": jnp.cos(c)}
+
+  def loss(x, y, c):
+    def body(carry, _):
+      x, y = carry
+      out = gated_tangent(lambda out: jnp.any(out["a"] > 0), stage, x, y, c)
+      return (x + 0.1 * out["a"] * out["c"].sum(), y), None
+    return jax.lax.scan(body, (x, y), length=3)[0][0].sum()
+
+  plain = jax.grad(lambda y: jax.vmap(loss, (None, 0, None))(X, y, X).sum())
+  ys = jnp.stack([Y, 2 * Y])
+  each = np.stack([jax.grad(lambda y: loss(X, y, X))(y) for y in ys])
+  np.testing.assert_allclose(jax.jit(plain)(ys), each, rtol=1e-6)
+
+
+def test_a_vmapped_rollout_of_steps_with_constraint_rows_differentiates():
+  # the cart-pole's rail limits make constraint rows (the gated make_constraint stage)
+  from jaxmj import envs
+
+  m = envs.load("CartpoleBalance").sys
+  d = jaxmj.make_data(m)
+
+  def final_qpos(ctrl):
+    out = jax.lax.scan(lambda d, _: (jaxmj.step(m, d), None), d.replace(ctrl=ctrl), length=2)
+    return out[0].qpos.sum()
+
+  ctrls = jnp.array([[0.1], [-0.3]], d.ctrl.dtype)
+  batched = jax.jit(jax.grad(lambda u: jax.vmap(final_qpos)(u).sum()))(ctrls)
+  each = np.stack([jax.grad(final_qpos)(u) for u in ctrls])
+  assert np.all(np.isfinite(batched)) and np.abs(each).max() > 0
+  np.testing.assert_allclose(batched, each, rtol=1e-6, atol=1e-12)
