@@ -49,14 +49,14 @@ def _spec(x) -> jax.ShapeDtypeStruct:
   return jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x))
 
 
-def _anchored(out, xs):
-  """out with each inexact leaf passed through a select that never takes its other side, a
-  sum of every input: the same values, but batched wherever an input is. Under vmap JAX
-  batches a custom JVP's primal when it batches the program (a scan's body, say) and its
-  tangent rule only when it differentiates it; the rule's tangents (a linear map of every
-  input's) must then not be batched where the primal is not: a scan of steps under vmap
-  failed to differentiate, a row's friction loss (read from the Model alone) having a
-  batched tangent and an unbatched value."""
+def batched_like(out, xs):
+  """out (a pytree) with each inexact leaf passed through a select that never takes its
+  other side, a sum of every input xs (arrays): the same values, but batched wherever an
+  input is. Under vmap JAX batches a custom JVP's primal when it batches the program (a
+  scan's body, say) and its tangent rule only when it differentiates it; the rule's tangents
+  (here a linear map of every input's) must then not be batched where the primal is not: a
+  scan of steps under vmap failed to differentiate, a row's friction loss (read from the
+  Model alone) having a batched tangent and an unbatched value."""
   anchor = sum(jnp.sum(x) for x in xs if _inexact(x))
   never = jnp.zeros((), bool)
   return jax.tree.map(lambda y: jnp.where(never, anchor.astype(y.dtype), y)
@@ -88,7 +88,7 @@ def gated_tangent(live: Callable[[Any], jax.Array], fn: Callable, *args):
 
   @jax.custom_jvp
   def gated(*xs):
-    return _anchored(call(xs), xs)
+    return batched_like(call(xs), xs)
 
   @partial(gated.defjvp, symbolic_zeros=True)
   def _gated_jvp(primals, tangents):
@@ -147,7 +147,7 @@ def gated_tangent(live: Callable[[Any], jax.Array], fn: Callable, *args):
                              [tangents[diff[k]] for k in used]) if used else zeros(outs))
     dout = [next(dkept) if k else np.zeros(jnp.shape(x), jax.dtypes.float0)
             for x, k in zip(leaves_out, keep)]
-    return _anchored(out, primals), jax.tree.unflatten(tree_out, dout)
+    return batched_like(out, primals), jax.tree.unflatten(tree_out, dout)
 
   return gated(*(leaves[i] for i in where))
 

@@ -28,6 +28,8 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 from jax.extend.core import ClosedJaxpr, Literal
 
+from jaxmj.tangent_gate import batched_like
+
 # primitives whose outputs carry no tangent whatever their inputs (JAX's zero JVPs, and
 # comparisons: a select's tangent does not flow through its predicate). Other integer and
 # boolean values do carry dependence: the exact-arithmetic guards pass floats through their
@@ -122,10 +124,7 @@ def settle_carry_tangents(step: Callable, consts, carry, xs, quiet_consts=()):
     sum of every input: the same values, but batched wherever any input is, so that
     settled_jvp's tangents (which may read any input's tangent) are never batched where
     their primals are not (JAX batches a custom_jvp's primal and rule separately)."""
-    anchor = sum(jnp.sum(x) for x in jax.tree.leaves((consts, leaves, xs)) if _inexact(x.dtype))
-    never = jnp.zeros((), bool)
-    return [jnp.where(never, anchor.astype(x.dtype), x) if _inexact(x.dtype) else x
-            for x in leaves]
+    return batched_like(leaves, jax.tree.leaves((consts, leaves, xs)))
 
   settled = jax.custom_jvp(anchored)
   traced = []  # the step's jaxpr, set below
