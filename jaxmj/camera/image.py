@@ -185,8 +185,8 @@ def _reflected(m: Model, d: Data, ids, mirrors, pos, mat, point, hits, vec, rgba
   seen = trace.nearest_hits(m, d, ids, origin, direction)
   found = on & (seen.geomid >= 0)
   geomid = jnp.where(found, seen.geomid, -1)
-  far = origin + jnp.where(found, seen.dist, 0.0)[:, None] * direction
+  at = origin + jnp.where(found, seen.dist, 0.0)[:, None] * direction
   cam_pos, cam_mat = reflection.mirrored_camera(pos, mat, axis, base)
   depth = jnp.where(found, hits.dist + seen.dist, 0.0)  # the path's length, in ray units
-  return shade.shade(m, d, cam_pos, cam_mat, far, seen.normal, geomid, None, rgba,
-                     textured(far, seen.normal, geomid, direction, depth), refl)
+  return shade.shade(m, d, cam_pos, cam_mat, at, seen.normal, geomid, None, rgba,
+                     textured(at, seen.normal, geomid, direction, depth), refl)

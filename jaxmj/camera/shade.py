@@ -63,21 +63,21 @@ def _length(v):
 
 
 def shade(m: Model, d: Data, cam_pos, cam_mat, point, normal, geomid, occluded=None,
-          rgba=None, texture=None, scale=None):
+          rgba=None, texture=None, tint=None):
   """RGB (N, 3) in [0, 1] at hit points point (N, 3) with unit normals (N, 3) of geoms
   geomid (N,) (-1: background, black). occluded: optional callable(origins (N, 3),
   directions (N, 3), max_dist (N,)) -> (N,) bool, for shadows. rgba: optional (ngeom, 4)
   colours (may be traced) in place of the model's and its materials' (alpha unused).
   texture: optional texel colours (N, 3) the lit colour is multiplied by (camera/texture.py,
-  OpenGL's GL_MODULATE after its clamp). scale: optional (N,) factors of the colour (not of
+  OpenGL's GL_MODULATE after its clamp). tint: optional (N,) factors of the colour (not of
   the specular highlight: a reflection's, camera/reflection.py). cam_pos, cam_mat may be
   per point, (N, 3) and (N, 3, 3) (a mirrored camera)."""
   model_rgba, spec, shin, emis = (jnp.asarray(a, point.dtype) for a in geom_materials(m))
   rgba = model_rgba if rgba is None else jnp.asarray(rgba, point.dtype)
   g = jnp.maximum(geomid, 0)
   base, spec, shin, emis = rgba[g, :3], spec[g], shin[g], emis[g]
-  if scale is not None:
-    base = base * scale[:, None]
+  if tint is not None:
+    base = base * tint[:, None]
   view = cam_pos - point
   view = view / _length(view)[:, None]
   colour = emis[:, None] * base
