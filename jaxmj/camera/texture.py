@@ -215,7 +215,12 @@ def texel_colours(tex: Textures, m: Model, d: Data, point, normal, geomid, ray, 
   """The texture colour (N, 3) at hit points (N, 3) with normals (N, 3) of geoms geomid
   (N,) (1 where untextured or -1), seen along ray directions `ray` (N, 3) whose neighbouring
   pixels' rays reach the hit's depth `steps` (N, 2, 3) apart (the footprint, before
-  projection onto the surface)."""
+  projection onto the surface); None where no geom is textured (the skybox alone). Only
+  the mappings some geom uses are traced (planes', cubes')."""
+  textured = tex.slot >= 0
+  planes, cubes = bool((textured & ~tex.cube).any()), bool((textured & tex.cube).any())
+  if not (planes or cubes):
+    return None
   dtype = point.dtype
   g = jnp.maximum(geomid, 0)
   slot = jnp.asarray(tex.slot)[g]
@@ -234,18 +239,23 @@ def texel_colours(tex: Textures, m: Model, d: Data, point, normal, geomid, ray, 
   width = jnp.asarray(tex.width, dtype)[slot, 0]
   height = jnp.asarray(tex.height, dtype)[slot, 0]
 
-  scale, shift = _plane_mapping(tex, size, g)
-  st_plane = scale * local[:, :2] + shift
-  span_plane = jnp.sum(jnp.square(dlocal[..., :2] * (scale * jnp.stack([width, height], -1))[
-    :, None]), -1).max(-1)
-
-  unit = jnp.take_along_axis(size, jnp.asarray(tex.axes)[g], 1)
-  unit = jnp.where(jnp.asarray(tex.uniform)[g][:, None] | (unit <= 0), 1.0, unit)
-  st_cube, face, span_cube = _cube_lookup(local / unit, dlocal / unit[:, None], width)
-
-  st = jnp.where(cube[:, None], st_cube, st_plane)
-  span = jnp.where(cube, span_cube, span_plane)
-  colour = _trilinear(tex, slot, st, jnp.where(cube, face, 0), cube, span)
+  if planes:
+    scale, shift = _plane_mapping(tex, size, g)
+    st = scale * local[:, :2] + shift
+    span = jnp.sum(jnp.square(dlocal[..., :2] * (scale * jnp.stack([width, height], -1))[
+      :, None]), -1).max(-1)
+    face = jnp.zeros(g.shape, jnp.int32)
+  if cubes:
+    unit = jnp.take_along_axis(size, jnp.asarray(tex.axes)[g], 1)
+    unit = jnp.where(jnp.asarray(tex.uniform)[g][:, None] | (unit <= 0), 1.0, unit)
+    st_cube, face_cube, span_cube = _cube_lookup(local / unit, dlocal / unit[:, None], width)
+    if planes:
+      st = jnp.where(cube[:, None], st_cube, st)
+      span = jnp.where(cube, span_cube, span)
+      face = jnp.where(cube, face_cube, face)
+    else:
+      st, span, face = st_cube, span_cube, face_cube
+  colour = _trilinear(tex, slot, st, face, cube, span)
   return jnp.where(on[:, None], colour, 1.0)
 
 
